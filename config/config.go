@@ -1,0 +1,188 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"sigs.k8s.io/yaml"
+)
+
+// Format is the encoding of configuration bytes.
+type Format int
+
+const (
+	// FormatUnknown asks Check to detect the format.
+	FormatUnknown Format = iota
+	FormatJSON
+	FormatYAML
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatJSON:
+		return "json"
+	case FormatYAML:
+		return "yaml"
+	default:
+		return "unknown"
+	}
+}
+
+// DefaultStream is the stream a push or sink without one targets.
+const DefaultStream = "default"
+
+// SupportedFormatVersions are the _format_version values Kong 3.x accepts.
+var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
+
+// ErrInvalid is wrapped by every error Check returns, so the transport maps
+// it to InvalidArgument.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Config is one accepted configuration of a stream. It is immutable and
+// shared: never modify Raw or what JSON returns.
+type Config struct {
+	Stream     string
+	Generation uint64
+	// Hash is the hex SHA-256 of Raw.
+	Hash   string
+	Format Format
+	// Raw is the configuration as pushed.
+	Raw        []byte
+	Labels     map[string]string
+	AcceptTime time.Time
+
+	jsonOnce sync.Once
+	json     []byte
+	jsonErr  error
+}
+
+// New builds a Config from accepted bytes. jsonForm may be nil; it is the
+// JSON form of a YAML configuration when the caller already has it.
+func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte, labels map[string]string, accepted time.Time) *Config {
+	c := &Config{Stream: stream, Generation: gen, Hash: hash, Format: f, Raw: raw, Labels: labels, AcceptTime: accepted}
+	if f == FormatJSON {
+		c.json = raw
+		c.jsonOnce.Do(func() {})
+	} else if jsonForm != nil {
+		c.json = jsonForm
+		c.jsonOnce.Do(func() {})
+	}
+	return c
+}
+
+// JSON returns the configuration as JSON, converting YAML once per Config;
+// every caller shares the same bytes.
+func (c *Config) JSON() ([]byte, error) {
+	c.jsonOnce.Do(func() {
+		if c.Format == FormatJSON {
+			c.json = c.Raw
+			return
+		}
+		c.json, c.jsonErr = yaml.YAMLToJSON(c.Raw)
+	})
+	return c.json, c.jsonErr
+}
+
+// Size is the length of the configuration as pushed.
+func (c *Config) Size() int { return len(c.Raw) }
+
+// Hash returns the hex SHA-256 of b.
+func Hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Detect guesses the format: JSON when the first non-space byte is '{'.
+func Detect(raw []byte) Format {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) > 0 && t[0] == '{' {
+		return FormatJSON
+	}
+	return FormatYAML
+}
+
+// Checked is the outcome of Check.
+type Checked struct {
+	Format Format
+	// JSON is the JSON form: Raw itself for JSON, the conversion for YAML.
+	JSON          []byte
+	FormatVersion string
+}
+
+// Check validates raw as a Kong declarative configuration without decoding
+// JSON into Go values: well-formed, a top-level object, a supported
+// _format_version. f may be FormatUnknown to detect.
+func Check(raw []byte, f Format) (Checked, error) {
+	if len(raw) == 0 {
+		return Checked{}, fmt.Errorf("%w: the configuration is empty", ErrInvalid)
+	}
+	if f == FormatUnknown {
+		f = Detect(raw)
+	}
+	js := raw
+	if f == FormatYAML {
+		var err error
+		js, err = yaml.YAMLToJSON(raw)
+		if err != nil {
+			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+		}
+	} else if !gjson.ValidBytes(raw) {
+		return Checked{}, fmt.Errorf("%w: not valid JSON%s", ErrInvalid, jsonErrorHint(raw))
+	}
+	t := bytes.TrimLeft(js, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return Checked{}, fmt.Errorf("%w: the top level must be a mapping (object), got %s", ErrInvalid, kindOf(t))
+	}
+	fv := gjson.GetBytes(js, "_format_version")
+	if !fv.Exists() {
+		return Checked{}, fmt.Errorf("%w: _format_version is missing (Kong needs one of %v)", ErrInvalid, SupportedFormatVersions)
+	}
+	if fv.Type != gjson.String {
+		return Checked{}, fmt.Errorf("%w: _format_version must be a string, got %s", ErrInvalid, fv.Raw)
+	}
+	if !supported(fv.Str) {
+		return Checked{}, fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, fv.Str, SupportedFormatVersions)
+	}
+	return Checked{Format: f, JSON: js, FormatVersion: fv.Str}, nil
+}
+
+func supported(v string) bool {
+	for _, s := range SupportedFormatVersions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func kindOf(t []byte) string {
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string (bytes that are neither a JSON object nor a YAML mapping)"
+	case 'n':
+		return "null"
+	default:
+		return "a scalar (bytes that are neither a JSON object nor a YAML mapping)"
+	}
+}
+
+// jsonErrorHint finds the offset of the first syntax error; only called on
+// the error path, so it may be slow.
+func jsonErrorHint(raw []byte) string {
+	d := newOffsetFinder(raw)
+	if off, ok := d(); ok {
+		return fmt.Sprintf(" (syntax error near byte %d)", off)
+	}
+	return ""
+}

@@ -1,0 +1,25 @@
+// Package sink defines what a destination of the hub is (the Sink
+// interface), the registry of sink kinds, and the error a sink returns to
+// tell the engine how to treat a failure.
+//
+// The engine gives every sink these guarantees:
+//   - Apply is never called concurrently for one sink: one apply at a time.
+//   - Apply gets the newest generation the sink's slot holds; generations a
+//     sink was too busy for are skipped (latest wins), never applied out of
+//     order.
+//   - ctx carries the per-attempt timeout and is cancelled when the sink is
+//     deleted, the hub stops, or (with cancel_in_flight) a newer generation
+//     arrives.
+//   - A panic in Apply is recovered, reported as FAILED with code "panic",
+//     and retried with backoff.
+//   - The Config and its bytes are shared with other sinks: read only.
+//
+// A sink reports how a failure should be handled by returning an *Error
+// (or wrapping one): Permanent for a rejection of this configuration (not
+// retried until a new generation), RetryAfter for a destination that asked
+// to wait. Any other error is retried with exponential backoff.
+//
+// Kinds are registered on a Registry value (no global state) with
+// Register(kind, factory); the built-in kinds in clients/ register the same
+// way.
+package sink

@@ -1,0 +1,221 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+)
+
+// Sink is one destination. See the package doc for the guarantees the engine
+// gives.
+type Sink interface {
+	// Apply makes the destination hold cfg. Returning nil means applied.
+	Apply(ctx context.Context, cfg *config.Config) error
+	// Describe states the sink's capabilities.
+	Describe() Capabilities
+}
+
+// Capabilities describe a sink to the engine.
+type Capabilities struct {
+	// Gateway marks a sink that counts for GATE_ANY_GATEWAY (a Kong gateway).
+	Gateway bool
+	// MaxConfigBytes is the largest configuration the sink takes; 0 = any.
+	MaxConfigBytes int64
+	// EntityErrors is true when the sink reports per-entity errors.
+	EntityErrors bool
+	// Formats the destination accepts; empty = any.
+	Formats []config.Format
+}
+
+// Runner is implemented by a sink with background work (for example the
+// kong sink's GET /status poll). The engine runs Run in a goroutine it owns
+// and cancels ctx when the sink is deleted or the hub stops.
+type Runner interface {
+	Run(ctx context.Context, n Notifier)
+}
+
+// Notifier lets a Runner talk to the engine.
+type Notifier interface {
+	// Resync asks the engine to apply the current generation again, even if
+	// its hash was applied (e.g. the gateway restarted empty).
+	Resync(reason string)
+	// Health reports the destination's reachability as seen by the runner;
+	// err == nil means reachable.
+	Health(err error)
+}
+
+// Closer is implemented by a sink holding resources (connections) that must
+// be released when the sink is deleted or replaced.
+type Closer interface {
+	Close() error
+}
+
+// Deps are what a factory may use; pass them on, never use globals.
+type Deps struct {
+	Logger *slog.Logger
+	Clock  clockwork.Clock
+}
+
+// Factory builds a sink from its spec. It must validate the spec and return
+// an error that names the problem; it must not do network I/O (the engine
+// calls it on PutSink).
+type Factory func(spec *confighubv1.Sink, deps Deps) (Sink, error)
+
+// Kind is a registered sink kind.
+type Kind struct {
+	Name    string
+	Factory Factory
+	// Defaults fill unset options (e.g. konnect's min_interval of 30s).
+	Defaults *confighubv1.SinkOptions
+	// Validate checks the options after defaults (e.g. konnect's lowest
+	// min_interval of 10s). Optional.
+	Validate func(spec *confighubv1.Sink) error
+}
+
+// Registry maps kind names to factories. The zero value is not usable; use
+// NewRegistry.
+type Registry struct {
+	mu    sync.RWMutex
+	kinds map[string]Kind
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{kinds: map[string]Kind{}} }
+
+// Register adds a kind. Registering a name twice is an error.
+func (r *Registry) Register(kind string, f Factory, opts ...RegisterOption) error {
+	if kind == "" || f == nil {
+		return errors.New("sink: Register needs a kind name and a factory")
+	}
+	k := Kind{Name: kind, Factory: f}
+	for _, o := range opts {
+		o(&k)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.kinds[kind]; ok {
+		return fmt.Errorf("sink: kind %q is already registered", kind)
+	}
+	r.kinds[kind] = k
+	return nil
+}
+
+// RegisterOption configures a kind at registration.
+type RegisterOption func(*Kind)
+
+// WithDefaults sets the options a sink of this kind gets when unset.
+func WithDefaults(o *confighubv1.SinkOptions) RegisterOption {
+	return func(k *Kind) { k.Defaults = o }
+}
+
+// WithValidate sets an extra check of a sink spec of this kind.
+func WithValidate(v func(*confighubv1.Sink) error) RegisterOption {
+	return func(k *Kind) { k.Validate = v }
+}
+
+// Lookup returns a registered kind.
+func (r *Registry) Lookup(kind string) (Kind, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	k, ok := r.kinds[kind]
+	return k, ok
+}
+
+// Kinds lists the registered kind names, sorted.
+func (r *Registry) Kinds() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.kinds))
+	for k := range r.kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// KindOf returns the kind of a spec: its kind field, or the kind named by
+// the spec oneof that is set.
+func KindOf(s *confighubv1.Sink) string {
+	if s.GetKind() != "" {
+		return s.GetKind()
+	}
+	switch s.GetSpec().(type) {
+	case *confighubv1.Sink_Kong:
+		return "kong"
+	case *confighubv1.Sink_KongDb:
+		return "kong-db"
+	case *confighubv1.Sink_Konnect:
+		return "konnect"
+	case *confighubv1.Sink_File:
+		return "file"
+	case *confighubv1.Sink_Plugin:
+		return "plugin"
+	}
+	return ""
+}
+
+// ErrUnknownKind is returned for a spec whose kind is not registered.
+var ErrUnknownKind = errors.New("unknown sink kind")
+
+// ErrInvalidSpec wraps every spec validation error.
+var ErrInvalidSpec = errors.New("invalid sink spec")
+
+// Error tells the engine how to treat a failed apply.
+type Error struct {
+	// Code is short and machine-readable: "rejected", "too-large",
+	// "rate-limited", "unavailable", "timeout", ...
+	Code    string
+	Message string
+	// Permanent: the destination rejected this configuration; do not retry
+	// it until a new generation.
+	Permanent bool
+	// RetryAfter: the destination asked to wait at least this long.
+	RetryAfter time.Duration
+	// EntityErrors are per-entity errors (Kong's flattened errors).
+	EntityErrors []*confighubv1.EntityError
+	// Body is the raw answer of the destination, kept for diagnostics.
+	Body []byte
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Code != "" {
+		return e.Code + ": " + msg
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// AsError returns the *Error in err's chain, if any.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// Permanent marks err as a rejection of the configuration.
+func Permanent(code string, err error) error {
+	return &Error{Code: code, Permanent: true, Err: err}
+}
+
+// RetryAfter marks err as retryable no sooner than d.
+func RetryAfter(d time.Duration, err error) error {
+	return &Error{Code: "rate-limited", RetryAfter: d, Err: err}
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+)
+
+// ErrNotFound is returned for an unknown stream or sink.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned by CommitConfig when expected_generation does not
+// match the stream's current generation.
+var ErrConflict = errors.New("generation conflict")
+
+// ErrCorrupt is returned by Open when the data cannot be read; the store is
+// never reset silently.
+var ErrCorrupt = errors.New("store data is corrupt")
+
+// Stream is one stream's current configuration.
+type Stream struct {
+	Name       string
+	Generation uint64
+	Hash       string
+	Format     config.Format
+	Config     []byte
+	Labels     map[string]string
+	AcceptTime time.Time
+}
+
+// Applied is what one sink last applied.
+type Applied struct {
+	Sink       string
+	Stream     string
+	Generation uint64
+	Hash       string
+	Time       time.Time
+}
+
+// Store is a durable home for streams, sinks and applied records. Every
+// method is safe for concurrent use.
+type Store interface {
+	// CommitConfig makes s the stream's next generation, durably, and returns
+	// the stored stream with its generation. expected > 0 must equal the
+	// current generation (0 when the stream does not exist), else ErrConflict
+	// and nothing is stored. When s.Hash equals the current hash nothing is
+	// stored and the current stream is returned with unchanged = true.
+	// s.Generation is ignored: the store assigns it.
+	CommitConfig(ctx context.Context, s Stream, expected uint64) (stored Stream, unchanged bool, err error)
+	// GetStream returns the stream or ErrNotFound.
+	GetStream(ctx context.Context, name string) (Stream, error)
+	// ListStreams returns every stream with its config.
+	ListStreams(ctx context.Context) ([]Stream, error)
+
+	// PutSink stores a sink spec (create or replace).
+	PutSink(ctx context.Context, s *confighubv1.Sink) error
+	// DeleteSink removes a sink and its applied record; ErrNotFound if absent.
+	DeleteSink(ctx context.Context, name string) error
+	// ListSinks returns every stored sink spec.
+	ListSinks(ctx context.Context) ([]*confighubv1.Sink, error)
+
+	// RecordApplied stores what a sink applied (overwrites the previous).
+	RecordApplied(ctx context.Context, a Applied) error
+	// ListApplied returns every sink's applied record.
+	ListApplied(ctx context.Context) ([]Applied, error)
+
+	Close() error
+}
+
+// Event is a change seen by a Watcher.
+type Event struct {
+	// Stream is set when a stream got a new generation.
+	Stream *Stream
+	// SinkPut / SinkDeleted are set when a sink spec changed.
+	SinkPut     *confighubv1.Sink
+	SinkDeleted string
+}
+
+// Watcher is implemented by shared stores (etcd), where another replica may
+// commit: the hub follows the changes it did not make itself.
+type Watcher interface {
+	Watch(ctx context.Context) <-chan Event
+}
