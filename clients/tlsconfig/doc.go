@@ -1,0 +1,14 @@
+// Package tlsconfig builds the *tls.Config of an outbound connection (a Kong
+// Admin API, Konnect) from a confighubv1.TLS spec, shared by the sink kinds in
+// clients/.
+//
+// Guarantees:
+//   - PEM fields take precedence over files (ca_pem over ca_file, cert_pem
+//     and key_pem over cert_file and key_file), as the proto documents.
+//   - A client certificate needs both halves; one without the other is an
+//     error naming the missing half.
+//   - A custom CA replaces the system roots for that connection only.
+//   - The minimum version is TLS 1.2.
+//   - Files are read when Build is called (at sink creation), so a bad path
+//     is reported by PutSink, not at the first apply.
+package tlsconfig
