@@ -1,0 +1,427 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
+
+	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// Kind is the registered kind name.
+const Kind = "plugin"
+
+// DefaultChunkBytes is the chunk size when the plugin names none.
+const DefaultChunkBytes = 1 << 20
+
+// describeTimeout bounds the Describe that Run makes on a new connection.
+const describeTimeout = 10 * time.Second
+
+// Option configures the plugin kind.
+type Option func(*options)
+
+type options struct {
+	backoff     backoff.Config
+	minConnect  time.Duration
+	dialOptions []grpc.DialOption
+}
+
+// WithBackoff sets grpc's reconnect backoff (default: 1s base, x1.6, 0.2
+// jitter, 30s cap).
+func WithBackoff(b backoff.Config) Option { return func(o *options) { o.backoff = b } }
+
+// WithMinConnectTimeout sets the shortest time a connection attempt gets
+// (default 5s).
+func WithMinConnectTimeout(d time.Duration) Option { return func(o *options) { o.minConnect = d } }
+
+// WithDialOptions adds grpc dial options (e.g. interceptors for metrics).
+func WithDialOptions(d ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, d...) }
+}
+
+// Register adds the "plugin" kind to r.
+func Register(r *sink.Registry, opts ...Option) error {
+	o := options{
+		backoff:    backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second},
+		minConnect: 5 * time.Second,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
+		return newSink(spec, deps, o)
+	})
+}
+
+// Sink is one external plugin.
+type Sink struct {
+	name     string
+	address  string
+	settings *structpb.Struct
+	log      *slog.Logger
+	conn     *grpc.ClientConn
+	client   sinkv1.SinkPluginServiceClient
+
+	// epoch counts transport connections made (a stats handler sees each
+	// one); the cached Describe is valid for the epoch it was made in.
+	epoch atomic.Uint64
+	// describeLock serialises Describe calls (Run and Apply) and can be
+	// given up on ctx, unlike a mutex.
+	describeLock chan struct{}
+	desc         atomic.Pointer[described]
+}
+
+type described struct {
+	epoch uint64
+	resp  *sinkv1.DescribeResponse
+}
+
+var (
+	_ sink.Sink   = (*Sink)(nil)
+	_ sink.Runner = (*Sink)(nil)
+	_ sink.Closer = (*Sink)(nil)
+)
+
+func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
+	ps := spec.GetPlugin()
+	if ps == nil {
+		return nil, fmt.Errorf("%w: sink %q of kind plugin needs a plugin spec (plugin: {address: host:port})", sink.ErrInvalidSpec, spec.GetName())
+	}
+	if ps.GetAddress() == "" {
+		return nil, fmt.Errorf("%w: sink %q: plugin.address is empty", sink.ErrInvalidSpec, spec.GetName())
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("sink", spec.GetName(), "plugin", ps.GetAddress())
+	creds := insecure.NewCredentials()
+	if ps.GetTls() != nil {
+		tc, err := tlsConfig(ps.GetTls())
+		if err != nil {
+			return nil, fmt.Errorf("%w: sink %q: plugin.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
+		}
+		if tc.InsecureSkipVerify {
+			log.Warn("plugin TLS server verification is disabled (insecure_skip_verify); use it for tests only")
+		}
+		creds = credentials.NewTLS(tc)
+	}
+	s := &Sink{
+		name:         spec.GetName(),
+		address:      ps.GetAddress(),
+		settings:     ps.GetSettings(),
+		log:          log,
+		describeLock: make(chan struct{}, 1),
+	}
+	dopts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.backoff, MinConnectTimeout: o.minConnect}),
+		// Stay connected while the sink exists, so Run sees a lost plugin
+		// at once and its health is current.
+		grpc.WithIdleTimeout(0),
+		grpc.WithStatsHandler(connCounter{&s.epoch}),
+	}, o.dialOptions...)
+	conn, err := grpc.NewClient(ps.GetAddress(), dopts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: plugin.address %q: %v", sink.ErrInvalidSpec, spec.GetName(), ps.GetAddress(), err)
+	}
+	s.conn = conn
+	s.client = sinkv1.NewSinkPluginServiceClient(conn)
+	return s, nil
+}
+
+// Describe returns what the plugin said in its last Describe; before the
+// first one, "anything" (Apply checks again once it knows).
+func (s *Sink) Describe() sink.Capabilities {
+	d := s.desc.Load()
+	if d == nil {
+		return sink.Capabilities{}
+	}
+	c := sink.Capabilities{MaxConfigBytes: int64(d.resp.GetMaxConfigBytes()), EntityErrors: d.resp.GetEntityErrors()}
+	for _, f := range accepted(d.resp) {
+		switch f {
+		case sinkv1.Format_FORMAT_JSON:
+			c.Formats = append(c.Formats, config.FormatJSON)
+		case sinkv1.Format_FORMAT_YAML:
+			c.Formats = append(c.Formats, config.FormatYAML)
+		}
+	}
+	return c
+}
+
+// Close releases the connection.
+func (s *Sink) Close() error { return s.conn.Close() }
+
+// Run keeps the connection up, Describes on each new connection, reports
+// health, and asks for a resync after the plugin came back.
+func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
+	lost := false
+	for {
+		st := s.conn.GetState()
+		switch st {
+		case connectivity.Idle:
+			s.conn.Connect()
+		case connectivity.Ready:
+			dctx, cancel := context.WithTimeout(ctx, describeTimeout)
+			_, err := s.described(dctx)
+			cancel()
+			if err != nil {
+				n.Health(fmt.Errorf("plugin %s: describe: %w", s.address, err))
+			} else {
+				n.Health(nil)
+				if lost {
+					lost = false
+					n.Resync("plugin reconnected")
+				}
+			}
+		case connectivity.TransientFailure:
+			lost = true
+			n.Health(fmt.Errorf("plugin %s is unreachable", s.address))
+		case connectivity.Shutdown:
+			return
+		}
+		if st == connectivity.Ready {
+			// Any change from READY means the connection went away.
+			if !s.conn.WaitForStateChange(ctx, st) {
+				return
+			}
+			lost = true
+			continue
+		}
+		if !s.conn.WaitForStateChange(ctx, st) {
+			return
+		}
+	}
+}
+
+// described returns the plugin's Describe for the current connection,
+// calling it when the connection changed.
+func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) {
+	select {
+	case s.describeLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.describeLock }()
+	ep := s.epoch.Load()
+	if d := s.desc.Load(); d != nil && d.epoch == ep {
+		return d.resp, nil
+	}
+	resp, err := s.client.Describe(ctx, &sinkv1.DescribeRequest{Sink: s.name, Settings: s.settings})
+	if err != nil {
+		return nil, err
+	}
+	// The call may have been made on a newer connection than ep; recording
+	// the older epoch only causes one extra Describe later.
+	s.desc.Store(&described{epoch: ep, resp: resp})
+	s.log.Debug("plugin described", "name", resp.GetName(), "version", resp.GetVersion(),
+		"formats", resp.GetFormats(), "max_config_bytes", resp.GetMaxConfigBytes(), "chunk_bytes", resp.GetChunkBytes())
+	return resp, nil
+}
+
+// Apply sends cfg to the plugin as one Apply stream.
+func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
+	d, err := s.described(ctx)
+	if err != nil {
+		return transportError("describe", err)
+	}
+	body, f, err := render(cfg, accepted(d))
+	if err != nil {
+		return &sink.Error{Code: "render", Message: err.Error(), Permanent: true, Err: err}
+	}
+	if max := d.GetMaxConfigBytes(); max > 0 && uint64(len(body)) > max {
+		return &sink.Error{Code: "too-large", Permanent: true,
+			Message: fmt.Sprintf("configuration of %d bytes is larger than the plugin's max_config_bytes %d", len(body), max)}
+	}
+	chunk := int(d.GetChunkBytes())
+	if chunk <= 0 {
+		chunk = DefaultChunkBytes
+	}
+	// A child context ends the stream on every early return.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := s.client.Apply(sctx)
+	if err != nil {
+		return transportError("apply", err)
+	}
+	hdr := &sinkv1.ApplyHeader{
+		Sink: s.name, Stream: cfg.Stream, Generation: cfg.Generation, Hash: cfg.Hash,
+		Format: f, TotalSize: uint64(len(body)), Settings: s.settings, Labels: cfg.Labels,
+	}
+	if err := stream.Send(&sinkv1.ApplyRequest{Msg: &sinkv1.ApplyRequest_Header{Header: hdr}}); err != nil {
+		return s.sendFailed(stream, err)
+	}
+	for off := 0; off < len(body); off += chunk {
+		end := min(off+chunk, len(body))
+		// The chunk aliases the shared bytes; grpc only reads it.
+		if err := stream.Send(&sinkv1.ApplyRequest{Msg: &sinkv1.ApplyRequest_Chunk{Chunk: body[off:end]}}); err != nil {
+			return s.sendFailed(stream, err)
+		}
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return transportError("apply", err)
+	}
+	return responseError(resp)
+}
+
+// sendFailed gets the real status: a failed Send returns io.EOF when the
+// server ended the stream, and the status comes from RecvMsg.
+func (s *Sink) sendFailed(stream grpc.ClientStreamingClient[sinkv1.ApplyRequest, sinkv1.ApplyResponse], err error) error {
+	if errors.Is(err, io.EOF) {
+		resp, rerr := stream.CloseAndRecv()
+		if rerr != nil {
+			return transportError("apply", rerr)
+		}
+		// The plugin answered before reading everything (e.g. an early
+		// rejection).
+		return responseError(resp)
+	}
+	return transportError("apply", err)
+}
+
+// responseError maps the plugin's answer to the engine's error.
+func responseError(r *sinkv1.ApplyResponse) error {
+	if r.GetApplied() {
+		return nil
+	}
+	e := &sink.Error{Code: r.GetCode(), Message: r.GetMessage(), Permanent: r.GetPermanent()}
+	if ra := r.GetRetryAfter(); ra != nil {
+		e.RetryAfter = ra.AsDuration()
+	}
+	if e.Code == "" {
+		switch {
+		case e.Permanent:
+			e.Code = "rejected"
+		case e.RetryAfter > 0:
+			e.Code = "rate-limited"
+		default:
+			e.Code = "plugin-error"
+		}
+	}
+	if e.Message == "" {
+		e.Message = "the plugin did not apply the configuration"
+	}
+	for _, ee := range r.GetEntityErrors() {
+		e.EntityErrors = append(e.EntityErrors, entityError(ee))
+	}
+	return e
+}
+
+func entityError(ee *sinkv1.EntityError) *confighubv1.EntityError {
+	out := &confighubv1.EntityError{
+		EntityType: ee.GetEntityType(), EntityName: ee.GetEntityName(), EntityId: ee.GetEntityId(),
+		EntityTags: ee.GetEntityTags(),
+	}
+	for _, fe := range ee.GetErrors() {
+		out.Errors = append(out.Errors, &confighubv1.FieldError{Type: fe.GetType(), Field: fe.GetField(), Message: fe.GetMessage()})
+	}
+	return out
+}
+
+// transportError maps a gRPC failure: every one is retryable (the plugin
+// may come back or be fixed), with a code that says what happened.
+func transportError(op string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return &sink.Error{Code: "unavailable", Message: fmt.Sprintf("plugin %s: %v", op, err), Err: err}
+	}
+	code := "plugin-" + strings.ToLower(codeName(st.Code()))
+	switch st.Code() {
+	case codes.Unavailable:
+		code = "unavailable"
+	case codes.DeadlineExceeded:
+		code = "timeout"
+	case codes.Canceled:
+		code = "canceled"
+	}
+	return &sink.Error{Code: code, Message: fmt.Sprintf("plugin %s: %s", op, st.Message()), Err: err}
+}
+
+func codeName(c codes.Code) string {
+	// codes.Code.String gives "Unavailable", "ResourceExhausted", ...: turn
+	// CamelCase into kebab-case.
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('-')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// accepted is the plugin's list of formats; empty means JSON.
+func accepted(d *sinkv1.DescribeResponse) []sinkv1.Format {
+	if len(d.GetFormats()) == 0 {
+		return []sinkv1.Format{sinkv1.Format_FORMAT_JSON}
+	}
+	return d.GetFormats()
+}
+
+// render picks the bytes to send: as pushed when the plugin takes that
+// format, else converted (JSON via the Config's shared conversion).
+func render(cfg *config.Config, formats []sinkv1.Format) ([]byte, sinkv1.Format, error) {
+	own := sinkv1.Format_FORMAT_JSON
+	if cfg.Format == config.FormatYAML {
+		own = sinkv1.Format_FORMAT_YAML
+	}
+	takes := func(f sinkv1.Format) bool {
+		for _, x := range formats {
+			if x == f {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case takes(own):
+		return cfg.Raw, own, nil
+	case takes(sinkv1.Format_FORMAT_JSON):
+		b, err := cfg.JSON()
+		if err != nil {
+			return nil, 0, fmt.Errorf("convert generation %d to JSON: %w", cfg.Generation, err)
+		}
+		return b, sinkv1.Format_FORMAT_JSON, nil
+	case takes(sinkv1.Format_FORMAT_YAML):
+		b, err := yaml.JSONToYAML(cfg.Raw)
+		if err != nil {
+			return nil, 0, fmt.Errorf("convert generation %d to YAML: %w", cfg.Generation, err)
+		}
+		return b, sinkv1.Format_FORMAT_YAML, nil
+	}
+	return nil, 0, fmt.Errorf("the plugin accepts none of JSON or YAML (formats %v)", formats)
+}
+
+// connCounter counts new transport connections.
+type connCounter struct{ n *atomic.Uint64 }
+
+func (c connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c connCounter) HandleRPC(context.Context, stats.RPCStats)                       {}
+func (c connCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (c connCounter) HandleConn(_ context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnBegin); ok {
+		c.n.Add(1)
+	}
+}
