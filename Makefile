@@ -1,0 +1,99 @@
+# confighub: every tool is installed with `go install` at a pinned version
+# into ./bin, so a fresh machine needs only Go.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+
+BUF_VERSION               := v1.75.0
+PROTOC_GEN_GO_VERSION     := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPCURL_VERSION           := v1.9.4
+GHZ_VERSION               := v0.93.0
+HEALTH_PROBE_VERSION      := v0.4.62
+GOLANGCI_LINT_VERSION     := v2.15.0
+
+GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
+TEST_FLAGS  ?=
+BREAKING_AGAINST ?= .git\#branch=main
+
+.PHONY: all run test generate gen-check lint lint-proto vet gotest grpcurl-check breaking bench tools demo clean
+
+all: test
+
+# stamp files carry the version, so bumping a version reinstalls the tool
+$(BIN)/.buf-$(BUF_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION) && touch $@
+$(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
+	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION) && touch $@
+$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION):
+	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION) && touch $@
+$(BIN)/.grpcurl-$(GRPCURL_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION) && touch $@
+$(BIN)/.grpc-health-probe-$(HEALTH_PROBE_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/grpc-ecosystem/grpc-health-probe@$(HEALTH_PROBE_VERSION) && touch $@
+$(BIN)/.ghz-$(GHZ_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION) && touch $@
+$(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION):
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && touch $@
+
+TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
+	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpcurl-$(GRPCURL_VERSION) \
+	$(BIN)/.grpc-health-probe-$(HEALTH_PROBE_VERSION)
+
+## tools: install the pinned tools into ./bin
+tools: $(TOOLS)
+
+## run: start the hub on the embedded bbolt store with the example sinks
+run:
+	mkdir -p data/out
+	$(GO) run ./cmd/confighub --data-dir ./data --sinks examples/sinks.yaml
+
+## generate: regenerate the Go code from api/ (buf, local plugins)
+generate: $(TOOLS)
+	buf generate
+
+## gen-check: fail when the committed generated code is stale
+gen-check: generate
+	@if [ -n "$$(git status --porcelain -- api)" ]; then \
+		echo "generated code is stale: run 'make generate' and commit:"; git status --porcelain -- api; exit 1; fi
+
+lint-proto: $(TOOLS)
+	buf lint
+	buf format --exit-code -d
+
+## breaking: buf breaking against main (override BREAKING_AGAINST)
+breaking: $(TOOLS)
+	buf breaking --against '$(BREAKING_AGAINST)'
+
+## lint: proto lint and format, go vet, golangci-lint
+lint: lint-proto vet $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)
+	golangci-lint run ./...
+
+vet:
+	$(GO) vet ./...
+
+gotest: $(TOOLS)
+	rm -f $(GRPCURL_LOG)
+	CONFIGHUB_GRPCURL=$(BIN)/grpcurl CONFIGHUB_GRPCURL_LOG=$(GRPCURL_LOG) \
+		$(GO) test -race -timeout 12m $(TEST_FLAGS) ./...
+
+## grpcurl-check: the e2e tests must have run the real grpcurl binary
+grpcurl-check:
+	@test -s $(GRPCURL_LOG) || { echo "e2e tests did not run grpcurl (no $(GRPCURL_LOG))"; exit 1; }
+	@grep -q "grpcurl $(GRPCURL_VERSION)" $(GRPCURL_LOG) || { echo "e2e tests did not use grpcurl $(GRPCURL_VERSION)"; exit 1; }
+	@echo "grpcurl-check: $$(wc -l < $(GRPCURL_LOG)) real grpcurl $(GRPCURL_VERSION) invocations"
+
+## test: everything CI runs
+test: lint-proto gen-check vet gotest grpcurl-check
+
+## bench: the performance table (separate from test)
+bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
+	$(GO) run ./cmd/confighub-bench
+
+## demo: three emulated gateways, the hub, a pushed fixture, the live status table
+demo:
+	./scripts/demo.sh
+
+clean:
+	rm -rf $(BIN) data bench/results

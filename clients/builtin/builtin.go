@@ -1,0 +1,22 @@
+// Package builtin registers every sink kind that ships with the hub, the
+// same way a user registers an in-process kind: Register(kind, factory).
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/confighub/confighub/clients/file"
+	"github.com/confighub/confighub/sink"
+)
+
+// Register adds the built-in kinds to r.
+func Register(r *sink.Registry) error {
+	for _, reg := range []func(*sink.Registry) error{
+		file.Register,
+	} {
+		if err := reg(r); err != nil {
+			return fmt.Errorf("register built-in sink kinds: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+// Command confighub runs the config-distribution hub: it accepts Kong
+// declarative configurations over gRPC, stores them durably, and fans them
+// out to its sinks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/clients/builtin"
+	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/hub"
+	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/sinksfile"
+	"github.com/confighub/confighub/store"
+	"github.com/confighub/confighub/store/bolt"
+	"github.com/confighub/confighub/store/memory"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+type flags struct {
+	listen          string
+	dataDir         string
+	storeKind       string
+	sinks           string
+	logLevel        string
+	logFormat       string
+	maxMsg          int
+	maxConfig       int64
+	maxConcurrent   int
+	shutdownTimeout time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("confighub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: confighub [flags]\n\nRuns the confighub gRPC hub. Flags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "gRPC listen address")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory of the embedded bbolt store (--store bolt)")
+	fs.StringVar(&f.storeKind, "store", "bolt", "store backend: bolt (embedded, durable) or memory (tests only: loses everything on exit)")
+	fs.StringVar(&f.sinks, "sinks", "", "YAML file with a list of sinks (the shape of PutSink's sink); put at every start")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&f.maxMsg, "max-message-bytes", server.DefaultMaxMessageBytes, "largest gRPC message; larger configs must use UploadConfig")
+	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for RPCs in flight")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return f, nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	ho := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func openStore(f flags) (store.Store, error) {
+	switch f.storeKind {
+	case "bolt":
+		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
+		}
+		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"))
+	case "memory":
+		return memory.New(), nil
+	}
+	return nil, fmt.Errorf("--store %q: want bolt or memory", f.storeKind)
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	f, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "confighub: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "confighub: %v\n", err)
+		return 2
+	}
+	if err := serve(ctx, f, log); err != nil {
+		log.Error("confighub stopped", "error", err)
+		fmt.Fprintf(stderr, "confighub: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, f flags, log *slog.Logger) error {
+	var seed []*confighubv1.Sink
+	if f.sinks != "" {
+		s, err := sinksfile.Load(f.sinks)
+		if err != nil {
+			return err
+		}
+		seed = s
+	}
+	reg := sink.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		return err
+	}
+	st, err := openStore(f)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	eng := engine.New(reg,
+		engine.WithLogger(log),
+		engine.WithRecorder(st),
+		engine.WithMaxConcurrentApplies(f.maxConcurrent),
+	)
+	defer eng.Stop()
+	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig))
+	if err := h.Start(ctx, seed); err != nil {
+		if f.sinks != "" {
+			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)
+		}
+		return fmt.Errorf("start: %w", err)
+	}
+	srv, err := server.New(h, server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg))
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	log.Info("confighub serving", "listen", lis.Addr().String(), "store", f.storeKind, "data_dir", f.dataDir, "sink_kinds", reg.Kinds())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.GRPC.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	srv.Shutdown(sctx)
+	<-errc
+	return nil
+}

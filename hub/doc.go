@@ -1,0 +1,21 @@
+// Package hub is the hub's application core, between the transport
+// (server/) and the machinery (engine/, store/): it owns the order of
+// operations that make the product's promises hold.
+//
+//   - A push is checked (config.Check) and hashed in parallel, committed to
+//     the store (which assigns the generation and enforces
+//     expected_generation), and only then acknowledged; the engine gets the
+//     new generation after the commit, and never delays the ack.
+//   - A push that is rejected stores nothing and touches no sink.
+//   - An upload is assembled from chunks with its size bounded and its
+//     SHA-256 computed during receipt; a mismatch or truncation stores
+//     nothing.
+//   - A sink put at run time is validated, stored, then started; the sinks
+//     file is put at every start (it is the start-up seed and wins for the
+//     names it lists).
+//   - At start, every stream and every sink's applied record is loaded and
+//     each sink is driven to the last acknowledged generation.
+//
+// Errors are returned wrapped around the sentinels in errors.go; server/
+// maps them to gRPC codes, once.
+package hub

@@ -1,0 +1,10 @@
+// Package server is the gRPC transport edge: it serves
+// confighub.v1.ConfigHubService and confighub.v1.SinkAdminService on a
+// hub.Hub, with the standard health service and server reflection, and the
+// go-grpc-middleware v2 chain (recovery, slog logging, protovalidate, and
+// whatever the caller adds, such as auth and metrics).
+//
+// It is the one place where errors become gRPC status codes (see
+// codeOf): the hub returns errors wrapped around its sentinels, and the
+// transport maps them once.
+package server

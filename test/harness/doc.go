@@ -1,0 +1,16 @@
+// Package harness runs the hub's real binaries for end-to-end tests: it
+// builds them once per test binary, starts a hub process on a free loopback
+// port (read back from the hub's own "confighub serving" log line, so there
+// is no port race), and drives it with the real grpcurl binary.
+//
+// Every grpcurl invocation is appended to the file named by
+// $CONFIGHUB_GRPCURL_LOG together with the binary's own version line, so
+// `make test` can check that the e2e tests really used the real grpcurl.
+//
+// Usage from a test package:
+//
+//	var bins *harness.Binaries
+//	func TestMain(m *testing.M) { bins = harness.MustBuild(m, "confighub"); ... }
+//	h := harness.StartHub(t, bins, "--sinks", file)
+//	out := harness.Grpcurl(t, "-plaintext", h.Addr, "list")
+package harness
