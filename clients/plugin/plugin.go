@@ -23,6 +23,7 @@ import (
 
 	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/clients/tlsconfig"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 )
@@ -58,8 +59,11 @@ func WithDialOptions(d ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, d...) }
 }
 
-// Register adds the "plugin" kind to r.
-func Register(r *sink.Registry, opts ...Option) error {
+// Register adds the "plugin" kind to r with the default settings.
+func Register(r *sink.Registry) error { return RegisterWith(r) }
+
+// RegisterWith adds the "plugin" kind to r with options.
+func RegisterWith(r *sink.Registry, opts ...Option) error {
 	o := options{
 		backoff:    backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second},
 		minConnect: 5 * time.Second,
@@ -116,7 +120,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 	log = log.With("sink", spec.GetName(), "plugin", ps.GetAddress())
 	creds := insecure.NewCredentials()
 	if ps.GetTls() != nil {
-		tc, err := tlsConfig(ps.GetTls())
+		tc, err := tlsconfig.Build(ps.GetTls())
 		if err != nil {
 			return nil, fmt.Errorf("%w: sink %q: plugin.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
 		}

@@ -125,7 +125,7 @@ func serve(t *testing.T, addr string, p *fakePlugin) (string, func()) {
 func newSink(t *testing.T, addr string, settings *structpb.Struct) *plugin.Sink {
 	t.Helper()
 	r := sink.NewRegistry()
-	if err := plugin.Register(r,
+	if err := plugin.RegisterWith(r,
 		plugin.WithBackoff(backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}),
 		plugin.WithMinConnectTimeout(time.Second)); err != nil {
 		t.Fatal(err)
