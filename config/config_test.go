@@ -1,0 +1,114 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fixtures(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "shared", "fixtures", "kic-golden", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kic-golden fixtures found: %v", err)
+	}
+	return files
+}
+
+func TestCheckAcceptsEveryFixture(t *testing.T) {
+	for _, f := range fixtures(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Check(raw, FormatUnknown)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+			continue
+		}
+		if c.Format != FormatYAML || c.FormatVersion != "3.0" {
+			t.Errorf("%s: format %v version %q", filepath.Base(f), c.Format, c.FormatVersion)
+		}
+		// The JSON form passes the JSON path too.
+		if _, err := Check(c.JSON, FormatJSON); err != nil {
+			t.Errorf("%s as JSON: %v", filepath.Base(f), err)
+		}
+	}
+}
+
+func TestCheckRejectsWithClearMessage(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		f    Format
+		want string
+	}{
+		{"empty", "", FormatUnknown, "empty"},
+		{"broken json", `{"_format_version":"3.0",`, FormatUnknown, "not valid JSON"},
+		{"json array", `[1,2]`, FormatJSON, "mapping"},
+		{"yaml scalar", "hello world", FormatUnknown, "mapping"},
+		{"bad yaml", "a: [1,\n", FormatYAML, "not valid YAML"},
+		{"no version", `{"services":[]}`, FormatUnknown, "_format_version is missing"},
+		{"numeric version", `{"_format_version":3}`, FormatUnknown, "must be a string"},
+		{"unknown version", "_format_version: \"9.9\"\n", FormatUnknown, `"9.9" is not supported`},
+		{"binary", "\x00\x01\x02", FormatUnknown, "YAML"},
+	}
+	for _, c := range cases {
+		_, err := Check([]byte(c.in), c.f)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestJSONConvertsYAMLOnceAndShares(t *testing.T) {
+	c := New("s", 1, "h", FormatYAML, []byte("_format_version: \"3.0\"\n"), nil, nil, zeroTime)
+	a, err := c.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.JSON()
+	if &a[0] != &b[0] {
+		t.Fatal("JSON() converted twice: the bytes must be shared by every sink")
+	}
+	if string(a) != `{"_format_version":"3.0"}` {
+		t.Fatalf("JSON form %s", a)
+	}
+	j := New("s", 1, "h", FormatJSON, []byte(`{"_format_version":"3.0"}`), nil, nil, zeroTime)
+	js, _ := j.JSON()
+	if &js[0] != &j.Raw[0] {
+		t.Fatal("a JSON config's JSON form must be its Raw bytes, not a copy")
+	}
+}
+
+func FuzzCheck(f *testing.F) {
+	for _, p := range fixtures(f)[:5] {
+		raw, _ := os.ReadFile(p)
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"_format_version":"3.0"}`))
+	f.Add([]byte("_format_version: '1.1'\nservices: []\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := Check(raw, FormatUnknown)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error not wrapping ErrInvalid: %v", err)
+			}
+			return
+		}
+		// Whatever is accepted has a supported version and a JSON form that
+		// is itself accepted.
+		if _, err := Check(c.JSON, FormatJSON); err != nil {
+			t.Fatalf("accepted config's JSON form rejected: %v", err)
+		}
+	})
+}
+
+var zeroTime time.Time
