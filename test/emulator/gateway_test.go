@@ -1,0 +1,517 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
+	"sigs.k8s.io/yaml"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const fixtures = "../../../shared/fixtures/kic-golden"
+
+func fixtureFiles(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures in %s: %v", fixtures, err)
+	}
+	return files
+}
+
+func start(t *testing.T, opts ...Option) (*Gateway, string) {
+	t.Helper()
+	g := New(opts...)
+	u, err := g.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g, u
+}
+
+func post(t *testing.T, u, query string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(u+"/config?"+query, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func status(t *testing.T, u string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(u + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Every KIC golden output is accepted: a real Kong accepted them.
+func TestFixturesAccepted(t *testing.T) {
+	g, u := start(t)
+	for _, f := range fixtureFiles(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Restart() // some fixtures are identical: each one must load
+		resp, body := post(t, u, "check_hash=1&flatten_errors=1", js)
+		if resp.StatusCode != http.StatusCreated {
+			t.Errorf("%s: status %d, want 201: %s", filepath.Base(f), resp.StatusCode, body)
+			continue
+		}
+		if got, want := g.Hash(), ConfigHash(raw); got != want || len(got) != 32 {
+			t.Errorf("%s: hash %q, want %q", filepath.Base(f), got, want)
+		}
+		if h := status(t, u)["configuration_hash"]; h != g.Hash() {
+			t.Errorf("%s: /status hash %v, want %s", filepath.Base(f), h, g.Hash())
+		}
+	}
+}
+
+// Kong OSS does not know Enterprise entities: the -ee fixtures are refused
+// with WithOSS, naming the unknown collection.
+func TestOSSRejectsEnterpriseEntities(t *testing.T) {
+	_, u := start(t, WithOSS())
+	raw, err := os.ReadFile(filepath.Join(fixtures, "consumer-group-example-ee__default.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := post(t, u, "flatten_errors=1", raw)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400", resp.StatusCode)
+	}
+	var eb ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		t.Fatal(err)
+	}
+	if eb.Fields["consumer_groups"] != "unknown field" {
+		t.Fatalf("fields %v, want consumer_groups unknown", eb.Fields)
+	}
+}
+
+func TestHashIndependentOfFormat(t *testing.T) {
+	yml := []byte("_format_version: \"3.0\"\nservices:\n- name: a\n  host: example.com\n  port: 80\n")
+	js := []byte(`{"services":[{"port":80,"host":"example.com","name":"a"}],"_format_version":"3.0"}`)
+	if ConfigHash(yml) != ConfigHash(js) || ConfigHash(js) == "" {
+		t.Fatalf("yaml %s json %s", ConfigHash(yml), ConfigHash(js))
+	}
+	if ConfigHash([]byte(`{"_format_version":"3.0","services":[]}`)) == ConfigHash(js) {
+		t.Fatal("different configs, same hash")
+	}
+}
+
+func TestCheckHash304(t *testing.T) {
+	g, u := start(t)
+	body := []byte(`{"_format_version":"3.0","services":[{"name":"a","host":"h"}]}`)
+	if resp, b := post(t, u, "check_hash=1", body); resp.StatusCode != 201 {
+		t.Fatalf("first: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := post(t, u, "check_hash=1", body); resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("same hash: %d, want 304", resp.StatusCode)
+	}
+	// Without check_hash the config is loaded again.
+	if resp, _ := post(t, u, "", body); resp.StatusCode != 201 {
+		t.Fatalf("no check_hash: %d, want 201", resp.StatusCode)
+	}
+	if g.Loads() != 2 || g.Pushes() != 3 {
+		t.Fatalf("loads %d pushes %d, want 2 and 3", g.Loads(), g.Pushes())
+	}
+}
+
+func TestBrokenReferences(t *testing.T) {
+	g, u := start(t)
+	good := []byte(`{"_format_version":"3.0","services":[{"name":"a","host":"h"}]}`)
+	post(t, u, "", good)
+	before := g.Hash()
+	bad := []byte(`{"_format_version":"3.0",
+	  "services":[{"name":"a","host":"h","routes":[{"name":"r1","paths":["/"]}]}],
+	  "routes":[{"name":"r2","service":"missing","paths":["/x"],"tags":["k8s-name:r2","k8s-namespace:ns"]}],
+	  "plugins":[{"name":"key-auth","route":"nope","id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11","tags":["k8s-name:p","k8s-kind:KongPlugin"]}]}`)
+	resp, body := post(t, u, "check_hash=1&flatten_errors=1", bad)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", resp.StatusCode, body)
+	}
+	var eb ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		t.Fatal(err)
+	}
+	if eb.Name != "invalid declarative configuration" || eb.Code != 14 {
+		t.Fatalf("name %q code %d", eb.Name, eb.Code)
+	}
+	byType := map[string]FlattenedError{}
+	for _, f := range eb.FlattenedErrors {
+		byType[f.EntityType] = f
+	}
+	r := byType["route"]
+	if r.EntityName != "r2" || strings.Join(r.EntityTags, ",") != "k8s-name:r2,k8s-namespace:ns" ||
+		len(r.Errors) != 1 || r.Errors[0].Field != "service" || r.Errors[0].Type != "field" ||
+		!strings.Contains(r.Errors[0].Message, "invalid reference 'missing'") {
+		t.Fatalf("route error %+v", r)
+	}
+	p := byType["plugin"]
+	if p.EntityID != "5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11" || p.Errors[0].Field != "route" || p.Entity["name"] != "key-auth" {
+		t.Fatalf("plugin error %+v", p)
+	}
+	if len(eb.FlattenedErrors) != 2 {
+		t.Fatalf("want 2 flattened errors, got %+v", eb.FlattenedErrors)
+	}
+	if g.Hash() != before {
+		t.Fatal("a rejected config changed the hash")
+	}
+	// Without flatten_errors there are no flattened errors, only fields.
+	_, body = post(t, u, "", bad)
+	var nested map[string]any
+	_ = json.Unmarshal(body, &nested)
+	if _, ok := nested["flattened_errors"]; ok || nested["fields"] == nil {
+		t.Fatalf("unflattened body %s", body)
+	}
+}
+
+func TestFieldRules(t *testing.T) {
+	_, u := start(t)
+	cases := []struct {
+		name, body, typ, want string
+	}{
+		{"service without host", `{"services":[{"name":"s"}]}`, "service", "host: required field missing"},
+		{"bad protocol", `{"services":[{"name":"s","host":"h","protocol":"ftp"}]}`, "service", "protocol: expected one of"},
+		{"port range", `{"services":[{"name":"s","host":"h","port":70000}]}`, "service", "port: value should be between 0 and 65535"},
+		{"route without matcher", `{"services":[{"name":"s","host":"h","routes":[{"name":"r"}]}]}`, "route", "must set one of 'methods', 'hosts', 'headers', 'paths'"},
+		{"tcp route", `{"services":[{"name":"s","host":"h","protocol":"tcp","routes":[{"name":"r","protocols":["tcp"]}]}]}`, "route", "'sources', 'destinations', 'snis'"},
+		{"duplicate names", `{"services":[{"name":"s","host":"h"},{"name":"s","host":"g"}]}`, "service", "uniqueness violation"},
+		{"unknown field", `{"services":[{"name":"s","host":"h","colour":"red"}]}`, "service", "colour: unknown field"},
+		{"bad id", `{"services":[{"name":"s","host":"h","id":"x"}]}`, "service", "id: expected a valid UUID"},
+		{"unknown plugin", `{"plugins":[{"name":"nope"}]}`, "plugin", "plugin 'nope' not enabled"},
+		{"consumer without name", `{"consumers":[{"tags":["a"]}]}`, "consumer", "custom_id"},
+	}
+	for _, c := range cases {
+		body := `{"_format_version":"3.0",` + c.body[1:]
+		resp, b := post(t, u, "flatten_errors=1", []byte(body))
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: status %d, want 400", c.name, resp.StatusCode)
+			continue
+		}
+		var eb ErrorBody
+		_ = json.Unmarshal(b, &eb)
+		found := false
+		for _, f := range eb.FlattenedErrors {
+			for _, e := range f.Errors {
+				s := e.Message
+				if e.Field != "" {
+					s = e.Field + ": " + e.Message
+				}
+				if f.EntityType == c.typ && strings.Contains(s, c.want) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: want %s error %q in %s", c.name, c.typ, c.want, b)
+		}
+	}
+	for _, c := range []struct{ name, body, want string }{
+		{"no format version", `{"services":[]}`, "expected a declarative configuration"},
+		{"bad format version", `{"_format_version":"9.9"}`, "_format_version"},
+		{"not json", `{"_format_version":`, "failed parsing"},
+		{"unknown collection", `{"_format_version":"3.0","widgets":[]}`, "widgets"},
+	} {
+		resp, b := post(t, u, "flatten_errors=1", []byte(c.body))
+		if resp.StatusCode != 400 || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", c.name, resp.StatusCode, b, c.want)
+		}
+	}
+}
+
+func TestConfigFieldAndForm(t *testing.T) {
+	g, u := start(t)
+	cfg := "_format_version: \"3.0\"\nservices:\n- name: a\n  host: h\n"
+	js, _ := json.Marshal(map[string]string{"config": cfg})
+	if resp, b := post(t, u, "", js); resp.StatusCode != 201 {
+		t.Fatalf("config field: %d %s", resp.StatusCode, b)
+	}
+	if g.Hash() != ConfigHash([]byte(cfg)) {
+		t.Fatal("hash of config field")
+	}
+	g.Restart()
+	resp, err := http.PostForm(u+"/config", url.Values{"config": {cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 || g.Hash() != ConfigHash([]byte(cfg)) {
+		t.Fatalf("form: %d", resp.StatusCode)
+	}
+}
+
+func TestStatusRootAndRestart(t *testing.T) {
+	g, u := start(t)
+	if h := status(t, u)["configuration_hash"]; h != EmptyHash {
+		t.Fatalf("empty hash %v", h)
+	}
+	post(t, u, "", []byte(`{"_format_version":"3.0"}`))
+	if h := status(t, u)["configuration_hash"]; h == EmptyHash {
+		t.Fatal("hash stayed empty after a load")
+	}
+	g.Restart()
+	st := status(t, u)
+	if st["configuration_hash"] != EmptyHash || st["server"].(map[string]any)["total_requests"].(float64) < 3 {
+		t.Fatalf("after restart %v", st)
+	}
+	resp, err := http.Get(u + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&root)
+	resp.Body.Close()
+	if v, _ := root["version"].(string); !strings.HasPrefix(v, "3.") {
+		t.Fatalf("version %v", root["version"])
+	}
+}
+
+func TestDBMode(t *testing.T) {
+	_, u := start(t, WithDBMode())
+	resp, b := post(t, u, "", []byte(`{"_format_version":"3.0"}`))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "only available when Kong is configured to not use a database") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if _, ok := status(t, u)["configuration_hash"]; ok {
+		t.Fatal("DB mode /status has a configuration_hash")
+	}
+}
+
+func TestScriptedStatuses(t *testing.T) {
+	g, u := start(t)
+	g.ScriptConfig(Step{Status: 429, RetryAfter: "7"}, Step{Status: 503}, Step{})
+	body := []byte(`{"_format_version":"3.0"}`)
+	resp, b := post(t, u, "", body)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || !strings.Contains(string(b), "Currently loading previous configuration") {
+		t.Fatalf("first: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if resp, _ := post(t, u, "", body); resp.StatusCode != 503 {
+		t.Fatalf("second: %d", resp.StatusCode)
+	}
+	// /status is not scripted.
+	if status(t, u)["configuration_hash"] != EmptyHash {
+		t.Fatal("status")
+	}
+	for i := 0; i < 2; i++ { // the empty step, then normal again
+		if resp, _ := post(t, u, "", body); resp.StatusCode != 201 {
+			t.Fatalf("after script: %d", resp.StatusCode)
+		}
+	}
+	got := []int{}
+	for _, r := range g.Requests() {
+		if r.Path == "/config" {
+			got = append(got, r.Status)
+		}
+	}
+	if len(got) != 4 || got[0] != 429 || got[1] != 503 || got[2] != 201 {
+		t.Fatalf("log statuses %v", got)
+	}
+}
+
+func TestBodyLimit413(t *testing.T) {
+	g, u := start(t, WithBodyLimit(64))
+	big := []byte(`{"_format_version":"3.0","services":[{"name":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","host":"h"}]}`)
+	resp, _ := post(t, u, "", big)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d, want 413", resp.StatusCode)
+	}
+	if g.Hash() != EmptyHash {
+		t.Fatal("a 413 changed the config")
+	}
+	g.SetBodyLimit(0)
+	if resp, _ := post(t, u, "", big); resp.StatusCode != 201 {
+		t.Fatalf("%d without limit", resp.StatusCode)
+	}
+}
+
+func TestDropConnection(t *testing.T) {
+	g, u := start(t)
+	g.DropNext(1)
+	_, err := http.Post(u+"/config", "application/json", strings.NewReader(`{"_format_version":"3.0"}`))
+	if err == nil {
+		t.Fatal("dropped request succeeded")
+	}
+	if resp, _ := post(t, u, "", []byte(`{"_format_version":"3.0"}`)); resp.StatusCode != 201 {
+		t.Fatalf("next request %d", resp.StatusCode)
+	}
+	if r := g.Requests(); len(r) != 2 || !r[0].Dropped || r[0].Status != 0 {
+		t.Fatalf("log %+v", r)
+	}
+}
+
+func TestHangUntilReleaseOrClientLeaves(t *testing.T) {
+	g, u := start(t)
+	g.Hang()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// A client that gives up ends its hung request.
+	cctx, ccancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(cctx, "GET", u+"/status", nil)
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	if err := g.WaitHanging(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ccancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("want canceled, got %v", err)
+	}
+	if err := g.Wait(ctx, func(v View) bool { return v.Hanging == 0 }); err != nil {
+		t.Fatal(err)
+	}
+
+	// Release lets a hung request through.
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(u+"/config", "application/json", strings.NewReader(`{"_format_version":"3.0"}`))
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	if err := g.WaitHanging(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	if code := <-done; code != 201 {
+		t.Fatalf("released request: %d", code)
+	}
+}
+
+func TestLatencyUsesClock(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	g, u := start(t, WithClock(clk))
+	g.SetLatency(time.Minute)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(u + "/status")
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		t.Fatal("answered before the latency elapsed")
+	default:
+	}
+	clk.Advance(time.Minute)
+	if code := <-done; code != 200 {
+		t.Fatalf("%d", code)
+	}
+}
+
+func TestControlAPI(t *testing.T) {
+	g, u := start(t)
+	spec := `{"script":{"method":"POST","path":"/config","steps":[{"status":429,"retry_after":"3"}]},"latency":"0s"}`
+	resp, err := http.Post(u+"/_emulator/faults", "application/json", strings.NewReader(spec))
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("faults: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if r, _ := post(t, u, "", []byte(`{"_format_version":"3.0"}`)); r.StatusCode != 429 || r.Header.Get("Retry-After") != "3" {
+		t.Fatalf("scripted over HTTP: %d", r.StatusCode)
+	}
+	post(t, u, "", []byte(`{"_format_version":"3.0"}`))
+	resp, _ = http.Post(u+"/_emulator/restart", "", nil)
+	resp.Body.Close()
+	resp, _ = http.Get(u + "/_emulator/state")
+	var st State
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if st.Hash != EmptyHash || st.Pushes != 2 || st.Loads != 1 || st.Restarts != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	if g.Count("", "/_emulator/state") != 0 {
+		t.Fatal("control calls are logged")
+	}
+}
+
+func TestSharedCache(t *testing.T) {
+	c := NewCache()
+	a, ua := start(t, WithCache(c))
+	b, ub := start(t, WithCache(c))
+	body := []byte(`{"_format_version":"3.0","services":[{"name":"a","host":"h"}]}`)
+	post(t, ua, "", body)
+	post(t, ub, "", body)
+	if a.Hash() != b.Hash() || a.Hash() != ConfigHash(body) {
+		t.Fatal("hashes differ")
+	}
+	if &a.Config()[0] != &b.Config()[0] {
+		t.Fatal("the cache did not share the loaded bytes")
+	}
+}
+
+func BenchmarkCheckFixture(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(fixtures, "ingress-v1-rule-with-tls-and-consumer__default.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, _ := yaml.YAMLToJSON(raw)
+	b.SetBytes(int64(len(js)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := parseAndCheck(js, checkOptions{}); r.Invalid != nil {
+			b.Fatal(r.Invalid.Message)
+		}
+	}
+}
+
+func BenchmarkCheckAllFixtures(b *testing.B) {
+	var bodies [][]byte
+	var n int64
+	for _, f := range fixtureFiles(b) {
+		raw, _ := os.ReadFile(f)
+		js, _ := yaml.YAMLToJSON(raw)
+		bodies = append(bodies, js)
+		n += int64(len(js))
+	}
+	b.SetBytes(n)
+	for b.Loop() {
+		for _, js := range bodies {
+			parseAndCheck(js, checkOptions{})
+		}
+	}
+}
