@@ -503,4 +503,3 @@ func nodeUUID() string {
 func (g *Gateway) WaitHanging(ctx context.Context, n int) error {
 	return g.Wait(ctx, func(v View) bool { return v.Hanging >= n })
 }
-
