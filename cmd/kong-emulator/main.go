@@ -1,0 +1,101 @@
+// Command kong-emulator runs emulated Kong DB-less gateways (Admin API) on
+// loopback ports, for trying confighub by hand. It is an emulator, not Kong:
+// see package test/emulator for what it checks.
+//
+//	kong-emulator --listen 127.0.0.1:8001 --count 3
+//
+// prints one Admin API URL per line. Faults are set over HTTP, e.g.
+//
+//	curl -X POST localhost:8001/_emulator/faults -d '{"script":{"method":"POST","path":"/config","steps":[{"status":429,"retry_after":"5"}]}}'
+//	curl -X POST localhost:8001/_emulator/faults -d '{"hang":true}'
+//	curl -X POST localhost:8001/_emulator/release
+//	curl -X POST localhost:8001/_emulator/restart
+//	curl localhost:8001/_emulator/state
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/confighub/confighub/test/emulator"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kong-emulator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("kong-emulator", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address of the first gateway; with --count N the next ones take the following ports (or free ports when the port is 0)")
+	count := fs.Int("count", 1, "number of gateways")
+	bodyLimit := fs.Int64("body-limit", 0, "answer 413 to /config bodies above this many bytes (0: no limit)")
+	oss := fs.Bool("oss", false, "answer Enterprise entities and plugins as Kong OSS does")
+	dbMode := fs.Bool("db-mode", false, "emulate a gateway with a database (POST /config answers 400)")
+	verbose := fs.Bool("v", false, "log debug messages")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 || *count > 10000 {
+		return fmt.Errorf("--count must be between 1 and 10000, got %d", *count)
+	}
+	host, portStr, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", *listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: bad port: %w", *listen, err)
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cache := emulator.NewCache()
+	opts := []emulator.Option{emulator.WithCache(cache), emulator.WithLogger(logger), emulator.WithBodyLimit(*bodyLimit)}
+	if *oss {
+		opts = append(opts, emulator.WithOSS())
+	}
+	if *dbMode {
+		opts = append(opts, emulator.WithDBMode())
+	}
+	var gws []*emulator.Gateway
+	defer func() {
+		for _, g := range gws {
+			_ = g.Close()
+		}
+	}()
+	for i := 0; i < *count; i++ {
+		p := 0
+		if port != 0 {
+			p = port + i
+		}
+		g := emulator.New(append(opts, emulator.WithAddr(net.JoinHostPort(host, strconv.Itoa(p))))...)
+		u, err := g.Start()
+		if err != nil {
+			return err
+		}
+		gws = append(gws, g)
+		fmt.Println(u)
+	}
+	logger.Info("kong-emulator ready (an emulator, not Kong)", "gateways", len(gws))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	if errors.Is(ctx.Err(), context.Canceled) {
+		logger.Info("stopping")
+	}
+	return nil
+}
