@@ -1,0 +1,413 @@
+package diffsync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/blang/semver/v4"
+	"github.com/kong/go-database-reconciler/pkg/diff"
+	"github.com/kong/go-database-reconciler/pkg/dump"
+	"github.com/kong/go-database-reconciler/pkg/file"
+	"github.com/kong/go-database-reconciler/pkg/state"
+	"github.com/kong/go-database-reconciler/pkg/utils"
+	"github.com/kong/go-kong/kong"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// KonnectKongVersion is the Kong version the target is rendered for when
+// syncing a Konnect control plane, which reports none.
+var KonnectKongVersion = semver.MustParse("3.9.0")
+
+// Syncer syncs configurations to one destination. Sync must not be called
+// concurrently (the engine applies one generation at a time per sink).
+type Syncer struct {
+	client        *kong.Client
+	concurrency   int
+	controlPlane  string
+	dropConsumers bool
+	version       *semver.Version
+	logger        *slog.Logger
+	tempDir       string
+
+	mu          sync.Mutex
+	seenVersion *semver.Version
+}
+
+// Option configures a Syncer.
+type Option func(*Syncer)
+
+// WithConcurrency sets how many entity operations run at once (default 10).
+func WithConcurrency(n int) Option {
+	return func(s *Syncer) {
+		if n > 0 {
+			s.concurrency = n
+		}
+	}
+}
+
+// WithKonnect syncs a Konnect control plane: the client's base URL must be
+// the control plane's Admin API (<address>/kic/api/control-planes/<id>).
+// Entity schemas then come from Konnect's /v1/schemas/json/<type>, and the
+// reconciler skips what Konnect does not support (e.g. OAuth2 credentials).
+func WithKonnect(controlPlaneID string) Option {
+	return func(s *Syncer) { s.controlPlane = controlPlaneID }
+}
+
+// WithDropConsumers leaves consumers, their credentials and the plugins
+// scoped to a consumer out of the target.
+func WithDropConsumers(drop bool) Option {
+	return func(s *Syncer) { s.dropConsumers = drop }
+}
+
+// WithKongVersion renders the target for version v instead of asking the
+// destination (GET /) or, for Konnect, KonnectKongVersion.
+func WithKongVersion(v semver.Version) Option {
+	return func(s *Syncer) { s.version = &v }
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Syncer) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
+// WithTempDir sets where the per-sync temporary file goes (default: the
+// system temporary directory).
+func WithTempDir(dir string) Option {
+	return func(s *Syncer) { s.tempDir = dir }
+}
+
+// New returns a Syncer that talks to the destination through client.
+func New(client *kong.Client, opts ...Option) *Syncer {
+	s := &Syncer{
+		client:      client,
+		concurrency: 10,
+		logger:      slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Result counts the operations a Sync sent.
+type Result struct {
+	Created, Updated, Deleted int
+}
+
+// Sync makes the destination hold cfg. It returns a *sink.Error (see the
+// package doc) on failure.
+func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
+	raw, err := cfg.JSON()
+	if err != nil {
+		return Result{}, &sink.Error{Code: "invalid", Message: "converting to JSON: " + err.Error(), Permanent: true, Err: err}
+	}
+	content, err := s.readContent(raw)
+	if err != nil {
+		return Result{}, &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err}
+	}
+	if s.dropConsumers {
+		dropConsumers(content)
+	}
+
+	dumpCfg := dump.Config{KonnectControlPlane: s.controlPlane}
+	rawCurrent, err := dump.Get(ctx, s.client, dumpCfg)
+	if err != nil {
+		return Result{}, classify("reading the current entities", err)
+	}
+	current, err := state.Get(rawCurrent)
+	if err != nil {
+		return Result{}, &sink.Error{Code: "state", Message: "indexing the current entities: " + err.Error(), Err: err}
+	}
+
+	version, err := s.kongVersion(ctx)
+	if err != nil {
+		return Result{}, classify("reading the Kong version", err)
+	}
+	rawTarget, err := file.Get(ctx, content, file.RenderConfig{CurrentState: current, KongVersion: version}, dumpCfg, s.client)
+	if err != nil {
+		return Result{}, classifyBuild(err)
+	}
+	target, err := state.Get(rawTarget)
+	if err != nil {
+		return Result{}, &sink.Error{Code: "invalid", Message: "indexing the target entities: " + err.Error(), Permanent: true, Err: err}
+	}
+
+	syncer, err := diff.NewSyncer(diff.SyncerOpts{
+		CurrentState:        current,
+		TargetState:         target,
+		KongClient:          s.client,
+		SilenceWarnings:     true,
+		IsKonnect:           s.controlPlane != "",
+		EnableEntityActions: true,
+	})
+	if err != nil {
+		return Result{}, &sink.Error{Code: "diff", Message: "creating the syncer: " + err.Error(), Err: err}
+	}
+
+	// The syncer blocks until its entity actions are read; it closes the
+	// channel when Solve's workers are done.
+	var failed []diff.EntityAction
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for a := range syncer.GetResultChan() {
+			if a.Error != nil {
+				failed = append(failed, a)
+			} else {
+				s.logger.Debug("entity synced", "action", a.Action, "kind", a.Entity.Kind, "name", a.Entity.Name)
+			}
+		}
+	}()
+	stats, errs, _ := syncer.Solve(ctx, s.concurrency, false, false)
+	<-done
+
+	res := Result{
+		Created: int(stats.CreateOps.Count()),
+		Updated: int(stats.UpdateOps.Count()),
+		Deleted: int(stats.DeleteOps.Count()),
+	}
+	if len(errs) == 0 && len(failed) == 0 {
+		return res, nil
+	}
+	return res, solveError(ctx, errs, failed)
+}
+
+// kongVersion is the version the target is rendered for: the option, the
+// Konnect default, or the destination's GET / (asked once per Syncer).
+func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
+	if s.version != nil {
+		return *s.version, nil
+	}
+	if s.controlPlane != "" {
+		return KonnectKongVersion, nil
+	}
+	s.mu.Lock()
+	seen := s.seenVersion
+	s.mu.Unlock()
+	if seen != nil {
+		return *seen, nil
+	}
+	info, err := s.client.Info.Get(ctx)
+	if err != nil {
+		return semver.Version{}, err
+	}
+	if info.Version == "" {
+		return semver.Version{}, errors.New("GET / reported no version")
+	}
+	v, err := utils.ParseKongVersion(info.Version)
+	if err != nil {
+		return semver.Version{}, fmt.Errorf("parsing Kong version %q: %w", info.Version, err)
+	}
+	s.mu.Lock()
+	s.seenVersion = &v
+	s.mu.Unlock()
+	return v, nil
+}
+
+// templateDelim is deck's template opening delimiter; escapedDelim is a
+// template action that prints it, so rendering is the identity.
+const (
+	templateDelim = "${{"
+	escapedDelim  = `${{"${{"}}`
+)
+
+// readContent runs the reconciler's file reader (JSON-schema validation and
+// decoding) on raw through a private temporary file.
+func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
+	body := bytes.TrimLeft(raw, " \t\r\n")
+	if bytes.Contains(body, []byte(templateDelim)) {
+		body = bytes.ReplaceAll(body, []byte(templateDelim), []byte(escapedDelim))
+	}
+	dir, err := os.MkdirTemp(s.tempDir, "confighub-diffsync-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		return nil, fmt.Errorf("temporary file: %w", err)
+	}
+	content, err := file.GetContentFromFiles([]string{path}, false)
+	if err != nil {
+		return nil, readerError(path, err)
+	}
+	return content, nil
+}
+
+// readerError drops the temporary file name the reader puts in its message.
+func readerError(path string, err error) error {
+	var arr utils.ErrArray
+	if errors.As(err, &arr) && len(arr.Errors) > 0 {
+		msgs := make([]string, 0, len(arr.Errors))
+		for _, e := range arr.Errors {
+			if u := errors.Unwrap(e); u != nil && strings.Contains(e.Error(), path) {
+				e = u
+			}
+			msgs = append(msgs, e.Error())
+		}
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), path, "config"))
+}
+
+// dropConsumers removes consumers and every consumer-scoped plugin.
+func dropConsumers(c *file.Content) {
+	c.Consumers = nil
+	for i := range c.ConsumerGroups {
+		c.ConsumerGroups[i].Consumers = nil
+	}
+	keep := c.Plugins[:0]
+	for _, p := range c.Plugins {
+		if p.Consumer == nil {
+			keep = append(keep, p)
+		}
+	}
+	c.Plugins = keep
+	filter := func(ps []*file.FPlugin) []*file.FPlugin {
+		out := ps[:0]
+		for _, p := range ps {
+			if p.Consumer == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for i := range c.Services {
+		c.Services[i].Plugins = filter(c.Services[i].Plugins)
+		for _, r := range c.Services[i].Routes {
+			r.Plugins = filter(r.Plugins)
+		}
+	}
+	for i := range c.Routes {
+		c.Routes[i].Plugins = filter(c.Routes[i].Plugins)
+	}
+}
+
+// classify maps an error of a request to the destination.
+func classify(what string, err error) *sink.Error {
+	msg := what + ": " + err.Error()
+	var apiErr *kong.APIError
+	if errors.As(err, &apiErr) {
+		code := apiErr.Code()
+		switch {
+		case code == 429:
+			e := &sink.Error{Code: "rate-limited", Message: msg, Err: err}
+			if d, ok := apiErr.Details().(kong.ErrTooManyRequestsDetails); ok {
+				e.RetryAfter = d.RetryAfter
+			}
+			return e
+		case code == 408:
+			return &sink.Error{Code: "timeout", Message: msg, Err: err}
+		case code >= 400 && code < 500:
+			return &sink.Error{Code: "rejected", Message: msg, Permanent: true, Body: apiErr.Raw(), Err: err}
+		default:
+			return &sink.Error{Code: "unavailable", Message: msg, Err: err}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &sink.Error{Code: "timeout", Message: msg, Err: err}
+	}
+	return &sink.Error{Code: "unavailable", Message: msg, Err: err}
+}
+
+// classifyBuild maps an error of file.Get: a request error (schemas) is
+// classified as such, anything else is the reconciler refusing the content.
+func classifyBuild(err error) *sink.Error {
+	var apiErr *kong.APIError
+	if errors.As(err, &apiErr) || isTransport(err) {
+		return classify("rendering the target", err)
+	}
+	return &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err}
+}
+
+func isTransport(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") ||
+		strings.Contains(err.Error(), "EOF")
+}
+
+// solveError folds the failures of a Solve into one *sink.Error.
+func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *sink.Error {
+	out := &sink.Error{Code: "rejected", Permanent: true}
+	var msgs []string
+	merge := func(e *sink.Error) {
+		if !e.Permanent {
+			if out.Permanent {
+				out.Permanent, out.Code = false, e.Code
+			}
+			if e.RetryAfter > out.RetryAfter {
+				out.RetryAfter, out.Code = e.RetryAfter, e.Code
+			}
+		}
+	}
+	for _, a := range failed {
+		out.EntityErrors = append(out.EntityErrors, entityError(a))
+		merge(classify(a.Entity.Kind, a.Error))
+	}
+	for _, err := range errs {
+		msgs = append(msgs, err.Error())
+		merge(classify("sync", err))
+	}
+	if ctx.Err() != nil {
+		merge(&sink.Error{Code: "timeout"})
+	}
+	if len(msgs) == 0 {
+		for _, a := range failed {
+			msgs = append(msgs, fmt.Sprintf("%s %s %s: %v", a.Action, a.Entity.Kind, a.Entity.Name, a.Error))
+		}
+	}
+	out.Message = fmt.Sprintf("%d entity operation(s) failed: %s", max(len(errs), len(failed)), strings.Join(msgs, "; "))
+	out.Err = utils.ErrArray{Errors: errs}
+	return out
+}
+
+// entityError describes a failed operation. The reconciler's entities are
+// go-kong structs (embedded in its state types) with ID and Tags fields.
+func entityError(a diff.EntityAction) *confighubv1.EntityError {
+	subj := a.Entity.New
+	if subj == nil || reflect.ValueOf(subj).IsNil() {
+		subj = a.Entity.Old
+	}
+	ee := &confighubv1.EntityError{
+		EntityType: a.Entity.Kind,
+		EntityName: a.Entity.Name,
+		Errors:     []*confighubv1.FieldError{{Type: "entity", Message: a.Error.Error()}},
+	}
+	v := reflect.Indirect(reflect.ValueOf(subj))
+	if v.Kind() != reflect.Struct {
+		return ee
+	}
+	if f := v.FieldByName("ID"); f.IsValid() {
+		if id, ok := f.Interface().(*string); ok && id != nil {
+			ee.EntityId = *id
+		}
+	}
+	if f := v.FieldByName("Tags"); f.IsValid() {
+		if tags, ok := f.Interface().([]*string); ok {
+			for _, t := range tags {
+				if t != nil {
+					ee.EntityTags = append(ee.EntityTags, *t)
+				}
+			}
+		}
+	}
+	return ee
+}

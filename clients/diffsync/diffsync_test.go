@@ -1,0 +1,143 @@
+package diffsync
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kong/go-kong/kong"
+	"go.uber.org/goleak"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/emulator"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const fixtures = "../../../shared/fixtures/kic-golden"
+
+type env struct {
+	api *emulator.EntityAPI
+	url string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	api := emulator.NewEntityAPI()
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &env{api: api, url: srv.URL}
+}
+
+func (e *env) syncer(t *testing.T, base string, opts ...Option) *Syncer {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := kong.NewClient(kong.String(base), &http.Client{Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(c, append([]Option{WithTempDir(t.TempDir())}, opts...)...)
+}
+
+func loadConfig(t *testing.T, raw []byte, gen uint64) *config.Config {
+	t.Helper()
+	ck, err := config.Check(raw, config.FormatUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.New("default", gen, config.Hash(raw), ck.Format, raw, ck.JSON, nil, time.Unix(0, 0))
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtures, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fixtureNames(t *testing.T) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no fixtures in %s: %v", fixtures, err)
+	}
+	var out []string
+	for _, p := range m {
+		out = append(out, filepath.Base(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// enterprise reports fixtures that use Enterprise entities (out of scope
+// of a Kong OSS destination).
+func enterprise(name string) bool {
+	return strings.Contains(strings.SplitN(name, "__", 2)[0], "-ee")
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestFixturesSyncDBMode: after a sync the destination holds exactly the
+// configuration's entities, for every kic-golden fixture without Enterprise
+// entities; a second sync of the same configuration writes nothing.
+func TestFixturesSyncDBMode(t *testing.T) {
+	for _, name := range fixtureNames(t) {
+		if enterprise(name) || name == "credentials__default.yaml" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.syncer(t, e.url)
+			cfg := loadConfig(t, fixture(t, name), 1)
+			if _, err := s.Sync(ctxT(t), cfg); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			js, _ := cfg.JSON()
+			assertMirrors(t, e.api, "", js)
+
+			e.api.ResetCounts()
+			res, err := s.Sync(ctxT(t), cfg)
+			if err != nil {
+				t.Fatalf("second sync: %v", err)
+			}
+			if w := e.api.Writes(); len(w) != 0 || res != (Result{}) {
+				t.Errorf("second sync of the same configuration wrote %v (%+v)", w, res)
+			}
+		})
+	}
+}
+
+// TestCredentialsWithoutSecretsArePermanent: the reconciler's reader
+// rejects HMAC and JWT credentials without a secret before any request.
+func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
+	e := newEnv(t)
+	s := e.syncer(t, e.url)
+	_, err := s.Sync(ctxT(t), loadConfig(t, fixture(t, "credentials__default.yaml"), 1))
+	se, ok := sink.AsError(err)
+	if !ok || !se.Permanent || se.Code != "invalid" {
+		t.Fatalf("error = %#v, want a permanent invalid *sink.Error", err)
+	}
+	if !strings.Contains(se.Message, "validation error") || !strings.Contains(se.Message, "secret") {
+		t.Errorf("message %q does not carry the reconciler's validation error about the secret", se.Message)
+	}
+	if strings.Contains(se.Message, "confighub-diffsync") {
+		t.Errorf("message %q leaks the temporary file name", se.Message)
+	}
+	if n := len(e.api.Counts()); n != 0 {
+		t.Errorf("a rejected configuration sent requests: %v", e.api.Counts())
+	}
+}
