@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/blang/semver/v4"
+	"github.com/kong/go-database-reconciler/pkg/crud"
 	"github.com/kong/go-database-reconciler/pkg/diff"
 	"github.com/kong/go-database-reconciler/pkg/dump"
 	"github.com/kong/go-database-reconciler/pkg/file"
@@ -301,6 +302,13 @@ func dropConsumers(c *file.Content) {
 // classify maps an error of a request to the destination.
 func classify(what string, err error) *sink.Error {
 	msg := what + ": " + err.Error()
+	// The reconciler's ActionError has no Unwrap; look inside it.
+	var actErr *crud.ActionError
+	if errors.As(err, &actErr) && actErr.Err != nil {
+		e := classify(what, actErr.Err)
+		e.Message, e.Err = msg, err
+		return e
+	}
 	var apiErr *kong.APIError
 	if errors.As(err, &apiErr) {
 		code := apiErr.Code()
