@@ -1,0 +1,171 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Policy is the role each full gRPC method name needs. Methods under
+// OpenServices need none; any other method needs RoleAdmin.
+var Policy = map[string]Role{
+	"/confighub.v1.ConfigHubService/GetConfig":    RoleRead,
+	"/confighub.v1.ConfigHubService/GetStatus":    RoleRead,
+	"/confighub.v1.ConfigHubService/WatchStatus":  RoleRead,
+	"/confighub.v1.SinkAdminService/ListSinks":    RoleRead,
+	"/confighub.v1.ConfigHubService/PushConfig":   RolePush,
+	"/confighub.v1.ConfigHubService/UploadConfig": RolePush,
+	"/confighub.v1.SinkAdminService/PutSink":      RoleAdmin,
+	"/confighub.v1.SinkAdminService/DeleteSink":   RoleAdmin,
+}
+
+// OpenServices need no token: probes and `grpcurl list/describe` work
+// without one. Reflection exposes the schema only, no data.
+var OpenServices = []string{
+	"/grpc.health.v1.Health/",
+	"/grpc.reflection.v1.ServerReflection/",
+	"/grpc.reflection.v1alpha.ServerReflection/",
+}
+
+// Required returns the role a method needs (RoleNone for an open one).
+func Required(fullMethod string) Role {
+	for _, p := range OpenServices {
+		if strings.HasPrefix(fullMethod, p) {
+			return RoleNone
+		}
+	}
+	if r, ok := Policy[fullMethod]; ok {
+		return r
+	}
+	return RoleAdmin
+}
+
+// Option configures an Authenticator.
+type Option func(*Authenticator)
+
+// WithLogger sets where reloads and denials are logged.
+func WithLogger(l *slog.Logger) Option { return func(a *Authenticator) { a.log = l } }
+
+// Authenticator checks bearer tokens against a token set that can be
+// reloaded while the hub serves.
+type Authenticator struct {
+	path   string
+	log    *slog.Logger
+	tokens atomic.Pointer[Tokens]
+	// reload serialises reloads (two SIGHUPs in a row).
+	reload sync.Mutex
+}
+
+// New returns an Authenticator with a fixed token set (tests, embedding).
+func New(t *Tokens, opts ...Option) *Authenticator {
+	a := &Authenticator{log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(a)
+	}
+	a.tokens.Store(t)
+	return a
+}
+
+// NewFromFile loads path; Reload reads it again.
+func NewFromFile(path string, opts ...Option) (*Authenticator, error) {
+	t, err := LoadTokens(path)
+	if err != nil {
+		return nil, err
+	}
+	a := New(t, opts...)
+	a.path = path
+	warnPermissions(a.log, path)
+	a.log.Info("auth tokens loaded", "file", path, "tokens", t.Len(), "roles", t.Counts())
+	return a, nil
+}
+
+func warnPermissions(log *slog.Logger, path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("auth tokens file is readable by group or others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
+}
+
+// Reload reads the token file again. On any error the tokens in force stay
+// and the error is logged and returned.
+func (a *Authenticator) Reload() error {
+	a.reload.Lock()
+	defer a.reload.Unlock()
+	if a.path == "" {
+		return errors.New("auth: no tokens file to reload")
+	}
+	t, err := LoadTokens(a.path)
+	if err != nil {
+		a.log.Error("auth tokens reload failed; keeping the previous tokens", "file", a.path, "error", err, "tokens_in_force", a.tokens.Load().Len())
+		return err
+	}
+	a.tokens.Store(t)
+	warnPermissions(a.log, a.path)
+	a.log.Info("auth tokens reloaded", "file", a.path, "tokens", t.Len(), "roles", t.Counts())
+	return nil
+}
+
+type principalKey struct{}
+
+// Principal is the caller a token identified.
+type Principal struct {
+	Name string
+	Role Role
+}
+
+// FromContext returns the caller of an authorised call.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Authorize checks the bearer token of ctx against the role fullMethod
+// needs. It is the go-grpc-middleware AuthFunc, given the method.
+func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {
+	need := Required(fullMethod)
+	if need == RoleNone {
+		return ctx, nil
+	}
+	tok, err := grpcauth.AuthFromMD(ctx, "bearer")
+	if err != nil {
+		return nil, status.Errorf(codes.Unauthenticated, "%s needs a bearer token (metadata \"authorization: Bearer <token>\")", fullMethod)
+	}
+	role, name := a.tokens.Load().Lookup(tok)
+	if role == RoleNone {
+		a.log.Warn("rejected an unknown token", "method", fullMethod)
+		return nil, status.Errorf(codes.Unauthenticated, "%s: unknown token", fullMethod)
+	}
+	if role < need {
+		a.log.Warn("permission denied", "method", fullMethod, "token", name, "role", role.String(), "needs", need.String())
+		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, name, role)
+	}
+	return context.WithValue(ctx, principalKey{}, Principal{Name: name, Role: role}), nil
+}
+
+// authFunc adapts Authorize to grpcauth.AuthFunc: the server puts the
+// method into every handler context (grpc.Method).
+func (a *Authenticator) authFunc(ctx context.Context) (context.Context, error) {
+	m, ok := grpc.Method(ctx)
+	if !ok {
+		return nil, status.Error(codes.Internal, "auth: no method in the call context")
+	}
+	return a.Authorize(ctx, m)
+}
+
+// UnaryInterceptor enforces the policy on unary calls.
+func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return grpcauth.UnaryServerInterceptor(a.authFunc)
+}
+
+// StreamInterceptor enforces the policy on streaming calls.
+func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
+	return grpcauth.StreamServerInterceptor(a.authFunc)
+}
