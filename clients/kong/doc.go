@@ -1,0 +1,34 @@
+// Package kong is the "kong" sink kind: one DB-less Kong gateway, configured
+// through its Admin API with POST /config (github.com/kong/go-kong).
+//
+// What it guarantees:
+//   - Apply sends cfg.JSON() with check_hash=1 and flatten_errors=1. The JSON
+//     is converted once per generation and the same bytes are shared by
+//     every gateway sink (never copied per sink). 201 and 304 (hash
+//     unchanged) are success.
+//   - Failures come back as *sink.Error:
+//     400 -> Permanent, code "rejected", Kong's flattened_errors parsed into
+//     EntityErrors (entity type, name, id, tags such as k8s-name:..., field
+//     and message), Body the raw answer;
+//     413 -> Permanent, code "too-large", the message names the body size;
+//     429 -> code "rate-limited" with RetryAfter from the Retry-After header
+//     (seconds or HTTP date; read by the transport because go-kong's raw
+//     /config call returns only status and body);
+//     504 and timeouts -> code "timeout"; other 5xx and connection errors
+//     (refused, reset, dropped) -> code "unavailable", both retried with
+//     backoff; 401/403 -> code "unauthorized", retried (the credentials,
+//     not the configuration, are wrong); other 4xx -> Permanent "rejected".
+//   - Admin API options (KongSpec): address, TLS (CA bundle file or PEM,
+//     client certificate, server name; insecure_skip_verify only when set,
+//     and then a warning is logged), extra headers on every request (e.g.
+//     Kong-Admin-Token). There is no client-wide timeout: each request is
+//     bounded by its ctx (the engine's per-attempt timeout).
+//   - Liveness (sink.Runner): GET /status every status_interval (default
+//     10s) on the injected clock, each poll bounded by min(interval, 10s).
+//     The all-zeros configuration_hash after a successful apply (or at the
+//     first poll after the hub started) means the gateway restarted empty:
+//     Notifier.Resync("gateway restarted empty"). An unreachable gateway is
+//     reported with Health(err) once, and Health(nil) when it answers again.
+//     The poll never touches Apply, so a hung gateway blocks only its own
+//     sink.
+package kong

@@ -1,0 +1,397 @@
+package kong
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	gokong "github.com/kong/go-kong/kong"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/clients/tlsconfig"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// Kind is the registered kind name.
+const Kind = "kong"
+
+// DefaultStatusInterval is how often GET /status is polled by default.
+const DefaultStatusInterval = 10 * time.Second
+
+// emptyHash is the configuration_hash of a DB-less Kong with no
+// configuration (after a start or restart).
+const emptyHash = "00000000000000000000000000000000"
+
+// maxPollTimeout bounds one GET /status.
+const maxPollTimeout = 10 * time.Second
+
+// Register adds the "kong" kind to r.
+func Register(r *sink.Registry) error { return r.Register(Kind, New) }
+
+// Sink pushes configurations to one DB-less Kong gateway with POST /config.
+type Sink struct {
+	name     string
+	address  string
+	client   *gokong.Client
+	http     *http.Client
+	interval time.Duration
+	clock    clockwork.Clock
+	logger   *slog.Logger
+
+	mu sync.Mutex
+	// appliedSinceResync is set by a successful Apply and cleared when a
+	// resync is asked for: an empty gateway after it means a restart.
+	appliedSinceResync bool
+}
+
+var (
+	_ sink.Sink   = (*Sink)(nil)
+	_ sink.Runner = (*Sink)(nil)
+	_ sink.Closer = (*Sink)(nil)
+)
+
+// New is the factory of the "kong" kind. It validates the spec, reads TLS
+// files and builds the client; it does no network I/O.
+func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
+	ks := spec.GetKong()
+	if ks == nil {
+		return nil, fmt.Errorf("%w: sink %q of kind kong needs a kong spec (kong: {address: ...})", sink.ErrInvalidSpec, spec.GetName())
+	}
+	u, err := url.Parse(ks.GetAddress())
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: sink %q: kong.address %q must be an http:// or https:// URL with a host", sink.ErrInvalidSpec, spec.GetName(), ks.GetAddress())
+	}
+	logger, clock := deps.Logger, deps.Clock
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	logger = logger.With("sink", spec.GetName(), "kind", Kind)
+
+	tlsCfg, err := tlsconfig.Build(ks.GetTls())
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, spec.GetName(), err)
+	}
+	if ks.GetTls().GetInsecureSkipVerify() {
+		logger.Warn("TLS verification of the Kong Admin API is disabled (insecure_skip_verify); use only for tests", "address", ks.GetAddress())
+	}
+	headers := http.Header{}
+	for k, v := range ks.GetHeaders() {
+		if k == "" || strings.ContainsAny(k, " \r\n:") || strings.ContainsAny(v, "\r\n") {
+			return nil, fmt.Errorf("%w: sink %q: header %q is not a valid HTTP header", sink.ErrInvalidSpec, spec.GetName(), k)
+		}
+		headers.Set(k, v)
+	}
+	interval := DefaultStatusInterval
+	if d := ks.GetStatusInterval(); d != nil {
+		if d.AsDuration() < 0 {
+			return nil, fmt.Errorf("%w: sink %q: kong.status_interval must not be negative", sink.ErrInvalidSpec, spec.GetName())
+		}
+		if d.AsDuration() > 0 {
+			interval = d.AsDuration()
+		}
+	}
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = tlsCfg
+	base.MaxIdleConnsPerHost = 4
+	// No client-wide timeout: every call is bounded by its ctx (the
+	// engine's per-attempt timeout for Apply, the poll timeout for status).
+	hc := &http.Client{Transport: &transport{base: base, headers: headers}}
+	addr := strings.TrimRight(u.String(), "/")
+	client, err := gokong.NewClient(&addr, hc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: kong client: %w", sink.ErrInvalidSpec, spec.GetName(), err)
+	}
+	return &Sink{
+		name: spec.GetName(), address: addr, client: client, http: hc,
+		interval: interval, clock: clock, logger: logger,
+	}, nil
+}
+
+// Describe: a Kong gateway, reporting Kong's per-entity errors.
+func (s *Sink) Describe() sink.Capabilities {
+	return sink.Capabilities{Gateway: true, EntityErrors: true}
+}
+
+// Close releases idle connections.
+func (s *Sink) Close() error {
+	s.http.CloseIdleConnections()
+	return nil
+}
+
+// Apply sends cfg with POST /config?check_hash=1&flatten_errors=1. The body
+// is cfg.JSON(): converted once per generation and shared by every sink.
+func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
+	body, err := cfg.JSON()
+	if err != nil {
+		return &sink.Error{Code: "invalid", Permanent: true, Err: err,
+			Message: fmt.Sprintf("generation %d cannot be converted to JSON: %v", cfg.Generation, err)}
+	}
+	rec := &answer{}
+	err = s.client.ReloadDeclarativeRawConfig(withAnswer(ctx, rec), bytes.NewReader(body), true, true)
+	if err == nil {
+		s.mu.Lock()
+		s.appliedSinceResync = true
+		s.mu.Unlock()
+		return nil
+	}
+	return s.mapError(ctx, err, rec, len(body))
+}
+
+// mapError turns a failed POST /config into a *sink.Error.
+func (s *Sink) mapError(ctx context.Context, err error, rec *answer, size int) error {
+	var apiErr *gokong.APIError
+	if !errors.As(err, &apiErr) {
+		return transportError(ctx, s.address, err)
+	}
+	code, raw := apiErr.Code(), apiErr.Raw()
+	kongMsg := kongMessage(raw)
+	switch {
+	case code == http.StatusBadRequest:
+		ents, msg := ParseFlattenedErrors(raw)
+		if msg == "" {
+			msg = kongMsg
+		}
+		return &sink.Error{Code: "rejected", Permanent: true, EntityErrors: ents, Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s rejected the configuration (HTTP 400): %s", s.address, msg)}
+	case code == http.StatusRequestEntityTooLarge:
+		return &sink.Error{Code: "too-large", Permanent: true, Body: raw, Err: err,
+			Message: fmt.Sprintf("the configuration body (%d bytes) is too large for the gateway %s (HTTP 413: %s); raise its nginx_admin_client_max_body_size or its LMDB map size", size, s.address, kongMsg)}
+	case code == http.StatusTooManyRequests:
+		d := parseRetryAfter(rec.retryAfter(), s.clock.Now())
+		return &sink.Error{Code: "rate-limited", RetryAfter: d, Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s is busy (HTTP 429: %s), Retry-After %q", s.address, kongMsg, rec.retryAfter())}
+	case code == http.StatusGatewayTimeout:
+		return &sink.Error{Code: "timeout", Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s timed out loading the configuration (HTTP 504: %s)", s.address, kongMsg)}
+	case code >= 500:
+		return &sink.Error{Code: "unavailable", Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s failed (HTTP %d: %s)", s.address, code, kongMsg)}
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		// Not the configuration's fault: retried (with backoff) until the
+		// credentials are fixed.
+		return &sink.Error{Code: "unauthorized", Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s refused the credentials (HTTP %d: %s); check the Admin API token headers or client certificate", s.address, code, kongMsg)}
+	default:
+		return &sink.Error{Code: "rejected", Permanent: true, Body: raw, Err: err,
+			Message: fmt.Sprintf("gateway %s answered HTTP %d: %s", s.address, code, kongMsg)}
+	}
+}
+
+// transportError maps a failure without an HTTP answer.
+func transportError(ctx context.Context, address string, err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return &sink.Error{Code: "timeout", Err: err,
+			Message: fmt.Sprintf("gateway %s did not answer in time: %v", address, err)}
+	case ctx.Err() != nil:
+		return fmt.Errorf("push to gateway %s cancelled: %w", address, err)
+	default:
+		return &sink.Error{Code: "unavailable", Err: err,
+			Message: fmt.Sprintf("gateway %s unreachable: %v", address, err)}
+	}
+}
+
+// kongMessage is the "message" of a Kong error body, or the body itself
+// (trimmed) when it has none.
+func kongMessage(raw []byte) string {
+	var m struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &m) == nil && m.Message != "" {
+		return m.Message
+	}
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	if s == "" {
+		s = "no body"
+	}
+	return s
+}
+
+// flattened is Kong's 400 body for an invalid declarative configuration.
+type flattened struct {
+	Message         string `json:"message"`
+	FlattenedErrors []struct {
+		EntityType string   `json:"entity_type"`
+		EntityName string   `json:"entity_name"`
+		EntityID   string   `json:"entity_id"`
+		EntityTags []string `json:"entity_tags"`
+		Errors     []struct {
+			Type    string `json:"type"`
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	} `json:"flattened_errors"`
+}
+
+// ParseFlattenedErrors reads Kong's flattened_errors from a 400 body into
+// entity errors, and returns Kong's message. A body that is not Kong's
+// gives no entity errors.
+func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
+	var f flattened
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, ""
+	}
+	out := make([]*confighubv1.EntityError, 0, len(f.FlattenedErrors))
+	for _, fe := range f.FlattenedErrors {
+		ee := &confighubv1.EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityId: fe.EntityID, EntityTags: fe.EntityTags}
+		for _, e := range fe.Errors {
+			ee.Errors = append(ee.Errors, &confighubv1.FieldError{Type: e.Type, Field: e.Field, Message: e.Message})
+		}
+		out = append(out, ee)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, f.Message
+}
+
+// parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
+// Missing or unreadable gives 0 (the engine's backoff applies).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// --- transport: headers and the Retry-After of the answer ----------------
+
+// transport adds the configured headers to every request and records the
+// Retry-After header of the answer for the caller (go-kong's raw /config
+// call returns only the status and body).
+type transport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+type answerKey struct{}
+
+// answer holds what the transport saw of one call's response.
+type answer struct {
+	mu    sync.Mutex
+	after string
+}
+
+func (a *answer) retryAfter() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.after
+}
+
+func withAnswer(ctx context.Context, a *answer) context.Context {
+	return context.WithValue(ctx, answerKey{}, a)
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header[k] = v
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
+			a.mu.Lock()
+			a.after = resp.Header.Get("Retry-After")
+			a.mu.Unlock()
+		}
+	}
+	return resp, err
+}
+
+// --- liveness: GET /status ------------------------------------------------
+
+// Run polls GET /status every status interval (on the injected clock). A
+// gateway that reports the all-zeros configuration_hash after it was given
+// a configuration (or at the first poll after the hub started) restarted
+// empty: the engine is asked to resync. An unreachable gateway is reported
+// with Health(err), and Health(nil) when it answers again.
+func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
+	t := s.clock.NewTicker(s.interval)
+	defer t.Stop()
+	p := poller{s: s, n: n}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			p.poll(ctx)
+		}
+	}
+}
+
+type poller struct {
+	s *Sink
+	n sink.Notifier
+	// lastHash is the hash seen at the previous successful poll ("" unknown).
+	lastHash string
+	// health: 0 unknown, 1 reachable, -1 unreachable.
+	health int
+}
+
+func (p *poller) poll(ctx context.Context) {
+	timeout := min(p.s.interval, maxPollTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	st, err := p.s.client.Status(pctx)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		if p.health != -1 {
+			p.s.logger.Warn("gateway unreachable", "address", p.s.address, "err", err)
+			p.n.Health(fmt.Errorf("GET %s/status: %w", p.s.address, err))
+			p.health = -1
+		}
+		return
+	}
+	if p.health != 1 {
+		p.n.Health(nil)
+		p.health = 1
+	}
+	h := st.ConfigurationHash
+	if h == emptyHash {
+		p.s.mu.Lock()
+		applied := p.s.appliedSinceResync
+		p.s.appliedSinceResync = false
+		p.s.mu.Unlock()
+		if p.lastHash != emptyHash || applied {
+			p.s.logger.Info("gateway has no configuration (restarted); resync", "address", p.s.address)
+			p.n.Resync("gateway restarted empty")
+		}
+	}
+	p.lastHash = h
+}
