@@ -101,8 +101,14 @@ func TestRoles(t *testing.T) {
 	admin := confighubv1.NewSinkAdminServiceClient(cc)
 
 	calls := map[string]func(ctx context.Context) error{
-		"GetConfig": func(ctx context.Context) error { _, err := hubc.GetConfig(ctx, &confighubv1.GetConfigRequest{}); return err },
-		"GetStatus": func(ctx context.Context) error { _, err := hubc.GetStatus(ctx, &confighubv1.GetStatusRequest{}); return err },
+		"GetConfig": func(ctx context.Context) error {
+			_, err := hubc.GetConfig(ctx, &confighubv1.GetConfigRequest{})
+			return err
+		},
+		"GetStatus": func(ctx context.Context) error {
+			_, err := hubc.GetStatus(ctx, &confighubv1.GetStatusRequest{})
+			return err
+		},
 		"WatchStatus": func(ctx context.Context) error {
 			st, err := hubc.WatchStatus(ctx, &confighubv1.WatchStatusRequest{})
 			if err != nil {
@@ -111,8 +117,14 @@ func TestRoles(t *testing.T) {
 			_, err = st.Recv()
 			return err
 		},
-		"ListSinks":  func(ctx context.Context) error { _, err := admin.ListSinks(ctx, &confighubv1.ListSinksRequest{}); return err },
-		"PushConfig": func(ctx context.Context) error { _, err := hubc.PushConfig(ctx, &confighubv1.PushConfigRequest{}); return err },
+		"ListSinks": func(ctx context.Context) error {
+			_, err := admin.ListSinks(ctx, &confighubv1.ListSinksRequest{})
+			return err
+		},
+		"PushConfig": func(ctx context.Context) error {
+			_, err := hubc.PushConfig(ctx, &confighubv1.PushConfigRequest{})
+			return err
+		},
 		"UploadConfig": func(ctx context.Context) error {
 			st, err := hubc.UploadConfig(ctx)
 			if err != nil {
@@ -121,8 +133,14 @@ func TestRoles(t *testing.T) {
 			_, err = st.CloseAndRecv()
 			return err
 		},
-		"PutSink":    func(ctx context.Context) error { _, err := admin.PutSink(ctx, &confighubv1.PutSinkRequest{}); return err },
-		"DeleteSink": func(ctx context.Context) error { _, err := admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{}); return err },
+		"PutSink": func(ctx context.Context) error {
+			_, err := admin.PutSink(ctx, &confighubv1.PutSinkRequest{})
+			return err
+		},
+		"DeleteSink": func(ctx context.Context) error {
+			_, err := admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{})
+			return err
+		},
 	}
 	need := map[string]int{"GetConfig": 1, "GetStatus": 1, "WatchStatus": 1, "ListSinks": 1, "PushConfig": 2, "UploadConfig": 2, "PutSink": 3, "DeleteSink": 3}
 	tokens := []struct {
