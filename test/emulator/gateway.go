@@ -268,9 +268,9 @@ func (g *Gateway) notifyLocked() {
 	g.changed = make(chan struct{})
 }
 
-// Wait blocks until cond (called with the gateway's state locked, so it
-// must only use the passed view) holds or ctx ends. Every request, load,
-// restart and hang wakes it up.
+// Wait blocks until cond holds or ctx ends. cond gets a snapshot of the
+// state and runs without the gateway's lock (it may call the gateway's
+// methods). Every request, load, restart and hang change wakes it up.
 func (g *Gateway) Wait(ctx context.Context, cond func(v View) bool) error {
 	for {
 		g.mu.Lock()
