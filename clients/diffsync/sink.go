@@ -1,0 +1,150 @@
+package diffsync
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/kong/go-kong/kong"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// ClientOptions describe the HTTP side of a destination.
+type ClientOptions struct {
+	// BaseURL is the Admin API root (for Konnect, the control plane's).
+	BaseURL string
+	// TLS may be nil for defaults.
+	TLS *tls.Config
+	// Headers are set on every request (e.g. Kong-Admin-Token).
+	Headers map[string]string
+	// Auth, when set, returns an Authorization header value per request
+	// (e.g. "Bearer <token>", re-read so a rotated token file is used).
+	Auth func() (string, error)
+	// MaxConns bounds connections to the destination (the concurrency).
+	MaxConns int
+	// Workspace is a Kong Enterprise workspace; empty for the default.
+	Workspace string
+}
+
+// NewClient returns a go-kong client for o and the transport to close with
+// the sink. The client has no overall timeout: each apply's context bounds
+// it.
+func NewClient(o ClientOptions) (*kong.Client, *http.Transport, error) {
+	u, err := url.Parse(o.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nil, fmt.Errorf("address %q must be an http or https URL with a host", o.BaseURL)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = o.TLS
+	tr.MaxIdleConnsPerHost = max(o.MaxConns, 2)
+	tr.MaxConnsPerHost = max(o.MaxConns, 1) + 2 // + the dump's parallel listing
+	tr.ResponseHeaderTimeout = 0
+	var rt http.RoundTripper = tr
+	if len(o.Headers) > 0 || o.Auth != nil {
+		h := http.Header{}
+		for k, v := range o.Headers {
+			if k == "" {
+				return nil, nil, fmt.Errorf("a header has an empty name")
+			}
+			h.Set(k, v)
+		}
+		rt = &headerTransport{base: tr, headers: h, auth: o.Auth}
+	}
+	c, err := kong.NewClient(kong.String(o.BaseURL), &http.Client{Transport: rt})
+	if err != nil {
+		return nil, nil, fmt.Errorf("admin API client: %w", err)
+	}
+	if o.Workspace != "" {
+		c.SetWorkspace(o.Workspace)
+	}
+	return c, tr, nil
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+	auth    func() (string, error)
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header[k] = v
+	}
+	if t.auth != nil {
+		a, err := t.auth()
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Authorization", a)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// Sink is a sink.Sink that applies configurations with a Syncer.
+type Sink struct {
+	syncer *Syncer
+	caps   sink.Capabilities
+	tr     *http.Transport
+	logger *slog.Logger
+	clock  func() time.Time
+	before func() error
+}
+
+var (
+	_ sink.Sink   = (*Sink)(nil)
+	_ sink.Closer = (*Sink)(nil)
+)
+
+// SinkOption configures a Sink.
+type SinkOption func(*Sink)
+
+// BeforeApply runs f before each apply (e.g. to re-read a token file); an
+// error fails the apply (retryable).
+func BeforeApply(f func() error) SinkOption { return func(s *Sink) { s.before = f } }
+
+// NewSink wraps syncer; tr (may be nil) is closed by Close.
+func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, opts ...SinkOption) *Sink {
+	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Clock != nil {
+		s.clock = deps.Clock.Now
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Describe returns the capabilities given to NewSink.
+func (s *Sink) Describe() sink.Capabilities { return s.caps }
+
+// Apply syncs cfg.
+func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
+	if s.before != nil {
+		if err := s.before(); err != nil {
+			return &sink.Error{Code: "auth", Message: err.Error(), Err: err}
+		}
+	}
+	start := s.clock()
+	res, err := s.syncer.Sync(ctx, cfg)
+	s.logger.Debug("entity sync", "generation", cfg.Generation, "created", res.Created,
+		"updated", res.Updated, "deleted", res.Deleted, "took", s.clock().Sub(start), "error", err)
+	return err
+}
+
+// Close releases idle connections.
+func (s *Sink) Close() error {
+	if s.tr != nil {
+		s.tr.CloseIdleConnections()
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package kongdb
+
+import (
+	"fmt"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/clients/diffsync"
+	"github.com/confighub/confighub/clients/tlsconfig"
+	"github.com/confighub/confighub/sink"
+)
+
+// Kind is the registered kind name.
+const Kind = "kong-db"
+
+// DefaultConcurrency is the number of concurrent entity operations.
+const DefaultConcurrency = 10
+
+// Register adds the "kong-db" kind to r.
+func Register(r *sink.Registry) error {
+	return r.Register(Kind, New)
+}
+
+// New is the factory of the "kong-db" kind.
+func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
+	ks := spec.GetKongDb()
+	if ks == nil {
+		return nil, fmt.Errorf("%w: sink %q of kind kong-db needs a kong_db spec (kong_db: {address: ...})", sink.ErrInvalidSpec, spec.GetName())
+	}
+	if ks.GetAddress() == "" {
+		return nil, fmt.Errorf("%w: sink %q: kong_db.address is empty", sink.ErrInvalidSpec, spec.GetName())
+	}
+	tlsCfg, err := tlsconfig.Build(ks.GetTls())
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: kong_db.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
+	}
+	conc := int(ks.GetConcurrency())
+	if conc == 0 {
+		conc = DefaultConcurrency
+	}
+	client, tr, err := diffsync.NewClient(diffsync.ClientOptions{
+		BaseURL: ks.GetAddress(), TLS: tlsCfg, Headers: ks.GetHeaders(), MaxConns: conc, Workspace: ks.GetWorkspace(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: kong_db: %v", sink.ErrInvalidSpec, spec.GetName(), err)
+	}
+	logger := deps.Logger
+	if logger != nil {
+		logger = logger.With("sink", spec.GetName(), "kind", Kind)
+	}
+	syncer := diffsync.New(client, diffsync.WithConcurrency(conc), diffsync.WithLogger(logger))
+	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true, EntityErrors: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
+}
