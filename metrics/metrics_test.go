@@ -258,4 +258,3 @@ func scrape(t *testing.T, set *metrics.Set) string {
 	}
 	return string(b)
 }
-
