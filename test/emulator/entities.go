@@ -133,6 +133,28 @@ func NewEntityAPI() *EntityAPI {
 	}
 }
 
+// Routes registers the entity API on a Gateway's mux; pass it to
+// WithRoutes, so the entity API shares the gateway's fault injection and
+// request log:
+//
+//	api := emulator.NewEntityAPI()
+//	gw := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(api.Routes))
+//
+// GET / stays the gateway's (it reports the version the reconciler reads).
+func (a *EntityAPI) Routes(_ *Gateway, mux *http.ServeMux) {
+	mux.Handle(KonnectPrefix, a)
+	mux.Handle("/schemas/", a)
+	mux.Handle("/v1/schemas/", a)
+	for _, c := range entityCollections {
+		mux.Handle("/"+c, a)
+		mux.Handle("/"+c+"/", a)
+	}
+	for c := range entityEmpty {
+		mux.Handle("/"+c, a)
+		mux.Handle("/"+c+"/", a)
+	}
+}
+
 // PushFaults queues faults; each matching request consumes the first one.
 func (a *EntityAPI) PushFaults(f ...EntityFault) {
 	a.mu.Lock()
