@@ -1,0 +1,80 @@
+// Package engine fans each stream's newest configuration out to its sinks:
+// one goroutine and one latest-wins slot per sink, with hash skip, retries
+// with backoff, pacing, gating by waves, and a status broker
+// (engine/status) that publishes every change as a revisioned event.
+//
+// The hub calls Publish after a configuration is durably accepted, and
+// PutSink/DeleteSink for the sinks file and the admin RPCs. Publish never
+// waits for a sink.
+//
+// Guarantees, each with its named test (engine_test.go unless noted):
+//
+//   - Isolation: a sink that hangs, fails or panics never delays Publish,
+//     another sink, or a status watcher (TestHungSinkDoesNotDelayOthers,
+//     TestPublishNeverBlocks).
+//   - One apply at a time per sink, generations never applied out of order
+//     (TestNoConcurrentAppliesPerSink, property TestPropertyConvergence).
+//   - Latest wins: a sink holds at most one pending generation; a newer one
+//     replaces it and counts as coalesced; a burst applies a handful of
+//     times and ends at the last generation (TestCollapseWhileProcessing,
+//     TestBurstCoalesces).
+//   - An apply in flight finishes, then the newest is taken; with
+//     options.cancel_in_flight a newer generation cancels it
+//     (TestInFlightFinishesThenNewest, TestCancelInFlight).
+//   - Hash skip: a sink whose applied hash equals the new hash is not
+//     called and reports SKIPPED, also after a restart via Restore
+//     (TestHashSkip, TestRestoreSeedsHashSkip); a Runner's Resync forces
+//     the apply (TestResyncForcesReapply).
+//   - Per-attempt timeout, options.timeout, default 30s
+//     (TestAttemptTimeout).
+//   - Retryable failures back off exponentially with jitter up to a cap
+//     (TestBackoffGrowsAndCaps); a new generation interrupts the wait and
+//     is tried at once (TestNewGenerationInterruptsBackoff);
+//     sink.Error.RetryAfter is honoured (TestRetryAfterHonoured).
+//   - A permanent error (sink.Error.Permanent) leaves the sink FAILED with
+//     rejected_generation set; that generation is not retried, a new one is
+//     (TestPermanentNotRetried).
+//   - A panic in Apply is recovered, reported FAILED-like with code
+//     "panic" and retried with backoff (TestPanicRecovered).
+//   - Pacing: options.min_interval between apply starts
+//     (TestMinInterval); options.debounce with options.max_delay
+//     (TestDebounce, TestDebounceMaxDelay).
+//   - A hub-wide limit of concurrent applies; a sink waiting for a slot is
+//     PENDING and blocks nobody else's bookkeeping
+//     (TestMaxConcurrentApplies).
+//   - Gating: GATE_ANY_GATEWAY waits for one gateway sink of the stream
+//     (none: no wait) (TestGateAnyGateway); GATE_WAVE waits for the lower
+//     waves, wave_min_applied of them (TestGateWaves,
+//     TestGateWaveMinApplied); a generation rejected by a lower wave never
+//     reaches later waves, which report SKIPPED naming the rejecting sink,
+//     and a newer generation re-opens (TestWaveRejectionStopsLaterWaves).
+//     WAITING carries the reason.
+//   - Dynamic sinks: a new sink gets the current generation at once
+//     (TestNewSinkGetsCurrentGeneration); deleting stops its goroutines,
+//     closes it and removes its status (TestDeleteSinkStopsAndCloses);
+//     replacing restarts it (TestReplaceSink).
+//   - A Runner runs in a goroutine owned by the worker; Health(err) shows
+//     as last_error "unreachable: ..." while it lasts
+//     (TestHealthReflectedInStatus).
+//   - Status: every change is an event with a monotonic revision; per
+//     generation, sinks_applied/sinks_total and converge_time
+//     (TestGenerationConverges); watchers never delay the engine
+//     (status package tests, TestSlowWatcherDoesNotBlockEngine).
+//   - Successful applies are recorded with the AppliedRecorder; a failed
+//     record is retried after the next apply (TestRecorder).
+//   - Memory: one *config.Config per stream is shared by every sink (never
+//     copied); per sink the engine keeps a constant amount of state plus
+//     pointers to the configs it last applied and last failed
+//     (TestPropertyConvergence checks per-sink state stays bounded).
+//   - Stop cancels every worker and runner and waits for them (goleak in
+//     TestMain).
+//
+// Status semantics: desired_generation is the generation the sink last
+// took up (the stream's newest is in GenerationStatus), so the event rate
+// follows the sinks' work, not the push rate. A Retry-After applies to any
+// generation (the destination asked the hub to wait); backoff of one
+// generation is dropped when a newer one arrives. A permanently rejected
+// generation is not retried even on Resync. Replacing a sink with a
+// changed spec starts it afresh (it applies the current generation again);
+// putting an identical spec changes nothing.
+package engine

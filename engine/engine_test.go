@@ -1,0 +1,755 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/engine/enginetest"
+	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/store"
+)
+
+const (
+	pending  = confighubv1.SinkState_SINK_STATE_PENDING
+	applying = confighubv1.SinkState_SINK_STATE_APPLYING
+	applied  = confighubv1.SinkState_SINK_STATE_APPLIED
+	failed   = confighubv1.SinkState_SINK_STATE_FAILED
+	backoffS = confighubv1.SinkState_SINK_STATE_BACKOFF
+	waiting  = confighubv1.SinkState_SINK_STATE_WAITING
+	skipped  = confighubv1.SinkState_SINK_STATE_SKIPPED
+)
+
+func TestPublishNeverBlocks(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("slow", kindTest, nil)
+	s.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, s)
+	// The sink is stuck in Apply; 500 more pushes must return at once.
+	last := h.pushN(500)
+	if got := h.e.Current("default"); got != last {
+		t.Fatalf("current = %d, want %d", got.Generation, last.Generation)
+	}
+	snap, _ := h.e.Status("default")
+	if snap.GetGeneration() != last.Generation {
+		t.Fatalf("status generation = %d, want %d", snap.GetGeneration(), last.Generation)
+	}
+	s.Set(enginetest.Behavior{})
+	h.release(s)
+	h.awaitApplied("slow", last.Generation)
+	if got := s.Applied(); !equalGens(got, []uint64{1, last.Generation}) {
+		t.Fatalf("applied %v, want [1 %d]", got, last.Generation)
+	}
+}
+
+func TestHungSinkDoesNotDelayOthers(t *testing.T) {
+	h := newHarness(t)
+	hung := h.put("hung", kindTest, nil)
+	hung.Set(enginetest.Behavior{Hang: true})
+	ok := h.put("ok", kindTest, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch := h.e.Watch(ctx, "default", 0)
+	<-watch // snapshot
+	for i := 1; i <= 20; i++ {
+		cfg := h.pushN(1)
+		// The watcher sees the new generation without waiting for the hung sink.
+		for ev := range watch {
+			if g := ev.GetGeneration(); g != nil && g.GetGeneration() == cfg.Generation {
+				break
+			}
+		}
+		h.awaitApplied("ok", cfg.Generation)
+	}
+	want := make([]uint64, 20)
+	for i := range want {
+		want[i] = uint64(i + 1)
+	}
+	if got := ok.Applied(); !equalGens(got, want) {
+		t.Fatalf("healthy sink applied %v, want every generation %v", got, want)
+	}
+	st, _ := h.e.Status("default")
+	if hs := sinkOf(st, "hung"); hs.GetState() != applying || hs.GetAppliedGeneration() != 0 {
+		t.Fatalf("hung sink status %v, want APPLYING with nothing applied", hs)
+	}
+}
+
+func TestNoConcurrentAppliesPerSink(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Block: true})
+	for i := 0; i < 5; i++ {
+		h.pushN(3)
+		started(t, s)
+		h.release(s)
+	}
+	s.Set(enginetest.Behavior{})
+	s.ReleaseAll() // the apply after the last release, if one started
+	h.awaitApplied("a", 15)
+	if s.MaxInFlight() != 1 || s.OutOfOrder() {
+		t.Fatalf("max in flight %d, out of order %v; applied %v", s.MaxInFlight(), s.OutOfOrder(), s.Applied())
+	}
+}
+
+func TestCollapseWhileProcessing(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, s)
+	h.pushN(4) // generations 2..5 while 1 is in flight
+	s.Set(enginetest.Behavior{})
+	h.release(s)
+	st := h.awaitApplied("a", 5)
+	if got := s.Applied(); !equalGens(got, []uint64{1, 5}) {
+		t.Fatalf("applied %v, want [1 5]", got)
+	}
+	if st.GetCoalesced() != 3 || st.GetAppliesTotal() != 2 {
+		t.Fatalf("coalesced %d applies %d, want 3 and 2", st.GetCoalesced(), st.GetAppliesTotal())
+	}
+}
+
+func TestBurstCoalesces(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("slow", kindTest, nil)
+	s.Set(enginetest.Behavior{Delay: 100 * time.Millisecond})
+	h.pushN(1)
+	started(t, s)
+	for i := 2; i <= 200; i++ {
+		h.pushN(1)
+		h.clock.Advance(time.Millisecond)
+	}
+	// Finish whatever is in flight until generation 200 started, then it.
+	for {
+		c := started(t, s)
+		h.clock.Advance(100 * time.Millisecond)
+		if c.Generation == 200 {
+			break
+		}
+	}
+	st := h.awaitApplied("slow", 200)
+	got := s.Applied()
+	if len(got) > 5 || got[len(got)-1] != 200 || s.OutOfOrder() {
+		t.Fatalf("applied %v: want a handful of applies ending at 200", got)
+	}
+	if st.GetAppliesTotal() != uint64(len(got)) || st.GetCoalesced() != 200-uint64(len(got)) {
+		t.Fatalf("status applies_total %d coalesced %d; want %d and %d", st.GetAppliesTotal(), st.GetCoalesced(), len(got), 200-len(got))
+	}
+	t.Logf("200 pushes: %d applies %v, coalesced %d", len(got), got, st.GetCoalesced())
+}
+
+func TestInFlightFinishesThenNewest(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, s)
+	h.pushN(1)
+	h.release(s) // generation 1 completes: not cancelled by generation 2
+	if c := started(t, s); c.Generation != 2 {
+		t.Fatalf("next apply is generation %d, want 2", c.Generation)
+	}
+	h.release(s)
+	h.awaitApplied("a", 2)
+	if got := s.Applied(); !equalGens(got, []uint64{1, 2}) {
+		t.Fatalf("applied %v, want [1 2]", got)
+	}
+}
+
+func TestCancelInFlight(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{CancelInFlight: true})
+	s.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, s)
+	h.pushN(1) // cancels generation 1
+	if c := started(t, s); c.Generation != 2 {
+		t.Fatalf("next apply is generation %d, want 2", c.Generation)
+	}
+	h.release(s)
+	st := h.awaitApplied("a", 2)
+	if got := s.Applied(); !equalGens(got, []uint64{2}) {
+		t.Fatalf("applied %v, want [2]", got)
+	}
+	if st.GetNextRetryTime() != nil || st.GetLastError() != "" {
+		t.Fatalf("a cancelled apply must not back off: %v", st)
+	}
+}
+
+func TestHashSkip(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	h.push("", "same")
+	h.awaitApplied("a", 1)
+	h.push("", "same") // generation 2, same bytes
+	st := h.awaitApplied("a", 2)
+	if st.GetState() != skipped || !strings.Contains(st.GetReason(), "already applied") {
+		t.Fatalf("status %v, want SKIPPED with a reason", st)
+	}
+	if s.Calls() != 1 {
+		t.Fatalf("Apply called %d times, want 1", s.Calls())
+	}
+}
+
+func TestRestoreSeedsHashSkip(t *testing.T) {
+	h := newHarness(t)
+	cfg := enginetest.Config("default", 7, "restored", t0)
+	h.e.Restore([]store.Applied{{Sink: "a", Stream: "default", Generation: 7, Hash: cfg.Hash, Time: t0}})
+	h.e.Publish(cfg)
+	s := h.put("a", kindTest, nil)
+	st := h.awaitApplied("a", 7)
+	if s.Calls() != 0 {
+		t.Fatalf("Apply called %d times after restore of the same hash", s.Calls())
+	}
+	if got, ok := h.e.LastApplied("a"); !ok || got != cfg {
+		t.Fatalf("LastApplied = %v %v", got, ok)
+	}
+	snap, _ := h.e.Status("default")
+	if g := snap.GetGenerations()[0]; g.GetSinksApplied() != 1 || g.GetConvergeTime() == nil {
+		t.Fatalf("generation status %v, want converged", g)
+	}
+	_ = st
+}
+
+func TestResyncForcesReapply(t *testing.T) {
+	h := newHarness(t)
+	h.put("gw", kindRunner, nil)
+	r := h.fleet.Runner("gw")
+	h.pushN(1)
+	h.awaitApplied("gw", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := r.Notifier(ctx)
+	must(t, err)
+	n.Resync("gateway restarted empty")
+	h.awaitSink("gw", "second apply", func(s *confighubv1.SinkStatus) bool { return s.GetAppliesTotal() == 2 && s.GetState() == applied })
+	if got := r.Applied(); !equalGens(got, []uint64{1, 1}) {
+		t.Fatalf("applied %v, want [1 1]", got)
+	}
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{Timeout: dur(5 * time.Second)})
+	s.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, s) // the attempt's timer is set before Apply is called
+	h.clock.Advance(5 * time.Second)
+	st := h.awaitState("a", backoffS, 1)
+	if st.GetLastErrorCode() != "timeout" || !strings.Contains(st.GetLastError(), "timed out after 5s") {
+		t.Fatalf("status %v, want a timeout error", st)
+	}
+}
+
+func TestBackoffGrowsAndCaps(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{
+		Initial: dur(time.Second), Max: dur(4 * time.Second), Multiplier: 2,
+	}})
+	s.Set(enginetest.Behavior{Err: errors.New("connection refused")})
+	h.pushN(1)
+	for i, want := range []time.Duration{1, 2, 4, 4, 4} {
+		want *= time.Second
+		st := h.awaitSink("a", fmt.Sprintf("attempt %d in backoff", i+1), func(s *confighubv1.SinkStatus) bool {
+			return s.GetState() == backoffS && s.GetAttempts() == uint32(i+1)
+		})
+		if got := st.GetNextRetryTime().AsTime().Sub(h.clock.Now()); got != want {
+			t.Fatalf("attempt %d: next retry in %s, want %s", i+1, got, want)
+		}
+		if st.GetLastError() != "error: connection refused" && st.GetLastErrorCode() != "error" {
+			t.Fatalf("last error %q code %q", st.GetLastError(), st.GetLastErrorCode())
+		}
+		h.blockUntil(1)
+		h.clock.Advance(want)
+	}
+	s.Set(enginetest.Behavior{})
+	h.awaitApplied("a", 1)
+}
+
+func TestNewGenerationInterruptsBackoff(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Err: errors.New("unavailable")})
+	h.pushN(1)
+	st := h.awaitState("a", backoffS, 1)
+	if st.GetNextRetryTime() == nil {
+		t.Fatal("no next retry time in backoff")
+	}
+	s.Set(enginetest.Behavior{})
+	h.pushN(1) // no clock advance: generation 2 is tried at once
+	h.awaitApplied("a", 2)
+	if got := s.Applied(); !equalGens(got, []uint64{2}) {
+		t.Fatalf("applied %v, want [2]", got)
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Err: sink.RetryAfter(10*time.Second, errors.New("Currently loading previous configuration"))})
+	h.pushN(1)
+	st := h.awaitState("a", backoffS, 1)
+	if got := st.GetNextRetryTime().AsTime().Sub(h.clock.Now()); got != 10*time.Second {
+		t.Fatalf("next retry in %s, want the 10s Retry-After", got)
+	}
+	s.Set(enginetest.Behavior{})
+	h.blockUntil(1)
+	h.clock.Advance(9 * time.Second)
+	h.pushN(1) // even a new generation waits for the destination's Retry-After
+	st = h.awaitState("a", backoffS, 2)
+	if !strings.Contains(st.GetReason(), "Retry-After") || s.Calls() != 1 {
+		t.Fatalf("status %v calls %d; want BACKOFF for Retry-After and no new call", st, s.Calls())
+	}
+	h.blockUntil(1)
+	h.clock.Advance(time.Second)
+	h.awaitApplied("a", 2)
+}
+
+func TestPermanentNotRetried(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	ee := []*confighubv1.EntityError{{EntityType: "service", EntityName: "svc", EntityTags: []string{"k8s-name:svc"},
+		Errors: []*confighubv1.FieldError{{Type: "field", Field: "host", Message: "required field missing"}}}}
+	s.Set(enginetest.Behavior{Err: &sink.Error{Code: "rejected", Message: "invalid declarative configuration", Permanent: true, EntityErrors: ee, Body: []byte(`{"code":14}`)}})
+	h.pushN(1)
+	st := h.awaitState("a", failed, 1)
+	if st.GetRejectedGeneration() != 1 || st.GetLastErrorCode() != "rejected" || len(st.GetEntityErrors()) != 1 || st.GetNextRetryTime() != nil {
+		t.Fatalf("status %v", st)
+	}
+	h.clock.Advance(time.Hour)
+	h.e.Publish(h.e.Current("default")) // same generation: ignored
+	if s.Calls() != 1 {
+		t.Fatalf("rejected generation retried: %d calls", s.Calls())
+	}
+	cfg, serr, ok := h.e.LastFailed("a")
+	if !ok || cfg.Generation != 1 || string(serr.Body) != `{"code":14}` {
+		t.Fatalf("LastFailed = %v %v %v", cfg, serr, ok)
+	}
+	s.Set(enginetest.Behavior{})
+	h.pushN(1)
+	st = h.awaitApplied("a", 2)
+	if st.GetLastError() != "" || len(st.GetEntityErrors()) != 0 || st.GetRejectedGeneration() != 1 {
+		t.Fatalf("status after success %v", st)
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Panic: "boom"})
+	h.pushN(1)
+	st := h.awaitSink("a", "panic reported", func(s *confighubv1.SinkStatus) bool { return s.GetLastErrorCode() == "panic" })
+	if st.GetState() != failed || !strings.Contains(st.GetLastError(), "boom") || st.GetNextRetryTime() == nil {
+		t.Fatalf("status %v, want FAILED with code panic and a retry time", st)
+	}
+	s.Set(enginetest.Behavior{})
+	h.blockUntil(1)
+	h.clock.Advance(time.Second)
+	h.awaitApplied("a", 1)
+}
+
+func TestMinInterval(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{MinInterval: dur(10 * time.Second)})
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	h.pushN(1)
+	st := h.awaitState("a", waiting, 2)
+	if !strings.Contains(st.GetReason(), "min_interval") {
+		t.Fatalf("reason %q", st.GetReason())
+	}
+	h.blockUntil(1)
+	h.clock.Advance(9 * time.Second)
+	h.pushN(1)
+	h.awaitState("a", waiting, 3)
+	if s.Calls() != 1 {
+		t.Fatalf("%d calls within min_interval", s.Calls())
+	}
+	h.blockUntil(1)
+	h.clock.Advance(time.Second)
+	h.awaitApplied("a", 3)
+	if got := s.Applied(); !equalGens(got, []uint64{1, 3}) {
+		t.Fatalf("applied %v", got)
+	}
+}
+
+func TestDebounce(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{Debounce: dur(2 * time.Second)})
+	h.pushN(1)
+	h.awaitState("a", waiting, 1)
+	h.blockUntil(1)
+	h.clock.Advance(time.Second)
+	h.pushN(1)
+	st := h.awaitState("a", waiting, 2)
+	if !strings.Contains(st.GetReason(), "debounce") {
+		t.Fatalf("reason %q", st.GetReason())
+	}
+	h.blockUntil(1)
+	h.clock.Advance(time.Second) // 1s after generation 2: still quiet time
+	h.awaitState("a", waiting, 2)
+	if s.Calls() != 0 {
+		t.Fatalf("applied during the quiet time")
+	}
+	h.blockUntil(1)
+	h.clock.Advance(time.Second)
+	h.awaitApplied("a", 2)
+	if got := s.Applied(); !equalGens(got, []uint64{2}) {
+		t.Fatalf("applied %v, want [2]", got)
+	}
+}
+
+func TestDebounceMaxDelay(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, &confighubv1.SinkOptions{Debounce: dur(2 * time.Second), MaxDelay: dur(5 * time.Second)})
+	start := h.clock.Now()
+	for i := 1; i <= 4; i++ {
+		h.pushN(1)
+		h.awaitState("a", waiting, uint64(i))
+		h.blockUntil(1)
+		if i < 4 {
+			h.clock.Advance(1500 * time.Millisecond)
+		}
+	}
+	// Generation 4 came at 4.5s: debounce alone would wait until 6.5s, the
+	// max delay forces the apply at 5s.
+	h.clock.Advance(500 * time.Millisecond)
+	h.awaitApplied("a", 4)
+	if got := h.clock.Since(start); got != 5*time.Second {
+		t.Fatalf("applied after %s", got)
+	}
+	if got := s.Applied(); !equalGens(got, []uint64{4}) {
+		t.Fatalf("applied %v, want [4]", got)
+	}
+}
+
+func TestMaxConcurrentApplies(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	a := h.put("a", kindTest, nil)
+	a.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, a)
+	h.put("b", kindTest, nil)
+	st := h.awaitState("b", pending, 1)
+	if !strings.Contains(st.GetReason(), "apply slot") {
+		t.Fatalf("reason %q", st.GetReason())
+	}
+	// Bookkeeping goes on while b waits for a slot.
+	h.pushN(1)
+	h.await("", "generation 2 in status", func(r *confighubv1.GetStatusResponse) bool { return r.GetGeneration() == 2 })
+	a.Set(enginetest.Behavior{})
+	h.release(a)
+	h.awaitApplied("a", 2)
+	h.awaitApplied("b", 2)
+	if got := h.fleet.MaxInFlight(); got != 1 {
+		t.Fatalf("%d applies in flight at once, limit 1", got)
+	}
+}
+
+func TestGateAnyGateway(t *testing.T) {
+	h := newHarness(t)
+	// No gateway sink in the stream: no wait.
+	h.putOn("k-alone", kindKonnect, "solo", nil)
+	h.push("solo", "x")
+	h.awaitApplied("k-alone", 1)
+
+	gw := h.put("gw", kindGateway, nil)
+	gw.Set(enginetest.Behavior{Block: true})
+	k := h.put("konnect", kindKonnect, nil)
+	h.pushN(1)
+	st := h.awaitState("konnect", waiting, 1)
+	if !strings.Contains(st.GetReason(), "gateway") || k.Calls() != 0 {
+		t.Fatalf("konnect status %v calls %d", st, k.Calls())
+	}
+	specs := h.e.ListSinks("default")
+	if specs[1].GetName() != "konnect" || specs[1].GetOptions().GetGate() != confighubv1.Gate_GATE_ANY_GATEWAY {
+		t.Fatalf("konnect spec %v: want the kind's default gate", specs[1])
+	}
+	h.release(gw)
+	h.awaitApplied("konnect", 1)
+}
+
+func TestGateWaves(t *testing.T) {
+	h := newHarness(t)
+	a := h.put("a", kindTest, nil)
+	h.put("b", kindTest, nil)
+	c := h.put("c", kindTest, &confighubv1.SinkOptions{Wave: 1})
+	a.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	h.awaitApplied("b", 1)
+	st := h.awaitState("c", waiting, 1)
+	if !strings.Contains(st.GetReason(), "waves below 1") || c.Calls() != 0 {
+		t.Fatalf("wave 1 status %v calls %d", st, c.Calls())
+	}
+	h.release(a)
+	h.awaitApplied("c", 1)
+}
+
+func TestGateWaveMinApplied(t *testing.T) {
+	h := newHarness(t)
+	a := h.put("a", kindTest, nil)
+	h.put("b", kindTest, nil)
+	h.put("c", kindTest, &confighubv1.SinkOptions{Wave: 1, WaveMinApplied: 1})
+	a.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	h.awaitApplied("c", 1) // b alone opens the gate
+	st, _ := h.e.Status("default")
+	if sinkOf(st, "a").GetAppliedGeneration() != 0 {
+		t.Fatal("a applied while blocked")
+	}
+	h.release(a)
+	h.awaitApplied("a", 1)
+}
+
+func TestWaveRejectionStopsLaterWaves(t *testing.T) {
+	h := newHarness(t)
+	a := h.put("a", kindTest, nil)
+	b := h.put("b", kindTest, &confighubv1.SinkOptions{Wave: 1})
+	c := h.put("c", kindTest, &confighubv1.SinkOptions{Wave: 2})
+	a.Set(enginetest.Behavior{Err: &sink.Error{Code: "rejected", Permanent: true, Message: "bad route"}})
+	h.pushN(1)
+	h.awaitState("a", failed, 1)
+	for _, n := range []string{"b", "c"} {
+		st := h.awaitState(n, skipped, 1)
+		if !strings.Contains(st.GetReason(), `rejected by sink "a"`) {
+			t.Fatalf("%s reason %q", n, st.GetReason())
+		}
+	}
+	if b.Calls()+c.Calls() != 0 {
+		t.Fatal("a rejected generation reached a later wave")
+	}
+	a.Set(enginetest.Behavior{})
+	h.pushN(1) // a newer generation re-opens
+	h.awaitApplied("c", 2)
+	h.awaitApplied("b", 2)
+}
+
+func TestNewSinkGetsCurrentGeneration(t *testing.T) {
+	h := newHarness(t)
+	h.pushN(3)
+	s := h.put("late", kindTest, &confighubv1.SinkOptions{Debounce: dur(time.Minute)})
+	h.awaitApplied("late", 3)
+	if got := s.Applied(); !equalGens(got, []uint64{3}) {
+		t.Fatalf("applied %v, want [3]", got)
+	}
+}
+
+func TestDeleteSinkStopsAndCloses(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	h.put("b", kindTest, nil)
+	s.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch := h.e.Watch(ctx, "default", h.mustRevision())
+	must(t, h.e.DeleteSink("a"))
+	if !s.Closed() {
+		t.Fatal("deleted sink not closed")
+	}
+	st, _ := h.e.Status("default")
+	if sinkOf(st, "a") != nil || len(h.e.ListSinks("")) != 1 {
+		t.Fatalf("deleted sink still listed: %v", st)
+	}
+	for ev := range watch {
+		if ev.GetSinkRemoved() == "a" {
+			break
+		}
+	}
+	if err := h.e.DeleteSink("a"); !errors.Is(err, engine.ErrSinkNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func (h *harness) mustRevision() uint64 {
+	st, ok := h.e.Status("default")
+	if !ok {
+		h.t.Fatal("no status")
+	}
+	return st.GetRevision()
+}
+
+func TestReplaceSink(t *testing.T) {
+	h := newHarness(t)
+	spec := &confighubv1.Sink{Name: "a", Kind: kindTest}
+	_, created, err := h.e.PutSink(spec)
+	must(t, err)
+	if !created {
+		t.Fatal("created = false for a new sink")
+	}
+	old := h.fleet.Sink("a")
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	if _, created, err = h.e.PutSink(spec); err != nil || created || h.fleet.Builds() != 1 {
+		t.Fatalf("identical put: created %v err %v builds %d", created, err, h.fleet.Builds())
+	}
+	spec.Options = &confighubv1.SinkOptions{Timeout: dur(time.Second)}
+	norm, created, err := h.e.PutSink(spec)
+	must(t, err)
+	if created || norm.GetOptions().GetTimeout().AsDuration() != time.Second {
+		t.Fatalf("replace: created %v norm %v", created, norm)
+	}
+	if !old.Closed() {
+		t.Fatal("replaced sink not closed")
+	}
+	nu := h.fleet.Sink("a")
+	h.awaitSink("a", "re-applied", func(s *confighubv1.SinkStatus) bool { return s.GetAppliesTotal() == 1 && s.GetState() == applied })
+	if got := nu.Applied(); !equalGens(got, []uint64{1}) {
+		t.Fatalf("replacement applied %v", got)
+	}
+}
+
+func TestHealthReflectedInStatus(t *testing.T) {
+	h := newHarness(t)
+	h.put("gw", kindRunner, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := h.fleet.Runner("gw").Notifier(ctx)
+	must(t, err)
+	n.Health(errors.New("dial tcp 10.0.0.5:8001: connection refused"))
+	h.awaitSink("gw", "unreachable", func(s *confighubv1.SinkStatus) bool {
+		return s.GetLastError() == "unreachable: dial tcp 10.0.0.5:8001: connection refused" && s.GetLastErrorCode() == "unreachable"
+	})
+	n.Health(nil)
+	h.awaitSink("gw", "reachable", func(s *confighubv1.SinkStatus) bool { return s.GetLastError() == "" })
+}
+
+func TestGenerationConverges(t *testing.T) {
+	h := newHarness(t)
+	h.put("a", kindTest, nil)
+	b := h.put("b", kindTest, nil)
+	b.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	snap := h.await("", "1 of 2 applied", func(r *confighubv1.GetStatusResponse) bool {
+		g := r.GetGenerations()
+		return len(g) == 1 && g[0].GetSinksApplied() == 1 && g[0].GetSinksTotal() == 2
+	})
+	if snap.GetGenerations()[0].GetConvergeTime() != nil {
+		t.Fatal("converged before every sink applied")
+	}
+	h.clock.Advance(3 * time.Second)
+	h.release(b)
+	snap = h.await("", "converged", func(r *confighubv1.GetStatusResponse) bool { return r.GetGenerations()[0].GetConvergeTime() != nil })
+	g := snap.GetGenerations()[0]
+	if g.GetSinksApplied() != 2 || !g.GetConvergeTime().AsTime().Equal(h.clock.Now()) || g.GetAcceptTime().AsTime().Add(3*time.Second) != h.clock.Now() {
+		t.Fatalf("generation status %v", g)
+	}
+}
+
+func TestSlowWatcherDoesNotBlockEngine(t *testing.T) {
+	h := newHarness(t, engine.WithWatchBuffer(4))
+	s := h.put("a", kindTest, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stalled := h.e.Watch(ctx, "default", 0) // never read until the end
+	for i := 1; i <= 50; i++ {
+		h.pushN(1)
+		h.awaitApplied("a", uint64(i))
+	}
+	if len(s.Applied()) != 50 {
+		t.Fatalf("applied %v", s.Applied())
+	}
+	// The stalled watcher was cut over (a fresh snapshot instead of the
+	// changes it could not take) and, reading now, ends at the last state.
+	var sawCutOver bool
+	var appliedSeen uint64
+	for ev := range stalled {
+		if ev.GetSnapshotReason() == "slow-watcher" {
+			sawCutOver = true
+		}
+		if snap := ev.GetSnapshot(); snap != nil {
+			appliedSeen = sinkOf(snap, "a").GetAppliedGeneration()
+		}
+		if st := ev.GetSink(); st != nil {
+			appliedSeen = st.GetAppliedGeneration()
+		}
+		if sawCutOver && appliedSeen == 50 {
+			break
+		}
+	}
+	if !sawCutOver {
+		t.Fatal("no slow-watcher snapshot")
+	}
+}
+
+type flakyRecorder struct {
+	fails   int
+	records []store.Applied
+	calls   chan store.Applied
+}
+
+func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
+	// The channel send hands the state over to the test: update it first.
+	if r.fails > 0 {
+		r.fails--
+		r.calls <- a
+		return errors.New("disk full")
+	}
+	r.records = append(r.records, a)
+	r.calls <- a
+	return nil
+}
+
+func TestRecorder(t *testing.T) {
+	rec := &flakyRecorder{fails: 1, calls: make(chan store.Applied, 10)}
+	h := newHarness(t, engine.WithRecorder(rec))
+	h.put("a", kindTest, nil)
+	h.pushN(1)
+	if a := <-rec.calls; a.Generation != 1 || a.Sink != "a" || a.Stream != "default" {
+		t.Fatalf("recorded %+v", a)
+	}
+	h.pushN(1)
+	if a := <-rec.calls; a.Generation != 2 {
+		t.Fatalf("recorded %+v", a)
+	}
+	if len(rec.records) != 1 || rec.records[0].Generation != 2 || rec.records[0].Hash != h.e.Current("default").Hash {
+		t.Fatalf("records %+v", rec.records)
+	}
+}
+
+func TestValidateSink(t *testing.T) {
+	h := newHarness(t)
+	norm, err := h.e.ValidateSink(&confighubv1.Sink{Name: "k", Kind: kindKonnect})
+	must(t, err)
+	if norm.GetStream() != "default" || norm.GetOptions().GetGate() != confighubv1.Gate_GATE_ANY_GATEWAY || norm.GetOptions().GetTimeout().AsDuration() != 120*time.Second {
+		t.Fatalf("normalised %v", norm)
+	}
+	cases := []struct {
+		spec *confighubv1.Sink
+		is   error
+		msg  string
+	}{
+		{&confighubv1.Sink{Name: "x", Kind: "nope"}, sink.ErrUnknownKind, `"nope"`},
+		{&confighubv1.Sink{Name: "x"}, sink.ErrInvalidSpec, "neither a kind nor a spec"},
+		{&confighubv1.Sink{Kind: kindTest}, sink.ErrInvalidSpec, "name is required"},
+		{&confighubv1.Sink{Name: "-x", Kind: kindTest}, sink.ErrInvalidSpec, "name"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Stream: "Bad"}, sink.ErrInvalidSpec, "stream"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Timeout: dur(0)}}, sink.ErrInvalidSpec, "options.timeout"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{MaxDelay: dur(time.Second)}}, sink.ErrInvalidSpec, "max_delay needs"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Wave: 101}}, sink.ErrInvalidSpec, "wave"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Initial: dur(time.Minute), Max: dur(time.Second)}}}, sink.ErrInvalidSpec, "backoff.max"},
+		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Multiplier: 0.5}}}, sink.ErrInvalidSpec, "multiplier"},
+		{&confighubv1.Sink{Name: "x", Kind: "kong", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "/tmp/x"}}}, sink.ErrInvalidSpec, "file spec"},
+	}
+	for _, c := range cases {
+		_, err := h.e.ValidateSink(c.spec)
+		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("ValidateSink(%v) = %v; want %v mentioning %q", c.spec, err, c.is, c.msg)
+		}
+	}
+	// A factory error is an invalid spec too, and changes nothing.
+	if _, _, err := h.e.PutSink(&confighubv1.Sink{Name: "x", Kind: kindTest, Spec: &confighubv1.Sink_Custom{Custom: mustStruct(t, map[string]any{"invalid": true})}}); !errors.Is(err, sink.ErrInvalidSpec) {
+		t.Fatalf("factory error: %v", err)
+	}
+	if len(h.e.ListSinks("")) != 0 {
+		t.Fatal("a failed put left a sink")
+	}
+}

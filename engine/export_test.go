@@ -1,0 +1,31 @@
+package engine
+
+import "github.com/confighub/confighub/config"
+
+// HeldConfigs returns the distinct configurations the engine references
+// (streams' current ones and every sink's slot, last applied, last failed)
+// and the largest number any one sink holds, for memory-bound checks.
+func HeldConfigs(e *Engine) (distinct, perSinkMax int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	seen := map[*config.Config]struct{}{}
+	add := func(c *config.Config) {
+		if c != nil {
+			seen[c] = struct{}{}
+		}
+	}
+	for _, st := range e.streams {
+		add(st.cur)
+	}
+	for _, w := range e.sinks {
+		mine := map[*config.Config]struct{}{}
+		for _, c := range []*config.Config{w.desired, w.lastAppliedCfg, w.lastFailedCfg} {
+			if c != nil {
+				mine[c] = struct{}{}
+			}
+			add(c)
+		}
+		perSinkMax = max(perSinkMax, len(mine))
+	}
+	return len(seen), perSinkMax
+}

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// gate says whether w may apply generation gen now. When it may not,
+// skipBy names the sink whose permanent rejection means gen will never pass
+// the gate (w then skips gen), or is empty when w must wait; reason is the
+// status reason. e.mu is held.
+func (e *Engine) gate(w *worker, gen uint64) (open bool, skipBy, reason string) {
+	switch w.opts.gate {
+	case confighubv1.Gate_GATE_NONE:
+		return true, "", ""
+	case confighubv1.Gate_GATE_ANY_GATEWAY:
+		return e.gateAnyGateway(w, gen)
+	default:
+		return e.gateWave(w, gen)
+	}
+}
+
+// rejecter returns the sink at the origin of s's refusal of gen, if s
+// rejected it or skipped it because of a rejection.
+func rejecter(s *worker, gen uint64) string {
+	if s.rejectedGen == gen {
+		return s.name
+	}
+	if s.blockedGen == gen && s.desiredGen == gen {
+		return s.blockedBy
+	}
+	return ""
+}
+
+func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
+	var gateways, refused []string
+	for _, s := range w.st.sinks {
+		if s == w || !s.caps.Gateway {
+			continue
+		}
+		if s.appliedGen >= gen {
+			return true, "", ""
+		}
+		gateways = append(gateways, s.name)
+		if r := rejecter(s, gen); r != "" {
+			refused = append(refused, r)
+		}
+	}
+	if len(gateways) == 0 {
+		return true, "", "" // no gateway to wait for
+	}
+	if len(refused) == len(gateways) {
+		sort.Strings(refused)
+		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q (every gateway sink of stream %q refused it)", gen, refused[0], w.st.name)
+	}
+	return false, "", fmt.Sprintf("gated: waiting for a gateway sink of stream %q to apply generation %d (%d gateway sinks)", w.st.name, gen, len(gateways))
+}
+
+func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
+	lowerWaves := false
+	for wave := range w.st.waves {
+		if wave < w.opts.wave {
+			lowerWaves = true
+			break
+		}
+	}
+	if !lowerWaves {
+		return true, "", ""
+	}
+	var lower, applied int
+	var refused []string
+	for _, s := range w.st.sinks {
+		if s.opts.wave >= w.opts.wave {
+			continue
+		}
+		lower++
+		if s.appliedGen >= gen {
+			applied++
+		} else if r := rejecter(s, gen); r != "" {
+			refused = append(refused, r)
+		}
+	}
+	need := lower
+	if m := int(w.opts.waveMinApplied); m > 0 && m < lower {
+		need = m
+	}
+	if applied >= need {
+		return true, "", ""
+	}
+	if lower-len(refused) < need {
+		sort.Strings(refused)
+		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.wave)
+	}
+	return false, "", fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.wave, gen, applied)
+}

@@ -1,0 +1,372 @@
+package status
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// Snapshot reasons sent in WatchStatusResponse.snapshot_reason.
+const (
+	ReasonStart       = "start"
+	ReasonResumeGap   = "resume-gap"
+	ReasonSlowWatcher = "slow-watcher"
+)
+
+// Defaults of the broker's options.
+const (
+	DefaultHistory     = 4096
+	DefaultWatchBuffer = 1024
+	DefaultGenerations = 16
+)
+
+// Option configures a Broker.
+type Option func(*Broker)
+
+// WithHistory sets how many changes per stream are kept for resuming.
+func WithHistory(n int) Option {
+	return func(b *Broker) {
+		if n > 0 {
+			b.history = n
+		}
+	}
+}
+
+// WithWatchBuffer sets each watcher's channel capacity (at least 2: one
+// snapshot and one change).
+func WithWatchBuffer(n int) Option {
+	return func(b *Broker) {
+		if n > 0 {
+			b.buffer = max(n, 2)
+		}
+	}
+}
+
+// WithGenerations sets how many recent generations per stream are kept.
+func WithGenerations(n int) Option {
+	return func(b *Broker) {
+		if n > 0 {
+			b.keepGens = n
+		}
+	}
+}
+
+// Broker is the revisioned status store. The zero value is not usable; use
+// New. All methods are safe for concurrent use and never block on a watcher.
+type Broker struct {
+	history, buffer, keepGens int
+
+	mu      sync.Mutex
+	rev     uint64
+	streams map[string]*stream
+	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type stream struct {
+	name  string
+	sinks map[string]*confighubv1.SinkStatus
+	// gens are the recent generations, ascending.
+	gens []*confighubv1.GenerationStatus
+	hist ring
+	// trimmed is the revision of the newest change dropped from hist: a
+	// watcher that saw it (or a later one) can resume.
+	trimmed  uint64
+	watchers map[*watcher]struct{}
+}
+
+type watcher struct {
+	ch chan *confighubv1.WatchStatusResponse
+	// victim: the buffer was full; no change is sent until the watcher's
+	// goroutine replaced the backlog with a fresh snapshot.
+	victim bool
+	kick   chan struct{}
+	closed bool
+}
+
+// New returns a broker.
+func New(opts ...Option) *Broker {
+	b := &Broker{
+		history:  DefaultHistory,
+		buffer:   DefaultWatchBuffer,
+		keepGens: DefaultGenerations,
+		streams:  map[string]*stream{},
+		stop:     make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+func (b *Broker) stream(name string) *stream {
+	s := b.streams[name]
+	if s == nil {
+		s = &stream{
+			name:     name,
+			sinks:    map[string]*confighubv1.SinkStatus{},
+			hist:     ring{buf: make([]*confighubv1.WatchStatusResponse, 0, min(b.history, 64)), max: b.history},
+			watchers: map[*watcher]struct{}{},
+		}
+		b.streams[name] = s
+	}
+	return s
+}
+
+// Revision returns the revision of the newest change.
+func (b *Broker) Revision() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rev
+}
+
+// PutSink stores st as the newest status of its sink (st.Stream, st.Sink)
+// and returns the change's revision. st must not be modified afterwards.
+func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stream(st.GetStream())
+	s.sinks[st.GetSink()] = st
+	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
+}
+
+// RemoveSink deletes a sink's status. It returns 0 when the sink had none.
+func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.streams[streamName]
+	if s == nil {
+		return 0
+	}
+	if _, ok := s.sinks[sinkName]; !ok {
+		return 0
+	}
+	delete(s.sinks, sinkName)
+	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
+}
+
+// PutGeneration stores the status of one generation of a stream (new or
+// updated counts). Only the newest generations are kept; a change to a
+// generation older than all kept ones is dropped and returns 0.
+func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stream(streamName)
+	i := sort.Search(len(s.gens), func(i int) bool { return s.gens[i].GetGeneration() >= g.GetGeneration() })
+	switch {
+	case i < len(s.gens) && s.gens[i].GetGeneration() == g.GetGeneration():
+		s.gens[i] = g
+	case i == 0 && len(s.gens) >= b.keepGens:
+		return 0
+	default:
+		s.gens = append(s.gens, nil)
+		copy(s.gens[i+1:], s.gens[i:])
+		s.gens[i] = g
+		if len(s.gens) > b.keepGens {
+			// Drop the oldest; keep the slice from growing its backing array.
+			n := copy(s.gens, s.gens[len(s.gens)-b.keepGens:])
+			clear(s.gens[n:])
+			s.gens = s.gens[:n]
+		}
+	}
+	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
+}
+
+// publish numbers ev, keeps it in the stream's history and offers it to
+// every watcher without blocking. b.mu is held.
+func (b *Broker) publish(s *stream, ev *confighubv1.WatchStatusResponse) uint64 {
+	b.rev++
+	ev.Revision = b.rev
+	if dropped := s.hist.push(ev); dropped != nil {
+		s.trimmed = dropped.GetRevision()
+	}
+	for w := range s.watchers {
+		if w.victim {
+			continue
+		}
+		select {
+		case w.ch <- ev:
+		default:
+			w.victim = true
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return b.rev
+}
+
+// Snapshot returns the stream's status at the current revision; false when
+// the stream has neither a generation nor a sink.
+func (b *Broker) Snapshot(streamName string) (*confighubv1.GetStatusResponse, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.streams[streamName]
+	if s == nil || (len(s.gens) == 0 && len(s.sinks) == 0) {
+		return nil, false
+	}
+	return b.snapshot(s), true
+}
+
+func (b *Broker) snapshot(s *stream) *confighubv1.GetStatusResponse {
+	resp := &confighubv1.GetStatusResponse{Revision: b.rev, Stream: s.name}
+	if n := len(s.gens); n > 0 {
+		resp.Generation = s.gens[n-1].GetGeneration()
+		resp.Hash = s.gens[n-1].GetHash()
+		resp.Generations = append([]*confighubv1.GenerationStatus(nil), s.gens...)
+	}
+	resp.Sinks = make([]*confighubv1.SinkStatus, 0, len(s.sinks))
+	for _, st := range s.sinks {
+		resp.Sinks = append(resp.Sinks, st)
+	}
+	sort.Slice(resp.Sinks, func(i, j int) bool { return resp.Sinks[i].GetSink() < resp.Sinks[j].GetSink() })
+	return resp
+}
+
+func (b *Broker) snapshotEvent(s *stream, reason string) *confighubv1.WatchStatusResponse {
+	snap := b.snapshot(s)
+	return &confighubv1.WatchStatusResponse{
+		Revision:       snap.GetRevision(),
+		Event:          &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap},
+		SnapshotReason: reason,
+	}
+}
+
+// Watch streams the status of a stream: first a snapshot (reason "start")
+// when fromRevision is 0; the changes after fromRevision when they are
+// still in the history; otherwise a snapshot with reason "resume-gap". Then
+// every change. A watcher too slow for its buffer gets a snapshot with
+// reason "slow-watcher" instead of the changes it missed. The channel is
+// closed when ctx ends or the broker is closed.
+func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
+	w := &watcher{ch: make(chan *confighubv1.WatchStatusResponse, b.buffer), kick: make(chan struct{}, 1)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		close(w.ch)
+		return w.ch
+	}
+	s := b.stream(streamName)
+	switch {
+	case fromRevision == 0:
+		w.ch <- b.snapshotEvent(s, ReasonStart)
+	case fromRevision > b.rev || fromRevision < s.trimmed:
+		w.ch <- b.snapshotEvent(s, ReasonResumeGap)
+	default:
+		evs := s.hist.after(fromRevision)
+		if len(evs) > cap(w.ch) {
+			w.ch <- b.snapshotEvent(s, ReasonResumeGap)
+			break
+		}
+		for _, ev := range evs {
+			w.ch <- ev
+		}
+	}
+	s.watchers[w] = struct{}{}
+	b.wg.Add(1)
+	go b.serve(ctx, s, w)
+	return w.ch
+}
+
+// serve owns one watcher: it closes the channel when the watch ends and
+// replaces a victim's backlog with a fresh snapshot.
+func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			b.drop(s, w)
+			return
+		case <-b.stop:
+			b.drop(s, w)
+			return
+		case <-w.kick:
+			// Only this goroutine sends to a victim, so once drained the
+			// channel has room for the snapshot. The reader may take some
+			// of the stale changes meanwhile: the snapshot supersedes them.
+		drain:
+			for {
+				select {
+				case <-w.ch:
+				default:
+					break drain
+				}
+			}
+			b.mu.Lock()
+			if !w.closed {
+				w.ch <- b.snapshotEvent(s, ReasonSlowWatcher)
+				w.victim = false
+			}
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *Broker) drop(s *stream, w *watcher) {
+	b.mu.Lock()
+	delete(s.watchers, w)
+	w.closed = true
+	b.mu.Unlock()
+	close(w.ch)
+}
+
+// Watchers returns the number of open watchers of a stream.
+func (b *Broker) Watchers(streamName string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.streams[streamName]; s != nil {
+		return len(s.watchers)
+	}
+	return 0
+}
+
+// Close closes every watcher and waits for their goroutines. Changes after
+// Close are still stored but no watch can start.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.wg.Wait()
+		return
+	}
+	b.closed = true
+	close(b.stop)
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// ring is a bounded history of changes, oldest first.
+type ring struct {
+	buf   []*confighubv1.WatchStatusResponse
+	start int
+	max   int
+}
+
+// push appends ev and returns the change it evicted, if any.
+func (r *ring) push(ev *confighubv1.WatchStatusResponse) *confighubv1.WatchStatusResponse {
+	if len(r.buf) < r.max {
+		r.buf = append(r.buf, ev)
+		return nil
+	}
+	old := r.buf[r.start]
+	r.buf[r.start] = ev
+	r.start = (r.start + 1) % len(r.buf)
+	return old
+}
+
+// after returns the changes with a revision above rev, oldest first.
+func (r *ring) after(rev uint64) []*confighubv1.WatchStatusResponse {
+	n := len(r.buf)
+	// Revisions ascend along the ring: binary search on the logical index.
+	at := func(i int) *confighubv1.WatchStatusResponse { return r.buf[(r.start+i)%n] }
+	i := sort.Search(n, func(i int) bool { return at(i).GetRevision() > rev })
+	out := make([]*confighubv1.WatchStatusResponse, 0, n-i)
+	for ; i < n; i++ {
+		out = append(out, at(i))
+	}
+	return out
+}

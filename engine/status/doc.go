@@ -1,0 +1,28 @@
+// Package status is the status broker of the hub: a revisioned store of
+// every sink's and every generation's status, per stream, with watchers.
+//
+// The engine computes statuses; the broker keeps the newest one of each
+// sink and of the last generations of each stream, numbers every change
+// with a monotonic revision, and fans the changes out to watchers.
+//
+// Guarantees (each has a named test in broker_test.go):
+//   - Every change (PutSink, RemoveSink, PutGeneration) gets a revision one
+//     higher than the previous change of any stream
+//     (TestRevisionsAreMonotonic).
+//   - Snapshot is consistent: it holds exactly the changes up to its
+//     revision (TestSnapshotIsConsistentWithEvents).
+//   - Watch sends a snapshot (reason "start"), then every change of the
+//     stream in revision order (TestWatchSendsSnapshotThenChanges).
+//   - Watch from a revision still in the history replays the changes after
+//     it without a snapshot (TestWatchResumesFromRevision); otherwise it
+//     sends a snapshot with reason "resume-gap" (TestWatchResumeGap).
+//   - A watcher whose buffer is full is never waited for: its pending
+//     changes are dropped and it gets a fresh snapshot with reason
+//     "slow-watcher" once it reads again (etcd's victim pattern), while
+//     other watchers get every change (TestSlowWatcherIsCutOver).
+//   - A watcher's channel is closed when its context ends or the broker is
+//     closed, and its goroutine exits (TestWatchClosesOnCancel, goleak).
+//
+// Messages handed out (snapshots, events, statuses) are shared between
+// watchers: read only.
+package status
