@@ -68,10 +68,14 @@ func WithMetrics(m Metrics) Option {
 }
 
 // WithWatchBuffer sets each status watcher's buffer.
-func WithWatchBuffer(n int) Option { return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) } }
+func WithWatchBuffer(n int) Option {
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
+}
 
 // WithHistory sets how many status changes per stream are kept for resume.
-func WithHistory(n int) Option { return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) } }
+func WithHistory(n int) Option {
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
+}
 
 // WithRandom sets the source of backoff jitter: a function returning a
 // uniform value in [0,1). Tests pass a constant.

@@ -53,11 +53,11 @@ type NopMetrics struct{}
 
 var _ Metrics = NopMetrics{}
 
-func (NopMetrics) ApplyDone(string, string, string, string, time.Duration, int)          {}
+func (NopMetrics) ApplyDone(string, string, string, string, time.Duration, int)              {}
 func (NopMetrics) StateChanged(string, string, confighubv1.SinkState, confighubv1.SinkState) {}
-func (NopMetrics) Coalesced(string, string)                                                 {}
-func (NopMetrics) EntityErrors(string, string, int)                                         {}
-func (NopMetrics) LastSuccess(string, string, time.Time)                                    {}
-func (NopMetrics) StreamGeneration(string, uint64)                                          {}
-func (NopMetrics) StreamConverged(string, uint64, time.Duration)                            {}
-func (NopMetrics) SinkRemoved(string, string)                                               {}
+func (NopMetrics) Coalesced(string, string)                                                  {}
+func (NopMetrics) EntityErrors(string, string, int)                                          {}
+func (NopMetrics) LastSuccess(string, string, time.Time)                                     {}
+func (NopMetrics) StreamGeneration(string, uint64)                                           {}
+func (NopMetrics) StreamConverged(string, uint64, time.Duration)                             {}
+func (NopMetrics) SinkRemoved(string, string)                                                {}
