@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
 
@@ -33,6 +34,9 @@ const Kind = "plugin"
 
 // DefaultChunkBytes is the chunk size when the plugin names none.
 const DefaultChunkBytes = 1 << 20
+
+// DefaultBackoffMax is the kind's default cap of the engine's retry backoff.
+const DefaultBackoffMax = 30 * time.Second
 
 // describeTimeout bounds the Describe that Run makes on a new connection.
 const describeTimeout = 10 * time.Second
@@ -73,7 +77,11 @@ func RegisterWith(r *sink.Registry, opts ...Option) error {
 	}
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
-	})
+	}, sink.WithDefaults(&confighubv1.SinkOptions{
+		// A plugin that was down is retried at least every 30s (grpc's own
+		// reconnect cap), so a restarted plugin catches up soon.
+		Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)},
+	}))
 }
 
 // Sink is one external plugin.

@@ -415,6 +415,9 @@ func TestFactoryRejectsBadSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := r.Lookup("plugin")
+	if got := k.Defaults.GetBackoff().GetMax().AsDuration(); got != plugin.DefaultBackoffMax {
+		t.Errorf("default backoff max %v, want %v", got, plugin.DefaultBackoffMax)
+	}
 	for name, spec := range map[string]*confighubv1.Sink{
 		"no spec":      {Name: "p", Kind: "plugin"},
 		"no address":   {Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{}}},
