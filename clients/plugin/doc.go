@@ -25,7 +25,9 @@
 //     retryable. Apply never blocks beyond its ctx.
 //   - After the connection was lost and comes back, Run re-Describes and
 //     asks the engine to resync, so a restarted plugin receives the current
-//     generation without a new push.
+//     generation without a new push (at the engine's next retry: the kind's
+//     default backoff cap is 30s). While the plugin is unreachable Run
+//     reports it with Notifier.Health.
 //   - A plugin down or slow affects only its own sink: each sink has its own
 //     connection. Close releases it.
 package plugin
