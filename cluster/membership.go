@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// DefaultLeaseTTL is how long a replica stays a member after its last
+// keepalive reached etcd.
+const DefaultLeaseTTL = 5 * time.Second
+
+// Membership keeps this replica's key <prefix>/members/<id> alive under an
+// etcd lease and follows every member's key.
+//
+// The replica counts as registered only while its own lease is alive and its
+// key is in the member set it watches. When the lease is lost (the
+// keepalive channel closes: etcd expired it after a hang such as SIGSTOP, or
+// etcd was unreachable for a TTL) Registered turns false at once, the change
+// is signalled, and the replica registers again with a new lease.
+type Membership struct {
+	cli    *clientv3.Client
+	prefix string
+	id     string
+	ttl    time.Duration
+	clock  clockwork.Clock
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	members map[string]bool
+	alive   bool
+	lease   clientv3.LeaseID
+	changed chan struct{}
+}
+
+// MembershipOption configures a Membership.
+type MembershipOption func(*Membership)
+
+// WithMembershipClock sets the clock of the retry waits.
+func WithMembershipClock(c clockwork.Clock) MembershipOption {
+	return func(m *Membership) { m.clock = c }
+}
+
+// WithMembershipLogger sets the logger.
+func WithMembershipLogger(l *slog.Logger) MembershipOption {
+	return func(m *Membership) { m.log = l }
+}
+
+// NewMembership returns the membership of replica id under prefix. Run
+// starts it.
+func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, opts ...MembershipOption) *Membership {
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	m := &Membership{
+		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: ttl,
+		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
+		members: map[string]bool{}, changed: make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// ID is this replica's id.
+func (m *Membership) ID() string { return m.id }
+
+func (m *Membership) membersPrefix() string { return m.prefix + "/members/" }
+
+// Key is this replica's member key.
+func (m *Membership) Key() string { return m.membersPrefix() + m.id }
+
+// Changes is signalled (coalesced) whenever Members or Registered may have
+// changed.
+func (m *Membership) Changes() <-chan struct{} { return m.changed }
+
+// Members returns the sorted live member ids and whether this replica is
+// registered (its lease alive and its key seen).
+func (m *Membership) Members() (members []string, registered bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.members {
+		members = append(members, id)
+	}
+	slices.Sort(members)
+	return members, m.alive && m.members[m.id]
+}
+
+// Lease is the current lease, 0 when none is alive.
+func (m *Membership) Lease() clientv3.LeaseID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.alive {
+		return 0
+	}
+	return m.lease
+}
+
+func (m *Membership) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the lease and follows the members until ctx ends; then it
+// revokes the lease (so the others take the sinks over at once) and returns.
+func (m *Membership) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { m.watchLoop(ctx) })
+	m.leaseLoop(ctx)
+	wg.Wait()
+}
+
+// retry waits before the next attempt; false when ctx ended.
+func (m *Membership) retry(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-m.clock.After(m.ttl / 5):
+		return true
+	}
+}
+
+func (m *Membership) leaseLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		id, ka, cancel, err := m.register(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("cluster: register failed; retrying", "replica", m.id, "error", err)
+			}
+			if !m.retry(ctx) {
+				return
+			}
+			continue
+		}
+		m.mu.Lock()
+		m.lease, m.alive = id, true
+		m.mu.Unlock()
+		m.signal()
+		m.log.Info("cluster: registered", "replica", m.id, "lease", fmt.Sprintf("%x", int64(id)), "ttl", m.ttl)
+		for range ka {
+			// Each response is a renewed lease; the channel closes when the
+			// lease is gone or cannot be renewed within its TTL.
+		}
+		cancel()
+		m.mu.Lock()
+		m.alive = false
+		m.mu.Unlock()
+		m.signal()
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_, _ = m.cli.Revoke(rctx, id)
+		rcancel()
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Warn("cluster: lease lost; stopped owning sinks, registering again", "replica", m.id)
+	}
+}
+
+func (m *Membership) register(ctx context.Context) (clientv3.LeaseID, <-chan *clientv3.LeaseKeepAliveResponse, context.CancelFunc, error) {
+	tctx, tcancel := context.WithTimeout(ctx, m.ttl)
+	defer tcancel()
+	secs := int64((m.ttl + time.Second - 1) / time.Second)
+	g, err := m.cli.Grant(tctx, secs)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("grant a lease: %w", err)
+	}
+	if _, err := m.cli.Put(tctx, m.Key(), m.id, clientv3.WithLease(g.ID)); err != nil {
+		return 0, nil, nil, fmt.Errorf("put %s: %w", m.Key(), err)
+	}
+	kctx, kcancel := context.WithCancel(ctx)
+	ka, err := m.cli.KeepAlive(kctx, g.ID)
+	if err != nil {
+		kcancel()
+		return 0, nil, nil, fmt.Errorf("keep lease alive: %w", err)
+	}
+	return g.ID, ka, kcancel, nil
+}
+
+func (m *Membership) watchLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := m.watchOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Warn("cluster: member watch ended; listing again", "replica", m.id, "error", err)
+		if !m.retry(ctx) {
+			return
+		}
+	}
+}
+
+// watchOnce lists the members and follows their changes until the watch
+// fails (compaction, closed).
+func (m *Membership) watchOnce(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(ctx, m.ttl)
+	resp, err := m.cli.Get(tctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list members: %w", err)
+	}
+	set := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		set[strings.TrimPrefix(string(kv.Key), m.membersPrefix())] = true
+	}
+	m.mu.Lock()
+	m.members = set
+	m.mu.Unlock()
+	m.signal()
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	wch := m.cli.Watch(wctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	for wr := range wch {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		for _, ev := range wr.Events {
+			id := strings.TrimPrefix(string(ev.Kv.Key), m.membersPrefix())
+			m.members[id] = ev.Type == clientv3.EventTypePut
+			if !m.members[id] {
+				delete(m.members, id)
+			}
+		}
+		m.mu.Unlock()
+		m.signal()
+	}
+	return errors.New("watch closed")
+}

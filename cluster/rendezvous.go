@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"hash/fnv"
+	"slices"
+)
+
+// Owner returns the member that owns key among members by rendezvous
+// (highest random weight) hashing: every member scores the key and the
+// highest score wins. Every replica computes the same owner from the same
+// member set, and when a member joins or leaves only the keys it wins or
+// held move. It returns "" when members is empty.
+func Owner(key string, members []string) string {
+	var best string
+	var bestScore uint64
+	for _, m := range members {
+		s := score(m, key)
+		if best == "" || s > bestScore || (s == bestScore && m < best) {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}
+
+// Assign returns the owner of each key (keys with no member are left out).
+func Assign(keys, members []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	if len(members) == 0 {
+		return out
+	}
+	ms := slices.Clone(members)
+	slices.Sort(ms)
+	ms = slices.Compact(ms)
+	for _, k := range keys {
+		out[k] = Owner(k, ms)
+	}
+	return out
+}
+
+func score(member, key string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(member))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key))
+	return mix(h.Sum64())
+}
+
+// mix is splitmix64's finaliser: FNV alone leaves similar names (gw-1,
+// gw-2) with correlated high bits, which skews the balance.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
