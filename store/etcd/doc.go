@@ -1,0 +1,43 @@
+// Package etcd is the shared store.Store for hub replicas: every replica
+// commits to the same etcd cluster, so generations and expected_generation
+// hold across replicas.
+//
+// Guarantees:
+//   - CommitConfig returns only after its etcd transaction committed (raft
+//     quorum, WAL fsynced). The transaction compares the stream's meta key
+//     with the mod revision read just before, so two replicas never hand out
+//     the same generation: the loser re-reads and either retries (no
+//     expected generation) or gets store.ErrConflict.
+//   - Readers see one consistent revision: a stream's meta and its config
+//     chunks are read at the same revision.
+//   - Watch reports every change made by other Store values (other
+//     replicas): new stream generations (with their bytes) and sink puts and
+//     deletes, in commit order. Changes made through this Store value are not
+//     reported (the caller knows them). Watch starts after the revision of
+//     the last ListStreams/ListSinks call on this Store, so list-then-watch
+//     misses nothing. If the etcd history it needs was compacted, it sends
+//     every stream and sink again and continues.
+//
+// Layout under the prefix (default "/confighub/"):
+//
+//	streams/<stream>                       JSON meta: generation, hash, format, size, labels, accept time, chunk prefix and count
+//	configs/<stream>/<gen%020d>-<token>/<n%06d>  config bytes, in chunks
+//	sinks/<sink>                           sink spec, proto binary
+//	applied/<sink>                         JSON applied record
+//
+// Large configs: etcd refuses requests above its --max-request-bytes
+// (1.5 MiB by default), so config bytes are split into chunks of at most
+// 1 MiB (WithChunkSize). A config of at most one chunk is written in the
+// same transaction as its meta. A larger one is first written chunk by
+// chunk under a prefix unique to this attempt (generation-to-be plus a
+// random token), then the transaction that writes the meta makes it
+// current. That transaction also deletes the chunks of every older
+// generation (and of attempts that lost or crashed). A lost race deletes its
+// own staged chunks. The etcd server's --max-request-bytes must exceed the
+// chunk size by a margin (64 KiB is plenty).
+//
+// Operations note: every push adds its size to etcd's history until
+// compaction. Run etcd with --auto-compaction-retention and a
+// --quota-backend-bytes that fits (pushes between compactions x config
+// size); etcd's default quota is 2 GiB.
+package etcd
