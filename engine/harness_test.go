@@ -31,7 +31,7 @@ const (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type harness struct {
-	t     testing.TB
+	t     tb
 	clock *clockwork.FakeClock
 	reg   *sink.Registry
 	fleet *enginetest.Fleet
@@ -39,7 +39,7 @@ type harness struct {
 	gens  map[string]uint64
 }
 
-func newHarness(t testing.TB, opts ...engine.Option) *harness {
+func newHarness(t tb, opts ...engine.Option) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: clockwork.NewFakeClockAt(t0), reg: sink.NewRegistry(), gens: map[string]uint64{}}
 	h.fleet = enginetest.NewFleet(h.clock)
@@ -54,7 +54,7 @@ func newHarness(t testing.TB, opts ...engine.Option) *harness {
 	return h
 }
 
-func must(t testing.TB, err error) {
+func must(t tb, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func (h *harness) awaitState(name string, st confighubv1.SinkState, gen uint64) 
 }
 
 // started waits for the fake's next Apply call.
-func started(t testing.TB, s *enginetest.Sink) enginetest.Call {
+func started(t tb, s *enginetest.Sink) enginetest.Call {
 	t.Helper()
 	select {
 	case c := <-s.Started:
@@ -206,9 +206,18 @@ func equalGens(a, b []uint64) bool {
 	return true
 }
 
-func mustStruct(t testing.TB, m map[string]any) *structpb.Struct {
+func mustStruct(t tb, m map[string]any) *structpb.Struct {
 	t.Helper()
 	s, err := structpb.NewStruct(m)
 	must(t, err)
 	return s
+}
+
+// tb is what the harness needs of *testing.T, *testing.B and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	Logf(format string, args ...any)
 }

@@ -2,7 +2,9 @@ package status
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -67,8 +69,9 @@ type Broker struct {
 }
 
 type stream struct {
-	name  string
-	sinks map[string]*confighubv1.SinkStatus
+	name string
+	// sinks are sorted by name, so a snapshot is one copy.
+	sinks []*confighubv1.SinkStatus
 	// gens are the recent generations, ascending.
 	gens []*confighubv1.GenerationStatus
 	hist ring
@@ -107,7 +110,6 @@ func (b *Broker) stream(name string) *stream {
 	if s == nil {
 		s = &stream{
 			name:     name,
-			sinks:    map[string]*confighubv1.SinkStatus{},
 			hist:     ring{buf: make([]*confighubv1.WatchStatusResponse, 0, min(b.history, 64)), max: b.history},
 			watchers: map[*watcher]struct{}{},
 		}
@@ -129,7 +131,11 @@ func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.stream(st.GetStream())
-	s.sinks[st.GetSink()] = st
+	if i, found := s.find(st.GetSink()); found {
+		s.sinks[i] = st
+	} else {
+		s.sinks = slices.Insert(s.sinks, i, st)
+	}
 	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
 }
 
@@ -141,10 +147,11 @@ func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
 	if s == nil {
 		return 0
 	}
-	if _, ok := s.sinks[sinkName]; !ok {
+	i, found := s.find(sinkName)
+	if !found {
 		return 0
 	}
-	delete(s.sinks, sinkName)
+	s.sinks = slices.Delete(s.sinks, i, i+1)
 	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
@@ -219,12 +226,15 @@ func (b *Broker) snapshot(s *stream) *confighubv1.GetStatusResponse {
 		resp.Hash = s.gens[n-1].GetHash()
 		resp.Generations = append([]*confighubv1.GenerationStatus(nil), s.gens...)
 	}
-	resp.Sinks = make([]*confighubv1.SinkStatus, 0, len(s.sinks))
-	for _, st := range s.sinks {
-		resp.Sinks = append(resp.Sinks, st)
-	}
-	sort.Slice(resp.Sinks, func(i, j int) bool { return resp.Sinks[i].GetSink() < resp.Sinks[j].GetSink() })
+	resp.Sinks = slices.Clone(s.sinks)
 	return resp
+}
+
+// find returns the index of a sink's status, or where it would go.
+func (s *stream) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(s.sinks, name, func(st *confighubv1.SinkStatus, n string) int {
+		return strings.Compare(st.GetSink(), n)
+	})
 }
 
 func (b *Broker) snapshotEvent(s *stream, reason string) *confighubv1.WatchStatusResponse {

@@ -1,0 +1,279 @@
+package status_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/engine/status"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func sinkStatus(name string, applied uint64) *confighubv1.SinkStatus {
+	return &confighubv1.SinkStatus{Sink: name, Stream: "s", Kind: "test", AppliedGeneration: applied}
+}
+
+func recv(t *testing.T, ch <-chan *confighubv1.WatchStatusResponse) *confighubv1.WatchStatusResponse {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("watch channel closed")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
+		return nil
+	}
+}
+
+func TestRevisionsAreMonotonic(t *testing.T) {
+	b := status.New()
+	defer b.Close()
+	var last uint64
+	for i := 0; i < 10; i++ {
+		for _, rev := range []uint64{
+			b.PutSink(sinkStatus("a", uint64(i))),
+			b.PutGeneration("other", &confighubv1.GenerationStatus{Generation: uint64(i + 1)}),
+		} {
+			if rev != last+1 {
+				t.Fatalf("revision %d after %d", rev, last)
+			}
+			last = rev
+		}
+	}
+	if b.Revision() != last {
+		t.Fatalf("Revision() = %d, want %d", b.Revision(), last)
+	}
+}
+
+func TestSnapshotIsConsistentWithEvents(t *testing.T) {
+	b := status.New()
+	defer b.Close()
+	if _, ok := b.Snapshot("s"); ok {
+		t.Fatal("snapshot of an unknown stream")
+	}
+	b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, Hash: "h1"})
+	b.PutSink(sinkStatus("b", 1))
+	b.PutSink(sinkStatus("a", 1))
+	rev := b.PutSink(sinkStatus("c", 1))
+	b.RemoveSink("s", "c")
+	snap, ok := b.Snapshot("s")
+	if !ok || snap.GetRevision() != rev+1 || snap.GetGeneration() != 1 || snap.GetHash() != "h1" {
+		t.Fatalf("snapshot %v", snap)
+	}
+	if len(snap.GetSinks()) != 2 || snap.GetSinks()[0].GetSink() != "a" || snap.GetSinks()[1].GetSink() != "b" {
+		t.Fatalf("sinks %v, want a, b sorted", snap.GetSinks())
+	}
+	// Only the last generations are kept.
+	b2 := status.New(status.WithGenerations(3))
+	defer b2.Close()
+	for g := uint64(1); g <= 5; g++ {
+		b2.PutGeneration("s", &confighubv1.GenerationStatus{Generation: g})
+	}
+	if rev := b2.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, SinksApplied: 1}); rev != 0 {
+		t.Fatal("a dropped generation was stored again")
+	}
+	snap, _ = b2.Snapshot("s")
+	if gs := snap.GetGenerations(); len(gs) != 3 || gs[0].GetGeneration() != 3 || gs[2].GetGeneration() != 5 {
+		t.Fatalf("generations %v", gs)
+	}
+}
+
+func TestWatchSendsSnapshotThenChanges(t *testing.T) {
+	b := status.New()
+	defer b.Close()
+	b.PutSink(sinkStatus("a", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Watch(ctx, "s", 0)
+	ev := recv(t, ch)
+	if ev.GetSnapshotReason() != status.ReasonStart || len(ev.GetSnapshot().GetSinks()) != 1 || ev.GetRevision() != 1 {
+		t.Fatalf("first event %v", ev)
+	}
+	b.PutSink(sinkStatus("other-stream", 1)) // stream "s" too, see sinkStatus
+	b.PutGeneration("elsewhere", &confighubv1.GenerationStatus{Generation: 9})
+	b.RemoveSink("s", "a")
+	if ev := recv(t, ch); ev.GetSink().GetSink() != "other-stream" || ev.GetRevision() != 2 {
+		t.Fatalf("second event %v", ev)
+	}
+	if ev := recv(t, ch); ev.GetSinkRemoved() != "a" || ev.GetRevision() != 4 {
+		t.Fatalf("third event %v (a change of another stream must not be sent)", ev)
+	}
+}
+
+func TestWatchResumesFromRevision(t *testing.T) {
+	b := status.New()
+	defer b.Close()
+	for i := uint64(1); i <= 10; i++ {
+		b.PutSink(sinkStatus("a", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Watch(ctx, "s", 7)
+	for want := uint64(8); want <= 10; want++ {
+		ev := recv(t, ch)
+		if ev.GetSnapshot() != nil || ev.GetRevision() != want || ev.GetSink().GetAppliedGeneration() != want {
+			t.Fatalf("resumed event %v, want revision %d", ev, want)
+		}
+	}
+	b.PutSink(sinkStatus("a", 11))
+	if ev := recv(t, ch); ev.GetRevision() != 11 {
+		t.Fatalf("live event %v", ev)
+	}
+}
+
+func TestWatchResumeGap(t *testing.T) {
+	b := status.New(status.WithHistory(4))
+	defer b.Close()
+	for i := uint64(1); i <= 10; i++ {
+		b.PutSink(sinkStatus("a", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Revisions 7..10 are kept: from 6 resumes, from 5 does not.
+	if ev := recv(t, b.Watch(ctx, "s", 6)); ev.GetRevision() != 7 || ev.GetSnapshot() != nil {
+		t.Fatalf("resume from 6: %v", ev)
+	}
+	for _, from := range []uint64{5, 11, 1000} { // too old, and from the future (a restarted hub)
+		ev := recv(t, b.Watch(ctx, "s", from))
+		if ev.GetSnapshotReason() != status.ReasonResumeGap || ev.GetRevision() != 10 {
+			t.Fatalf("resume from %d: %v", from, ev)
+		}
+	}
+}
+
+func TestSlowWatcherIsCutOver(t *testing.T) {
+	b := status.New(status.WithWatchBuffer(4))
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := b.Watch(ctx, "s", 0)
+	fast := b.Watch(ctx, "s", 0)
+	recv(t, fast)
+	const n = 100
+	for i := uint64(1); i <= n; i++ {
+		b.PutSink(sinkStatus("a", i)) // never blocks on slow
+		if ev := recv(t, fast); ev.GetSink().GetAppliedGeneration() != i {
+			t.Fatalf("fast watcher missed a change: %v", ev)
+		}
+	}
+	// The slow watcher now reads: it gets a fresh snapshot instead of the
+	// 100 changes, and it holds the newest state.
+	var cut bool
+	var seen uint64
+	reads := 0
+	for !cut || seen != n {
+		ev := recv(t, slow)
+		// At most its buffer, plus the snapshot of a cut-over in progress.
+		if reads++; reads > 5 {
+			t.Fatalf("the stalled watcher got more than its buffer: %d events", reads)
+		}
+		if ev.GetSnapshotReason() == status.ReasonSlowWatcher {
+			cut = true
+		}
+		if snap := ev.GetSnapshot(); snap != nil && len(snap.GetSinks()) > 0 {
+			seen = snap.GetSinks()[0].GetAppliedGeneration()
+		}
+		if st := ev.GetSink(); st != nil {
+			seen = st.GetAppliedGeneration()
+		}
+	}
+	b.PutSink(sinkStatus("a", n+1))
+	if ev := recv(t, slow); ev.GetSink().GetAppliedGeneration() != n+1 {
+		t.Fatalf("after the cut-over: %v", ev)
+	}
+}
+
+func TestWatchClosesOnCancel(t *testing.T) {
+	b := status.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := b.Watch(ctx, "s", 0)
+	recv(t, ch)
+	cancel()
+	for range ch {
+	}
+	if b.Watchers("s") != 0 {
+		t.Fatal("watcher still registered")
+	}
+	ch2 := b.Watch(context.Background(), "s", 0)
+	b.Close()
+	n := 0
+	for range ch2 {
+		n++
+	}
+	if n != 1 { // the snapshot, then closed
+		t.Fatalf("%d events before close", n)
+	}
+	if _, ok := <-b.Watch(context.Background(), "s", 0); ok {
+		t.Fatal("watch after Close is not closed")
+	}
+}
+
+// BenchmarkBrokerPut measures one status change fanned out to watchers that
+// keep up (their buffers are drained by readers).
+func BenchmarkBrokerPut(b *testing.B) {
+	for _, watchers := range []int{0, 10, 1000} {
+		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
+			br := status.New()
+			defer br.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			for i := 0; i < watchers; i++ {
+				ch := br.Watch(ctx, "s", 0)
+				go func() {
+					for range ch {
+					}
+					done <- struct{}{}
+				}()
+			}
+			st := sinkStatus("a", 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				br.PutSink(st)
+			}
+			b.StopTimer()
+			cancel()
+			for i := 0; i < watchers; i++ {
+				<-done
+			}
+		})
+	}
+}
+
+// BenchmarkBrokerPutStalledWatcher: one watcher never reads; the others
+// must not pay for it.
+func BenchmarkBrokerPutStalledWatcher(b *testing.B) {
+	br := status.New(status.WithWatchBuffer(16))
+	defer br.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = br.Watch(ctx, "s", 0) // stalled
+	st := sinkStatus("a", 1)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		br.PutSink(st)
+	}
+}
+
+// BenchmarkBrokerSnapshot measures a snapshot of a stream of 1,000 sinks.
+func BenchmarkBrokerSnapshot(b *testing.B) {
+	br := status.New()
+	defer br.Close()
+	for i := 0; i < 1000; i++ {
+		br.PutSink(sinkStatus(fmt.Sprintf("gw-%04d", i), 1))
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, ok := br.Snapshot("s"); !ok {
+			b.Fatal("no snapshot")
+		}
+	}
+}
