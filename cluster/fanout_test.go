@@ -9,12 +9,12 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/cluster/clustertest"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/engine"
 	"github.com/confighub/confighub/hub"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/store"
+	"github.com/confighub/confighub/store/etcd/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -124,7 +124,7 @@ func push(t *testing.T, h *hub.Hub, n int) hub.PushResult {
 }
 
 func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
-	e := clustertest.StartEtcd(t)
+	e := etcdtest.Start(t)
 	cli := e.Client(t)
 	st := newSharedStore()
 	a := &applies{log: map[string][]string{}}
@@ -194,7 +194,7 @@ func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
 }
 
 func TestWatchResumesAcrossReplicas(t *testing.T) {
-	e := clustertest.StartEtcd(t)
+	e := etcdtest.Start(t)
 	cli := e.Client(t)
 	st := newSharedStore()
 	a := &applies{log: map[string][]string{}}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/cluster/clustertest"
+	"github.com/confighub/confighub/store/etcd/etcdtest"
 )
 
 // waitMembers waits (on Changes, bounded) until cond holds.
@@ -38,7 +38,7 @@ func runMembership(t *testing.T, m *Membership) (stop func()) {
 }
 
 func TestMembershipSeesJoinAndLeave(t *testing.T) {
-	e := clustertest.StartEtcd(t)
+	e := etcdtest.Start(t)
 	cli := e.Client(t)
 	a := NewMembership(cli, "/t", "a", 2*time.Second)
 	b := NewMembership(cli, "/t", "b", 2*time.Second)
@@ -56,7 +56,7 @@ func TestMembershipSeesJoinAndLeave(t *testing.T) {
 }
 
 func TestMembershipReRegistersAfterLeaseLoss(t *testing.T) {
-	e := clustertest.StartEtcd(t)
+	e := etcdtest.Start(t)
 	cli := e.Client(t)
 	a := NewMembership(cli, "/t", "a", 2*time.Second)
 	runMembership(t, a)
