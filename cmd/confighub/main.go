@@ -47,6 +47,7 @@ type flags struct {
 	maxConfig       int64
 	maxConcurrent   int
 	shutdownTimeout time.Duration
+	replica         replicaFlags // --store etcd (replicated.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -59,7 +60,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "gRPC listen address")
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory of the embedded bbolt store (--store bolt)")
-	fs.StringVar(&f.storeKind, "store", "bolt", "store backend: bolt (embedded, durable) or memory (tests only: loses everything on exit)")
+	fs.StringVar(&f.storeKind, "store", "bolt", "store backend: bolt (embedded, durable), etcd (replicas sharing etcd, see --etcd-*) or memory (tests only: loses everything on exit)")
+	addReplicaFlags(fs, &f.replica)
 	fs.StringVar(&f.sinks, "sinks", "", "YAML file with a list of sinks (the shape of PutSink's sink); put at every start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
@@ -101,7 +103,7 @@ func openStore(f flags) (store.Store, error) {
 	case "memory":
 		return memory.New(), nil
 	}
-	return nil, fmt.Errorf("--store %q: want bolt or memory", f.storeKind)
+	return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
@@ -138,6 +140,9 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	reg := sink.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return err
+	}
+	if f.storeKind == "etcd" {
+		return serveReplicated(ctx, f, log, seed, reg)
 	}
 	st, err := openStore(f)
 	if err != nil {

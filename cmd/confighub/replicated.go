@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/cluster"
+	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/hub"
+	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/sink"
+	etcdstore "github.com/confighub/confighub/store/etcd"
+)
+
+// replicaFlags configure --store etcd (hub replicas sharing one etcd).
+type replicaFlags struct {
+	endpoints string
+	ca        string
+	cert      string
+	key       string
+	username  string
+	password  string
+	prefix    string
+	replicaID string
+	leaseTTL  time.Duration
+}
+
+func addReplicaFlags(fs *flag.FlagSet, r *replicaFlags) {
+	host, _ := os.Hostname()
+	fs.StringVar(&r.endpoints, "etcd-endpoints", "", "comma-separated etcd client URLs (--store etcd), e.g. https://etcd-0:2379,https://etcd-1:2379")
+	fs.StringVar(&r.ca, "etcd-ca", "", "CA certificate file that signs the etcd servers' certificates")
+	fs.StringVar(&r.cert, "etcd-cert", "", "client certificate file for etcd (mTLS)")
+	fs.StringVar(&r.key, "etcd-key", "", "client key file for etcd (mTLS)")
+	fs.StringVar(&r.username, "etcd-username", os.Getenv("CONFIGHUB_ETCD_USERNAME"), "etcd user (default $CONFIGHUB_ETCD_USERNAME)")
+	fs.StringVar(&r.password, "etcd-password", "", "etcd password (prefer $CONFIGHUB_ETCD_PASSWORD: flags show in ps)")
+	fs.StringVar(&r.prefix, "etcd-prefix", "/confighub", "key prefix in etcd; hubs with different prefixes share an etcd cluster independently")
+	fs.StringVar(&r.replicaID, "replica-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's member id (unique among the replicas)")
+	fs.DurationVar(&r.leaseTTL, "lease-ttl", cluster.DefaultLeaseTTL, "membership lease TTL: how soon the sinks of a dead or hung replica move")
+}
+
+func (r replicaFlags) clientConfig() (clientv3.Config, error) {
+	var eps []string
+	for _, e := range strings.Split(r.endpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	if len(eps) == 0 {
+		return clientv3.Config{}, fmt.Errorf("--store etcd needs --etcd-endpoints")
+	}
+	if r.leaseTTL < time.Second {
+		return clientv3.Config{}, fmt.Errorf("--lease-ttl %s: at least 1s (etcd leases count whole seconds)", r.leaseTTL)
+	}
+	password := r.password
+	if password == "" {
+		password = os.Getenv("CONFIGHUB_ETCD_PASSWORD")
+	}
+	cfg := clientv3.Config{
+		Endpoints:   eps,
+		DialTimeout: 5 * time.Second,
+		// Keepalive pings find a dead connection within a TTL, so the
+		// readiness probe and the lease react to it.
+		DialKeepAliveTime:    r.leaseTTL / 2,
+		DialKeepAliveTimeout: r.leaseTTL / 2,
+		Username:             r.username,
+		Password:             password,
+		// The hub logs what matters (lease lost, etcd unreachable); the
+		// client's own retry chatter stays out of it.
+		Logger: zap.NewNop(),
+	}
+	if r.ca != "" || r.cert != "" || r.key != "" {
+		if (r.cert == "") != (r.key == "") {
+			return clientv3.Config{}, fmt.Errorf("--etcd-cert and --etcd-key go together")
+		}
+		info := transport.TLSInfo{CertFile: r.cert, KeyFile: r.key, TrustedCAFile: r.ca}
+		tc, err := info.ClientConfig()
+		if err != nil {
+			return clientv3.Config{}, fmt.Errorf("etcd TLS: %w", err)
+		}
+		tc.MinVersion = tls.VersionTLS12
+		cfg.TLS = tc
+	}
+	return cfg, nil
+}
+
+// serveReplicated runs this hub as one replica of several sharing etcd:
+// any replica accepts pushes, each runs the workers of the sinks it owns,
+// and every replica serves every sink's status (package cluster).
+func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry) error {
+	r := f.replica
+	ccfg, err := r.clientConfig()
+	if err != nil {
+		return err
+	}
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return fmt.Errorf("etcd client (%s): %w", r.endpoints, err)
+	}
+	defer cli.Close()
+	prefix := strings.TrimSuffix(r.prefix, "/")
+	st := etcdstore.New(cli, etcdstore.WithPrefix(prefix+"/"))
+	defer st.Close()
+	log = log.With("replica", r.replicaID)
+
+	var (
+		fan    *cluster.Fanout
+		health atomic.Pointer[server.Server]
+	)
+	ready := func() bool { return fan.Ready() }
+	guarded := cluster.Guard(st, ready, r.leaseTTL)
+	eng := engine.New(reg,
+		engine.WithLogger(log),
+		engine.WithRecorder(guarded),
+		engine.WithMaxConcurrentApplies(f.maxConcurrent),
+	)
+	defer eng.Stop()
+	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
+	fan = cluster.New(eng, st, st, cli, mem, prefix,
+		cluster.WithLogger(log),
+		cluster.WithOpTimeout(r.leaseTTL),
+		cluster.WithReadiness(func(ok bool) {
+			s := health.Load()
+			if s == nil {
+				return
+			}
+			status := healthpb.HealthCheckResponse_NOT_SERVING
+			if ok {
+				status = healthpb.HealthCheckResponse_SERVING
+			}
+			for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
+				s.Health.SetServingStatus(svc, status)
+			}
+		}),
+	)
+	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig))
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	err = h.Start(sctx, seed)
+	scancel()
+	if err != nil {
+		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
+	}
+	srv, err := server.New(h, server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg))
+	if err != nil {
+		return err
+	}
+	health.Store(srv)
+	runCtx, runCancel := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); fan.Run(runCtx) }()
+	// On every exit: leave the membership (the others take the sinks at
+	// once) before the engine stops.
+	defer func() { runCancel(); <-runDone }()
+
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	log.Info("confighub serving", "listen", lis.Addr().String(), "store", "etcd", "etcd_endpoints", r.endpoints,
+		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.GRPC.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	tctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	srv.Shutdown(tctx)
+	<-errc
+	return nil
+}
