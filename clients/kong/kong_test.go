@@ -509,3 +509,25 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 func slogTo(b *strings.Builder, mu *sync.Mutex) *slog.Logger {
 	return slog.New(slog.NewTextHandler(lockedWriter{mu: mu, b: b}, nil))
 }
+
+// A gateway with a database refuses /config: a rejection naming the reason.
+func TestApplyToDBModeGatewayIsRejected(t *testing.T) {
+	_, u := startGW(t, emulator.WithDBMode())
+	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
+	se := sinkErr(t, s.Apply(context.Background(), cfgOf(t, []byte(`{"_format_version":"3.0"}`))))
+	if !se.Permanent || se.Code != "rejected" || len(se.EntityErrors) != 0 ||
+		!strings.Contains(se.Message, "not use a database") {
+		t.Fatalf("%+v", se)
+	}
+}
+
+// 401/403 are the credentials' fault, not the configuration's: retried.
+func TestApplyUnauthorizedIsRetryable(t *testing.T) {
+	g, u := startGW(t)
+	g.ScriptConfig(emulator.Step{Status: http.StatusUnauthorized, Body: `{"message":"Invalid credentials. Token or User credentials required"}`})
+	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
+	se := sinkErr(t, s.Apply(context.Background(), cfgOf(t, []byte(`{"_format_version":"3.0"}`))))
+	if se.Permanent || se.Code != "unauthorized" || !strings.Contains(se.Message, "Invalid credentials") {
+		t.Fatalf("%+v", se)
+	}
+}
