@@ -267,7 +267,9 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 		return nil, false, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}
 	if old != nil {
-		e.removeWorker(old, false)
+		// The new worker's first status replaces the old one, unless the
+		// sink moves to another stream.
+		e.removeWorker(old, old.st.name != norm.GetStream())
 	}
 
 	e.mu.Lock()

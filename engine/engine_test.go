@@ -74,9 +74,10 @@ func TestHungSinkDoesNotDelayOthers(t *testing.T) {
 	if got := ok.Applied(); !equalGens(got, want) {
 		t.Fatalf("healthy sink applied %v, want every generation %v", got, want)
 	}
-	st, _ := h.e.Status("default")
-	if hs := sinkOf(st, "hung"); hs.GetState() != applying || hs.GetAppliedGeneration() != 0 {
-		t.Fatalf("hung sink status %v, want APPLYING with nothing applied", hs)
+	// Meanwhile the hung sink is still in its first apply.
+	hs := h.awaitSink("hung", "applying", func(s *confighubv1.SinkStatus) bool { return s.GetState() == applying })
+	if hs.GetAppliedGeneration() != 0 || hs.GetAttempts() != 1 || hung.Calls() != 1 {
+		t.Fatalf("hung sink status %v, calls %d; want one apply in flight", hs, hung.Calls())
 	}
 }
 
@@ -265,10 +266,12 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 		if st.GetLastError() != "error: connection refused" && st.GetLastErrorCode() != "error" {
 			t.Fatalf("last error %q code %q", st.GetLastError(), st.GetLastErrorCode())
 		}
+		if i == 4 {
+			s.Set(enginetest.Behavior{}) // the next attempt succeeds
+		}
 		h.blockUntil(1)
 		h.clock.Advance(want)
 	}
-	s.Set(enginetest.Behavior{})
 	h.awaitApplied("a", 1)
 }
 
@@ -604,6 +607,35 @@ func TestReplaceSink(t *testing.T) {
 	if got := nu.Applied(); !equalGens(got, []uint64{1}) {
 		t.Fatalf("replacement applied %v", got)
 	}
+	// Moving the sink to another stream moves its status.
+	spec.Stream = "other"
+	must(t, errOf(h.e.PutSink(spec)))
+	h.await("other", "a in stream other", func(r *confighubv1.GetStatusResponse) bool { return sinkOf(r, "a") != nil })
+	if st, _ := h.e.Status("default"); sinkOf(st, "a") != nil {
+		t.Fatalf("status of a still in stream default: %v", st)
+	}
+}
+
+func errOf(_ *confighubv1.Sink, _ bool, err error) error { return err }
+
+func TestStopClosesEverything(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	h.put("gw", kindRunner, nil)
+	s.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, s)
+	watch := h.e.Watch(context.Background(), "default", 0)
+	h.e.Stop()
+	for range watch {
+	}
+	if !s.Closed() || !h.fleet.Sink("gw").Closed() {
+		t.Fatal("sinks not closed by Stop")
+	}
+	if _, _, err := h.e.PutSink(&confighubv1.Sink{Name: "b", Kind: kindTest}); !errors.Is(err, engine.ErrStopped) {
+		t.Fatalf("PutSink after Stop: %v", err)
+	}
+	h.e.Stop() // idempotent
 }
 
 func TestHealthReflectedInStatus(t *testing.T) {
