@@ -1,0 +1,23 @@
+// Package redact removes credentials from a Kong declarative configuration
+// (and from a Kong Admin API error body) before it is shown for
+// diagnostics (GetConfig). The output keeps the input's format (JSON stays
+// JSON, YAML stays YAML) and its key order.
+//
+// What is redacted (the value becomes "<redacted>"), wherever the
+// collection appears: at the top level, nested under consumers, or as the
+// "entity" of one of Kong's flattened errors (matched by entity_type):
+//
+//	keyauth_credentials   key
+//	basicauth_credentials password
+//	hmacauth_credentials  secret
+//	jwt_secrets           secret          (rsa_public_key and key, the JWT issuer, stay)
+//	oauth2_credentials    client_secret
+//	certificates          key, key_alt    (cert and cert_alt stay)
+//	keys                  jwk, pem.private_key (pem.public_key stays)
+//
+// ca_certificates hold no private key and stay. Plugin configuration
+// fields are not touched: which of them are secret depends on the plugin,
+// and guessing would both miss some and hide useful ones; keep plugin
+// secrets in Kong vaults ({vault://...} references), which are not secrets
+// themselves.
+package redact
