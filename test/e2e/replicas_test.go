@@ -1,0 +1,410 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/harness"
+)
+
+// The replica tests run three confighub processes with --store etcd against
+// an etcd embedded in the test process, and six file sinks partitioned
+// among them.
+
+const (
+	replicaTTL   = "2s"
+	replicaSinks = 6
+)
+
+type replicaSet struct {
+	t       *testing.T
+	etcd    *etcdtest.Server
+	outDir  string
+	mu      sync.Mutex
+	hubs    map[string]*harness.Hub
+	clients map[string]confighubv1.ConfigHubServiceClient
+}
+
+func startReplicaSet(t *testing.T) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{t: t, etcd: etcdtest.Start(t), outDir: t.TempDir(), hubs: map[string]*harness.Hub{}, clients: map[string]confighubv1.ConfigHubServiceClient{}}
+	for _, id := range []string{"r0", "r1", "r2"} {
+		rs.start(id)
+	}
+	admin := confighubv1.NewSinkAdminServiceClient(harness.Dial(t, rs.hub("r0").Addr))
+	for i := range replicaSinks {
+		name := fmt.Sprintf("f%d", i)
+		_, err := admin.PutSink(context.Background(), &confighubv1.PutSinkRequest{Sink: &confighubv1.Sink{
+			Name: name,
+			Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: filepath.Join(rs.outDir, name+".json")}},
+		}})
+		if err != nil {
+			t.Fatalf("put sink %s: %v", name, err)
+		}
+	}
+	rs.waitSettled("start")
+	return rs
+}
+
+func (rs *replicaSet) start(id string) *harness.Hub {
+	rs.t.Helper()
+	h := harness.StartHub(rs.t, bins, "--store", "etcd", "--etcd-endpoints", rs.etcd.Endpoints()[0],
+		"--etcd-prefix", "/e2e", "--replica-id", id, "--lease-ttl", replicaTTL)
+	c := confighubv1.NewConfigHubServiceClient(harness.Dial(rs.t, h.Addr))
+	rs.mu.Lock()
+	rs.hubs[id], rs.clients[id] = h, c
+	rs.mu.Unlock()
+	return h
+}
+
+func (rs *replicaSet) hub(id string) *harness.Hub {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.hubs[id]
+}
+
+func (rs *replicaSet) forget(id string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.hubs, id)
+	delete(rs.clients, id)
+}
+
+func (rs *replicaSet) live() map[string]confighubv1.ConfigHubServiceClient {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := map[string]confighubv1.ConfigHubServiceClient{}
+	for id, c := range rs.clients {
+		out[id] = c
+	}
+	return out
+}
+
+var ownedRE = regexp.MustCompile(`cluster: sinks owned.* owned=\[([^\]]*)\]`)
+
+// owned is what a replica last logged as the sinks it runs.
+func owned(h *harness.Hub) []string {
+	m := ownedRE.FindAllStringSubmatch(h.Output(), -1)
+	if len(m) == 0 || m[len(m)-1][1] == "" {
+		return nil
+	}
+	return strings.Split(m[len(m)-1][1], ",")
+}
+
+// settled: the live replicas own disjoint sets of sinks covering all.
+func (rs *replicaSet) settled() (bool, map[string][]string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	seen := map[string]string{}
+	by := map[string][]string{}
+	for id, h := range rs.hubs {
+		for _, s := range owned(h) {
+			if seen[s] != "" {
+				return false, by
+			}
+			seen[s] = id
+			by[id] = append(by[id], s)
+		}
+	}
+	return len(seen) == replicaSinks, by
+}
+
+func (rs *replicaSet) waitSettled(what string) map[string][]string {
+	rs.t.Helper()
+	var by map[string][]string
+	harness.Eventually(rs.t, 30*time.Second, func() bool {
+		ok, b := rs.settled()
+		by = b
+		return ok
+	}, "%s: every sink owned by exactly one live replica (now %v)", what, by)
+	return by
+}
+
+// converged: seen from every live replica, every sink applied generation
+// gen or a later one.
+func (rs *replicaSet) converged(gen uint64) bool {
+	for _, c := range rs.live() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := c.GetStatus(ctx, &confighubv1.GetStatusRequest{})
+		cancel()
+		if err != nil || len(st.GetSinks()) != replicaSinks {
+			return false
+		}
+		for _, s := range st.GetSinks() {
+			if s.GetAppliedGeneration() < gen {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+type ack struct {
+	gen  uint64
+	hash string
+	body []byte
+}
+
+// pusher pushes distinct configs to the live replicas in turn and keeps
+// every acknowledgement.
+type pusher struct {
+	rs   *replicaSet
+	mu   sync.Mutex
+	acks []ack
+	n    int
+}
+
+func (p *pusher) pushOnce(t *testing.T) (ack, bool) {
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	body := fmt.Appendf(nil, `{"_format_version":"3.0","services":[{"name":"svc","host":"h%d.example.com"}]}`, n)
+	live := p.rs.live()
+	ids := make([]string, 0, len(live))
+	for id := range live {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return ack{}, false
+	}
+	c := live[ids[n%len(ids)]]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: body})
+	if err != nil {
+		return ack{}, false // not acknowledged: may or may not be stored
+	}
+	a := ack{gen: resp.GetGeneration(), hash: resp.GetHash(), body: body}
+	p.mu.Lock()
+	p.acks = append(p.acks, a)
+	p.mu.Unlock()
+	return a, true
+}
+
+func (p *pusher) run(t *testing.T, stop <-chan struct{}) {
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			p.pushOnce(t)
+		}
+	}
+}
+
+func (p *pusher) last() ack {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var best ack
+	for _, a := range p.acks {
+		if a.gen > best.gen {
+			best = a
+		}
+	}
+	return best
+}
+
+// mustPush pushes until one push is acknowledged (bounded).
+func (p *pusher) mustPush(t *testing.T) ack {
+	t.Helper()
+	var a ack
+	harness.Eventually(t, 20*time.Second, func() bool {
+		var ok bool
+		a, ok = p.pushOnce(t)
+		return ok
+	}, "a push acknowledged")
+	return a
+}
+
+// checkNothingLost: acknowledged generations are distinct (the etcd
+// transaction hands out each once, whichever replica took the push), every
+// replica serves the newest acknowledged configuration, and every file
+// sink holds exactly its bytes.
+func (rs *replicaSet) checkNothingLost(t *testing.T, p *pusher) int {
+	t.Helper()
+	p.mu.Lock()
+	acks := slices.Clone(p.acks)
+	p.mu.Unlock()
+	lost := 0
+	seen := map[uint64]bool{}
+	for _, a := range acks {
+		if seen[a.gen] {
+			t.Errorf("generation %d acknowledged twice", a.gen)
+		}
+		seen[a.gen] = true
+	}
+	last := p.last()
+	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(last.gen) }, "every sink applied generation %d", last.gen)
+	for id, c := range rs.live() {
+		got, err := c.GetConfig(context.Background(), &confighubv1.GetConfigRequest{})
+		if err != nil {
+			t.Fatalf("%s: GetConfig: %v", id, err)
+		}
+		if got.GetGeneration() != last.gen || got.GetHash() != last.hash {
+			lost++
+			t.Errorf("%s serves generation %d (%s), the last acknowledged is %d (%s)", id, got.GetGeneration(), got.GetHash(), last.gen, last.hash)
+		}
+	}
+	for i := range replicaSinks {
+		b, err := os.ReadFile(filepath.Join(rs.outDir, fmt.Sprintf("f%d.json", i)))
+		if err != nil || string(b) != string(last.body) {
+			lost++
+			t.Errorf("sink f%d holds %q (%v), want generation %d's bytes", i, b, err, last.gen)
+		}
+	}
+	return lost
+}
+
+// mostLoaded is the live replica owning the most sinks.
+func mostLoaded(by map[string][]string) string {
+	best := ""
+	for id, s := range by {
+		if best == "" || len(s) > len(by[best]) || (len(s) == len(by[best]) && id < best) {
+			best = id
+		}
+	}
+	return best
+}
+
+// TestReplicasKillOwner: kill -9 the replica owning the most sinks while
+// pushes go to every replica; its sinks move within the lease TTL, no
+// acknowledged push is lost, every sink converges.
+func TestReplicasKillOwner(t *testing.T) {
+	rs := startReplicaSet(t)
+	p := &pusher{rs: rs}
+	first := p.mustPush(t)
+	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(first.gen) }, "first generation applied")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { p.run(t, stop) })
+	const cycles = 3
+	var worst time.Duration
+	for cycle := 1; cycle <= cycles; cycle++ {
+		by := rs.waitSettled(fmt.Sprintf("cycle %d", cycle))
+		victim := mostLoaded(by)
+		h := rs.hub(victim)
+		rs.forget(victim)
+		h.Kill()
+		killed := time.Now()
+		// A generation acknowledged after the kill must reach every sink,
+		// the victim's included: that needs the takeover.
+		after := p.mustPush(t)
+		harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(after.gen) },
+			"cycle %d: every sink applied generation %d after %s was killed", cycle, after.gen, victim)
+		took := time.Since(killed)
+		worst = max(worst, took)
+		t.Logf("cycle %d: killed %s (owned %v); every sink applied generation %d %.1fs later", cycle, victim, by[victim], after.gen, took.Seconds())
+		rs.start(victim)
+	}
+	close(stop)
+	wg.Wait()
+	rs.waitSettled("end")
+	lost := rs.checkNothingLost(t, p)
+	t.Logf("replicas: cycles=%d acks=%d lost=%d takeover=%.1fs", cycles, len(p.acks), lost, worst.Seconds())
+}
+
+// TestReplicasSigstop: a hung replica (SIGSTOP) loses its lease and its
+// sinks move; after SIGCONT it notices, registers again and the sinks are
+// owned exactly once again.
+func TestReplicasSigstop(t *testing.T) {
+	rs := startReplicaSet(t)
+	p := &pusher{rs: rs}
+	first := p.mustPush(t)
+	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(first.gen) }, "first generation applied")
+	by := rs.waitSettled("before SIGSTOP")
+	victim := mostLoaded(by)
+	h := rs.hub(victim)
+	rs.forget(victim)
+	h.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	after := p.mustPush(t)
+	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(after.gen) },
+		"every sink applied generation %d while %s is stopped", after.gen, victim)
+	rs.waitSettled("while " + victim + " is stopped")
+	t.Logf("%s stopped (owned %v); its sinks moved and applied generation %d %.1fs later", victim, by[victim], after.gen, time.Since(stopped).Seconds())
+
+	h.Signal(syscall.SIGCONT)
+	h.WaitOutput(t, regexp.MustCompile(`lease lost`), 20*time.Second)
+	rs.mu.Lock()
+	rs.hubs[victim], rs.clients[victim] = h, confighubv1.NewConfigHubServiceClient(harness.Dial(t, h.Addr))
+	rs.mu.Unlock()
+	// Rendezvous gives it back the same sinks once it is a member again.
+	harness.Eventually(t, 30*time.Second, func() bool {
+		ok, now := rs.settled()
+		return ok && slices.Equal(now[victim], by[victim])
+	}, "%s owns %v again and nobody else does", victim, by[victim])
+	if lost := rs.checkNothingLost(t, p); lost != 0 {
+		t.Fatalf("lost %d", lost)
+	}
+}
+
+// healthOf runs the real grpc-health-probe against a replica.
+func healthOf(t *testing.T, addr string) string {
+	bin := filepath.Join(harness.RepoRoot(), "bin", "grpc-health-probe")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("grpc-health-probe is needed (make tools): %v", err)
+	}
+	out, _ := exec.Command(bin, "-addr", addr, "-connect-timeout", "2s", "-rpc-timeout", "2s").CombinedOutput()
+	switch s := string(out); {
+	case strings.Contains(s, "NOT_SERVING"):
+		return "NOT_SERVING"
+	case strings.Contains(s, "SERVING"):
+		return "SERVING"
+	default:
+		return strings.TrimSpace(s)
+	}
+}
+
+// TestReplicasEtcdRestart: while etcd is down the replicas report
+// NOT_SERVING and refuse pushes with Unavailable; when it is back they
+// serve again and nothing acknowledged before is lost.
+func TestReplicasEtcdRestart(t *testing.T) {
+	rs := startReplicaSet(t)
+	p := &pusher{rs: rs}
+	before := p.mustPush(t)
+	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(before.gen) }, "generation applied before the restart")
+
+	rs.etcd.Stop()
+	for id, h := range rs.hubs {
+		harness.Eventually(t, 20*time.Second, func() bool { return healthOf(t, h.Addr) == "NOT_SERVING" }, "%s reports NOT_SERVING while etcd is down", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err := rs.live()["r1"].PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(`{"_format_version":"3.0","services":[{"name":"down","host":"x"}]}`)})
+	cancel()
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("push while etcd is down: %v, want Unavailable", err)
+	}
+
+	rs.etcd.Restart()
+	for id, h := range rs.hubs {
+		harness.Eventually(t, 30*time.Second, func() bool { return healthOf(t, h.Addr) == "SERVING" }, "%s SERVING again after etcd is back", id)
+	}
+	after := p.mustPush(t)
+	if after.gen != before.gen+1 {
+		t.Errorf("first push after the restart got generation %d, want %d (the one before was acknowledged at %d)", after.gen, before.gen+1, before.gen)
+	}
+	rs.waitSettled("after the etcd restart")
+	if lost := rs.checkNothingLost(t, p); lost != 0 {
+		t.Fatalf("lost %d", lost)
+	}
+}
