@@ -28,14 +28,14 @@
 //   - Per-attempt timeout, options.timeout, default 30s
 //     (TestAttemptTimeout).
 //   - Retryable failures back off exponentially with jitter up to a cap
-//     (TestBackoffGrowsAndCaps); a new generation interrupts the wait and
+//     (TestBackoffGrowsAndCaps, TestBackoffDelay); a new generation interrupts the wait and
 //     is tried at once (TestNewGenerationInterruptsBackoff);
 //     sink.Error.RetryAfter is honoured (TestRetryAfterHonoured).
 //   - A permanent error (sink.Error.Permanent) leaves the sink FAILED with
 //     rejected_generation set; that generation is not retried, a new one is
 //     (TestPermanentNotRetried).
-//   - A panic in Apply is recovered, reported FAILED-like with code
-//     "panic" and retried with backoff (TestPanicRecovered).
+//   - A panic in Apply is recovered, reported FAILED with code "panic" and
+//     a next_retry_time, and retried with backoff (TestPanicRecovered).
 //   - Pacing: options.min_interval between apply starts
 //     (TestMinInterval); options.debounce with options.max_delay
 //     (TestDebounce, TestDebounceMaxDelay).
@@ -52,7 +52,10 @@
 //   - Dynamic sinks: a new sink gets the current generation at once
 //     (TestNewSinkGetsCurrentGeneration); deleting stops its goroutines,
 //     closes it and removes its status (TestDeleteSinkStopsAndCloses);
-//     replacing restarts it (TestReplaceSink).
+//     replacing restarts it, moving its status if its stream changed
+//     (TestReplaceSink). Specs are validated and normalised with the
+//     kind's defaults; errors wrap sink.ErrUnknownKind or
+//     sink.ErrInvalidSpec and change nothing (TestValidateSink).
 //   - A Runner runs in a goroutine owned by the worker; Health(err) shows
 //     as last_error "unreachable: ..." while it lasts
 //     (TestHealthReflectedInStatus).
@@ -64,10 +67,24 @@
 //     record is retried after the next apply (TestRecorder).
 //   - Memory: one *config.Config per stream is shared by every sink (never
 //     copied); per sink the engine keeps a constant amount of state plus
-//     pointers to the configs it last applied and last failed
-//     (TestPropertyConvergence checks per-sink state stays bounded).
-//   - Stop cancels every worker and runner and waits for them (goleak in
-//     TestMain).
+//     pointers to the configs in its slot, last applied and last failed
+//     (for GetConfig diagnostics; in steady state they are the stream's
+//     current one). Status history is bounded by WithHistory per stream,
+//     generations by the last 16 per stream (TestPropertyConvergence
+//     checks at most 3 configs per sink).
+//   - Stop cancels every worker and runner, waits for them, closes the
+//     sinks and every watcher (TestStopClosesEverything; goleak in
+//     TestMain checks every test).
+//
+// Contract with sinks: Apply must return once its ctx ends (timeout,
+// deletion, Stop). A sink that ignores ctx keeps only its own worker (and
+// one apply slot) busy, but DeleteSink, PutSink of that name and Stop wait
+// for it.
+//
+// Metrics and logs: one log line per apply (sink, stream, generation,
+// result, duration, attempt); a failure line names the error, the next
+// retry time and that a new configuration is tried at once. Metrics are
+// reported through the Metrics interface (metrics.go), no-op by default.
 //
 // Status semantics: desired_generation is the generation the sink last
 // took up (the stream's newest is in GenerationStatus), so the event rate

@@ -263,7 +263,7 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 		if got := st.GetNextRetryTime().AsTime().Sub(h.clock.Now()); got != want {
 			t.Fatalf("attempt %d: next retry in %s, want %s", i+1, got, want)
 		}
-		if st.GetLastError() != "error: connection refused" && st.GetLastErrorCode() != "error" {
+		if st.GetLastError() != "connection refused" || st.GetLastErrorCode() != "error" {
 			t.Fatalf("last error %q code %q", st.GetLastError(), st.GetLastErrorCode())
 		}
 		if i == 4 {

@@ -430,7 +430,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	}
 	se, ok := sink.AsError(err)
 	if !ok {
-		se = &sink.Error{Code: "error", Err: err}
+		se = &sink.Error{Err: err}
 	}
 	if cause == errAttemptTimeout {
 		se = &sink.Error{Code: "timeout", Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}

@@ -320,6 +320,11 @@ func (b *Broker) drop(s *stream, w *watcher) {
 	b.mu.Lock()
 	delete(s.watchers, w)
 	w.closed = true
+	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.hist.buf) == 0 {
+		// Watched but never used: forget it, so watches of unknown
+		// streams hold no memory.
+		delete(b.streams, s.name)
+	}
 	b.mu.Unlock()
 	close(w.ch)
 }
