@@ -141,3 +141,74 @@ func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
 		t.Errorf("a rejected configuration sent requests: %v", e.api.Counts())
 	}
 }
+
+// TestFixtureSequenceConverges: syncing every fixture (no Enterprise
+// entity) in turn onto one destination, DB mode and a Konnect control
+// plane, leaves exactly the last one each time (creates, updates,
+// deletes in the reconciler's order, including entities whose name moves
+// to a new id).
+func TestFixtureSequenceConverges(t *testing.T) {
+	for _, konnect := range []bool{false, true} {
+		e := newEnv(t)
+		base, cp, opts := e.url, "", []Option{}
+		if konnect {
+			cp = "cp-seq"
+			base, opts = e.url+emulator.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+		}
+		s := e.syncer(t, base, opts...)
+		var gen uint64
+		for _, name := range fixtureNames(t) {
+			if enterprise(name) || name == "credentials__default.yaml" {
+				continue
+			}
+			gen++
+			cfg := loadConfig(t, fixture(t, name), gen)
+			if _, err := s.Sync(ctxT(t), cfg); err != nil {
+				t.Fatalf("konnect=%v after %s: %v", konnect, name, err)
+			}
+			js, _ := cfg.JSON()
+			assertMirrors(t, e.api, cp, js)
+			if t.Failed() {
+				t.Fatalf("konnect=%v: destination does not mirror %s", konnect, name)
+			}
+		}
+	}
+}
+
+// TestHungDestinationTimesOut: a destination that never answers costs one
+// attempt bounded by its context, reported as a retryable timeout.
+func TestHungDestinationTimesOut(t *testing.T) {
+	e := newEnv(t)
+	release := e.api.Hang()
+	defer release()
+	s := e.syncer(t, e.url+emulator.KonnectPrefix+"cp", WithKonnect("cp"))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := s.Sync(ctx, loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
+	se, ok := sink.AsError(err)
+	if !ok || se.Permanent || se.Code != "timeout" {
+		t.Fatalf("error %#v, want a retryable timeout", err)
+	}
+}
+
+// TestBehindGateway: the entity API behind the DB-less emulator's Gateway
+// (WithRoutes) serves a DB-mode sync; the gateway answers GET /.
+func TestBehindGateway(t *testing.T) {
+	api := emulator.NewEntityAPI()
+	gw := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(api.Routes))
+	url, err := gw.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	e := &env{api: api, url: url}
+	cfg := loadConfig(t, fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml"), 1)
+	if _, err := e.syncer(t, url).Sync(ctxT(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := cfg.JSON()
+	assertMirrors(t, api, "", js)
+	if gw.Count("GET", "/") == 0 {
+		t.Error("the gateway did not answer GET /")
+	}
+}

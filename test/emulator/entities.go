@@ -92,6 +92,10 @@ type EntityFault struct {
 	Message string
 	// WritesOnly makes the fault match only PUT, POST, PATCH and DELETE.
 	WritesOnly bool
+	// Collection, when set, makes the fault match only requests of that
+	// collection (e.g. "services", or "targets" for
+	// /upstreams/<id>/targets).
+	Collection string
 	// Drop closes the connection without an answer.
 	Drop bool
 }
@@ -103,6 +107,8 @@ type entityReject struct {
 
 type entityScope struct {
 	cols map[string]map[string]map[string]any
+	// unique indexes the unique keys of each collection: key -> id.
+	unique map[string]map[string]string
 }
 
 // EntityAPI is the emulated entity Admin API. It serves DB mode at "/" and
@@ -263,9 +269,10 @@ func (a *EntityAPI) Len(controlPlane string) int {
 func (a *EntityAPI) scope(cp string) *entityScope {
 	s := a.scopes[cp]
 	if s == nil {
-		s = &entityScope{cols: map[string]map[string]map[string]any{}}
+		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{}}
 		for _, c := range entityCollections {
 			s.cols[c] = map[string]map[string]any{}
+			s.unique[c] = map[string]string{}
 		}
 		a.scopes[cp] = s
 	}
@@ -358,7 +365,7 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var fault *EntityFault
 	for i, f := range a.faults {
-		if f.WritesOnly && !isWrite(r.Method) {
+		if (f.WritesOnly && !isWrite(r.Method)) || (f.Collection != "" && f.Collection != req.collection) {
 			continue
 		}
 		f := f
@@ -465,7 +472,6 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		}
 		parentID, _ = p["id"].(string)
 	}
-	col := s.cols[req.collection]
 
 	switch {
 	case r.Method == http.MethodGet && req.key == "":
@@ -568,7 +574,7 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	if req.collection != "targets" {
 		body["updated_at"] = now
 	}
-	col[id] = body
+	s.put(req.collection, id, body)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		status = http.StatusCreated
@@ -753,31 +759,43 @@ func uniqueKeys(collection string, e map[string]any) []string {
 }
 
 func (s *entityScope) checkUnique(collection, id string, body map[string]any) (int, any) {
-	want := uniqueKeys(collection, body)
-	if len(want) == 0 {
-		return 0, nil
-	}
-	for oid, e := range s.cols[collection] {
-		if oid == id {
-			continue
-		}
-		for _, k := range uniqueKeys(collection, e) {
-			for _, w := range want {
-				if k == w {
-					return http.StatusConflict, map[string]any{
-						"code": 5, "name": "unique constraint violation",
-						"message": fmt.Sprintf("UNIQUE violation detected on '{%s}'", w),
-					}
-				}
+	idx := s.unique[collection]
+	for _, k := range uniqueKeys(collection, body) {
+		if other, ok := idx[k]; ok && other != id {
+			return http.StatusConflict, map[string]any{
+				"code": 5, "name": "unique constraint violation",
+				"message": fmt.Sprintf("UNIQUE violation detected on '{%s}'", k),
 			}
 		}
 	}
 	return 0, nil
 }
 
+// put stores an entity and indexes its unique keys.
+func (s *entityScope) put(collection, id string, body map[string]any) {
+	if old, ok := s.cols[collection][id]; ok {
+		s.unindex(collection, id, old)
+	}
+	s.cols[collection][id] = body
+	for _, k := range uniqueKeys(collection, body) {
+		s.unique[collection][k] = id
+	}
+}
+
+func (s *entityScope) unindex(collection, id string, e map[string]any) {
+	for _, k := range uniqueKeys(collection, e) {
+		if s.unique[collection][k] == id {
+			delete(s.unique[collection], k)
+		}
+	}
+}
+
 // deleteCascade deletes an entity and what references it (plugins,
 // credentials, targets, SNIs), as Kong's cascading foreign keys do.
 func (s *entityScope) deleteCascade(collection, id string) {
+	if old, ok := s.cols[collection][id]; ok {
+		s.unindex(collection, id, old)
+	}
 	delete(s.cols[collection], id)
 	field := parentField[collection]
 	if field == "" {
