@@ -203,7 +203,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		code codes.Code
 		msg  string
 	}{
-		{"invalid JSON", func() error { _, err := cl.Push(ctx, hubclient.Push{Config: []byte(`{"_format_version":`)}); return err }, codes.InvalidArgument, "not valid JSON"},
+		{"invalid JSON", func() error {
+			_, err := cl.Push(ctx, hubclient.Push{Config: []byte(`{"_format_version":`)})
+			return err
+		}, codes.InvalidArgument, "not valid JSON"},
 		{"invalid YAML", func() error { _, err := cl.Push(ctx, hubclient.Push{Config: []byte("a: [b\n")}); return err }, codes.InvalidArgument, "not valid YAML"},
 		{"missing _format_version", func() error { _, err := cl.Push(ctx, hubclient.Push{Config: []byte(`{"services":[]}`)}); return err }, codes.InvalidArgument, "_format_version is missing"},
 		{"unsupported _format_version", func() error {
