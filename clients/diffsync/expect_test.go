@@ -134,6 +134,9 @@ func assertMirrors(t *testing.T, api *emulator.EntityAPI, cp string, raw []byte)
 			for _, h := range cands {
 				diffs = diffs[:0]
 				for k, v := range x.fields {
+					if c == "basic-auths" && k == "password" {
+						continue // Kong stores a hash
+					}
 					if !jsonEqual(v, h[k]) {
 						diffs = append(diffs, fmt.Sprintf("%s: config %v, destination %v", k, v, h[k]))
 					}

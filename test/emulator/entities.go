@@ -9,7 +9,9 @@ package emulator
 
 import (
 	"crypto/rand"
+	"crypto/sha1" //nolint:gosec // Kong's basic-auth hashing, emulated
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -566,6 +568,13 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	}
 	if st, msg := s.checkUnique(req.collection, id, body); st != 0 {
 		return st, msg
+	}
+	if req.collection == "basic-auths" && r.URL.Query().Get("skip_hash") != "true" {
+		// Kong stores SHA-1(password .. consumer id), hex, and returns that.
+		if pw, ok := body["password"].(string); ok && (existing == nil || existing["password"] != pw) {
+			sum := sha1.Sum([]byte(pw + refID(body["consumer"])))
+			body["password"] = hex.EncodeToString(sum[:])
+		}
 	}
 	now := a.now().Unix()
 	if _, ok := body["created_at"]; !ok {
