@@ -41,7 +41,7 @@ func run(args []string) error {
 	count := fs.Int("count", 1, "number of gateways")
 	bodyLimit := fs.Int64("body-limit", 0, "answer 413 to /config bodies above this many bytes (0: no limit)")
 	oss := fs.Bool("oss", false, "answer Enterprise entities and plugins as Kong OSS does")
-	dbMode := fs.Bool("db-mode", false, "emulate a gateway with a database (POST /config answers 400)")
+	dbMode := fs.Bool("db-mode", false, "emulate a gateway with a database: the entity Admin API (also under /kic/api/control-planes/<id>), POST /config answers 400")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +69,7 @@ func run(args []string) error {
 		opts = append(opts, emulator.WithOSS())
 	}
 	if *dbMode {
+		// Each gateway gets its own entity store (DB mode and Konnect paths).
 		opts = append(opts, emulator.WithDBMode())
 	}
 	var gws []*emulator.Gateway
@@ -82,7 +83,11 @@ func run(args []string) error {
 		if port != 0 {
 			p = port + i
 		}
-		g := emulator.New(append(opts, emulator.WithAddr(net.JoinHostPort(host, strconv.Itoa(p))))...)
+		gopts := append(opts[:len(opts):len(opts)], emulator.WithAddr(net.JoinHostPort(host, strconv.Itoa(p))))
+		if *dbMode {
+			gopts = append(gopts, emulator.WithRoutes(emulator.NewEntityAPI().Routes))
+		}
+		g := emulator.New(gopts...)
 		u, err := g.Start()
 		if err != nil {
 			return err

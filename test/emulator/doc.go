@@ -53,16 +53,11 @@
 // # Adding the entity Admin API (DB mode and Konnect; issue 6)
 //
 // The entity API lives in entities*.go (EntityAPI, an http.Handler with its
-// own store and counts). To put it behind a Gateway, and so share the
-// gateway's fault injection and request log, register its routes with the
-// WithRoutes hook, for example:
+// own store and counts). It is put behind a Gateway, sharing the gateway's
+// fault injection and request log, with the WithRoutes hook:
 //
 //	api := emulator.NewEntityAPI()
-//	gw := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(
-//		func(g *emulator.Gateway, mux *http.ServeMux) {
-//			mux.Handle("/kic/api/control-planes/", api)
-//			mux.Handle("GET /services", api) // ... one per collection
-//		}))
+//	gw := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(api.Routes))
 //
 // The patterns registered by the gateway itself are "POST /config",
 // "GET /config", "GET /status" and "GET /{$}"; anything else on the mux is
