@@ -15,9 +15,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -29,14 +29,19 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "kong-emulator:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run serves until ctx ends, printing one gateway URL per line to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kong-emulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address of the first gateway; with --count N the next ones take the following ports (or free ports when the port is 0)")
 	count := fs.Int("count", 1, "number of gateways")
 	bodyLimit := fs.Int64("body-limit", 0, "answer 413 to /config bodies above this many bytes (0: no limit)")
@@ -61,7 +66,7 @@ func run(args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	cache := emulator.NewCache()
 	opts := []emulator.Option{emulator.WithCache(cache), emulator.WithLogger(logger), emulator.WithBodyLimit(*bodyLimit)}
@@ -93,14 +98,10 @@ func run(args []string) error {
 			return err
 		}
 		gws = append(gws, g)
-		fmt.Println(u)
+		fmt.Fprintln(stdout, u)
 	}
 	logger.Info("kong-emulator ready (an emulator, not Kong)", "gateways", len(gws))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
-	if errors.Is(ctx.Err(), context.Canceled) {
-		logger.Info("stopping")
-	}
+	logger.Info("stopping")
 	return nil
 }
