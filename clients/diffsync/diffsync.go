@@ -3,12 +3,14 @@ package diffsync
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -119,7 +121,8 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	}
 	content, err := s.readContent(raw)
 	if err != nil {
-		return Result{}, &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err}
+		return Result{}, &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err,
+			EntityErrors: validationEntityErrors(err)}
 	}
 	if s.dropConsumers {
 		dropConsumers(content)
@@ -250,7 +253,8 @@ func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	return content, nil
 }
 
-// readerError drops the temporary file name the reader puts in its message.
+// readerError drops the temporary file name the reader puts in its
+// message, keeping the reconciler's errors in the chain.
 func readerError(path string, err error) error {
 	var arr utils.ErrArray
 	if errors.As(err, &arr) && len(arr.Errors) > 0 {
@@ -261,9 +265,72 @@ func readerError(path string, err error) error {
 			}
 			msgs = append(msgs, e.Error())
 		}
-		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return &readError{msg: strings.Join(msgs, "; "), err: err}
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), path, "config"))
+	return &readError{msg: strings.ReplaceAll(err.Error(), path, "config"), err: err}
+}
+
+type readError struct {
+	msg string
+	err error
+}
+
+func (e *readError) Error() string { return e.msg }
+func (e *readError) Unwrap() error { return e.err }
+
+// validationEntityErrors turns the reader's JSON-schema errors into entity
+// errors: each names the offending object (with its tags, which carry KIC's
+// k8s-* references) and the field the schema wants.
+func validationEntityErrors(err error) []*confighubv1.EntityError {
+	var out []*confighubv1.EntityError
+	var walk func(error)
+	walk = func(e error) {
+		var arr utils.ErrArray
+		if errors.As(e, &arr) {
+			for _, x := range arr.Errors {
+				walk(x)
+			}
+			return
+		}
+		var ve *file.ValidationError
+		if !errors.As(e, &ve) || ve.Err == nil {
+			return
+		}
+		ee := &confighubv1.EntityError{}
+		var obj struct {
+			ID       string   `json:"id"`
+			Name     string   `json:"name"`
+			Username string   `json:"username"`
+			Tags     []string `json:"tags"`
+		}
+		if json.Unmarshal([]byte(ve.Object), &obj) == nil {
+			ee.EntityId, ee.EntityTags = obj.ID, obj.Tags
+			ee.EntityName = obj.Name
+			if ee.EntityName == "" {
+				ee.EntityName = obj.Username
+			}
+		}
+		// gojsonschema: "consumers.0.hmacauth_credentials.0: secret is required"
+		msg := ve.Err.Error()
+		fe := &confighubv1.FieldError{Type: "entity", Message: msg}
+		if loc, rest, ok := strings.Cut(msg, ": "); ok {
+			parts := strings.Split(loc, ".")
+			for i := len(parts) - 1; i >= 0; i-- {
+				if _, err := strconv.Atoi(parts[i]); err != nil {
+					ee.EntityType = parts[i]
+					break
+				}
+			}
+			fe.Message = rest
+			if f, ok := strings.CutSuffix(rest, " is required"); ok {
+				fe.Type, fe.Field = "field", f
+			}
+		}
+		ee.Errors = []*confighubv1.FieldError{fe}
+		out = append(out, ee)
+	}
+	walk(err)
+	return out
 }
 
 // dropConsumers removes consumers and every consumer-scoped plugin.

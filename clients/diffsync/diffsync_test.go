@@ -140,6 +140,23 @@ func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
 	if n := len(e.api.Counts()); n != 0 {
 		t.Errorf("a rejected configuration sent requests: %v", e.api.Counts())
 	}
+	// Each rejected credential is named with its k8s tags and field.
+	got := map[string]string{}
+	for _, ee := range se.EntityErrors {
+		for _, tag := range ee.EntityTags {
+			if strings.HasPrefix(tag, "k8s-name:") && len(ee.Errors) == 1 {
+				got[ee.EntityType+"/"+tag] = ee.Errors[0].Field
+			}
+		}
+	}
+	want := map[string]string{
+		"hmacauth_credentials/k8s-name:consumer-hmac-auth": "secret",
+		"jwt_secrets/k8s-name:consumer-jwt":                "secret",
+	}
+	if len(got) != len(want) || got["hmacauth_credentials/k8s-name:consumer-hmac-auth"] != "secret" ||
+		got["jwt_secrets/k8s-name:consumer-jwt"] != "secret" {
+		t.Errorf("entity errors %v, want %v", got, want)
+	}
 }
 
 // TestFixtureSequenceConverges: syncing every fixture (no Enterprise
