@@ -48,6 +48,7 @@ type flags struct {
 	maxConcurrent   int
 	shutdownTimeout time.Duration
 	replica         replicaFlags // --store etcd (replicated.go)
+	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for RPCs in flight")
+	addOpsFlags(fs, &f.ops)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -141,8 +143,13 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg); err != nil {
 		return err
 	}
+	o, err := startOps(f, log)
+	if err != nil {
+		return err
+	}
+	defer o.close()
 	if f.storeKind == "etcd" {
-		return serveReplicated(ctx, f, log, seed, reg)
+		return serveReplicated(ctx, f, log, seed, reg, o)
 	}
 	st, err := openStore(f)
 	if err != nil {
@@ -150,11 +157,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	}
 	defer st.Close()
 
-	eng := engine.New(reg,
+	eng := engine.New(reg, append([]engine.Option{
 		engine.WithLogger(log),
 		engine.WithRecorder(st),
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
-	)
+	}, o.engineOptions()...)...)
 	defer eng.Stop()
 	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig))
 	if err := h.Start(ctx, seed); err != nil {
@@ -163,13 +170,17 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
-	srv, err := server.New(h, server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg))
+	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	if err := o.serve(ctx, f, srv); err != nil {
+		_ = lis.Close()
+		return err
 	}
 	log.Info("confighub serving", "listen", lis.Addr().String(), "store", f.storeKind, "data_dir", f.dataDir, "sink_kinds", reg.Kinds())
 	errc := make(chan error, 1)

@@ -100,7 +100,7 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 // serveReplicated runs this hub as one replica of several sharing etcd:
 // any replica accepts pushes, each runs the workers of the sinks it owns,
 // and every replica serves every sink's status (package cluster).
-func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry) error {
+func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry, o *ops) error {
 	r := f.replica
 	ccfg, err := r.clientConfig()
 	if err != nil {
@@ -122,11 +122,11 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	)
 	ready := func() bool { return fan.Ready() }
 	guarded := cluster.Guard(st, ready, r.leaseTTL)
-	eng := engine.New(reg,
+	eng := engine.New(reg, append([]engine.Option{
 		engine.WithLogger(log),
 		engine.WithRecorder(guarded),
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
-	)
+	}, o.engineOptions()...)...)
 	defer eng.Stop()
 	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
 	fan = cluster.New(eng, st, st, cli, mem, prefix,
@@ -153,7 +153,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	if err != nil {
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
-	srv, err := server.New(h, server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg))
+	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -168,6 +168,10 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	if err := o.serve(ctx, f, srv); err != nil {
+		_ = lis.Close()
+		return err
 	}
 	log.Info("confighub serving", "listen", lis.Addr().String(), "store", "etcd", "etcd_endpoints", r.endpoints,
 		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())

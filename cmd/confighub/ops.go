@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/confighub/confighub/auth"
+	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/metrics"
+	"github.com/confighub/confighub/redact"
+	"github.com/confighub/confighub/server"
+)
+
+// defaultMetricsListen is where /metrics is served unless told otherwise.
+const defaultMetricsListen = "127.0.0.1:9464"
+
+// opsFlags are the security, metrics and diagnostics flags.
+type opsFlags struct {
+	authTokens        string
+	tlsCert           string
+	tlsKey            string
+	tlsClientCA       string
+	insecureListenAny bool
+	metricsListen     string
+	includeSecrets    bool
+}
+
+func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
+	fs.StringVar(&o.authTokens, "auth-tokens", "", "file of bearer tokens and their roles (read, push, admin), reloaded on SIGHUP; see docs/operations.md")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the gRPC server (enables TLS; reloaded on SIGHUP)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mTLS)")
+	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen without --auth-tokens (anyone who can reach the port can push and change sinks)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables")
+	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
+}
+
+// ops is the running security and metrics wiring of one hub process.
+type ops struct {
+	log     *slog.Logger
+	metrics *metrics.Set
+	auth    *auth.Authenticator
+	tls     *auth.ServerTLS
+	redact  bool
+
+	msrv   *metrics.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startOps checks the listen policy and loads tokens, TLS and the metric
+// registry. Nothing listens yet.
+func startOps(f flags, log *slog.Logger) (*ops, error) {
+	o := &ops{log: log, redact: !f.ops.includeSecrets}
+	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
+		if err := requireLoopback(f.listen); err != nil {
+			return nil, err
+		}
+	}
+	if f.ops.authTokens != "" {
+		a, err := auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log))
+		if err != nil {
+			return nil, fmt.Errorf("--auth-tokens: %w", err)
+		}
+		o.auth = a
+	}
+	if f.ops.tlsCert != "" || f.ops.tlsKey != "" || f.ops.tlsClientCA != "" {
+		t, err := auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA)
+		if err != nil {
+			return nil, err
+		}
+		o.tls = t
+	}
+	if f.ops.metricsListen != "" {
+		m, err := metrics.New()
+		if err != nil {
+			return nil, err
+		}
+		o.metrics = m
+	}
+	if f.ops.includeSecrets {
+		log.Warn("--diagnostics-include-secrets: GetConfig shows credentials and private keys to every reader")
+	}
+	log.Info("security", "auth", o.auth != nil, "tls", o.tls != nil, "mtls", o.tls != nil && o.tls.MTLS(),
+		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
+	return o, nil
+}
+
+// requireLoopback refuses an address that is not on the loopback
+// interface: without tokens anyone who reaches the port could push.
+func requireLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	refuse := fmt.Errorf("--listen %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could push configurations and change sinks; "+
+		"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", addr)
+	if host == "" {
+		return refuse
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if !ip.IsLoopback() {
+			return refuse
+		}
+		return nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return refuse
+		}
+	}
+	return nil
+}
+
+// engineOptions adds the Prometheus engine metrics.
+func (o *ops) engineOptions() []engine.Option {
+	if o.metrics == nil {
+		return nil
+	}
+	return []engine.Option{engine.WithMetrics(o.metrics.Engine)}
+}
+
+// serverOptions adds TLS, the metric interceptors (first, so denied calls
+// are counted too), the auth interceptors and the redactor.
+func (o *ops) serverOptions() []server.Option {
+	var (
+		opts   []server.Option
+		unary  []grpc.UnaryServerInterceptor
+		stream []grpc.StreamServerInterceptor
+	)
+	if o.metrics != nil {
+		u, s := o.metrics.Interceptors()
+		unary, stream = append(unary, u...), append(stream, s...)
+	}
+	if o.auth != nil {
+		unary, stream = append(unary, o.auth.UnaryInterceptor()), append(stream, o.auth.StreamInterceptor())
+	}
+	opts = append(opts, server.WithInterceptors(unary, stream))
+	if o.tls != nil {
+		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
+	}
+	if o.redact {
+		opts = append(opts, server.WithRedactor(redact.Config))
+	}
+	return opts
+}
+
+// serve starts /metrics and the SIGHUP reloader; close stops both.
+func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
+	if o.metrics != nil {
+		o.metrics.InitializeGRPC(srv.GRPC)
+		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log)
+		if err != nil {
+			if f.ops.metricsListen != defaultMetricsListen {
+				return err
+			}
+			// The default port is taken (another hub on this machine):
+			// serve gRPC anyway and say so.
+			o.log.Warn("metrics disabled: the default --metrics-listen is in use; set --metrics-listen", "error", err)
+		} else {
+			o.msrv = ms
+			o.log.Info("metrics serving", "listen", ms.Addr(), "path", "/metrics")
+		}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	rctx, cancel := context.WithCancel(ctx)
+	o.cancel = cancel
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-hup:
+				o.reload()
+			}
+		}
+	}()
+	return nil
+}
+
+// reload re-reads the token file and the TLS certificate (SIGHUP). A
+// failure keeps what is in force.
+func (o *ops) reload() {
+	if o.auth == nil && o.tls == nil {
+		o.log.Info("SIGHUP: nothing to reload (no --auth-tokens, no --tls-cert)")
+		return
+	}
+	if o.auth != nil {
+		_ = o.auth.Reload() // logs its own outcome
+	}
+	if o.tls != nil {
+		if err := o.tls.Reload(); err != nil {
+			o.log.Error("TLS certificate reload failed; keeping the previous one", "error", err)
+		} else {
+			o.log.Info("TLS certificate reloaded")
+		}
+	}
+}
+
+func (o *ops) close() {
+	if o.cancel != nil {
+		o.cancel()
+	}
+	o.wg.Wait()
+	if o.msrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := o.msrv.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			o.log.Warn("metrics server shutdown", "error", err)
+		}
+	}
+}
