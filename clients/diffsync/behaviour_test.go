@@ -258,16 +258,20 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// TestUnavailableIsRetryable: 503 and dropped connections are retried by
-// the engine, never pinned.
+// TestUnavailableIsRetryable: 503, dropped connections and refused
+// credentials are retried by the engine, never pinned.
 func TestUnavailableIsRetryable(t *testing.T) {
-	for _, f := range []emulator.EntityFault{{Status: http.StatusServiceUnavailable}, {Drop: true}} {
+	for _, f := range []emulator.EntityFault{{Status: http.StatusServiceUnavailable}, {Drop: true}, {Status: http.StatusUnauthorized}} {
 		e := newEnv(t)
 		s := e.syncer(t, e.url)
 		e.api.PushFaults(f)
 		_, err := s.Sync(ctxT(t), loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
 		se, ok := sink.AsError(err)
-		if !ok || se.Permanent || se.Code != "unavailable" {
+		want := "unavailable"
+		if f.Status == http.StatusUnauthorized {
+			want = "unauthorized"
+		}
+		if !ok || se.Permanent || se.Code != want {
 			t.Errorf("fault %+v: error %#v, want retryable unavailable", f, err)
 		}
 	}

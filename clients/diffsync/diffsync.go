@@ -388,6 +388,10 @@ func classify(what string, err error) *sink.Error {
 			return e
 		case code == 408:
 			return &sink.Error{Code: "timeout", Message: msg, Err: err}
+		case code == 401 || code == 403:
+			// Credentials, not the configuration: a rotated token or
+			// certificate fixes it without a new generation.
+			return &sink.Error{Code: "unauthorized", Message: msg, Body: apiErr.Raw(), Err: err}
 		case code >= 400 && code < 500:
 			return &sink.Error{Code: "rejected", Message: msg, Permanent: true, Body: apiErr.Raw(), Err: err}
 		default:

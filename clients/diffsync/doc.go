@@ -18,11 +18,15 @@
 //   - A configuration the reconciler's reader rejects (schema validation,
 //     e.g. a credential without its secret; unknown references) is a
 //     Permanent *sink.Error with code "invalid" and the reconciler's
-//     message; no entity request is sent for it.
+//     message, plus one EntityError per offending object (its tags and the
+//     missing field); no entity request is sent for it.
 //   - Errors of the destination map to *sink.Error: 429 -> RetryAfter from
-//     the reconciler's error details (Retry-After); any other 4xx ->
-//     Permanent "rejected" (the engine pins the hash until a new
-//     generation); 5xx, connection errors and timeouts -> retryable. When a
+//     the reconciler's error details (Retry-After); 401 and 403 ->
+//     retryable "unauthorized" (credentials, not the configuration, are
+//     wrong: a rotated token file or certificate recovers without a new
+//     generation); any other 4xx -> Permanent "rejected" (the engine pins
+//     the hash until a new generation); 5xx, connection errors and
+//     timeouts -> retryable. When a
 //     sync has several failed operations, one retryable failure makes the
 //     whole apply retryable (the longest Retry-After wins).
 //   - Every failed operation is reported as a confighubv1.EntityError with
