@@ -66,6 +66,11 @@ type Broker struct {
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// dirty wakes the dispatcher, started with the first watch; the
+	// fan-out to watchers runs there, so a change costs its caller O(1)
+	// whatever the number of watchers.
+	dirty      chan struct{}
+	dispatcher bool
 }
 
 type stream struct {
@@ -79,14 +84,20 @@ type stream struct {
 	// watcher that saw it (or a later one) can resume.
 	trimmed  uint64
 	watchers map[*watcher]struct{}
+	// dispatched is the newest revision handed to the dispatcher.
+	dispatched uint64
 }
 
+// watcher is one Watch. Lock order: Broker.mu before watcher.mu.
 type watcher struct {
-	ch chan *confighubv1.WatchStatusResponse
+	kick chan struct{}
+	mu   sync.Mutex
+	ch   chan *confighubv1.WatchStatusResponse
+	// last is the revision of the newest change or snapshot sent.
+	last uint64
 	// victim: the buffer was full; no change is sent until the watcher's
 	// goroutine replaced the backlog with a fresh snapshot.
 	victim bool
-	kick   chan struct{}
 	closed bool
 }
 
@@ -98,6 +109,7 @@ func New(opts ...Option) *Broker {
 		keepGens: DefaultGenerations,
 		streams:  map[string]*stream{},
 		stop:     make(chan struct{}),
+		dirty:    make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(b)
@@ -182,29 +194,98 @@ func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatu
 	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
 }
 
-// publish numbers ev, keeps it in the stream's history and offers it to
-// every watcher without blocking. b.mu is held.
+// publish numbers ev, keeps it in the stream's history and wakes the
+// dispatcher. b.mu is held.
 func (b *Broker) publish(s *stream, ev *confighubv1.WatchStatusResponse) uint64 {
 	b.rev++
 	ev.Revision = b.rev
 	if dropped := s.hist.push(ev); dropped != nil {
 		s.trimmed = dropped.GetRevision()
 	}
-	for w := range s.watchers {
-		if w.victim {
-			continue
-		}
+	if len(s.watchers) > 0 {
 		select {
-		case w.ch <- ev:
+		case b.dirty <- struct{}{}:
 		default:
-			w.victim = true
-			select {
-			case w.kick <- struct{}{}:
-			default:
+		}
+	} else {
+		s.dispatched = b.rev
+	}
+	return b.rev
+}
+
+// batch is what one dispatch round sends to one stream's watchers.
+type batch struct {
+	watchers []*watcher
+	events   []*confighubv1.WatchStatusResponse
+	// trimmed: a watcher that saw less than this revision missed changes.
+	trimmed uint64
+}
+
+// dispatch fans the new changes out to the watchers, never blocking on
+// one: a watcher whose buffer is full becomes a victim.
+func (b *Broker) dispatch() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.dirty:
+		}
+		b.mu.Lock()
+		var work []batch
+		for _, s := range b.streams {
+			if s.dispatched == b.rev || len(s.watchers) == 0 {
+				s.dispatched = b.rev
+				continue
+			}
+			bt := batch{events: s.hist.after(s.dispatched), trimmed: s.trimmed}
+			for w := range s.watchers {
+				bt.watchers = append(bt.watchers, w)
+			}
+			s.dispatched = b.rev
+			work = append(work, bt)
+		}
+		b.mu.Unlock()
+		for _, bt := range work {
+			for _, w := range bt.watchers {
+				w.offer(bt.events, bt.trimmed)
 			}
 		}
 	}
-	return b.rev
+}
+
+// offer sends the changes w has not seen, or makes w a victim.
+func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.victim || w.closed {
+		return
+	}
+	if w.last < trimmed {
+		w.cutOver() // it missed changes that left the history
+		return
+	}
+	for _, ev := range events {
+		if ev.GetRevision() <= w.last {
+			continue // in its snapshot already
+		}
+		select {
+		case w.ch <- ev:
+			w.last = ev.GetRevision()
+		default:
+			w.cutOver()
+			return
+		}
+	}
+}
+
+// cutOver marks w a victim and wakes its goroutine. w.mu is held.
+func (w *watcher) cutOver() {
+	w.victim = true
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Snapshot returns the stream's status at the current revision; false when
@@ -261,6 +342,7 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 		return w.ch
 	}
 	s := b.stream(streamName)
+	w.last = b.rev
 	switch {
 	case fromRevision == 0:
 		w.ch <- b.snapshotEvent(s, ReasonStart)
@@ -276,7 +358,15 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 			w.ch <- ev
 		}
 	}
+	if len(s.watchers) == 0 {
+		s.dispatched = b.rev
+	}
 	s.watchers[w] = struct{}{}
+	if !b.dispatcher {
+		b.dispatcher = true
+		b.wg.Add(1)
+		go b.dispatch()
+	}
 	b.wg.Add(1)
 	go b.serve(ctx, s, w)
 	return w.ch
@@ -306,11 +396,17 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 					break drain
 				}
 			}
+			// Under b.mu no change can be published: the snapshot holds
+			// every change up to its revision, later ones follow it.
 			b.mu.Lock()
+			w.mu.Lock()
 			if !w.closed {
-				w.ch <- b.snapshotEvent(s, ReasonSlowWatcher)
+				ev := b.snapshotEvent(s, ReasonSlowWatcher)
+				w.ch <- ev
+				w.last = ev.GetRevision()
 				w.victim = false
 			}
+			w.mu.Unlock()
 			b.mu.Unlock()
 		}
 	}
@@ -319,14 +415,16 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 func (b *Broker) drop(s *stream, w *watcher) {
 	b.mu.Lock()
 	delete(s.watchers, w)
+	w.mu.Lock()
 	w.closed = true
+	close(w.ch)
+	w.mu.Unlock()
 	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.hist.buf) == 0 {
 		// Watched but never used: forget it, so watches of unknown
 		// streams hold no memory.
 		delete(b.streams, s.name)
 	}
 	b.mu.Unlock()
-	close(w.ch)
 }
 
 // Watchers returns the number of open watchers of a stream.

@@ -277,3 +277,110 @@ func BenchmarkBrokerSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// TestManyWatchersOneStalled: 100 watchers that keep up see every change
+// while one stalled watcher is cut over, and publishing never waits.
+func TestManyWatchersOneStalled(t *testing.T) {
+	b := status.New(status.WithWatchBuffer(8))
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stalled := b.Watch(ctx, "s", 0)
+	const readers, changes = 100, 200
+	got := make(chan uint64, readers)
+	errs := make(chan string, readers)
+	done := make(chan struct{})
+	for i := 0; i < readers; i++ {
+		ch := b.Watch(ctx, "s", 0)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			want := uint64(1)
+			for ev := range ch {
+				if ev.GetSnapshot() != nil {
+					if ev.GetSnapshotReason() != status.ReasonStart {
+						errs <- "a reader that keeps up was cut over"
+					}
+					continue
+				}
+				if g := ev.GetSink().GetAppliedGeneration(); g != want {
+					errs <- fmt.Sprintf("got change %d, want %d", g, want)
+				}
+				got <- want
+				want++
+			}
+		}()
+	}
+	for i := uint64(1); i <= changes; i++ {
+		b.PutSink(sinkStatus("a", i))
+		for r := 0; r < readers; r++ {
+			select {
+			case <-got:
+			case e := <-errs:
+				t.Fatal(e)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("change %d not seen by every reader", i)
+			}
+		}
+	}
+	var cut bool
+	for n := 0; n < 10 && !cut; n++ {
+		cut = recv(t, stalled).GetSnapshotReason() == status.ReasonSlowWatcher
+	}
+	if !cut {
+		t.Fatal("the stalled watcher was not cut over")
+	}
+	cancel()
+	for i := 0; i < readers; i++ {
+		<-done
+	}
+}
+
+// BenchmarkBrokerFanout measures a change reaching 1,000 watchers that
+// read as fast as they can; cutovers/op counts slow-watcher snapshots.
+func BenchmarkBrokerFanout(b *testing.B) {
+	br := status.New()
+	defer br.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const watchers = 1000
+	last := make(chan struct{}, watchers)
+	cutovers := make(chan int, watchers)
+	final := uint64(b.N)
+	for i := 0; i < watchers; i++ {
+		ch := br.Watch(ctx, "s", 0)
+		go func() {
+			n, reached := 0, false
+			for ev := range ch {
+				if ev.GetSnapshotReason() == status.ReasonSlowWatcher {
+					n++
+				}
+				var seen uint64
+				if st := ev.GetSink(); st != nil {
+					seen = st.GetAppliedGeneration()
+				} else if snap := ev.GetSnapshot(); snap != nil && len(snap.GetSinks()) > 0 {
+					seen = snap.GetSinks()[0].GetAppliedGeneration()
+				}
+				if seen == final && !reached {
+					reached = true
+					last <- struct{}{}
+				}
+			}
+			cutovers <- n
+		}()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		br.PutSink(sinkStatus("a", uint64(i)))
+	}
+	for i := 0; i < watchers; i++ {
+		<-last
+	}
+	b.StopTimer()
+	cancel()
+	total := 0
+	for i := 0; i < watchers; i++ {
+		total += <-cutovers
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "cutovers/op")
+}
