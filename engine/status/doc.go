@@ -18,8 +18,12 @@
 //     sends a snapshot with reason "resume-gap" (TestWatchResumeGap).
 //   - A watcher whose buffer is full is never waited for: its pending
 //     changes are dropped and it gets a fresh snapshot with reason
-//     "slow-watcher" once it reads again (etcd's victim pattern), while
-//     other watchers get every change (TestSlowWatcherIsCutOver).
+//     "slow-watcher" (etcd's victim pattern), while other watchers get
+//     every change (TestSlowWatcherIsCutOver, TestManyWatchersOneStalled).
+//   - A change costs its caller O(1) whatever the number of watchers: the
+//     fan-out runs in the broker's dispatcher goroutine, which batches the
+//     changes of the history since its last round (BenchmarkBrokerPut,
+//     BenchmarkBrokerFanout).
 //   - A watcher's channel is closed when its context ends or the broker is
 //     closed, and its goroutine exits (TestWatchClosesOnCancel, goleak).
 //
