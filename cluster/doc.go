@@ -47,7 +47,8 @@
 //     resumes with the changes after it, or a snapshot with reason
 //     "resume-gap" when etcd compacted them; a watcher too slow for its
 //     buffer gets a snapshot with reason "slow-watcher" and never blocks
-//     anything else (TestFanoutStatusFromAnyReplica, TestWatchResumesAcrossReplicas).
+//     anything else (TestFanoutPartitionsAndMovesSinks, TestWatchResumesAcrossReplicas,
+//     TestSlowWatcherGetsSnapshot).
 //   - Readiness: while a linearizable read of etcd fails the readiness
 //     callback is told false (the command sets gRPC health NOT_SERVING) and
 //     the guarded store fails every call at once (pushes get Unavailable);

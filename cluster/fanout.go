@@ -418,14 +418,23 @@ func (f *Fanout) reassign(ctx context.Context) map[string]error {
 		f.eng.Restore(f.appliedFor(ctx, start))
 	}
 	for _, s := range start {
+		// Marked running before it starts: the status writer keeps only the
+		// statuses of running sinks, and the first ones come from PutSink.
+		f.mu.Lock()
+		prev := f.running[s.GetName()]
+		f.running[s.GetName()] = s
+		f.mu.Unlock()
 		if _, _, err := f.eng.PutSink(s); err != nil {
 			errs[s.GetName()] = err
 			f.log.Error("cluster: starting an owned sink failed", "sink", s.GetName(), "error", err)
-			continue
+			f.mu.Lock()
+			if prev != nil {
+				f.running[s.GetName()] = prev // the engine kept the old one
+			} else {
+				delete(f.running, s.GetName())
+			}
+			f.mu.Unlock()
 		}
-		f.mu.Lock()
-		f.running[s.GetName()] = s
-		f.mu.Unlock()
 	}
 	f.logOwnership(members, registered, start, stop)
 	f.writer.follow(ctx)

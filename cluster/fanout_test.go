@@ -54,7 +54,7 @@ type replica struct {
 	stop func()
 }
 
-func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies) *replica {
+func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, opts ...Option) *replica {
 	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("rec", func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
@@ -64,7 +64,7 @@ func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client
 	}
 	eng := engine.New(reg, engine.WithRecorder(st))
 	mem := NewMembership(cli, "/t", id, 2*time.Second)
-	fan := New(eng, st, st, cli, mem, "/t", WithStatusInterval(20*time.Millisecond), WithWatchBuffer(64))
+	fan := New(eng, st, st, cli, mem, "/t", append([]Option{WithStatusInterval(20 * time.Millisecond), WithWatchBuffer(64)}, opts...)...)
 	h := hub.New(st, fan)
 	if err := h.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -277,5 +277,61 @@ func TestGuardFailsFastWhenNotReady(t *testing.T) {
 	ready = true
 	if _, _, err := g.CommitConfig(context.Background(), store.Stream{Name: "default", Hash: "h", Config: []byte("{}")}, 0); err != nil {
 		t.Fatalf("commit when ready: %v", err)
+	}
+}
+
+// TestSlowWatcherGetsSnapshot: a watcher that does not read is never waited
+// for; once it reads it gets a "slow-watcher" snapshot and then the changes,
+// ending on the current state.
+func TestSlowWatcherGetsSnapshot(t *testing.T) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	st := newSharedStore()
+	a := &applies{log: map[string][]string{}}
+	r := startReplica(t, "r1", st, cli, a, WithWatchBuffer(4))
+	waitBothMembers(t, r)
+	for i := range 4 {
+		if _, _, err := r.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := push(t, r.hub, 1)
+	eventually(t, "generation 1 applied", func() bool { return allApplied(r, 4, g.Generation) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := r.hub.Watch(ctx, "", 0)
+	for i := 2; i <= 6; i++ {
+		g = push(t, r.hub, i)
+		eventually(t, fmt.Sprintf("generation %d applied", g.Generation), func() bool { return allApplied(r, 4, g.Generation) })
+	}
+	state := map[string]uint64{}
+	sawSlow := false
+	done := func() bool {
+		for i := range 4 {
+			if state[fmt.Sprintf("s%d", i)] != g.Generation {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		select {
+		case m := <-slow:
+			if snap := m.GetSnapshot(); snap != nil {
+				sawSlow = sawSlow || m.GetSnapshotReason() == ReasonSlowWatcher
+				clear(state)
+				for _, s := range snap.GetSinks() {
+					state[s.GetSink()] = s.GetAppliedGeneration()
+				}
+			}
+			if s := m.GetSink(); s != nil {
+				state[s.GetSink()] = s.GetAppliedGeneration()
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the slow watcher never reached generation %d: %v", g.Generation, state)
+		}
+	}
+	if !sawSlow {
+		t.Fatal("a watcher with a buffer of 4 that read nothing during 5 pushes got no slow-watcher snapshot")
 	}
 }
