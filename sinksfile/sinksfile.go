@@ -44,7 +44,12 @@ func Parse(b []byte) ([]*confighubv1.Sink, error) {
 		return nil, err
 	}
 	out := make([]*confighubv1.Sink, 0, len(items))
+	md := (&confighubv1.Sink{}).ProtoReflect().Descriptor()
 	for i, it := range items {
+		it, err := normalizeDurations(it, md)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
 		s := &confighubv1.Sink{}
 		if err := protojson.Unmarshal(it, s); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseYAMLList(t *testing.T) {
@@ -55,5 +56,28 @@ func TestLoadErrorsNameFileAndEntry(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestGoDurationsAccepted(t *testing.T) {
+	sinks, err := Parse([]byte(`
+- name: gw
+  kong: {address: "http://127.0.0.1:8001", status_interval: 1m30s}
+  options:
+    timeout: 1h
+    min_interval: 250ms
+    backoff: {initial: 0.05s, max: 2m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sinks[0].GetOptions()
+	if o.GetTimeout().AsDuration() != time.Hour || o.GetMinInterval().AsDuration() != 250*time.Millisecond ||
+		o.GetBackoff().GetMax().AsDuration() != 2*time.Minute || o.GetBackoff().GetInitial().AsDuration() != 50*time.Millisecond ||
+		sinks[0].GetKong().GetStatusInterval().AsDuration() != 90*time.Second {
+		t.Fatalf("durations not read: %v", sinks[0])
+	}
+	if _, err := Parse([]byte("- name: gw\n  options: {timeout: soon}\n")); err == nil || !strings.Contains(err.Error(), "options.timeout") {
+		t.Fatalf("a bad duration must be named: %v", err)
 	}
 }
