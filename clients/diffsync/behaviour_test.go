@@ -15,7 +15,7 @@ import (
 
 // changeFirstRoute returns raw with the first route of the first service
 // given a new path.
-func changeFirstRoute(t *testing.T, raw []byte) []byte {
+func changeFirstRoute(t testing.TB, raw []byte) []byte {
 	t.Helper()
 	var root map[string]any
 	if err := json.Unmarshal(raw, &root); err != nil {

@@ -28,7 +28,7 @@ type env struct {
 	url string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	api := emulator.NewEntityAPI()
 	srv := httptest.NewServer(api)
@@ -36,7 +36,7 @@ func newEnv(t *testing.T) *env {
 	return &env{api: api, url: srv.URL}
 }
 
-func (e *env) syncer(t *testing.T, base string, opts ...Option) *Syncer {
+func (e *env) syncer(t testing.TB, base string, opts ...Option) *Syncer {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -47,7 +47,7 @@ func (e *env) syncer(t *testing.T, base string, opts ...Option) *Syncer {
 	return New(c, append([]Option{WithTempDir(t.TempDir())}, opts...)...)
 }
 
-func loadConfig(t *testing.T, raw []byte, gen uint64) *config.Config {
+func loadConfig(t testing.TB, raw []byte, gen uint64) *config.Config {
 	t.Helper()
 	ck, err := config.Check(raw, config.FormatUnknown)
 	if err != nil {
