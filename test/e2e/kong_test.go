@@ -208,7 +208,13 @@ func TestKongInvalidConfigReportedWithEntityErrors(t *testing.T) {
 		t.Fatalf("generation %d after %d", next, gen)
 	}
 	waitHash(t, f.gws, emulator.ConfigHash(fixed), "fixed config")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for i, g := range f.gws {
+		// The fixed config's 201 is logged a moment after its hash shows.
+		if err := g.Wait(ctx, func(v emulator.View) bool { return g.Pushes() >= 3 && v.InFlight == 0 }); err != nil {
+			t.Fatal(err)
+		}
 		rejected := 0
 		for _, r := range g.Requests() {
 			if r.Path == "/config" && r.Status == http.StatusBadRequest {
@@ -261,12 +267,19 @@ func TestKongRetryAfterHonoured(t *testing.T) {
 	f.push(t, raw)
 	waitHash(t, f.gws[1:], emulator.ConfigHash(raw), "gateways without 429")
 	waitHash(t, f.gws[:1], emulator.ConfigHash(raw), "gateway after its 429")
+	// The log entry of the 201 follows the hash change by a moment.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var posts []emulator.Request
-	for _, r := range f.gws[0].Requests() {
-		if r.Path == "/config" {
-			posts = append(posts, r)
+	_ = f.gws[0].Wait(ctx, func(emulator.View) bool {
+		posts = posts[:0]
+		for _, r := range f.gws[0].Requests() {
+			if r.Path == "/config" {
+				posts = append(posts, r)
+			}
 		}
-	}
+		return len(posts) >= 2
+	})
 	if len(posts) != 2 || posts[0].Status != http.StatusTooManyRequests || posts[1].Status != http.StatusCreated {
 		t.Fatalf("POST /config log %+v, want 429 then 201", posts)
 	}

@@ -47,7 +47,9 @@
 // cmd/kong-emulator can be scripted with curl. Faults apply to every Admin
 // API request (control calls are neither faulted nor logged). Every Admin
 // API request is recorded (Requests, Count, Pushes) with method, path,
-// query, status (0 when dropped), time (from WithClock) and size. Wait and
+// query, status (0 when dropped), time (from WithClock) and size, as soon
+// as its status is known: a client that got its answer (or lost its
+// connection) finds the request in the log. Wait and
 // WaitHanging block on an observable condition, so tests need no sleeps.
 //
 // # Adding the entity Admin API (DB mode and Konnect; issue 6)

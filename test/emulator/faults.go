@@ -228,6 +228,7 @@ func defaultMessage(code int) string {
 func (g *Gateway) dropConn(w http.ResponseWriter) {
 	if rw, ok := w.(*recorder); ok {
 		rw.dropped = true
+		rw.logOnce()
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -258,22 +259,41 @@ type Request struct {
 	Dropped bool  `json:"dropped,omitempty"`
 }
 
+// recorder logs its request as soon as the answer's status is known, so a
+// client that got an answer (or saw its connection dropped) finds its
+// request in the log.
 type recorder struct {
 	http.ResponseWriter
+	g       *Gateway
+	req     Request
+	logged  bool
 	status  int
 	dropped bool
+}
+
+func (r *recorder) logOnce() {
+	if r.logged {
+		return
+	}
+	r.logged = true
+	r.req.Status, r.req.Dropped = r.status, r.dropped
+	r.g.mu.Lock()
+	r.g.log = append(r.g.log, r.req)
+	r.g.notifyLocked()
+	r.g.mu.Unlock()
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		r.logOnce()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -283,17 +303,16 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (g *Gateway) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Time: g.clock.Now(), Bytes: r.ContentLength}
 		g.mu.Lock()
 		g.inflight++
 		g.notifyLocked()
 		g.mu.Unlock()
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{ResponseWriter: w, g: g,
+			req: Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Time: g.clock.Now(), Bytes: r.ContentLength}}
 		defer func() {
-			req.Status, req.Dropped = rec.status, rec.dropped
+			rec.logOnce() // abandoned (hung until the client left) or no body
 			g.mu.Lock()
 			g.inflight--
-			g.log = append(g.log, req)
 			g.notifyLocked()
 			g.mu.Unlock()
 		}()

@@ -47,6 +47,9 @@ type Gateway struct {
 	log      []Request
 	inflight int
 	hanging  int
+	// conns is the number of open connections (Close waits for them: the
+	// HTTP server's connection goroutines outlive http.Server.Close).
+	conns int
 	// changed is closed and replaced whenever hanging or the log changes,
 	// so tests can wait for an observable condition without sleeping.
 	changed chan struct{}
@@ -178,7 +181,7 @@ func (g *Gateway) Serve(ln net.Listener) string {
 	g.ln = ln
 	g.url = scheme + "://" + ln.Addr().String()
 	g.srv = &http.Server{Handler: g.handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(g.logger.Handler(), slog.LevelDebug)}
+		ErrorLog: slog.NewLogLogger(g.logger.Handler(), slog.LevelDebug), ConnState: g.connState}
 	srv := g.srv
 	g.mu.Unlock()
 	g.wg.Add(1)
@@ -215,7 +218,32 @@ func (g *Gateway) Close() error {
 		err = srv.Close()
 	}
 	g.wg.Wait()
+	// Connection goroutines end shortly after their connection closes (up
+	// to the server's 500ms reset-avoidance delay); wait, bounded.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if werr := g.Wait(ctx, func(View) bool { return g.openConns() == 0 }); werr != nil && err == nil {
+		err = werr
+	}
 	return err
+}
+
+func (g *Gateway) connState(_ net.Conn, st http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		g.conns++
+	case http.StateClosed, http.StateHijacked:
+		g.conns--
+		g.notifyLocked()
+	}
+}
+
+func (g *Gateway) openConns() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.conns
 }
 
 // Hash is the current configuration_hash (EmptyHash when none is loaded).
