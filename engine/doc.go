@@ -25,6 +25,9 @@
 //     called and reports SKIPPED, also after a restart via Restore
 //     (TestHashSkip, TestRestoreSeedsHashSkip); a Runner's Resync forces
 //     the apply (TestResyncForcesReapply).
+//   - A Resync, or a Health report that the destination is reachable again,
+//     ends a backoff wait at once (a Retry-After still holds)
+//     (TestResyncAndRecoveryCutBackoff).
 //   - Per-attempt timeout, options.timeout, default 30s
 //     (TestAttemptTimeout).
 //   - Retryable failures back off exponentially with jitter up to a cap

@@ -785,3 +785,26 @@ func TestValidateSink(t *testing.T) {
 		t.Fatal("a failed put left a sink")
 	}
 }
+
+func TestResyncAndRecoveryCutBackoff(t *testing.T) {
+	for name, recover := range map[string]func(n sink.Notifier){
+		"resync":          func(n sink.Notifier) { n.Resync("plugin reconnected") },
+		"reachable again": func(n sink.Notifier) { n.Health(errors.New("connection refused")); n.Health(nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.put("gw", kindRunner, &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Initial: dur(time.Minute), Max: dur(time.Hour)}})
+			r := h.fleet.Runner("gw")
+			r.Set(enginetest.Behavior{Err: errors.New("connection refused")})
+			h.pushN(1)
+			h.awaitState("gw", backoffS, 1)
+			r.Set(enginetest.Behavior{})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			n, err := r.Notifier(ctx)
+			must(t, err)
+			recover(n) // no clock advance: the minute of backoff is not waited out
+			h.awaitApplied("gw", 1)
+		})
+	}
+}

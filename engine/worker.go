@@ -589,6 +589,10 @@ func (n notifier) Resync(reason string) {
 	}
 	w.resync = true
 	w.resyncReason = reason
+	// The destination is back (a gateway restarted empty, a plugin
+	// reconnected): the backoff wait is no longer worth waiting out.
+	// A destination's own Retry-After still holds.
+	w.retryGen, w.retryAt = 0, time.Time{}
 	w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
 	w.wake()
 }
@@ -614,6 +618,10 @@ func (n notifier) Health(err error) {
 		w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
 	} else {
 		w.e.log.Info("sink reachable again", "sink", w.name)
+		// A retry scheduled while it was down is tried now, not after the
+		// rest of its backoff.
+		w.retryGen, w.retryAt = 0, time.Time{}
+		w.wake()
 	}
 	w.health = h
 	w.emit()
