@@ -1,0 +1,290 @@
+// Command confighub-bench measures the performance targets of
+// shared/DESIGN.md ("Targets") against their baselines, in one run on one
+// machine, and prints one table (and writes it as JSON under
+// bench/results/). Run it with `make bench`; see docs/performance.md.
+//
+// The hub runs in this process (hub.New with the real bbolt store in a temp
+// dir, engine, server.New on 127.0.0.1, gRPC over loopback). Scenario 2's
+// 1,000 emulated gateways run in a child process (this binary with
+// -fleet), so the hub's memory is measured without theirs.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+type opts struct {
+	quick     bool
+	only      string
+	out       string
+	runs      int
+	gateways  int
+	konnect   time.Duration
+	burst     time.Duration
+	cpuprof   string
+	fleet     int    // child mode: serve this many emulated gateways
+	memChild  string // child mode: scenario 2 memory with this fleet file
+	verbose   bool
+	startTime time.Time
+}
+
+func main() {
+	var o opts
+	fs := flag.NewFlagSet("confighub-bench", flag.ExitOnError)
+	fs.BoolVar(&o.quick, "quick", false, "fewer runs, 200 gateways, 3 s burst (about a minute)")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4); default all")
+	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
+	fs.IntVar(&o.runs, "runs", 0, "repetitions of the fast scenarios (default 10, quick 3)")
+	fs.IntVar(&o.gateways, "gateways", 0, "emulated gateways of scenario 2 (default 1000, quick 200)")
+	fs.DurationVar(&o.konnect, "konnect-time", 5*time.Second, "how long scenario 6's Konnect upload takes")
+	fs.DurationVar(&o.burst, "burst", 0, "scenario 4's push duration (default 10s, quick 3s)")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run here")
+	fs.BoolVar(&o.verbose, "v", false, "log progress details")
+	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
+	fs.StringVar(&o.memChild, "mem-child", "", "internal: scenario 2 memory run against the fleet URLs in this file")
+	_ = fs.Parse(os.Args[1:])
+	raiseFileLimit()
+
+	if o.fleet > 0 {
+		if err := runFleet(o.fleet, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.memChild != "" {
+		if err := runMemChild(o.memChild, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mem-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.runs == 0 {
+		o.runs = 10
+		if o.quick {
+			o.runs = 3
+		}
+	}
+	if o.gateways == 0 {
+		o.gateways = 1000
+		if o.quick {
+			o.gateways = 200
+		}
+	}
+	if o.burst == 0 {
+		o.burst = 10 * time.Second
+		if o.quick {
+			o.burst = 3 * time.Second
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "confighub-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Row is one line of the table.
+type Row struct {
+	Scenario string  `json:"scenario"`
+	Unit     string  `json:"unit"`
+	Hub      float64 `json:"hub"`
+	Baseline float64 `json:"baseline,omitempty"`
+	// Ratio is Hub/Baseline (0 when there is no baseline).
+	Ratio  float64 `json:"ratio,omitempty"`
+	Target string  `json:"target"`
+	OK     bool    `json:"within_target"`
+	// Info rows have no target (context for another row).
+	Info bool   `json:"info,omitempty"`
+	Runs int    `json:"runs"`
+	Note string `json:"note,omitempty"`
+}
+
+type scenario struct {
+	id   string
+	name string
+	run  func(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error)
+}
+
+func run(ctx context.Context, o opts) error {
+	o.startTime = time.Now()
+	if o.cpuprof != "" {
+		stopProf, err := startCPUProfile(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	}
+	scenarios := []scenario{
+		{"1", "push ack vs gRPC+fsync", scenarioPushAck},
+		{"2", "1,000 gateways", scenarioFleet},
+		{"3", "hung Konnect", scenarioHungKonnect},
+		{"4", "push burst into a slow sink", scenarioBurst},
+		{"5", "1,000 watchers, one stalled", scenarioWatchers},
+		{"6", "KIC's serial loop", scenarioSerial},
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(o.only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	log := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(o.startTime).Seconds(), fmt.Sprintf(format, a...))
+	}
+	fmt.Fprintf(os.Stderr, "confighub-bench: %s/%s, %d CPUs, %s, quick=%v runs=%d gateways=%d\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.gateways)
+	var rows []Row
+	for _, s := range scenarios {
+		if len(want) > 0 && !want[s.id] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		log("scenario %s: %s", s.id, s.name)
+		r, err := s.run(ctx, o, log)
+		if err != nil {
+			return fmt.Errorf("scenario %s (%s): %w", s.id, s.name, err)
+		}
+		rows = append(rows, r...)
+		runtime.GC()
+	}
+	printTable(os.Stdout, rows)
+	fmt.Printf("\ntotal %.0fs\n", time.Since(o.startTime).Seconds())
+	return writeJSON(o, rows)
+}
+
+func printTable(w io.Writer, rows []Row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\thub (median)\tbaseline (median)\tratio\ttarget\twithin target")
+	for _, r := range rows {
+		base, ratio, ok := "-", "-", "yes"
+		if r.Baseline != 0 {
+			base = fmtVal(r.Baseline, r.Unit)
+		}
+		if r.Ratio != 0 {
+			ratio = fmt.Sprintf("%.2f", r.Ratio)
+		}
+		if !r.OK {
+			ok = "NO"
+		}
+		if r.Info {
+			ok = "(info)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, fmtVal(r.Hub, r.Unit), base, ratio, r.Target, ok)
+	}
+	_ = tw.Flush()
+	var notes []string
+	for _, r := range rows {
+		if r.Note != "" {
+			notes = append(notes, fmt.Sprintf("  %s: %s", r.Scenario, r.Note))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+}
+
+func fmtVal(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		if v < 10 {
+			return fmt.Sprintf("%.2f ms", v)
+		}
+		return fmt.Sprintf("%.1f ms", v)
+	case "s":
+		return fmt.Sprintf("%.2f s", v)
+	case "MiB":
+		return fmt.Sprintf("%.1f MiB", v)
+	case "":
+		return fmt.Sprintf("%g", v)
+	case "/s":
+		return fmt.Sprintf("%.0f/s", v)
+	}
+	return fmt.Sprintf("%g %s", v, unit)
+}
+
+func writeJSON(o opts, rows []Row) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("results folder: %w", err)
+	}
+	host, _ := os.Hostname()
+	doc := struct {
+		Time     time.Time `json:"time"`
+		Host     string    `json:"host"`
+		CPUs     int       `json:"cpus"`
+		Go       string    `json:"go"`
+		Quick    bool      `json:"quick"`
+		Runs     int       `json:"runs"`
+		Gateways int       `json:"gateways"`
+		Seconds  float64   `json:"seconds"`
+		Rows     []Row     `json:"rows"`
+	}{o.startTime.UTC(), host, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.gateways, time.Since(o.startTime).Seconds(), rows}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(o.out, o.startTime.UTC().Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	fmt.Printf("results: %s\n", path)
+	return nil
+}
+
+// median of durations in milliseconds.
+func medianMS(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return ms(s[n/2])
+	}
+	return (ms(s[n/2-1]) + ms(s[n/2])) / 2
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ratioRow builds a row whose target is ratio <= max.
+func ratioRow(name, unit string, hub, base float64, max float64, runs int) Row {
+	r := Row{Scenario: name, Unit: unit, Hub: hub, Baseline: base, Runs: runs}
+	if base > 0 {
+		r.Ratio = hub / base
+	}
+	r.Target = fmt.Sprintf("ratio <= %.2f", max)
+	r.OK = r.Ratio <= max
+	return r
+}
+
+func raiseFileLimit() {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+}
