@@ -264,6 +264,19 @@ func check(v any, o checkOptions) Result {
 			}
 		}
 	}
+	// A plugin is unique per name and scope (service, route, consumer,
+	// consumer group), as Kong's plugins cache key is.
+	seenPlugin := map[string]bool{}
+	for _, e := range byKey["plugins"] {
+		key := e.str("name")
+		for _, f := range []string{"service", "route", "consumer", "consumer_group"} {
+			key += "|" + scopeKey(e, f)
+		}
+		if seenPlugin[key] {
+			e.entityErr(fmt.Sprintf("uniqueness violation: 'plugins' entity with name set to '%s' already declared for the same service, route, consumer and consumer_group", e.str("name")))
+		}
+		seenPlugin[key] = true
+	}
 	resolve := func(coll string, ref any) (string, bool) {
 		var want string
 		switch r := ref.(type) {
@@ -345,6 +358,25 @@ func check(v any, o checkOptions) Result {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
 	return Result{Hash: h, Counts: counts}
+}
+
+// scopeKey identifies what reference field f of e points at: its parent
+// when nested, else the reference as written.
+func scopeKey(e *entity, f string) string {
+	if p, ok := e.parent[f]; ok {
+		return fmt.Sprintf("parent:%p", p)
+	}
+	switch r := e.data[f].(type) {
+	case string:
+		return "ref:" + r
+	case map[string]any:
+		for _, k := range []string{"id", "name", "username"} {
+			if s, ok := r[k].(string); ok && s != "" {
+				return "ref:" + s
+			}
+		}
+	}
+	return ""
 }
 
 type checkOptions struct {

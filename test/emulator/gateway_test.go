@@ -219,6 +219,7 @@ func TestFieldRules(t *testing.T) {
 		{"unknown field", `{"services":[{"name":"s","host":"h","colour":"red"}]}`, "service", "colour: unknown field"},
 		{"bad id", `{"services":[{"name":"s","host":"h","id":"x"}]}`, "service", "id: expected a valid UUID"},
 		{"unknown plugin", `{"plugins":[{"name":"nope"}]}`, "plugin", "plugin 'nope' not enabled"},
+		{"same plugin twice on a route", `{"services":[{"name":"s","host":"h","routes":[{"name":"r","paths":["/"],"plugins":[{"name":"cors"},{"name":"cors"}]}]}]}`, "plugin", "uniqueness violation: 'plugins' entity with name set to 'cors'"},
 		{"consumer without name", `{"consumers":[{"tags":["a"]}]}`, "consumer", "custom_id"},
 	}
 	for _, c := range cases {
