@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/confighub/confighub/hubclient"
+)
+
+// maxRecv bounds answers (config get of a large configuration).
+const maxRecv = 512 << 20
+
+// bearer sends the token with every call.
+type bearer struct{ token string }
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+// RequireTransportSecurity is false so a token also works over plaintext to
+// a loopback hub; over a network use TLS.
+func (b bearer) RequireTransportSecurity() bool { return false }
+
+// dial connects to the hub as the globals say.
+func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), error) {
+	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""
+	if useTLS && g.insecure {
+		return nil, nil, usagef("--insecure and --tls-* flags exclude each other")
+	}
+	var creds credentials.TransportCredentials = insecure.NewCredentials()
+	if useTLS {
+		c, err := clientTLS(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		creds = credentials.NewTLS(c)
+	}
+	dopts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)),
+	}
+	if g.token != "" {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{token: g.token}))
+	}
+	cc, err := grpc.NewClient(g.addr, dopts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect %s: %w", g.addr, err)
+	}
+	return hubclient.New(cc, opts...), func() { _ = cc.Close() }, nil
+}
+
+func clientTLS(g *globals) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: g.tlsServerName}
+	if c.ServerName == "" {
+		if host, _, err := net.SplitHostPort(g.addr); err == nil {
+			c.ServerName = host
+		}
+	}
+	if g.tlsCA != "" {
+		pem, err := os.ReadFile(g.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", g.tlsCA)
+		}
+		c.RootCAs = pool
+	}
+	if (g.tlsCert == "") != (g.tlsKey == "") {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	if g.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(g.tlsCert, g.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}

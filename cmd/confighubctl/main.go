@@ -1,0 +1,227 @@
+// Command confighubctl is the operator's client of a confighub hub: push a
+// configuration (with a progress bar for large uploads), show and follow
+// the per-sink status, manage sinks, and read back configurations.
+//
+//	confighubctl [global flags] <command> [flags]
+//
+//	push -f FILE [--stream s] [--expected-generation n] [--label k=v]...
+//	status [--stream s] [--watch]
+//	sinks list [--stream s] | sinks put -f FILE.yaml | sinks delete NAME
+//	config get [--stream s] [--sink NAME] [--failed]
+//
+// Global flags (also accepted after the command): --addr (env
+// CONFIGHUB_ADDR, default 127.0.0.1:7070), --token (env CONFIGHUB_TOKEN),
+// --tls-ca, --tls-cert, --tls-key, --tls-server-name, --insecure,
+// --output table|json, --timeout. A failure exits non-zero with one line:
+// "confighubctl: push: InvalidArgument: ...".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/status"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command; Ctrl-C (SIGINT) or SIGTERM ends it.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+const usage = `Usage: confighubctl [global flags] <command> [flags]
+
+Commands:
+  push -f FILE [--stream s] [--expected-generation n] [--label k=v]...
+                           push a Kong declarative configuration (JSON or YAML; - for stdin)
+  status [--stream s] [--watch]
+                           the per-sink status table; --watch redraws it as sinks apply
+  sinks list [--stream s]  list the sinks
+  sinks put -f FILE.yaml   create or replace sinks (one sink or a list, PutSink's shape)
+  sinks delete NAME        delete a sink
+  config get [--stream s] [--sink NAME] [--failed]
+                           print a stream's configuration, or what a sink last applied (or failed)
+
+Global flags (also accepted after the command):
+`
+
+// globals are the connection and output flags.
+type globals struct {
+	addr          string
+	token         string
+	tlsCA         string
+	tlsCert       string
+	tlsKey        string
+	tlsServerName string
+	insecure      bool
+	output        string
+	timeout       time.Duration
+}
+
+func addGlobals(fs *flag.FlagSet, g *globals) {
+	fs.StringVar(&g.addr, "addr", envOr("CONFIGHUB_ADDR", "127.0.0.1:7070"), "hub gRPC address (env CONFIGHUB_ADDR)")
+	fs.StringVar(&g.token, "token", os.Getenv("CONFIGHUB_TOKEN"), "bearer token (env CONFIGHUB_TOKEN)")
+	fs.StringVar(&g.tlsCA, "tls-ca", os.Getenv("CONFIGHUB_TLS_CA"), "PEM CA that signed the hub's certificate (enables TLS; env CONFIGHUB_TLS_CA)")
+	fs.StringVar(&g.tlsCert, "tls-cert", os.Getenv("CONFIGHUB_TLS_CERT"), "PEM client certificate for mTLS (enables TLS; env CONFIGHUB_TLS_CERT)")
+	fs.StringVar(&g.tlsKey, "tls-key", os.Getenv("CONFIGHUB_TLS_KEY"), "PEM key of --tls-cert (env CONFIGHUB_TLS_KEY)")
+	fs.StringVar(&g.tlsServerName, "tls-server-name", "", "name to verify in the hub's certificate (default: the host of --addr)")
+	fs.BoolVar(&g.insecure, "insecure", false, "plaintext (the default when no --tls-* flag is set)")
+	fs.StringVar(&g.output, "output", "table", "output: table or json")
+	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "deadline of one request (not of status --watch)")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// cliError is a failure with the command it happened in.
+type cliError struct {
+	cmd string
+	err error
+}
+
+func (e *cliError) Error() string { return e.cmd + ": " + oneLine(e.err) }
+
+// usageError marks bad arguments (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// oneLine renders an error as one line; a gRPC status as "Code: message".
+func oneLine(err error) string {
+	msg := err.Error()
+	if st, ok := status.FromError(err); ok {
+		msg = st.Code().String() + ": " + st.Message()
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+type command struct {
+	name string
+	run  func(ctx context.Context, g *globals, args []string, out, errw io.Writer) error
+}
+
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var g globals
+	root := flag.NewFlagSet("confighubctl", flag.ContinueOnError)
+	root.SetOutput(stderr)
+	addGlobals(root, &g)
+	root.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		root.PrintDefaults()
+	}
+	if err := root.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := root.Args()
+	if len(rest) == 0 {
+		root.Usage()
+		return 2
+	}
+	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
+		"push":   cmdPush,
+		"status": cmdStatus,
+		"sinks":  cmdSinks,
+		"config": cmdConfig,
+	}
+	name := rest[0]
+	if name == "help" {
+		root.Usage()
+		return 0
+	}
+	fn, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks or config; see --help)\n", name)
+		return 2
+	}
+	err := fn(ctx, &g, rest[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "confighubctl: %s\n", ue.msg)
+		return 2
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		ce = &cliError{cmd: name, err: err}
+	}
+	fmt.Fprintf(stderr, "confighubctl: %s\n", ce.Error())
+	return 1
+}
+
+// subFlags is a subcommand's flag set, which also takes the globals.
+func subFlags(name string, g *globals, errw io.Writer, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("confighubctl "+name, flag.ContinueOnError)
+	fs.SetOutput(errw)
+	addGlobalsOnto(fs, g)
+	fs.Usage = func() {
+		fmt.Fprintf(errw, "Usage: confighubctl %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// addGlobalsOnto registers the global flags on a subcommand, with the
+// values already parsed as defaults, so "status --addr x" works too.
+func addGlobalsOnto(fs *flag.FlagSet, g *globals) {
+	fs.StringVar(&g.addr, "addr", g.addr, "hub gRPC address (env CONFIGHUB_ADDR)")
+	fs.StringVar(&g.token, "token", g.token, "bearer token (env CONFIGHUB_TOKEN)")
+	fs.StringVar(&g.tlsCA, "tls-ca", g.tlsCA, "PEM CA of the hub's certificate")
+	fs.StringVar(&g.tlsCert, "tls-cert", g.tlsCert, "PEM client certificate (mTLS)")
+	fs.StringVar(&g.tlsKey, "tls-key", g.tlsKey, "PEM key of --tls-cert")
+	fs.StringVar(&g.tlsServerName, "tls-server-name", g.tlsServerName, "name to verify in the hub's certificate")
+	fs.BoolVar(&g.insecure, "insecure", g.insecure, "plaintext")
+	fs.StringVar(&g.output, "output", g.output, "output: table or json")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "deadline of one request")
+}
+
+// parseSub parses a subcommand's flags; flags may follow positional
+// arguments ("sinks delete gw-0 --addr x").
+func parseSub(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	return pos, nil
+}
+
+func checkOutput(g *globals) error {
+	if g.output != "table" && g.output != "json" {
+		return usagef("--output %q: want table or json", g.output)
+	}
+	return nil
+}

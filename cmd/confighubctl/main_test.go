@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/auth"
+	"github.com/confighub/confighub/auth/authtest"
+	"github.com/confighub/confighub/clients/file"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/hub"
+	"github.com/confighub/confighub/redact"
+	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/store/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const fixtures = "../../../shared/fixtures/kic-golden"
+
+// rejectSink rejects every configuration the way a Kong gateway does, with
+// a body that names a credential.
+type rejectSink struct{}
+
+func (rejectSink) Apply(context.Context, *config.Config) error {
+	return &sink.Error{Code: "rejected", Message: "invalid declarative configuration", Permanent: true,
+		Body: []byte(`{"flattened_errors":[{"entity_type":"basicauth_credential","entity":{"username":"u","password":"hunter2"},"errors":[{"type":"field","field":"consumer","message":"required"}]}]}`)}
+}
+func (rejectSink) Describe() sink.Capabilities { return sink.Capabilities{} }
+
+type hubOpts struct {
+	tokens string
+	tls    *auth.ServerTLS
+}
+
+// startHub runs an in-process hub (engine, memory store, gRPC server with
+// the redactor) on 127.0.0.1:0.
+func startHub(t *testing.T, o hubOpts) string {
+	t.Helper()
+	reg := sink.NewRegistry()
+	if err := file.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register("reject", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return rejectSink{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New()
+	eng := engine.New(reg, engine.WithRecorder(st))
+	h := hub.New(st, eng)
+	if err := h.Start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := []server.Option{server.WithRedactor(redact.Config)}
+	if o.tokens != "" {
+		tk, err := auth.ParseTokens([]byte(o.tokens))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := auth.New(tk)
+		opts = append(opts, server.WithInterceptors([]grpc.UnaryServerInterceptor{a.UnaryInterceptor()}, []grpc.StreamServerInterceptor{a.StreamInterceptor()}))
+	}
+	if o.tls != nil {
+		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
+	}
+	srv, err := server.New(h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.GRPC.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.GRPC.Stop()
+		<-done
+		eng.Stop()
+		_ = st.Close()
+	})
+	return lis.Addr().String()
+}
+
+// ctl runs the CLI and returns its exit code, stdout and stderr.
+func ctl(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runContext(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func mustCtl(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := ctl(t, args...)
+	if code != 0 {
+		t.Fatalf("confighubctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitStatus polls `status` until its table matches re.
+func waitStatus(t *testing.T, re *regexp.Regexp, args ...string) string {
+	t.Helper()
+	var last string
+	for range 500 {
+		_, last, _ = ctl(t, append(args, "status")...)
+		if re.MatchString(last) {
+			return last
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("status never matched %s; last:\n%s", re, last)
+	return ""
+}
+
+// TestTour: sinks put, push a KIC fixture, status until applied, sinks
+// list, config get (redacted), config get --sink, delete.
+func TestTour(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	out := filepath.Join(t.TempDir(), "kong.yaml")
+	g := []string{"--addr", addr}
+	res := mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "sink.yaml", "name: out\nfile:\n  path: "+out+"\n"))...)
+	if res != "sink out created\n" {
+		t.Fatalf("sinks put: %q", res)
+	}
+	fx := filepath.Join(fixtures, "credentials__default.yaml")
+	raw, err := os.ReadFile(fx)
+	if err != nil {
+		t.Skip(err)
+	}
+	res = mustCtl(t, append(g, "push", "-f", fx, "--label", "commit=abc")...)
+	if !strings.HasPrefix(res, "accepted: stream default generation 1 (hash "+config.Hash(raw)[:12]) {
+		t.Fatalf("push: %q", res)
+	}
+	table := waitStatus(t, regexp.MustCompile(`(?m)^out\s+file\s+APPLIED\s+1/1\s+1\s`), g...)
+	if !strings.Contains(table, "stream default  generation 1") || !strings.Contains(table, "SINK  ") {
+		t.Fatalf("status table:\n%s", table)
+	}
+	// Pushing the same bytes again changes nothing.
+	if res := mustCtl(t, append(g, "push", "-f", fx)...); !strings.HasPrefix(res, "unchanged: stream default stays at generation 1") {
+		t.Fatalf("second push: %q", res)
+	}
+	js := mustCtl(t, append(g, "--output", "json", "status")...)
+	var parsed struct {
+		Sinks []struct {
+			Sink, State, AppliedGeneration string
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &parsed); err != nil || len(parsed.Sinks) != 1 || parsed.Sinks[0].AppliedGeneration != "1" || parsed.Sinks[0].State != "SINK_STATE_APPLIED" {
+		t.Fatalf("status json: %v %+v\n%s", err, parsed, js)
+	}
+	list := mustCtl(t, append(g, "sinks", "list")...)
+	if !regexp.MustCompile(`(?m)^out\s+file\s+default\s+` + regexp.QuoteMeta(out) + `$`).MatchString(list) {
+		t.Fatalf("sinks list:\n%s", list)
+	}
+	_, cfg, summary := ctl(t, append(g, "config", "get")...)
+	if strings.Contains(cfg, "consumer-1-password") || !strings.Contains(cfg, redact.Placeholder) || !strings.Contains(summary, "credentials redacted") {
+		t.Fatalf("config get is not redacted:\n%s\n%s", summary, cfg)
+	}
+	if _, err := config.Check([]byte(cfg), config.FormatYAML); err != nil {
+		t.Fatalf("config get: not a config: %v", err)
+	}
+	_, cfg, summary = ctl(t, append(g, "config", "get", "--sink", "out")...)
+	if !strings.Contains(summary, "sink out (stream default) last applied: generation 1") || !strings.Contains(cfg, "_format_version") {
+		t.Fatalf("config get --sink:\n%s\n%s", summary, cfg)
+	}
+	if res := mustCtl(t, append(g, "sinks", "delete", "out")...); res != "sink out deleted\n" {
+		t.Fatalf("delete: %q", res)
+	}
+	if list := mustCtl(t, append(g, "sinks", "list")...); strings.Contains(list, "out ") {
+		t.Fatalf("deleted sink still listed:\n%s", list)
+	}
+}
+
+// TestFailedConfig: a rejecting sink shows FAILED with its error, and
+// config get --failed gives the error and the (redacted) answer body.
+func TestFailedConfig(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	g := []string{"--addr", addr}
+	mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "s.yaml", "- name: gw\n  kind: reject\n  custom: {}\n"))...)
+	mustCtl(t, append(g, "push", "-f", writeFile(t, "c.json", `{"_format_version":"3.0"}`))...)
+	waitStatus(t, regexp.MustCompile(`(?m)^gw\s+reject\s+FAILED\s+0/1\s+1\s+-\s+rejected: invalid declarative configuration$`), g...)
+	_, cfg, errs := ctl(t, append(g, "config", "get", "--sink", "gw", "--failed")...)
+	if cfg != `{"_format_version":"3.0"}` {
+		t.Fatalf("failed config: %q", cfg)
+	}
+	if !strings.Contains(errs, "# error: rejected: invalid declarative configuration") || !strings.Contains(errs, "required") || strings.Contains(errs, "hunter2") {
+		t.Fatalf("failed config diagnostics:\n%s", errs)
+	}
+}
+
+// TestErrors: every failure exits non-zero with one line naming the
+// command and the gRPC code.
+func TestErrors(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	g := []string{"--addr", addr}
+	cases := []struct {
+		args []string
+		code int
+		line string
+	}{
+		{[]string{"push", "-f", writeFile(t, "bad.json", `{"services":[]}`)}, 1, "confighubctl: push: InvalidArgument: "},
+		{[]string{"push", "-f", writeFile(t, "ok.json", `{"_format_version":"3.0"}`), "--expected-generation", "7"}, 1, "confighubctl: push: FailedPrecondition: "},
+		{[]string{"status", "--stream", "nope"}, 1, "confighubctl: status: NotFound: "},
+		{[]string{"sinks", "delete", "ghost"}, 1, "confighubctl: sinks delete ghost: NotFound: "},
+		{[]string{"sinks", "put", "-f", writeFile(t, "bad.yaml", "- name: x\n  kind: nosuchkind\n  custom: {}\n")}, 1, "confighubctl: sinks put x: InvalidArgument: "},
+		{[]string{"push", "-f", "/nonexistent/file.json"}, 1, "confighubctl: push: open /nonexistent/file.json: no such file or directory"},
+		{[]string{"push"}, 2, "confighubctl: push: -f FILE is required"},
+		{[]string{"frobnicate"}, 2, `confighubctl: unknown command "frobnicate"`},
+		{[]string{"--output", "xml", "status"}, 2, `confighubctl: --output "xml": want table or json`},
+		{[]string{"config", "get", "--failed"}, 2, "confighubctl: config get: --failed needs --sink NAME"},
+	}
+	for _, c := range cases {
+		code, _, errs := ctl(t, append(g, c.args...)...)
+		if code != c.code || !strings.HasPrefix(errs, c.line) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and one line starting %q", c.args, code, errs, c.code, c.line)
+		}
+	}
+	// An unreachable hub is one line too.
+	code, _, errs := ctl(t, "--addr", "127.0.0.1:1", "--timeout", "2s", "status")
+	if code != 1 || !strings.HasPrefix(errs, "confighubctl: status: Unavailable: ") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("unreachable hub: exit %d %q", code, errs)
+	}
+}
+
+// TestUploadProgress: a configuration above the unary limit goes through
+// UploadConfig and draws a progress bar.
+func TestUploadProgress(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	var b strings.Builder
+	b.WriteString(`{"_format_version":"3.0","services":[`)
+	for i := 0; b.Len() < 5<<20; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"svc-%d","host":"svc-%d.example.internal","port":80,"routes":[{"name":"r-%d","paths":["/svc/%d"]}]}`, i, i, i, i)
+	}
+	b.WriteString("]}")
+	p := writeFile(t, "big.json", b.String())
+	code, out, errs := ctl(t, "--addr", addr, "push", "-f", p, "--progress", "always")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "accepted: stream default generation 1") || !strings.Contains(out, "MiB") {
+		t.Fatalf("stdout: %q", out)
+	}
+	if !strings.Contains(errs, "\rupload [") || !strings.Contains(errs, "100% 5.0 MiB / 5.0 MiB done") || !strings.Contains(errs, "] ") {
+		t.Fatalf("no progress bar on stderr: %q", errs)
+	}
+	if n := strings.Count(errs, "\rupload ["); n < 3 {
+		t.Fatalf("the bar was drawn %d times, want one per chunk", n)
+	}
+}
+
+const tokens = "reader-token read\npusher-token push\nadmin-token admin\n"
+
+// TestAuth: --token and CONFIGHUB_TOKEN send the bearer token; a missing
+// one is Unauthenticated, a too-weak one PermissionDenied.
+func TestAuth(t *testing.T) {
+	addr := startHub(t, hubOpts{tokens: tokens})
+	cfg := writeFile(t, "c.json", `{"_format_version":"3.0"}`)
+	code, _, errs := ctl(t, "--addr", addr, "push", "-f", cfg)
+	if code != 1 || !strings.HasPrefix(errs, "confighubctl: push: Unauthenticated: ") {
+		t.Fatalf("no token: %d %q", code, errs)
+	}
+	code, _, errs = ctl(t, "--addr", addr, "--token", "reader-token", "push", "-f", cfg)
+	if code != 1 || !strings.HasPrefix(errs, "confighubctl: push: PermissionDenied: ") {
+		t.Fatalf("read token: %d %q", code, errs)
+	}
+	t.Setenv("CONFIGHUB_TOKEN", "pusher-token")
+	t.Setenv("CONFIGHUB_ADDR", addr)
+	mustCtl(t, "push", "-f", cfg)
+	code, _, errs = ctl(t, "sinks", "delete", "x")
+	if code != 1 || !strings.HasPrefix(errs, "confighubctl: sinks delete x: PermissionDenied: ") {
+		t.Fatalf("push token deleting a sink: %d %q", code, errs)
+	}
+	// A flag after the command overrides the environment.
+	code, _, errs = ctl(t, "sinks", "delete", "x", "--token", "admin-token")
+	if code != 1 || !strings.HasPrefix(errs, "confighubctl: sinks delete x: NotFound: ") {
+		t.Fatalf("admin token: %d %q", code, errs)
+	}
+}
+
+// TestTLS: the CLI verifies the hub's certificate with --tls-ca and sends
+// a client certificate for mTLS.
+func TestTLS(t *testing.T) {
+	ca := authtest.NewCA(t, "ctl")
+	sp := ca.Server(t, "hub", "127.0.0.1")
+	cp := ca.Client(t, "ops")
+	st, err := auth.NewServerTLS(sp.CertFile, sp.KeyFile, ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startHub(t, hubOpts{tls: st})
+	mustCtl(t, "--addr", addr, "--tls-ca", ca.CertFile, "--tls-cert", cp.CertFile, "--tls-key", cp.KeyFile, "sinks", "list")
+	code, _, errs := ctl(t, "--addr", addr, "--tls-ca", ca.CertFile, "--timeout", "3s", "sinks", "list")
+	if code != 1 || !strings.Contains(errs, "Unavailable") {
+		t.Fatalf("without a client certificate: %d %q", code, errs)
+	}
+	code, _, errs = ctl(t, "--addr", addr, "--timeout", "3s", "sinks", "list")
+	if code != 1 {
+		t.Fatalf("plaintext to a TLS hub: %d %q", code, errs)
+	}
+	code, _, errs = ctl(t, "--addr", addr, "--insecure", "--tls-ca", ca.CertFile, "sinks", "list")
+	if code != 2 || !strings.Contains(errs, "exclude each other") {
+		t.Fatalf("--insecure with --tls-ca: %d %q", code, errs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStatusWatch: status --watch, not on a terminal, appends a table per
+// change (no escape codes) and follows a push until the sink applied it;
+// cancelling ends it with exit 0.
+func TestStatusWatch(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	out := filepath.Join(t.TempDir(), "kong.json")
+	mustCtl(t, "--addr", addr, "sinks", "put", "-f", writeFile(t, "s.yaml", "name: out\nfile:\n  path: "+out+"\n"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, []string{"--addr", addr, "status", "--watch", "--redraw", "10ms"}, &stdout, &stderr)
+	}()
+	waitFor(t, func() bool {
+		return strings.Contains(stdout.String(), "(no sinks)") || strings.Contains(stdout.String(), "out  ")
+	}, "the first table")
+	mustCtl(t, "--addr", addr, "push", "-f", writeFile(t, "c.json", `{"_format_version":"3.0"}`))
+	applied := regexp.MustCompile(`(?m)^out\s+file\s+APPLIED\s+1/1\s`)
+	waitFor(t, func() bool { return applied.MatchString(stdout.String()) }, "a table with out APPLIED 1/1")
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("watch exit %d: %s", code, stderr.String())
+	}
+	s := stdout.String()
+	if strings.Contains(s, "\x1b[") {
+		t.Fatalf("escape codes in non-terminal output:\n%q", s)
+	}
+	if n := strings.Count(s, "--- "); n < 2 {
+		t.Fatalf("want appended tables (at least 2), got %d:\n%s", n, s)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestWatchRendererANSI: on a terminal each frame moves the cursor up over
+// the previous frame and clears to the end of the screen, so the table is
+// redrawn in place; lines are cut to the terminal width.
+func TestWatchRendererANSI(t *testing.T) {
+	var buf bytes.Buffer
+	r := &watchRenderer{w: &buf, ansi: true, width: 60}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &confighubv1.GetStatusResponse{Stream: "default", Generation: 2, Hash: strings.Repeat("ab", 32), Sinks: []*confighubv1.SinkStatus{
+		{Sink: "gw-0", Kind: "kong", State: confighubv1.SinkState_SINK_STATE_APPLYING, DesiredGeneration: 2, AppliedGeneration: 1, Attempts: 1,
+			LastAppliedTime: timestamppb.New(now.Add(-90 * time.Second))},
+		{Sink: "gw-1", Kind: "kong", State: confighubv1.SinkState_SINK_STATE_BACKOFF, DesiredGeneration: 2, AppliedGeneration: 1, Attempts: 3,
+			LastError: "unavailable: dial tcp 127.0.0.1:8001: connect: connection refused and a very long tail", NextRetryTime: timestamppb.New(now.Add(4 * time.Second))},
+	}}
+	frame1 := renderStatus(st, now, r.width)
+	r.draw(frame1)
+	if got := buf.String(); got != "\x1b[J"+frame1 {
+		t.Fatalf("first frame: %q", got)
+	}
+	lines := strings.Count(frame1, "\n")
+	if lines != 4 {
+		t.Fatalf("frame has %d lines, want 4 (header, columns, 2 sinks):\n%s", lines, frame1)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(frame1, "\n"), "\n") {
+		if n := len([]rune(l)); n >= 60 {
+			t.Errorf("line of %d runes is not cut to the width: %q", n, l)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^gw-0\s+kong\s+APPLYING\s+1/2\s+1\s+1m30s\s*$`).MatchString(frame1) {
+		t.Errorf("gw-0 row:\n%s", frame1)
+	}
+	buf.Reset()
+	st.Sinks[0].State, st.Sinks[0].AppliedGeneration = confighubv1.SinkState_SINK_STATE_APPLIED, 2
+	frame2 := renderStatus(st, now, r.width)
+	r.draw(frame2)
+	if got, want := buf.String(), fmt.Sprintf("\x1b[%dA\x1b[J", lines)+frame2; got != want {
+		t.Fatalf("second frame is not drawn over the first:\n got %q\nwant %q", got, want)
+	}
+	if !regexp.MustCompile(`(?m)^gw-0\s+kong\s+APPLIED\s+2/2\s`).MatchString(frame2) {
+		t.Errorf("frame 2:\n%s", frame2)
+	}
+	// Without a width nothing is cut, and BACKOFF shows when it retries.
+	full := renderStatus(st, now, 0)
+	if !strings.Contains(full, "connection refused and a very long tail (retry in 4s)") {
+		t.Errorf("full table:\n%s", full)
+	}
+}
+
+func TestWatchRendererPlain(t *testing.T) {
+	var buf bytes.Buffer
+	r := &watchRenderer{w: &buf, now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
+	r.draw("A\n")
+	r.draw("B\n")
+	if got, want := buf.String(), "--- 2026-01-02T03:04:05Z\nA\n\n--- 2026-01-02T03:04:05Z\nB\n"; got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+}
+
+// TestViewFolding: the watch view applies sink, removal and generation
+// events on top of the snapshot.
+func TestViewFolding(t *testing.T) {
+	v := newStatusView()
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: &confighubv1.GetStatusResponse{
+		Stream: "default", Generation: 1, Sinks: []*confighubv1.SinkStatus{{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLIED, AppliedGeneration: 1, DesiredGeneration: 1}, {Sink: "b"}},
+	}}})
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 2, Event: &confighubv1.WatchStatusResponse_Generation{Generation: &confighubv1.GenerationStatus{Generation: 2, Hash: "ff", SinksTotal: 2}}})
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 3, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLYING, AppliedGeneration: 1, DesiredGeneration: 2}}})
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 4, Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: "b"}})
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 5, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "c", State: confighubv1.SinkState_SINK_STATE_PENDING, DesiredGeneration: 2}}})
+	got := v.render(time.Now(), 0)
+	for _, want := range []string{"generation 2 (ff)  applied by 0/2 sinks", "a     ", "APPLYING", "1/2", "c  ", "PENDING"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if regexp.MustCompile(`(?m)^b\s`).MatchString(got) {
+		t.Errorf("removed sink b still shown:\n%s", got)
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/hubclient"
+)
+
+// labelFlags collects repeated --label k=v.
+type labelFlags map[string]string
+
+func (l labelFlags) String() string { return "" }
+
+func (l labelFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	l[k] = v
+	return nil
+}
+
+func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
+	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--expected-generation n] [--label k=v]...")
+	file := fs.String("f", "", "configuration file (JSON or YAML); - reads standard input")
+	stream := fs.String("stream", "", "stream (default: default)")
+	expected := fs.Uint64("expected-generation", 0, "push only if the stream is at this generation (0: any)")
+	format := fs.String("format", "auto", "format of the file: auto, json or yaml")
+	progress := fs.String("progress", "auto", "upload progress bar on stderr: auto (when stderr is a terminal), always, never")
+	labels := labelFlags{}
+	fs.Var(labels, "label", "label key=value stored with the configuration (repeatable)")
+	pos, err := parseSub(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("push: unexpected argument %q (the file goes in -f)", pos[0])
+	}
+	if err := checkOutput(g); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("push: -f FILE is required")
+	}
+	var f confighubv1.Format
+	switch strings.ToLower(*format) {
+	case "auto":
+	case "json":
+		f = confighubv1.Format_FORMAT_JSON
+	case "yaml", "yml":
+		f = confighubv1.Format_FORMAT_YAML
+	default:
+		return usagef("push: --format %q: want auto, json or yaml", *format)
+	}
+	var raw []byte
+	if *file == "-" {
+		raw, err = io.ReadAll(os.Stdin)
+	} else {
+		raw, err = os.ReadFile(*file)
+	}
+	if err != nil {
+		return &cliError{"push", err}
+	}
+	var bar *progressBar
+	switch *progress {
+	case "always":
+		bar = newProgressBar(errw)
+	case "auto":
+		if isTerminal(errw) {
+			bar = newProgressBar(errw)
+		}
+	case "never":
+	default:
+		return usagef("push: --progress %q: want auto, always or never", *progress)
+	}
+	var opts []hubclient.Option
+	if bar != nil {
+		opts = append(opts, hubclient.WithProgress(bar.update))
+	}
+	c, closeConn, err := dial(g, opts...)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	res, err := c.Push(ctx, hubclient.Push{Stream: *stream, Config: raw, Format: f, ExpectedGeneration: *expected, Labels: labels})
+	if bar != nil {
+		bar.done(err == nil)
+	}
+	if err != nil {
+		return &cliError{"push", err}
+	}
+	if g.output == "json" {
+		return printJSON(out, res)
+	}
+	name := *stream
+	if name == "" {
+		name = "default"
+	}
+	if res.GetUnchanged() {
+		fmt.Fprintf(out, "unchanged: stream %s stays at generation %d (hash %s)\n", name, res.GetGeneration(), short(res.GetHash()))
+	} else {
+		fmt.Fprintf(out, "accepted: stream %s generation %d (hash %s, %s)\n", name, res.GetGeneration(), short(res.GetHash()), humanBytes(int64(len(raw))))
+	}
+	return nil
+}
+
+// printJSON writes m as indented JSON. protojson's own spacing is
+// deliberately unstable, so the output is re-indented for scripts and diffs.
+func printJSON(out io.Writer, m proto.Message) error {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, b, "", "  "); err != nil {
+		return err
+	}
+	ind.WriteByte('\n')
+	_, err = out.Write(ind.Bytes())
+	return err
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalWidth is w's width, or 0 when unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
+}
+
+// progressBar draws "upload [#####.....] 45% 9.0/20.0 MiB" on one line,
+// redrawn with a carriage return.
+type progressBar struct {
+	w    io.Writer
+	last int
+}
+
+func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w, last: -1} }
+
+const barWidth = 30
+
+func (p *progressBar) update(sent, total int64) {
+	if total <= 0 {
+		return
+	}
+	pct := int(sent * 100 / total)
+	if pct == p.last {
+		return
+	}
+	p.last = pct
+	fill := int(sent * barWidth / total)
+	fmt.Fprintf(p.w, "\rupload [%s%s] %3d%% %s / %s", strings.Repeat("#", fill), strings.Repeat(".", barWidth-fill), pct, humanBytes(sent), humanBytes(total))
+}
+
+func (p *progressBar) done(ok bool) {
+	if p.last < 0 {
+		return // a unary push: no bar was drawn
+	}
+	if ok {
+		fmt.Fprintln(p.w, " done")
+	} else {
+		fmt.Fprintln(p.w, " failed")
+	}
+}

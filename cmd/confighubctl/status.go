@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
+	fs := subFlags("status", g, errw, "status [--stream s] [--watch]")
+	stream := fs.String("stream", "", "stream (default: default)")
+	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops)")
+	interval := fs.Duration("redraw", 200*time.Millisecond, "with --watch: the shortest time between two redraws")
+	pos, err := parseSub(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("status: unexpected argument %q", pos[0])
+	}
+	if err := checkOutput(g); err != nil {
+		return err
+	}
+	c, closeConn, err := dial(g)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	if !*watch {
+		rctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		st, err := c.Hub.GetStatus(rctx, &confighubv1.GetStatusRequest{Stream: *stream})
+		if err != nil {
+			return &cliError{"status", err}
+		}
+		if g.output == "json" {
+			return printJSON(out, st)
+		}
+		_, err = io.WriteString(out, renderStatus(st, time.Now(), 0))
+		return err
+	}
+	if g.output == "json" {
+		// One event per line, as the hub sends them.
+		line := protojson.MarshalOptions{}
+		err := c.Watch(ctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
+			b, err := line.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(out, string(b))
+			return err
+		})
+		return watchEnd(ctx, err)
+	}
+	view := newStatusView()
+	r := &watchRenderer{w: out, ansi: isTerminal(out), width: terminalWidth(out)}
+	dirty := make(chan struct{}, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Watch(wctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
+			view.apply(ev)
+			select {
+			case dirty <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	// Redraw when something changed (at most every interval), and every
+	// second on a terminal so the AGE column moves.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		select {
+		case err := <-errc:
+			if view.seen() {
+				r.draw(view.render(time.Now(), r.width))
+			}
+			return watchEnd(ctx, err)
+		case <-tick.C:
+			if r.ansi && view.seen() {
+				r.draw(view.render(time.Now(), r.width))
+			}
+		case <-dirty:
+			if wait := *interval - time.Since(last); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					cancel()
+					continue
+				}
+			}
+			last = time.Now()
+			r.draw(view.render(last, r.width))
+		}
+	}
+}
+
+// watchEnd turns the end of a watch into the command's result: Ctrl-C is
+// a normal end.
+func watchEnd(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if err != nil {
+		return &cliError{"status", err}
+	}
+	return nil
+}
+
+// statusView is the watcher's picture of one stream, built from events.
+type statusView struct {
+	mu   sync.Mutex
+	snap *confighubv1.GetStatusResponse
+}
+
+func newStatusView() *statusView { return &statusView{} }
+
+func (v *statusView) seen() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.snap != nil
+}
+
+// apply folds one event into the view.
+func (v *statusView) apply(ev *confighubv1.WatchStatusResponse) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s := ev.GetSnapshot(); s != nil {
+		v.snap = proto.Clone(s).(*confighubv1.GetStatusResponse)
+		return
+	}
+	if v.snap == nil {
+		v.snap = &confighubv1.GetStatusResponse{}
+	}
+	v.snap.Revision = ev.GetRevision()
+	switch {
+	case ev.GetSink() != nil:
+		s := ev.GetSink()
+		for i, old := range v.snap.Sinks {
+			if old.GetSink() == s.GetSink() {
+				v.snap.Sinks[i] = s
+				return
+			}
+		}
+		v.snap.Sinks = append(v.snap.Sinks, s)
+	case ev.GetSinkRemoved() != "":
+		name := ev.GetSinkRemoved()
+		out := v.snap.Sinks[:0]
+		for _, s := range v.snap.Sinks {
+			if s.GetSink() != name {
+				out = append(out, s)
+			}
+		}
+		v.snap.Sinks = out
+	case ev.GetGeneration() != nil:
+		gs := ev.GetGeneration()
+		if gs.GetGeneration() >= v.snap.Generation {
+			v.snap.Generation, v.snap.Hash = gs.GetGeneration(), gs.GetHash()
+		}
+		for i, old := range v.snap.Generations {
+			if old.GetGeneration() == gs.GetGeneration() {
+				v.snap.Generations[i] = gs
+				return
+			}
+		}
+		v.snap.Generations = append(v.snap.Generations, gs)
+	}
+}
+
+func (v *statusView) render(now time.Time, width int) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return renderStatus(v.snap, now, width)
+}
+
+// renderStatus is the status table. width > 0 cuts every line to it (a
+// redrawn table must not wrap).
+func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) string {
+	var b strings.Builder
+	stream := st.GetStream()
+	if stream == "" {
+		stream = "default"
+	}
+	fmt.Fprintf(&b, "stream %s  generation %d", stream, st.GetGeneration())
+	if st.GetHash() != "" {
+		fmt.Fprintf(&b, " (%s)", short(st.GetHash()))
+	}
+	for _, gs := range st.GetGenerations() {
+		if gs.GetGeneration() != st.GetGeneration() {
+			continue
+		}
+		fmt.Fprintf(&b, "  applied by %d/%d sinks", gs.GetSinksApplied(), gs.GetSinksTotal())
+		if ct := gs.GetConvergeTime(); ct != nil && gs.GetAcceptTime() != nil {
+			fmt.Fprintf(&b, ", converged in %s", roundDur(ct.AsTime().Sub(gs.GetAcceptTime().AsTime())))
+		}
+	}
+	b.WriteString("\n")
+	sinks := append([]*confighubv1.SinkStatus(nil), st.GetSinks()...)
+	sort.Slice(sinks, func(i, j int) bool { return sinks[i].GetSink() < sinks[j].GetSink() })
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINK\tKIND\tSTATE\tGENERATION\tATTEMPTS\tAGE\tLAST ERROR")
+	for _, s := range sinks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n",
+			s.GetSink(), s.GetKind(), stateName(s), s.GetAppliedGeneration(), s.GetDesiredGeneration(),
+			s.GetAttempts(), age(s, now), lastError(s, now))
+	}
+	if len(sinks) == 0 {
+		fmt.Fprintln(tw, "(no sinks)")
+	}
+	_ = tw.Flush()
+	if width <= 0 {
+		return b.String()
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for i, l := range lines {
+		l = strings.TrimSuffix(l, "\n")
+		if utf8.RuneCountInString(l) >= width {
+			r := []rune(l)
+			l = string(r[:width-2]) + "…"
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func stateName(s *confighubv1.SinkStatus) string {
+	name := strings.TrimPrefix(s.GetState().String(), "SINK_STATE_")
+	if s.GetReason() != "" && (s.GetState() == confighubv1.SinkState_SINK_STATE_WAITING || s.GetState() == confighubv1.SinkState_SINK_STATE_SKIPPED) {
+		name += " (" + s.GetReason() + ")"
+	}
+	return name
+}
+
+// age is the time since the sink last applied a configuration.
+func age(s *confighubv1.SinkStatus, now time.Time) string {
+	t := s.GetLastAppliedTime()
+	if t == nil {
+		return "-"
+	}
+	return roundDur(now.Sub(t.AsTime()))
+}
+
+func lastError(s *confighubv1.SinkStatus, now time.Time) string {
+	msg := strings.Join(strings.Fields(s.GetLastError()), " ")
+	if msg == "" {
+		return ""
+	}
+	if n := len(s.GetEntityErrors()); n > 0 {
+		msg = fmt.Sprintf("%s [%d entity errors]", msg, n)
+	}
+	if nr := s.GetNextRetryTime(); nr != nil && s.GetState() == confighubv1.SinkState_SINK_STATE_BACKOFF {
+		if d := nr.AsTime().Sub(now); d > 0 {
+			msg = fmt.Sprintf("%s (retry in %s)", msg, roundDur(d))
+		}
+	}
+	return msg
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		d = 0
+		fallthrough
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// watchRenderer draws successive frames: on a terminal each frame replaces
+// the previous one in place (cursor up over the old frame, clear to the end
+// of the screen); otherwise frames are appended, each under a time stamp.
+type watchRenderer struct {
+	w     io.Writer
+	ansi  bool
+	width int
+	prev  int // lines of the frame on screen
+	now   func() time.Time
+}
+
+func (r *watchRenderer) draw(frame string) {
+	var b strings.Builder
+	if r.ansi {
+		if r.prev > 0 {
+			fmt.Fprintf(&b, "\x1b[%dA", r.prev)
+		}
+		b.WriteString("\x1b[J")
+		b.WriteString(frame)
+		r.prev = strings.Count(frame, "\n")
+	} else {
+		now := time.Now
+		if r.now != nil {
+			now = r.now
+		}
+		if r.prev > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "--- %s\n", now().Format(time.RFC3339))
+		b.WriteString(frame)
+		r.prev++
+	}
+	_, _ = io.WriteString(r.w, b.String())
+}
