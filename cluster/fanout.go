@@ -54,11 +54,14 @@ type Fanout struct {
 	// admin serialises reassign (engine PutSink/DeleteSink of owned sinks).
 	admin sync.Mutex
 
-	mu       sync.Mutex
-	specs    map[string]*confighubv1.Sink
-	running  map[string]*confighubv1.Sink
-	seed     map[string]store.Applied
-	gens     map[string][]genInfo
+	mu      sync.Mutex
+	specs   map[string]*confighubv1.Sink
+	running map[string]*confighubv1.Sink
+	seed    map[string]store.Applied
+	gens    map[string][]genInfo
+	// fresh are sinks just created (put, not yet through a reassign): they
+	// have no applied record, so starting them needs no read of the store.
+	fresh    map[string]bool
 	ready    bool
 	stopping bool
 	owned    string // last logged ownership, to log changes only
@@ -138,7 +141,7 @@ func New(eng hub.Fanout, st store.Store, w store.Watcher, cli *clientv3.Client, 
 		statusEvery: DefaultStatusInterval, opTimeout: DefaultOpTimeout, probeEvery: DefaultProbeInterval,
 		onReady: func(bool) {}, watchBuffer: 1024,
 		specs: map[string]*confighubv1.Sink{}, running: map[string]*confighubv1.Sink{},
-		seed: map[string]store.Applied{}, gens: map[string][]genInfo{}, ready: true,
+		seed: map[string]store.Applied{}, gens: map[string][]genInfo{}, fresh: map[string]bool{}, ready: true,
 	}
 	for _, o := range opts {
 		o(f)
@@ -307,7 +310,11 @@ func (f *Fanout) apply(ctx context.Context, ev store.Event) {
 	case ev.SinkPut != nil:
 		n := f.normalise(ev.SinkPut)
 		f.mu.Lock()
-		same := proto.Equal(f.specs[n.GetName()], n)
+		old, known := f.specs[n.GetName()]
+		same := proto.Equal(old, n)
+		if !known {
+			f.fresh[n.GetName()] = true
+		}
 		f.specs[n.GetName()] = n
 		f.mu.Unlock()
 		if !same {
@@ -317,6 +324,7 @@ func (f *Fanout) apply(ctx context.Context, ev store.Event) {
 		f.mu.Lock()
 		_, known := f.specs[ev.SinkDeleted]
 		delete(f.specs, ev.SinkDeleted)
+		delete(f.fresh, ev.SinkDeleted)
 		f.mu.Unlock()
 		if known {
 			f.reassign(ctx)
@@ -436,6 +444,11 @@ func (f *Fanout) reassign(ctx context.Context) map[string]error {
 			f.mu.Unlock()
 		}
 	}
+	// Fresh holds only until the reassign that follows the put: once any
+	// replica may have run the sink, its start must read the record.
+	f.mu.Lock()
+	clear(f.fresh)
+	f.mu.Unlock()
 	f.logOwnership(members, registered, start, stop)
 	f.writer.follow(ctx)
 	return errs
@@ -446,6 +459,21 @@ func (f *Fanout) reassign(ctx context.Context) map[string]error {
 // recorded); when the store cannot be read it falls back to the records
 // loaded at start.
 func (f *Fanout) appliedFor(ctx context.Context, start []*confighubv1.Sink) []store.Applied {
+	f.mu.Lock()
+	allFresh := true
+	for _, s := range start {
+		allFresh = allFresh && f.fresh[s.GetName()]
+	}
+	if allFresh {
+		// A sink put at run time (a controller registering gateways one by
+		// one): no record to read.
+		for _, s := range start {
+			delete(f.fresh, s.GetName())
+		}
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
 	tctx, cancel := context.WithTimeout(ctx, f.opTimeout)
 	all, err := f.st.ListApplied(tctx)
 	cancel()
@@ -464,6 +492,7 @@ func (f *Fanout) appliedFor(ctx context.Context, start []*confighubv1.Sink) []st
 	names := map[string]bool{}
 	for _, s := range start {
 		names[s.GetName()] = true
+		delete(f.fresh, s.GetName())
 	}
 	var out []store.Applied
 	for _, a := range all {
@@ -552,6 +581,9 @@ func (f *Fanout) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 	f.mu.Lock()
 	_, existed := f.specs[n.GetName()]
 	f.specs[n.GetName()] = n
+	if !existed {
+		f.fresh[n.GetName()] = true
+	}
 	f.mu.Unlock()
 	if err := f.reassign(context.Background())[n.GetName()]; err != nil {
 		return nil, false, err
@@ -565,6 +597,7 @@ func (f *Fanout) DeleteSink(name string) error {
 	f.mu.Lock()
 	_, ok := f.specs[name]
 	delete(f.specs, name)
+	delete(f.fresh, name)
 	f.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", engine.ErrSinkNotFound, name)

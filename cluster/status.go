@@ -282,9 +282,19 @@ func (f *Fanout) decode(b []byte) *confighubv1.SinkStatus {
 func (f *Fanout) snapshot(stream string, rev int64, sinks []*confighubv1.SinkStatus) *confighubv1.GetStatusResponse {
 	f.mu.Lock()
 	kept := sinks[:0:0]
+	has := map[string]bool{}
 	for _, s := range sinks {
 		if spec := f.specs[s.GetSink()]; spec != nil && spec.GetStream() == stream {
 			kept = append(kept, s)
+			has[s.GetSink()] = true
+		}
+	}
+	// A stored sink whose owner has not written a status yet is listed as
+	// pending, so every replica lists every sink.
+	for name, spec := range f.specs {
+		if spec.GetStream() == stream && !has[name] {
+			kept = append(kept, &confighubv1.SinkStatus{Sink: name, Kind: spec.GetKind(), Stream: stream,
+				State: confighubv1.SinkState_SINK_STATE_PENDING, Reason: "no status from its owner yet"})
 		}
 	}
 	f.mu.Unlock()
