@@ -2,25 +2,13 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"runtime/pprof"
 )
 
-func scenarioFleet(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	return nil, nil
-}
-func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	return nil, nil
-}
-func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	return nil, nil
-}
-func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	return nil, nil
-}
-func runFleet(n int, in io.Reader, out io.Writer) error { return nil }
-func runMemChild(path string, out io.Writer) error      { return nil }
+func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) { return nil, nil }
+func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) { return nil, nil }
+func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) { return nil, nil }
 
 func startCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)

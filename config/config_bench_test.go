@@ -1,0 +1,99 @@
+package config_test
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/confighub/confighub/config"
+)
+
+// benchJSON returns a Kong JSON configuration (KIC's shape) of about n
+// bytes.
+func benchJSON(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"_format_version":"3.0","services":[`)
+	for i := 0; b.Len() < n-64; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"default.svc-%06d.http","host":"svc-%06d.default.80.svc","port":80,"protocol":"http","tags":["k8s-name:svc-%06d","k8s-namespace:default"],`+
+			`"routes":[{"name":"default.ingress-%06d","hosts":["svc-%06d.example.com"],"paths":["/svc-%06d/"],"strip_path":false,"tags":["k8s-name:ingress-%06d"]}]}`,
+			i, i, i, i, i, i, i)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+var benchSizes = []int{1 << 20, 20 << 20}
+
+// BenchmarkCheckJSON is the validation on the push ack path: gjson
+// well-formedness and the _format_version lookup, no decode.
+func BenchmarkCheckJSON(b *testing.B) {
+	for _, n := range benchSizes {
+		raw := benchJSON(n)
+		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := config.Check(raw, config.FormatJSON); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckYAML is the YAML path: parse and convert to JSON once
+// (measured apart from the JSON ack path, as DESIGN.md asks).
+func BenchmarkCheckYAML(b *testing.B) {
+	js := benchJSON(1 << 20)
+	raw, err := yaml.JSONToYAML(js)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := config.Check(raw, config.FormatYAML); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHash is the SHA-256 of the ack path.
+func BenchmarkHash(b *testing.B) {
+	for _, n := range benchSizes {
+		raw := benchJSON(n)
+		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = config.Hash(raw)
+			}
+		})
+	}
+}
+
+// BenchmarkCheckAndHash runs both side by side as the hub does; on two
+// cores it costs the slower of the two, not their sum.
+func BenchmarkCheckAndHash(b *testing.B) {
+	for _, n := range benchSizes {
+		raw := benchJSON(n)
+		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				wg.Go(func() { _ = config.Hash(raw) })
+				if _, err := config.Check(raw, config.FormatJSON); err != nil {
+					b.Fatal(err)
+				}
+				wg.Wait()
+			}
+		})
+	}
+}
