@@ -438,7 +438,7 @@ func TestWatchRendererANSI(t *testing.T) {
 	}
 	// Without a width nothing is cut, and BACKOFF shows when it retries.
 	full := renderStatus(st, now, 0)
-	if !strings.Contains(full, "connection refused and a very long tail (retry in 4s)") {
+	if !strings.Contains(full, "[retry in 4s] unavailable: dial tcp 127.0.0.1:8001: connect: connection refused and a very long tail") {
 		t.Errorf("full table:\n%s", full)
 	}
 }

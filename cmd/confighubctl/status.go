@@ -266,7 +266,8 @@ func lastError(s *confighubv1.SinkStatus, now time.Time) string {
 	}
 	if nr := s.GetNextRetryTime(); nr != nil && s.GetState() == confighubv1.SinkState_SINK_STATE_BACKOFF {
 		if d := nr.AsTime().Sub(now); d > 0 {
-			msg = fmt.Sprintf("%s (retry in %s)", msg, roundDur(d))
+			// First, so a table cut to the terminal width still shows it.
+			msg = fmt.Sprintf("[retry in %s] %s", roundDur(d), msg)
 		}
 	}
 	return msg

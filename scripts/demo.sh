@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# make demo: three emulated Kong gateways, the hub with a kong sink for
+# each, a KIC fixture pushed with confighubctl, and the live status table.
+# Ctrl-C stops everything this script started.
+#
+# Environment:
+#   DEMO_FIXTURE  the configuration to push (default: a kic-golden fixture)
+#   DEMO_FAULTS   1 (default) makes gw-1 slow and gw-2 answer 429 once, so
+#                 the table shows APPLYING and BACKOFF; 0 for a clean run
+#   DEMO_WATCH    1 (default) runs `status --watch`; 0 prints one table and exits
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/confighub-demo.XXXXXX")
+PIDS=()
+
+cleanup() {
+	trap - EXIT INT TERM
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	echo
+	echo "demo stopped; logs were in $WORK (removed)"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# wait_for FILE REGEX: wait (up to 60 s) until FILE has a line matching REGEX.
+wait_for() {
+	for _ in $(seq 1 600); do
+		if grep -qE "$2" "$1" 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "timed out waiting for /$2/ in $1:" >&2
+	tail -20 "$1" >&2
+	exit 1
+}
+
+say "building confighub, confighubctl and kong-emulator"
+go build -o "$WORK/bin/" ./cmd/confighub ./cmd/confighubctl ./cmd/kong-emulator
+BIN=$WORK/bin
+
+say "starting 3 emulated Kong gateways (an emulator, not Kong)"
+"$BIN/kong-emulator" --listen 127.0.0.1:0 --count 3 >"$WORK/gateways.txt" 2>"$WORK/emulator.log" &
+PIDS+=($!)
+for _ in $(seq 1 600); do
+	[ "$(wc -l <"$WORK/gateways.txt")" -ge 3 ] && break
+	sleep 0.1
+done
+mapfile -t GWS <"$WORK/gateways.txt"
+[ "${#GWS[@]}" -ge 3 ] || { echo "the emulator did not start:" >&2; cat "$WORK/emulator.log" >&2; exit 1; }
+
+{
+	for i in 0 1 2; do
+		printf -- '- name: gw-%d\n  kong:\n    address: %s\n  options:\n    timeout: 10s\n    backoff: {initial: 1s, max: 5s}\n' "$i" "${GWS[$i]}"
+	done
+} >"$WORK/sinks.yaml"
+
+if [ "${DEMO_FAULTS:-1}" = 1 ]; then
+	# gw-1 takes 2 s per request; gw-2 answers the first POST /config with
+	# 429 Retry-After: 3, as a gateway still loading its previous config.
+	curl -fsS -X POST "${GWS[1]}/_emulator/faults" -d '{"latency":"2s"}' >/dev/null
+	curl -fsS -X POST "${GWS[2]}/_emulator/faults" \
+		-d '{"script":{"method":"POST","path":"/config","steps":[{"status":429,"retry_after":"3"}]}}' >/dev/null
+fi
+
+say "starting the hub with a kong sink per gateway"
+"$BIN/confighub" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --data-dir "$WORK/data" \
+	--sinks "$WORK/sinks.yaml" >"$WORK/hub.log" 2>&1 &
+PIDS+=($!)
+wait_for "$WORK/hub.log" 'confighub serving'
+ADDR=$(sed -nE 's/.*confighub serving.* listen=([^ ]+).*/\1/p' "$WORK/hub.log" | head -1)
+METRICS=$(sed -nE 's/.*metrics serving"? listen=([^ ]+).*/\1/p' "$WORK/hub.log" | head -1)
+export CONFIGHUB_ADDR=$ADDR
+
+FIXTURE=${DEMO_FIXTURE:-}
+if [ -z "$FIXTURE" ]; then
+	for f in ../shared/fixtures/kic-golden/httproute-example__default.yaml ../shared/fixtures/kic-golden/ingress-v1-rule-with-tls__default.yaml; do
+		if [ -f "$f" ]; then FIXTURE=$f; break; fi
+	done
+fi
+if [ -z "$FIXTURE" ]; then
+	FIXTURE=$WORK/kong.yaml
+	cat >"$FIXTURE" <<'YAML'
+_format_version: "3.0"
+services:
+- name: echo
+  host: echo.default.svc
+  port: 80
+  routes:
+  - name: echo
+    paths: [/echo]
+YAML
+fi
+
+say "pushing $(basename "$FIXTURE") with confighubctl"
+"$BIN/confighubctl" push -f "$FIXTURE" --label source=demo
+
+cat >&2 <<EOF2
+
+hub:      $ADDR   (logs: $WORK/hub.log)
+metrics:  http://$METRICS/metrics
+try in another terminal:
+  CONFIGHUB_ADDR=$ADDR go run ./cmd/confighubctl status
+  CONFIGHUB_ADDR=$ADDR go run ./cmd/confighubctl config get --sink gw-0
+  curl -s http://$METRICS/metrics | grep confighub_sink_state
+
+EOF2
+
+if [ "${DEMO_WATCH:-1}" = 1 ]; then
+	say "live status (Ctrl-C stops the demo)"
+	"$BIN/confighubctl" status --watch
+else
+	sleep "${DEMO_SETTLE:-6}"
+	"$BIN/confighubctl" status
+fi
