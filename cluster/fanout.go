@@ -69,9 +69,12 @@ type Fanout struct {
 	writer *statusWriter
 	mirror *mirror
 
-	// base ends when Run returns; status watchers end with it.
-	base       context.Context
-	baseCancel context.CancelFunc
+	// base ends when Run returns; status watchers end with it, and Run
+	// waits for their goroutines (watchers, once watchClosed is set).
+	base        context.Context
+	baseCancel  context.CancelFunc
+	watchWG     sync.WaitGroup
+	watchClosed bool
 }
 
 type genInfo struct {
@@ -176,6 +179,10 @@ func (f *Fanout) Run(ctx context.Context) {
 	f.reassign(context.WithoutCancel(ctx))
 	mcancel()
 	wg.Wait()
+	f.mu.Lock()
+	f.watchClosed = true
+	f.mu.Unlock()
+	f.watchWG.Wait()
 }
 
 func (f *Fanout) baseCtx() context.Context { return f.base }

@@ -349,7 +349,16 @@ func (f *Fanout) generations(stream string, sinks []*confighubv1.SinkStatus) []*
 // watchStatus is one status watcher on etcd revisions (see Fanout.Watch).
 func (f *Fanout) watchStatus(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
 	out := make(chan *confighubv1.WatchStatusResponse, f.watchBuffer)
+	f.mu.Lock()
+	if f.watchClosed {
+		f.mu.Unlock()
+		close(out)
+		return out
+	}
+	f.watchWG.Add(1)
+	f.mu.Unlock()
 	go func() {
+		defer f.watchWG.Done()
 		defer close(out)
 		sw := &statusWatch{f: f, stream: stream, out: out}
 		sw.run(ctx, int64(from))
