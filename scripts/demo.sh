@@ -8,6 +8,7 @@
 #   DEMO_FAULTS   1 (default) makes gw-1 slow and gw-2 answer 429 once, so
 #                 the table shows APPLYING and BACKOFF; 0 for a clean run
 #   DEMO_WATCH    1 (default) runs `status --watch`; 0 prints one table and exits
+#   DEMO_KEEP     1 keeps the temporary directory (binaries, logs) at the end
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,8 +25,12 @@ cleanup() {
 		wait "$pid" 2>/dev/null || true
 	done
 	echo
-	echo "demo stopped; logs were in $WORK (removed)"
-	rm -rf "$WORK"
+	if [ "${DEMO_KEEP:-0}" = 1 ]; then
+		echo "demo stopped; logs kept in $WORK"
+	else
+		echo "demo stopped; logs were in $WORK (removed; DEMO_KEEP=1 keeps them)"
+		rm -rf "$WORK"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
