@@ -337,11 +337,59 @@ func TestReplicasSigstop(t *testing.T) {
 	victim := mostLoaded(by)
 	h := rs.hub(victim)
 	rs.forget(victim)
+	// A status watch on another replica is not affected by the hang and
+	// sees the victim's sinks applied by their new owners.
+	var watcherID string
+	for id := range rs.live() {
+		watcherID = id
+		break
+	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	watch, err := rs.live()[watcherID].WatchStatus(wctx, &confighubv1.WatchStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := watch.Recv(); err != nil || m.GetSnapshot() == nil {
+		t.Fatalf("first watch message: %v %v, want a snapshot", m, err)
+	}
 	h.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	after := p.mustPush(t)
 	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(after.gen) },
 		"every sink applied generation %d while %s is stopped", after.gen, victim)
+	seen := map[string]bool{}
+	var lastRev uint64
+	for len(seen) < len(by[victim]) {
+		m, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("watch on %s: %v (saw %v of %v applied)", watcherID, err, seen, by[victim])
+		}
+		lastRev = m.GetRevision()
+		if s := m.GetSink(); s != nil && s.GetAppliedGeneration() >= after.gen && slices.Contains(by[victim], s.GetSink()) {
+			seen[s.GetSink()] = true
+		}
+	}
+	wcancel()
+	// The watch resumes on yet another replica from the last revision seen:
+	// changes only, no snapshot.
+	for id, c := range rs.live() {
+		if id == watcherID {
+			continue
+		}
+		rctx, rcancel := context.WithCancel(context.Background())
+		resumed, err := c.WatchStatus(rctx, &confighubv1.WatchStatusRequest{FromRevision: lastRev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.mustPush(t)
+		m, err := resumed.Recv()
+		rcancel()
+		if err != nil || m.GetSnapshot() != nil || m.GetRevision() <= lastRev {
+			t.Fatalf("resume on %s from revision %d: %v %v, want a change after it", id, lastRev, m, err)
+		}
+		break
+	}
 	rs.waitSettled("while " + victim + " is stopped")
 	t.Logf("%s stopped (owned %v); its sinks moved and applied generation %d %.1fs later", victim, by[victim], after.gen, time.Since(stopped).Seconds())
 
