@@ -81,7 +81,7 @@ gotest: $(TOOLS)
 ## grpcurl-check: the e2e tests must have run the real grpcurl binary
 grpcurl-check:
 	@test -s $(GRPCURL_LOG) || { echo "e2e tests did not run grpcurl (no $(GRPCURL_LOG))"; exit 1; }
-	@grep -q "grpcurl $(GRPCURL_VERSION)" $(GRPCURL_LOG) || { echo "e2e tests did not use grpcurl $(GRPCURL_VERSION)"; exit 1; }
+	@grep -q "^github.com/fullstorydev/grpcurl $(GRPCURL_VERSION)	$(BIN)/grpcurl	" $(GRPCURL_LOG) || { echo "e2e tests did not use $(BIN)/grpcurl built from github.com/fullstorydev/grpcurl $(GRPCURL_VERSION)"; exit 1; }
 	@echo "grpcurl-check: $$(wc -l < $(GRPCURL_LOG)) real grpcurl $(GRPCURL_VERSION) invocations"
 
 ## test: everything CI runs

@@ -4,7 +4,7 @@
 // is no port race), and drives it with the real grpcurl binary.
 //
 // Every grpcurl invocation is appended to the file named by
-// $CONFIGHUB_GRPCURL_LOG together with the binary's own version line, so
+// $CONFIGHUB_GRPCURL_LOG together with the module path and version the binary was built from, so
 // `make test` can check that the e2e tests really used the real grpcurl.
 //
 // Usage from a test package:

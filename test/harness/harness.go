@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
@@ -282,7 +283,12 @@ func recordGrpcurl(bin string, args []string) {
 	if logPath == "" {
 		return
 	}
-	ver, _ := exec.Command(bin, "-version").CombinedOutput()
+	// The module and version the binary was built from (go install builds
+	// report "dev build" to -version), so make test can check the pin.
+	ver := "unknown"
+	if bi, err := buildinfo.ReadFile(bin); err == nil {
+		ver = bi.Main.Path + " " + bi.Main.Version
+	}
 	grpcurlLogMu.Lock()
 	defer grpcurlLogMu.Unlock()
 	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -291,6 +297,6 @@ func recordGrpcurl(bin string, args []string) {
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	fmt.Fprintf(w, "%s\t%s\t%s\n", strings.TrimSpace(string(ver)), bin, strings.Join(args, " "))
+	fmt.Fprintf(w, "%s\t%s\t%s\n", ver, bin, strings.Join(args, " "))
 	_ = w.Flush()
 }
