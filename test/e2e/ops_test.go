@@ -257,3 +257,32 @@ func TestCtlAgainstRealHub(t *testing.T) {
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// TestStatusWatchRedrawsOnATerminal runs `confighubctl status --watch` on
+// a pseudo-terminal (util-linux script): each new table moves the cursor
+// up over the previous one (ESC[<n>A) and clears below it (ESC[J), and
+// the table follows a push until the sink applied it.
+func TestStatusWatchRedrawsOnATerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("needs util-linux script for a pseudo-terminal")
+	}
+	out := filepath.Join(t.TempDir(), "out.json")
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--metrics-listen", "")
+	cmd := "'" + bins.Path("confighubctl") + "' --addr " + h.Addr + " status --watch"
+	p := harness.Start(t, scriptBin, "-q", "-e", "-c", cmd, "/dev/null")
+	p.WaitOutput(t, regexp.MustCompile(`WAITING`), 20*time.Second)
+	push := exec.Command(bins.Path("confighubctl"), "--addr", h.Addr, "push", "-f", writeSinks(t, minimalConfig))
+	if b, err := push.CombinedOutput(); err != nil {
+		t.Fatalf("push: %v %s", err, b)
+	}
+	p.WaitOutput(t, regexp.MustCompile(`\x1b\[3A\x1b\[J[^\x1b]*\nout\s+file\s+APPLIED\s+1/1`), 20*time.Second)
+	s := p.Output()
+	if !strings.HasPrefix(strings.TrimLeft(s, "\r\n"), "\x1b[J") {
+		t.Errorf("the first frame does not start by clearing: %q", s[:min(len(s), 40)])
+	}
+	// Every frame after the first is drawn over the one before.
+	if frames, redraws := strings.Count(s, "stream default"), strings.Count(s, "\x1b[3A\x1b[J"); redraws < 1 || redraws != frames-1 {
+		t.Errorf("%d frames, %d redrawn in place; want every frame after the first redrawn: %q", frames, redraws, s)
+	}
+}
