@@ -54,7 +54,7 @@ func (e *Engine) validate(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kind,
 	if kind == "" {
 		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q has neither a kind nor a spec (kong, kong_db, konnect, file, plugin)", sink.ErrInvalidSpec, s.GetName())
 	}
-	if specKind := specKindOf(s); specKind != "" && specKind != kind {
+	if specKind := sink.SpecKind(s); specKind != "" && specKind != kind {
 		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q has kind %q but a %s spec", sink.ErrInvalidSpec, s.GetName(), kind, specKind)
 	}
 	k, ok := e.reg.Lookup(kind)
@@ -81,22 +81,6 @@ func (e *Engine) validate(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kind,
 		}
 	}
 	return s, k, nil
-}
-
-func specKindOf(s *confighubv1.Sink) string {
-	switch s.GetSpec().(type) {
-	case *confighubv1.Sink_Kong:
-		return "kong"
-	case *confighubv1.Sink_KongDb:
-		return "kong-db"
-	case *confighubv1.Sink_Konnect:
-		return "konnect"
-	case *confighubv1.Sink_File:
-		return "file"
-	case *confighubv1.Sink_Plugin:
-		return "plugin"
-	}
-	return ""
 }
 
 // mergeOptions fills the unset fields of o from the kind's defaults d.

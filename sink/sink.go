@@ -148,6 +148,12 @@ func KindOf(s *confighubv1.Sink) string {
 	if s.GetKind() != "" {
 		return s.GetKind()
 	}
+	return SpecKind(s)
+}
+
+// SpecKind returns the kind named by the spec oneof that is set ("" for
+// none or custom).
+func SpecKind(s *confighubv1.Sink) string {
 	switch s.GetSpec().(type) {
 	case *confighubv1.Sink_Kong:
 		return "kong"
