@@ -5,7 +5,8 @@
 // default one), served over HTTP at /metrics.
 //
 // Guarantees:
-//   - Every series a deleted sink had is removed (engine.Metrics.SinkRemoved).
+//   - Every series a deleted sink had is removed (engine.Metrics.SinkRemoved),
+//     and a sink put again with another kind loses its old kind's series.
 //   - confighub_sink_state has one series per state for each sink, exactly
 //     one of them 1.
 //   - Every method is safe for concurrent use and does no I/O (the engine

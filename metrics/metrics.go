@@ -38,9 +38,12 @@ type Engine struct {
 	generation    *prometheus.GaugeVec
 	convergence   *prometheus.HistogramVec
 
-	// mu orders StateChanged against SinkRemoved, so a removed sink's state
-	// series are not re-created by a late state change in between.
+	// mu guards kinds and orders every per-sink update against
+	// SinkRemoved.
 	mu sync.Mutex
+	// kinds is each sink's kind: a sink put again with another kind loses
+	// the series of its old kind.
+	kinds map[string]string
 }
 
 var _ engine.Metrics = (*Engine)(nil)
@@ -66,6 +69,7 @@ func StateLabel(s confighubv1.SinkState) string {
 func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	sinkLabels := []string{"sink", "kind"}
 	m := &Engine{
+		kinds: map[string]string{},
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_applies_total",
 			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, cancelled) and reason (the error code of a failure, why a skip).",
@@ -113,9 +117,31 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	return m, nil
 }
 
+// track records the sink's kind and drops the series of a previous kind.
+// The caller holds mu.
+func (m *Engine) track(sink, kind string) {
+	if prev, ok := m.kinds[sink]; ok && prev != kind {
+		m.deleteSeries(prometheus.Labels{"sink": sink, "kind": prev})
+	}
+	m.kinds[sink] = kind
+}
+
+func (m *Engine) deleteSeries(l prometheus.Labels) {
+	m.applies.DeletePartialMatch(l)
+	m.applyDuration.DeletePartialMatch(l)
+	m.configBytes.DeletePartialMatch(l)
+	m.lastSuccess.DeletePartialMatch(l)
+	m.entityErrors.DeletePartialMatch(l)
+	m.coalesced.DeletePartialMatch(l)
+	m.state.DeletePartialMatch(l)
+}
+
 // ApplyDone counts one attempt and, unless it was a hash skip, observes its
 // duration.
 func (m *Engine) ApplyDone(sink, kind, result, reason string, d time.Duration, configBytes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
 	m.applies.WithLabelValues(sink, kind, result, reason).Inc()
 	m.configBytes.WithLabelValues(sink, kind).Set(float64(configBytes))
 	if result != engine.ResultSkipped {
@@ -127,6 +153,7 @@ func (m *Engine) ApplyDone(sink, kind, result, reason string, d time.Duration, c
 func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.track(sink, kind)
 	for _, s := range states {
 		v := 0.0
 		if s == to {
@@ -137,15 +164,26 @@ func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
 }
 
 // Coalesced counts a generation replaced in the slot.
-func (m *Engine) Coalesced(sink, kind string) { m.coalesced.WithLabelValues(sink, kind).Inc() }
+func (m *Engine) Coalesced(sink, kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.coalesced.WithLabelValues(sink, kind).Inc()
+}
 
 // EntityErrors sets the entity error count of the last failed apply.
 func (m *Engine) EntityErrors(sink, kind string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
 	m.entityErrors.WithLabelValues(sink, kind).Set(float64(n))
 }
 
 // LastSuccess sets the last success timestamp.
 func (m *Engine) LastSuccess(sink, kind string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
 	m.lastSuccess.WithLabelValues(sink, kind).Set(float64(t.UnixNano()) / 1e9)
 }
 
@@ -163,14 +201,8 @@ func (m *Engine) StreamConverged(stream string, _ uint64, d time.Duration) {
 func (m *Engine) SinkRemoved(sink, _ string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l := prometheus.Labels{"sink": sink}
-	m.applies.DeletePartialMatch(l)
-	m.applyDuration.DeletePartialMatch(l)
-	m.configBytes.DeletePartialMatch(l)
-	m.lastSuccess.DeletePartialMatch(l)
-	m.entityErrors.DeletePartialMatch(l)
-	m.coalesced.DeletePartialMatch(l)
-	m.state.DeletePartialMatch(l)
+	delete(m.kinds, sink)
+	m.deleteSeries(prometheus.Labels{"sink": sink})
 }
 
 // Set is the hub's whole metric set on one private registry.

@@ -93,6 +93,22 @@ func TestSeries(t *testing.T) {
 	}
 }
 
+// TestKindChange: a sink put again with another kind keeps only the
+// series of its new kind.
+func TestKindChange(t *testing.T) {
+	m, reg := newEngineMetrics(t)
+	m.ApplyDone("x", "file", engine.ResultApplied, "", time.Millisecond, 10)
+	m.StateChanged("x", "file", confighubv1.SinkState_SINK_STATE_APPLYING, confighubv1.SinkState_SINK_STATE_APPLIED)
+	m.StateChanged("x", "kong", confighubv1.SinkState_SINK_STATE_UNSPECIFIED, confighubv1.SinkState_SINK_STATE_PENDING)
+	text := gather(t, reg)
+	if strings.Contains(text, `kind="file"`) {
+		t.Errorf("series of the old kind remain:\n%s", text)
+	}
+	if !strings.Contains(text, `confighub_sink_state{kind="kong",sink="x",state="pending"} 1`) {
+		t.Errorf("the new kind's state is missing:\n%s", text)
+	}
+}
+
 func gather(t *testing.T, reg prometheus.Gatherer) string {
 	t.Helper()
 	mfs, err := reg.Gather()
