@@ -474,3 +474,28 @@ func TestViewFolding(t *testing.T) {
 		t.Errorf("removed sink b still shown:\n%s", got)
 	}
 }
+
+// TestStatusWatchJSON: with --output json every event is one JSON line.
+func TestStatusWatchJSON(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	mustCtl(t, "--addr", addr, "push", "-f", writeFile(t, "c.json", `{"_format_version":"3.0"}`))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- runContext(ctx, []string{"--addr", addr, "--output", "json", "status", "--watch"}, &stdout, &stderr) }()
+	waitFor(t, func() bool { return strings.Contains(stdout.String(), "\n") }, "the first event")
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	first, _, _ := strings.Cut(stdout.String(), "\n")
+	var ev struct {
+		Revision       string
+		Snapshot       struct{ Generation string }
+		SnapshotReason string
+	}
+	if err := json.Unmarshal([]byte(first), &ev); err != nil || ev.Snapshot.Generation != "1" || ev.SnapshotReason != "start" {
+		t.Fatalf("first line %q: %v %+v", first, err, ev)
+	}
+}
