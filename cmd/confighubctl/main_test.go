@@ -483,7 +483,9 @@ func TestStatusWatchJSON(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- runContext(ctx, []string{"--addr", addr, "--output", "json", "status", "--watch"}, &stdout, &stderr) }()
+	go func() {
+		done <- runContext(ctx, []string{"--addr", addr, "--output", "json", "status", "--watch"}, &stdout, &stderr)
+	}()
 	waitFor(t, func() bool { return strings.Contains(stdout.String(), "\n") }, "the first event")
 	cancel()
 	if code := <-done; code != 0 {
