@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +93,10 @@ type benchSink struct {
 	delay   time.Duration
 	hang    bool
 	gateway bool
-	log     *applyLog
+	// failBytes > 0: every apply is rejected (permanently) with a message
+	// of that size, as a gateway with many entity errors answers.
+	failBytes int
+	log       *applyLog
 }
 
 func (s *benchSink) Describe() sink.Capabilities { return sink.Capabilities{Gateway: s.gateway} }
@@ -101,6 +106,9 @@ func (s *benchSink) Apply(ctx context.Context, cfg *config.Config) error {
 	if s.hang {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	if s.failBytes > 0 {
+		return sink.Permanent("rejected", errors.New(strings.Repeat("x", s.failBytes)))
 	}
 	if s.delay > 0 {
 		t := time.NewTimer(s.delay)
@@ -119,11 +127,12 @@ func registerBench(reg *sink.Registry, log *applyLog) error {
 	return reg.Register(benchKind, func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
 		f := spec.GetCustom().GetFields()
 		return &benchSink{
-			name:    spec.GetName(),
-			delay:   time.Duration(f["delay_ms"].GetNumberValue() * float64(time.Millisecond)),
-			hang:    f["hang"].GetBoolValue(),
-			gateway: f["gateway"].GetBoolValue(),
-			log:     log,
+			name:      spec.GetName(),
+			delay:     time.Duration(f["delay_ms"].GetNumberValue() * float64(time.Millisecond)),
+			hang:      f["hang"].GetBoolValue(),
+			gateway:   f["gateway"].GetBoolValue(),
+			failBytes: int(f["fail_bytes"].GetNumberValue()),
+			log:       log,
 		}, nil
 	})
 }

@@ -41,7 +41,8 @@ type env struct {
 }
 
 type envOptions struct {
-	maxApplies int
+	maxApplies  int
+	watchBuffer int
 }
 
 func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
@@ -67,6 +68,9 @@ func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
 	eopts := []engine.Option{engine.WithRecorder(e.store)}
 	if eo.maxApplies > 0 {
 		eopts = append(eopts, engine.WithMaxConcurrentApplies(eo.maxApplies))
+	}
+	if eo.watchBuffer > 0 {
+		eopts = append(eopts, engine.WithWatchBuffer(eo.watchBuffer))
 	}
 	e.eng = engine.New(reg, eopts...)
 	e.hub = hub.New(e.store, e.eng)

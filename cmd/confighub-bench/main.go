@@ -36,6 +36,7 @@ type opts struct {
 	konnect   time.Duration
 	burst     time.Duration
 	cpuprof   string
+	mutexprof string
 	fleet     int    // child mode: serve this many emulated gateways
 	memChild  string // child mode: scenario 2 memory with this fleet file
 	verbose   bool
@@ -53,6 +54,7 @@ func main() {
 	fs.DurationVar(&o.konnect, "konnect-time", 5*time.Second, "how long scenario 6's Konnect upload takes")
 	fs.DurationVar(&o.burst, "burst", 0, "scenario 4's push duration (default 10s, quick 3s)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run here")
+	fs.StringVar(&o.mutexprof, "mutexprofile", "", "write a mutex contention profile of the whole run here")
 	fs.BoolVar(&o.verbose, "v", false, "log progress details")
 	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
 	fs.StringVar(&o.memChild, "mem-child", "", "internal: scenario 2 memory run against the fleet URLs in this file")
@@ -125,6 +127,13 @@ func run(ctx context.Context, o opts) error {
 	o.startTime = time.Now()
 	if o.cpuprof != "" {
 		stopProf, err := startCPUProfile(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	}
+	if o.mutexprof != "" {
+		stopProf, err := startMutexProfile(o.mutexprof)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// hungGateways is the fleet size of scenarios 3 and 6 (in this process).
+func hungGateways(o opts) int { return min(100, o.gateways) }
+
+// scenarioHungKonnect: scenario 3. One hub with kong sinks; the runs
+// alternate between no Konnect sink and a Konnect-like sink that hangs
+// (it waits for a gateway as konnect does, then never returns until its
+// attempt is cancelled), already hung when the push arrives.
+func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
+	gws, urls, err := inProcFleet(hungGateways(o))
+	if err != nil {
+		return nil, err
+	}
+	defer closeGateways(gws)
+	e, err := newEnv(ctx, envOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := putKongSinks(ctx, e, urls); err != nil {
+		return nil, err
+	}
+	tctx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	tr := startTracker(tctx, e.hub)
+	base := genConfig(1 << 20)
+	n := len(urls)
+	const konnect = "konnect-hung"
+	hungSpec := benchSpec(konnect, 0, true, false, &confighubv1.SinkOptions{Gate: confighubv1.Gate_GATE_ANY_GATEWAY})
+
+	stamp := 0
+	converge := func() (time.Duration, error) {
+		stamp++
+		cfg := stamped(base, stamp)
+		t0 := time.Now()
+		gen, err := e.push(ctx, cfg)
+		if err != nil {
+			return 0, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		at, err := tr.wait(wctx, isGateway, n, gen)
+		return at.Sub(t0), err
+	}
+	var with, without []time.Duration
+	for i := -1; i < o.runs; i++ {
+		d0, err := converge()
+		if err != nil {
+			return nil, err
+		}
+		// Hang the Konnect sink on the current generation, then push.
+		if err := e.putSinks(ctx, hungSpec); err != nil {
+			return nil, err
+		}
+		if err := waitStarted(ctx, e.applies, konnect); err != nil {
+			return nil, err
+		}
+		d1, err := converge()
+		if err != nil {
+			return nil, err
+		}
+		if err := e.hub.DeleteSink(ctx, konnect); err != nil {
+			return nil, err
+		}
+		if i >= 0 {
+			without, with = append(without, d0), append(with, d1)
+		}
+	}
+	log("  %d gateways: with hung Konnect %.0f ms, without %.0f ms", n, medianMS(with), medianMS(without))
+	r := ratioRow(fmt.Sprintf("3 %d gateways converge, hung Konnect / none", n), "ms", medianMS(with), medianMS(without), 1.05, o.runs)
+	r.Note = "Konnect stand-in: an in-process sink with konnect's gate (GATE_ANY_GATEWAY) whose apply never returns"
+	return []Row{r}, nil
+}
+
+// waitStarted waits until the bench sink name started any apply.
+func waitStarted(ctx context.Context, l *applyLog, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		l.mu.Lock()
+		n := len(l.started[name])
+		l.mu.Unlock()
+		if n > 0 {
+			l.mu.Lock()
+			delete(l.started, name)
+			l.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sink %s never started an apply: %w", name, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
