@@ -328,3 +328,56 @@ func BenchmarkLookup(b *testing.B) {
 		tk.Lookup("token-xxxxxxxxxx")
 	}
 }
+
+// TestServerTLSReload: Reload picks up a new certificate; a broken pair
+// keeps the old one.
+func TestServerTLSReload(t *testing.T) {
+	ca := authtest.NewCA(t, "reload")
+	first := ca.Server(t, "first", "127.0.0.1")
+	second := ca.Server(t, "second", "127.0.0.1")
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	cp := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp(first.CertFile, certFile)
+	cp(first.KeyFile, keyFile)
+	st, err := auth.NewServerTLS(certFile, keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn := func() string {
+		c, err := st.Config().GetCertificate(&tls.ClientHelloInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Subject.CommonName
+	}
+	if cn() != "first" {
+		t.Fatal("initial certificate")
+	}
+	cp(second.CertFile, certFile)
+	cp(second.KeyFile, keyFile)
+	if err := st.Reload(); err != nil || cn() != "second" {
+		t.Fatalf("after reload: %v %s", err, cn())
+	}
+	if err := os.WriteFile(keyFile, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Reload(); err == nil || cn() != "second" {
+		t.Fatalf("a broken pair must fail and keep the old certificate: %v %s", err, cn())
+	}
+	if _, err := auth.NewServerTLS(certFile, "", ""); err == nil {
+		t.Fatal("--tls-cert without --tls-key must fail")
+	}
+}
