@@ -158,7 +158,10 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		o(e)
 	}
 	e.sem = make(chan struct{}, e.maxApplies)
-	e.broker = status.New(append(e.brokerOpts, status.WithGenerations(keepGenerations))...)
+	// Revisions start at the clock's nanoseconds, so a restarted hub never
+	// hands out a revision a watcher saw before the restart.
+	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
+	e.broker = status.New(append([]status.Option{first}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }
@@ -398,7 +401,8 @@ func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool
 
 // Watch streams a stream's status: a snapshot (reason "start") or the
 // changes after fromRevision (a snapshot with reason "resume-gap" when they
-// are no longer buffered), then every change. A watcher whose buffer fills
+// are no longer buffered or fromRevision is from before a restart), then
+// every change. A watcher whose buffer fills
 // gets a fresh snapshot (reason "slow-watcher") instead of what it missed;
 // the engine never waits for it. The channel is closed when ctx ends or the
 // engine stops. Messages are shared: read only.

@@ -808,3 +808,32 @@ func TestResyncAndRecoveryCutBackoff(t *testing.T) {
 		})
 	}
 }
+
+// A watcher that resumes against a restarted hub with a revision of the
+// previous run gets a fresh snapshot, not the new run's changes after that
+// number (which would leave it with a stale view of the sinks).
+func TestWatchResumeAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	h.put("a", kindTest, nil)
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	seen := h.mustRevision()
+	h.e.Stop()
+
+	h.clock.Advance(time.Second) // the restart takes time
+	h2 := newHarness(t)
+	h2.clock = h.clock
+	h2.e = engine.New(h2.reg, engine.WithClock(h.clock))
+	t.Cleanup(h2.e.Stop)
+	h2.put("a", kindTest, nil)
+	h2.put("b", kindTest, nil)
+	h2.pushN(3)
+	h2.awaitApplied("a", 3)
+	h2.awaitApplied("b", 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ev := <-h2.e.Watch(ctx, "default", seen)
+	if ev.GetSnapshotReason() != "resume-gap" || len(ev.GetSnapshot().GetSinks()) != 2 {
+		t.Fatalf("resume from revision %d of the previous run: got %v, want a resume-gap snapshot", seen, ev)
+	}
+}

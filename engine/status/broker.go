@@ -55,13 +55,25 @@ func WithGenerations(n int) Option {
 	}
 }
 
+// WithFirstRevision starts the revisions after rev, so that a hub that
+// restarted does not hand out again revisions that a watcher saw in its
+// previous run: a resume from a revision below rev is answered with a
+// snapshot (reason "resume-gap"), never with changes of another history.
+func WithFirstRevision(rev uint64) Option {
+	return func(b *Broker) { b.rev, b.base = rev, rev }
+}
+
 // Broker is the revisioned status store. The zero value is not usable; use
 // New. All methods are safe for concurrent use and never block on a watcher.
 type Broker struct {
 	history, buffer, keepGens int
 
-	mu      sync.Mutex
-	rev     uint64
+	mu  sync.Mutex
+	rev uint64
+	// base is the revision before the first change of this broker
+	// (WithFirstRevision); a watcher's revision below it is from another
+	// run.
+	base    uint64
 	streams map[string]*stream
 	closed  bool
 	stop    chan struct{}
@@ -346,7 +358,7 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 	switch {
 	case fromRevision == 0:
 		w.ch <- b.snapshotEvent(s, ReasonStart)
-	case fromRevision > b.rev || fromRevision < s.trimmed:
+	case fromRevision > b.rev || fromRevision < s.trimmed || fromRevision < b.base:
 		w.ch <- b.snapshotEvent(s, ReasonResumeGap)
 	default:
 		evs := s.hist.after(fromRevision)

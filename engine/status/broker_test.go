@@ -384,3 +384,30 @@ func BenchmarkBrokerFanout(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N), "cutovers/op")
 }
+
+// A restarted hub's broker must not resume a watcher from a revision of the
+// previous run: its changes after that number are another history.
+func TestWatchResumeAcrossRestartGetsSnapshot(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := status.New(status.WithFirstRevision(1000))
+	seen := old.PutSink(sinkStatus("a", 1))
+	old.Close()
+
+	// The new run starts later (a greater first revision) and has already
+	// made more changes than the watcher's revision when it reconnects.
+	b := status.New(status.WithFirstRevision(2000))
+	defer b.Close()
+	b.PutSink(sinkStatus("a", 7))
+	if rev := b.PutSink(sinkStatus("b", 7)); rev <= 2000 {
+		t.Fatalf("revision %d, want after the first revision 2000", rev)
+	}
+	ev := recv(t, b.Watch(ctx, "s", seen))
+	if ev.GetSnapshotReason() != status.ReasonResumeGap || len(ev.GetSnapshot().GetSinks()) != 2 {
+		t.Fatalf("resume from the previous run's revision %d: got %v, want a resume-gap snapshot of both sinks", seen, ev)
+	}
+	// A revision of this run still resumes.
+	if ev := recv(t, b.Watch(ctx, "s", 2001)); ev.GetSnapshot() != nil || ev.GetSink().GetSink() != "b" {
+		t.Fatalf("resume from 2001: %v", ev)
+	}
+}
