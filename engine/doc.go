@@ -82,7 +82,7 @@
 // Contract with sinks: Apply must return once its ctx ends (timeout,
 // deletion, Stop). A sink that ignores ctx keeps only its own worker (and
 // one apply slot) busy, but DeleteSink, PutSink of that name and Stop wait
-// for it.
+// for it; calls for other names do not (TestStuckSinkDoesNotBlockOtherAdminCalls).
 //
 // Metrics and logs: one log line per apply (sink, stream, generation,
 // result, duration, attempt); a failure line names the error, the next

@@ -27,7 +27,7 @@ const DefaultMaxConcurrentApplies = 64
 // ErrSinkNotFound is returned for an unknown sink name.
 var ErrSinkNotFound = errors.New("sink not found")
 
-// ErrStopped is returned by PutSink after Stop.
+// ErrStopped is returned by PutSink and DeleteSink after Stop.
 var ErrStopped = errors.New("engine stopped")
 
 // AppliedRecorder stores what a sink applied; store.Store satisfies it.
@@ -104,15 +104,55 @@ type Engine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// admin serialises PutSink and DeleteSink (they wait for workers
-	// outside mu).
-	admin sync.Mutex
+	// ops counts the PutSink and DeleteSink calls under way; Stop waits for
+	// them. Added to under mu while not stopped.
+	ops      sync.WaitGroup
+	stopOnce sync.Once
 
 	mu       sync.Mutex
 	streams  map[string]*stream
 	sinks    map[string]*worker
 	restored map[string]store.Applied
-	stopped  bool
+	// names serialises PutSink and DeleteSink per sink name: they wait for
+	// the old worker outside mu, and a sink that ignores its ctx must hold
+	// up the calls for its own name only.
+	names   map[string]*nameLock
+	stopped bool
+}
+
+// nameLock is one sink name's admin lock; refs counts its holders and
+// waiters, so that it is dropped when unused.
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// admin starts a PutSink or DeleteSink of name: it fails after Stop, else
+// it holds name's lock until the returned func is called.
+func (e *Engine) admin(name string) (func(), error) {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, ErrStopped
+	}
+	e.ops.Add(1)
+	l := e.names[name]
+	if l == nil {
+		l = &nameLock{}
+		e.names[name] = l
+	}
+	l.refs++
+	e.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(e.names, name)
+		}
+		e.mu.Unlock()
+		e.ops.Done()
+	}, nil
 }
 
 // stream is one config channel and its sinks. Guarded by Engine.mu.
@@ -153,6 +193,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		streams:    map[string]*stream{},
 		sinks:      map[string]*worker{},
 		restored:   map[string]store.Applied{},
+		names:      map[string]*nameLock{},
 	}
 	for _, o := range opts {
 		o(e)
@@ -247,14 +288,13 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 		return nil, false, err
 	}
 	opts, _ := resolve(norm) // validate checked it
-	e.admin.Lock()
-	defer e.admin.Unlock()
+	done, err := e.admin(norm.GetName())
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
 
 	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return nil, false, ErrStopped
-	}
 	old := e.sinks[norm.GetName()]
 	if old != nil && proto.Equal(old.spec, norm) {
 		e.mu.Unlock()
@@ -289,8 +329,11 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
 func (e *Engine) DeleteSink(name string) error {
-	e.admin.Lock()
-	defer e.admin.Unlock()
+	done, err := e.admin(name)
+	if err != nil {
+		return err
+	}
+	defer done()
 	e.mu.Lock()
 	w := e.sinks[name]
 	e.mu.Unlock()
@@ -334,7 +377,7 @@ func (e *Engine) addWorker(w *worker) {
 }
 
 // removeWorker unregisters w, stops its goroutines and closes its sink.
-// e.admin is held, e.mu is not.
+// w's name lock is held, e.mu is not.
 func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.mu.Lock()
 	st := w.st
@@ -447,21 +490,23 @@ func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 
 // Stop cancels every worker and runner, waits for their goroutines, closes
 // the sinks and every status watcher.
-func (e *Engine) Stop() {
-	e.admin.Lock()
-	defer e.admin.Unlock()
+// A second call waits for the first.
+func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
+
+func (e *Engine) stop() {
 	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return
-	}
 	e.stopped = true
+	e.mu.Unlock()
+	e.cancel()
+	// PutSink and DeleteSink calls under way finish (closing what they
+	// removed); after them the sinks no longer change.
+	e.ops.Wait()
+	e.mu.Lock()
 	workers := make([]*worker, 0, len(e.sinks))
 	for _, w := range e.sinks {
 		workers = append(workers, w)
 	}
 	e.mu.Unlock()
-	e.cancel()
 	e.wg.Wait()
 	for _, w := range workers {
 		closeSink(e.log, w.name, w.s)

@@ -837,3 +837,45 @@ func TestWatchResumeAfterRestart(t *testing.T) {
 		t.Fatalf("resume from revision %d of the previous run: got %v, want a resume-gap snapshot", seen, ev)
 	}
 }
+
+// A sink that ignores its context holds up only changes to its own name:
+// deleting it waits for its apply, but other sinks can still be put and
+// deleted meanwhile (the controller keeps registering gateways).
+func TestStuckSinkDoesNotBlockOtherAdminCalls(t *testing.T) {
+	h := newHarness(t)
+	stuck := h.put("stuck", kindTest, nil)
+	stuck.Set(enginetest.Behavior{Block: true, IgnoreContext: true})
+	h.put("other", kindTest, nil)
+	h.pushN(1)
+	started(t, stuck)
+	deleted := make(chan error, 1)
+	go func() { deleted <- h.e.DeleteSink("stuck") }()
+	h.await("", "stuck removed", func(r *confighubv1.GetStatusResponse) bool { return sinkOf(r, "stuck") == nil })
+
+	admin := make(chan error, 1)
+	go func() {
+		if _, _, err := h.e.PutSink(&confighubv1.Sink{Name: "new", Kind: kindTest}); err != nil {
+			admin <- err
+			return
+		}
+		admin <- h.e.DeleteSink("other")
+	}()
+	select {
+	case err := <-admin:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		stuck.ReleaseAll()
+		t.Fatal("PutSink/DeleteSink of other sinks waited for a stuck sink's apply")
+	}
+	h.awaitApplied("new", 1)
+	select {
+	case err := <-deleted:
+		t.Fatalf("DeleteSink of the stuck sink returned (%v) before its apply did", err)
+	default:
+	}
+	stuck.ReleaseAll()
+	must(t, <-deleted)
+	if !stuck.Closed() {
+		t.Fatal("stuck sink not closed after its apply returned")
+	}
+}

@@ -26,6 +26,9 @@ type Behavior struct {
 	Hang bool
 	// Block makes Apply wait for Release (or its context).
 	Block bool
+	// IgnoreContext makes a blocked Apply wait for Release only, as a sink
+	// that breaks the contract of returning once its context ends.
+	IgnoreContext bool
 	// Err is returned by Apply (after Delay).
 	Err error
 	// Panic makes Apply panic with this value.
@@ -143,10 +146,14 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("hung sink %s: %w", s.name, ctx.Err())
 	}
 	if b.Block {
+		done := ctx.Done()
+		if b.IgnoreContext {
+			done = nil
+		}
 		select {
 		case <-s.release:
 		case <-free:
-		case <-ctx.Done():
+		case <-done:
 			return fmt.Errorf("blocked sink %s: %w", s.name, ctx.Err())
 		}
 	}
