@@ -879,3 +879,15 @@ func TestStuckSinkDoesNotBlockOtherAdminCalls(t *testing.T) {
 		t.Fatal("stuck sink not closed after its apply returned")
 	}
 }
+
+func TestAdminAfterStop(t *testing.T) {
+	h := newHarness(t)
+	h.put("a", kindTest, nil)
+	h.e.Stop()
+	if err := h.e.DeleteSink("a"); !errors.Is(err, engine.ErrStopped) {
+		t.Fatalf("DeleteSink after Stop: %v, want ErrStopped (the sink is closed already)", err)
+	}
+	if _, _, err := h.e.PutSink(&confighubv1.Sink{Name: "b", Kind: kindTest}); !errors.Is(err, engine.ErrStopped) {
+		t.Fatalf("PutSink after Stop: %v", err)
+	}
+}
