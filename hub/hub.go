@@ -194,7 +194,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 // SinkConfig returns what a sink last applied, or with failed, what it last
 // failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
-	if !h.sinkExists(name) {
+	if h.sink(name) == nil {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
 	}
 	if failed {
@@ -211,13 +211,14 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 	return c, nil, nil
 }
 
-func (h *Hub) sinkExists(name string) bool {
+// sink returns the spec of a running sink, nil if none.
+func (h *Hub) sink(name string) *confighubv1.Sink {
 	for _, s := range h.fan.ListSinks("") {
 		if s.GetName() == name {
-			return true
+			return s
 		}
 	}
-	return false
+	return nil
 }
 
 // Status returns a consistent snapshot of a stream's sinks.
@@ -238,18 +239,33 @@ func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *con
 // ListSinks lists the sinks of a stream ("" for all).
 func (h *Hub) ListSinks(stream string) []*confighubv1.Sink { return h.fan.ListSinks(stream) }
 
-// PutSink validates, stores, then starts a sink.
+// PutSink validates, stores, then starts a sink. A sink that does not
+// start (its kind's factory refuses the spec) is taken out of the store
+// again: a refused spec changes nothing.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	n, err := h.fan.ValidateSink(spec)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
 	}
+	prev := h.sink(n.GetName())
 	if err := h.store.PutSink(ctx, n); err != nil {
 		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
 	out, created, err := h.fan.PutSink(n)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, n.GetName(), err)
+		var rerr error
+		if prev != nil {
+			rerr = h.store.PutSink(context.WithoutCancel(ctx), prev)
+		} else {
+			rerr = h.store.DeleteSink(context.WithoutCancel(ctx), n.GetName())
+		}
+		if rerr != nil {
+			h.log.Error("restoring the stored sink after a failed start failed", "sink", n.GetName(), "error", rerr)
+		}
+		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
+			return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, n.GetName(), err)
+		}
+		return nil, false, fmt.Errorf("%w: start sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
 	h.log.Info("sink put", "sink", out.GetName(), "kind", out.GetKind(), "stream", out.GetStream(), "created", created)
 	return out, created, nil

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ type fakeFanout struct {
 	published []*config.Config
 	sinks     map[string]*confighubv1.Sink
 	restored  []store.Applied
+	putErr    error
 }
 
 var _ Fanout = (*fakeFanout)(nil)
@@ -49,6 +51,9 @@ func (f *fakeFanout) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error
 	return s, nil
 }
 func (f *fakeFanout) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+	if f.putErr != nil {
+		return nil, false, f.putErr
+	}
 	_, had := f.sinks[s.GetName()]
 	f.sinks[s.GetName()] = s
 	return s, !had, nil
@@ -223,4 +228,34 @@ func FuzzAssembler(f *testing.F) {
 			t.Fatal("reassembled bytes differ")
 		}
 	})
+}
+
+// A spec that passes validation but that the kind's factory refuses is
+// InvalidArgument and leaves the store as it was (point 10); a start that
+// fails for another reason (the engine stopping) is Unavailable.
+func TestPutSinkRefusedByFactoryChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	st, fan := memory.New(), newFake()
+	h := New(st, fan)
+	old := &confighubv1.Sink{Name: "gw", Kind: "test", Stream: "default"}
+	if _, _, err := h.PutSink(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	fan.putErr = fmt.Errorf("%w: address is unreachable", sink.ErrInvalidSpec)
+	_, _, err := h.PutSink(ctx, &confighubv1.Sink{Name: "gw", Kind: "test", Stream: "other"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("replace refused by the factory: %v, want ErrInvalid naming the problem", err)
+	}
+	_, _, err = h.PutSink(ctx, &confighubv1.Sink{Name: "new", Kind: "test"})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("create refused by the factory: %v", err)
+	}
+	stored, _ := st.ListSinks(ctx)
+	if len(stored) != 1 || stored[0].GetName() != "gw" || stored[0].GetStream() != "default" {
+		t.Fatalf("stored sinks after refused puts: %v, want only the previous gw", stored)
+	}
+	fan.putErr = errors.New("engine stopped")
+	if _, _, err := h.PutSink(ctx, &confighubv1.Sink{Name: "late", Kind: "test"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("put while stopping: %v, want ErrUnavailable", err)
+	}
 }
