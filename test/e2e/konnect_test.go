@@ -55,17 +55,22 @@ func TestHungKonnectDoesNotDelayGateways(t *testing.T) {
 	if err := konnect.WaitHanging(ctx, 1); err != nil {
 		t.Fatalf("the konnect sink never reached the hung Konnect: %v", err)
 	}
-	st, err := api2.GetStatus(ctx, &confighubv1.GetStatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range st.GetSinks() {
-		if s.GetSink() == "konnect" {
-			if s.GetAppliedGeneration() != 0 {
-				t.Fatalf("konnect applied %d while hung", s.GetAppliedGeneration())
-			}
-		} else if s.GetAppliedGeneration() != 4 {
-			t.Fatalf("%s applied %d, want 4", s.GetSink(), s.GetAppliedGeneration())
+	// The hub records each gateway's apply right after the gateway answers;
+	// wait for status to catch up with the gateways' hashes.
+	harness.Eventually(t, 30*time.Second, func() bool {
+		st, err := api2.GetStatus(ctx, &confighubv1.GetStatusRequest{})
+		if err != nil {
+			return false
 		}
-	}
+		for _, s := range st.GetSinks() {
+			if s.GetSink() == "konnect" {
+				if s.GetAppliedGeneration() != 0 {
+					t.Fatalf("konnect applied %d while hung", s.GetAppliedGeneration())
+				}
+			} else if s.GetAppliedGeneration() != 4 {
+				return false
+			}
+		}
+		return true
+	}, "every gateway reports generation 4 applied while konnect hangs")
 }

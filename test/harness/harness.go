@@ -193,13 +193,13 @@ var servingRE = regexp.MustCompile(`confighub serving.* listen=(\S+)`)
 func StartHub(t testing.TB, bins *Binaries, args ...string) *Hub {
 	t.Helper()
 	dataDir := ""
-	hasData := false
-	for _, a := range args {
-		if a == "--data-dir" || strings.HasPrefix(a, "--data-dir=") {
-			hasData = true
-		}
+	hasData := hasFlag(args, "--data-dir")
+	full := []string{"--listen", "127.0.0.1:0"}
+	if !hasFlag(args, "--metrics-listen") {
+		// Hubs started side by side must not compete for the default port.
+		full = append(full, "--metrics-listen", "127.0.0.1:0")
 	}
-	full := append([]string{"--listen", "127.0.0.1:0"}, args...)
+	full = append(full, args...)
 	if !hasData {
 		dataDir = t.TempDir()
 		full = append(full, "--data-dir", dataDir)
@@ -299,4 +299,13 @@ func recordGrpcurl(bin string, args []string) {
 	w := bufio.NewWriter(f)
 	fmt.Fprintf(w, "%s\t%s\t%s\n", ver, bin, strings.Join(args, " "))
 	_ = w.Flush()
+}
+
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
