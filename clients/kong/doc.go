@@ -23,6 +23,10 @@
 //     and then a warning is logged), extra headers on every request (e.g.
 //     Kong-Admin-Token). There is no client-wide timeout: each request is
 //     bounded by its ctx (the engine's per-attempt timeout).
+//   - Answers are never held whole: a 2xx of POST /config (Kong echoes
+//     every loaded entity, about the configuration's size) is drained
+//     through a small buffer and dropped; other answers are read up to
+//     8 MiB.
 //   - Liveness (sink.Runner): GET /status every status_interval (default
 //     10s) on the injected clock, each poll bounded by min(interval, 10s).
 //     The all-zeros configuration_hash after a successful apply (or at the

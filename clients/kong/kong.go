@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -217,9 +218,10 @@ func kongMessage(raw []byte) string {
 	if json.Unmarshal(raw, &m) == nil && m.Message != "" {
 		return m.Message
 	}
-	s := strings.TrimSpace(string(raw))
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	t := bytes.TrimSpace(raw)
+	s := string(t[:min(len(t), 200)])
+	if len(t) > 200 {
+		s += "..."
 	}
 	if s == "" {
 		s = "no body"
@@ -322,15 +324,51 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err == nil {
-		if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
-			a.mu.Lock()
-			a.after = resp.Header.Get("Retry-After")
-			a.mu.Unlock()
-		}
+	if err != nil {
+		return resp, err
+	}
+	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
+		a.mu.Lock()
+		a.after = resp.Header.Get("Retry-After")
+		a.mu.Unlock()
+	}
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/config") && resp.StatusCode/100 == 2 {
+		// Kong answers a 201 with every loaded entity (about the size of
+		// the configuration) and go-kong reads it all only to drop it.
+		resp.Body = &discardBody{rc: resp.Body}
+	} else {
+		resp.Body = &limitBody{r: io.LimitReader(resp.Body, maxAnswerBytes), rc: resp.Body}
 	}
 	return resp, err
 }
+
+// maxAnswerBytes bounds how much of an Admin API answer is read (a Kong
+// error body, the /status document).
+const maxAnswerBytes = 8 << 20
+
+// maxDrain bounds how much of an unread answer is drained so that its
+// connection can be reused; beyond it the connection is closed.
+const maxDrain = 64 << 20
+
+// discardBody reads as empty; Close drains the answer (bounded) through a
+// small pooled buffer so the connection stays reusable.
+type discardBody struct{ rc io.ReadCloser }
+
+func (b *discardBody) Read([]byte) (int, error) { return 0, io.EOF }
+
+func (b *discardBody) Close() error {
+	_, _ = io.CopyN(io.Discard, b.rc, maxDrain)
+	return b.rc.Close()
+}
+
+// limitBody reads at most maxAnswerBytes of the answer.
+type limitBody struct {
+	r  io.Reader
+	rc io.ReadCloser
+}
+
+func (b *limitBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *limitBody) Close() error               { return b.rc.Close() }
 
 // --- liveness: GET /status ------------------------------------------------
 
