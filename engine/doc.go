@@ -71,10 +71,11 @@
 //   - Memory: one *config.Config per stream is shared by every sink (never
 //     copied); per sink the engine keeps a constant amount of state plus
 //     pointers to the configs in its slot, last applied and last failed
-//     (for GetConfig diagnostics; in steady state they are the stream's
-//     current one). Status history is bounded by WithHistory per stream,
-//     generations by the last 16 per stream (TestPropertyConvergence
-//     checks at most 3 configs per sink).
+//     (for GetConfig diagnostics; the last failed is dropped once a
+//     generation as new is applied, so in steady state only the stream's
+//     current one is held). Status history is bounded by WithHistory per
+//     stream, generations by the last 16 per stream (TestPropertyConvergence
+//     checks that a converged engine holds one config per stream).
 //   - Stop cancels every worker and runner, waits for them, closes the
 //     sinks and every watcher (TestStopClosesEverything; goleak in
 //     TestMain checks every test).

@@ -340,6 +340,9 @@ func TestPermanentNotRetried(t *testing.T) {
 	if st.GetLastError() != "" || len(st.GetEntityErrors()) != 0 || st.GetRejectedGeneration() != 1 {
 		t.Fatalf("status after success %v", st)
 	}
+	if _, _, ok := h.e.LastFailed("a"); ok {
+		t.Fatal("the failed config is still held after a newer generation applied")
+	}
 }
 
 func TestPanicRecovered(t *testing.T) {

@@ -303,6 +303,7 @@ func (w *worker) decide(now time.Time) action {
 			prev := w.appliedGen
 			w.appliedGen = cfg.Generation
 			w.lastAppliedCfg = cfg
+			w.dropFailed()
 			w.firstWaitAt = time.Time{}
 			w.retryGen, w.nextRetry = 0, time.Time{}
 			w.setState(stateSkipped, fmt.Sprintf("hash %s already applied (generation %d)", short(cfg.Hash), prev))
@@ -407,6 +408,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		prev := w.appliedGen
 		w.appliedGen, w.appliedHash = cfg.Generation, cfg.Hash
 		w.lastAppliedCfg = cfg
+		w.dropFailed()
 		w.lastAppliedTime = now
 		w.appliesTotal++
 		w.streak, w.retryGen, w.nextRetry = 0, 0, time.Time{}
@@ -464,6 +466,15 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	e.metrics.ApplyDone(w.name, w.kind, ResultFailed, code, dur, cfg.Size())
 	log.Warn("apply", "result", ResultFailed, "code", code, "error", se.Error(), "retry_in", d, "next_retry", w.retryAt,
 		"note", "retrying with backoff; a new configuration is tried at once")
+}
+
+// dropFailed forgets the last failed apply once a generation at least as
+// new is applied: the failure is over, and keeping its config would hold
+// one old config per sink for ever (DESIGN.md point 2). e.mu is held.
+func (w *worker) dropFailed() {
+	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.appliedGen {
+		w.lastFailedCfg, w.lastFailedErr = nil, nil
+	}
 }
 
 // retryState is the state while waiting to retry: BACKOFF, or FAILED after
