@@ -98,16 +98,16 @@ func decode(body []byte) (any, error) {
 	return v, nil
 }
 
-func canonicalHash(v any) (string, int, error) {
+func canonicalHash(v any) (string, []byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", 0, err
+		return "", nil, err
 	}
 	b := bytes.TrimRight(buf.Bytes(), "\n")
 	sum := md5.Sum(b)
-	return hex.EncodeToString(sum[:]), len(b), nil
+	return hex.EncodeToString(sum[:]), b, nil
 }
 
 // Result is the outcome of checking one declarative configuration.
@@ -119,6 +119,10 @@ type Result struct {
 	Counts map[string]int
 	// Invalid is Kong's 400 body when the configuration is rejected.
 	Invalid *ErrorBody
+	// Loaded is the 201 answer: Kong answers with every loaded entity, so
+	// the emulator answers with the configuration in its canonical JSON
+	// form, an answer of the same order of size.
+	Loaded []byte
 }
 
 // entity is one flattened entity.
@@ -353,11 +357,11 @@ func check(v any, o checkOptions) Result {
 	if len(fields) > 0 || len(flat) > 0 {
 		return invalid(fields, flat)
 	}
-	h, _, err := canonicalHash(v)
+	h, loaded, err := canonicalHash(v)
 	if err != nil {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
-	return Result{Hash: h, Counts: counts}
+	return Result{Hash: h, Counts: counts, Loaded: loaded}
 }
 
 // scopeKey identifies what reference field f of e points at: its parent

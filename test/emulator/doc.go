@@ -17,7 +17,9 @@
 //     timeout ranges, a route needs paths/hosts/methods/headers for http
 //     protocols, sources/destinations/snis for tcp/tls/udp, or an
 //     expression; known plugin names; a consumer needs username or
-//     custom_id). 201 when loaded; 304 when check_hash is set and the hash is
+//     custom_id). 201 when loaded, answering with the configuration (Kong
+//     answers with every loaded entity: an answer about the size of the
+//     configuration); 304 when check_hash is set and the hash is
 //     unchanged; 400 with Kong's body {"name":"invalid declarative
 //     configuration","code":14,"message","fields","flattened_errors"} where
 //     each flattened error carries entity_type, entity_name, entity_id,

@@ -383,9 +383,12 @@ func (g *Gateway) postConfig(w http.ResponseWriter, r *http.Request) {
 	g.loads++
 	g.notifyLocked()
 	g.mu.Unlock()
-	// Kong answers with the loaded entities; the emulator answers with their
-	// counts per collection, which is enough for clients (go-kong ignores it).
-	writeJSON(w, http.StatusCreated, res.Counts)
+	// Kong answers with the loaded entities, about the size of the
+	// configuration (a client must cope with that); the emulator answers
+	// with the configuration's canonical JSON, shared, not copied.
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(res.Loaded)
 }
 
 // readConfigBody returns the declarative configuration of a POST /config:

@@ -89,6 +89,11 @@ func TestFixturesAccepted(t *testing.T) {
 		if got, want := g.Hash(), ConfigHash(raw); got != want || len(got) != 32 {
 			t.Errorf("%s: hash %q, want %q", filepath.Base(f), got, want)
 		}
+		// Kong answers a 201 with the loaded entities (about the size of the
+		// configuration); clients must cope with that answer.
+		if !json.Valid(body) || ConfigHash(body) != g.Hash() {
+			t.Errorf("%s: the 201 answer (%d bytes) is not the loaded configuration", filepath.Base(f), len(body))
+		}
 		if h := status(t, u)["configuration_hash"]; h != g.Hash() {
 			t.Errorf("%s: /status hash %v, want %s", filepath.Base(f), h, g.Hash())
 		}
