@@ -87,9 +87,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, spec.GetName(), err)
 	}
-	if ks.GetTls().GetInsecureSkipVerify() {
-		logger.Warn("TLS verification of the Kong Admin API is disabled (insecure_skip_verify); use only for tests", "address", ks.GetAddress())
-	}
+	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
 	headers := http.Header{}
 	for k, v := range ks.GetHeaders() {
 		if k == "" || strings.ContainsAny(k, " \r\n:") || strings.ContainsAny(v, "\r\n") {

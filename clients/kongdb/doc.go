@@ -3,7 +3,8 @@
 // clients/diffsync for the pipeline and its guarantees).
 //
 // Spec (KongDBSpec): address (Admin API URL, required), tls (custom CA,
-// client certificate), headers (e.g. Kong-Admin-Token), concurrency
+// client certificate; insecure_skip_verify only when set, with a warning
+// logged), headers (e.g. Kong-Admin-Token), concurrency
 // (default 10 concurrent entity operations), workspace (Kong Enterprise).
 //
 // The sink counts as a gateway for GATE_ANY_GATEWAY and reports per-entity

@@ -47,6 +47,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if logger != nil {
 		logger = logger.With("sink", spec.GetName(), "kind", Kind)
 	}
+	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
 	syncer := diffsync.New(client, diffsync.WithConcurrency(conc), diffsync.WithLogger(logger))
 	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true, EntityErrors: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
 }

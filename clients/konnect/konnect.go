@@ -113,6 +113,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if logger != nil {
 		logger = logger.With("sink", spec.GetName(), "kind", Kind, "control_plane", cp)
 	}
+	tlsconfig.WarnInsecure(logger, ks.GetTls(), opts.BaseURL)
 	syncer := diffsync.New(client,
 		diffsync.WithKonnect(cp),
 		diffsync.WithConcurrency(conc),

@@ -132,9 +132,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: sink %q: plugin.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
 		}
-		if tc.InsecureSkipVerify {
-			log.Warn("plugin TLS server verification is disabled (insecure_skip_verify); use it for tests only")
-		}
+		tlsconfig.WarnInsecure(log, ps.GetTls(), ps.GetAddress())
 		creds = credentials.NewTLS(tc)
 	}
 	s := &Sink{

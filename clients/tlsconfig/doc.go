@@ -9,6 +9,8 @@
 //     error naming the missing half.
 //   - A custom CA replaces the system roots for that connection only.
 //   - The minimum version is TLS 1.2.
+//   - insecure_skip_verify is honoured only when set; every kind calls
+//     WarnInsecure so that it is logged as a warning when the sink is made.
 //   - Files are read when Build is called (at sink creation), so a bad path
 //     is reported by PutSink, not at the first apply.
 package tlsconfig

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -83,4 +84,14 @@ func pemOrFile(what, pem, file string) ([]byte, error) {
 		return nil, fmt.Errorf("tls: reading %s file: %w", what, err)
 	}
 	return b, nil
+}
+
+// WarnInsecure logs a warning (once, at sink creation) when spec turns off
+// the verification of the server's certificate: it is honoured only when
+// asked and never silently. A nil logger logs nothing.
+func WarnInsecure(logger *slog.Logger, spec *confighubv1.TLS, address string) {
+	if logger == nil || !spec.GetInsecureSkipVerify() {
+		return
+	}
+	logger.Warn("TLS verification of the server is disabled (insecure_skip_verify); use only for tests", "address", address)
 }
