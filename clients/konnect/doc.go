@@ -8,7 +8,8 @@
 // <address>/kic/api/control-planes/<id>), authentication by an mTLS client
 // certificate (tls.cert_pem/key_pem or cert_file/key_file) or a bearer
 // token (token, or token_file re-read before every apply so a rotated token
-// is picked up), concurrency (default 4), drop_consumers.
+// is picked up), concurrency (default 4), drop_consumers. TLS
+// insecure_skip_verify is honoured only when set, with a warning logged.
 //
 // Options: the kind's defaults are min_interval 30s (KIC's upload period),
 // GATE_ANY_GATEWAY (a generation reaches Konnect once a gateway of the
