@@ -34,6 +34,17 @@ func (f Format) String() string {
 	}
 }
 
+// ParseFormat is the inverse of Format.String ("json", "yaml", "unknown"),
+// for stores that keep the format as text.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range []Format{FormatJSON, FormatYAML, FormatUnknown} {
+		if f.String() == s {
+			return f, nil
+		}
+	}
+	return FormatUnknown, fmt.Errorf("unknown format %q", s)
+}
+
 // DefaultStream is the stream a push or sink without one targets.
 const DefaultStream = "default"
 

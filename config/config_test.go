@@ -112,3 +112,14 @@ func FuzzCheck(f *testing.F) {
 }
 
 var zeroTime time.Time
+
+func TestParseFormatRoundTrips(t *testing.T) {
+	for _, f := range []Format{FormatJSON, FormatYAML, FormatUnknown} {
+		if got, err := ParseFormat(f.String()); err != nil || got != f {
+			t.Errorf("ParseFormat(%q) = %v, %v; want %v", f.String(), got, err, f)
+		}
+	}
+	if _, err := ParseFormat("toml"); err == nil || !strings.Contains(err.Error(), "toml") {
+		t.Errorf("ParseFormat(toml): %v, want an error naming it", err)
+	}
+}

@@ -259,18 +259,6 @@ type appliedRecord struct {
 	Time       time.Time `json:"time"`
 }
 
-func parseFormat(s string) (config.Format, error) {
-	switch s {
-	case "json":
-		return config.FormatJSON, nil
-	case "yaml":
-		return config.FormatYAML, nil
-	case "unknown":
-		return config.FormatUnknown, nil
-	}
-	return 0, fmt.Errorf("unknown format %q", s)
-}
-
 func readMeta(b *bbolt.Bucket, name string) (streamMeta, error) {
 	var m streamMeta
 	raw := b.Get(keyMeta)
@@ -289,7 +277,7 @@ func readStream(b *bbolt.Bucket, name string) (store.Stream, error) {
 	if err != nil {
 		return store.Stream{}, err
 	}
-	f, err := parseFormat(m.Format)
+	f, err := config.ParseFormat(m.Format)
 	if err != nil {
 		return store.Stream{}, fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, name, err)
 	}
@@ -338,7 +326,7 @@ func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint
 		if b != nil && cur.Hash == st.Hash {
 			// Same hash, same bytes: return the stored meta with the
 			// caller's bytes rather than copy them out of the file.
-			f, err := parseFormat(cur.Format)
+			f, err := config.ParseFormat(cur.Format)
 			if err != nil {
 				return fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, st.Name, err)
 			}

@@ -179,18 +179,6 @@ func (s *Store) noteListRev(rev int64) {
 	s.listRev = max(s.listRev, rev)
 }
 
-func parseFormat(f string) (config.Format, error) {
-	switch f {
-	case "json":
-		return config.FormatJSON, nil
-	case "yaml":
-		return config.FormatYAML, nil
-	case "unknown":
-		return config.FormatUnknown, nil
-	}
-	return 0, fmt.Errorf("unknown format %q", f)
-}
-
 func decodeMeta(key string, v []byte) (streamMeta, error) {
 	var m streamMeta
 	if err := json.Unmarshal(v, &m); err != nil {
@@ -263,7 +251,7 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 		return out, false, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
 	}
 	if modRev != 0 && cur.Hash == st.Hash {
-		f, err := parseFormat(cur.Format)
+		f, err := config.ParseFormat(cur.Format)
 		if err != nil {
 			return out, false, false, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 		}
@@ -387,7 +375,7 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 	if err != nil {
 		return store.Stream{}, err
 	}
-	f, err := parseFormat(m.Format)
+	f, err := config.ParseFormat(m.Format)
 	if err != nil {
 		return store.Stream{}, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 	}
