@@ -10,7 +10,8 @@
 //   - An upload is assembled from chunks with its size bounded and its
 //     SHA-256 computed during receipt; a mismatch or truncation stores
 //     nothing.
-//   - A sink put at run time is validated, stored, then started; the sinks
+//   - A sink put at run time is validated, stored, then started (and taken
+//     out of the store again when its kind refuses to build it); the sinks
 //     file is put at every start (it is the start-up seed and wins for the
 //     names it lists).
 //   - At start, every stream and every sink's applied record is loaded and
