@@ -89,7 +89,7 @@ test: lint-proto gen-check vet gotest grpcurl-check
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
-	$(GO) run ./cmd/confighub-bench
+	$(GO) run ./cmd/confighub-bench $(BENCH_FLAGS)
 
 ## demo: three emulated gateways, the hub, a pushed fixture, the live status table
 demo:
