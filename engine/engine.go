@@ -315,14 +315,17 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 		e.removeWorker(old, old.st.name != norm.GetStream())
 	}
 
+	// No sink method runs under e.mu: Publish (the push path) takes it.
+	caps := s.Describe()
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.stopped {
+		e.mu.Unlock()
 		closeSink(e.log, norm.GetName(), s)
 		return nil, false, ErrStopped
 	}
-	w := newWorker(e, norm, opts, s)
+	w := newWorker(e, norm, opts, s, caps)
 	e.addWorker(w)
+	e.mu.Unlock()
 	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil)
 	return proto.Clone(norm).(*confighubv1.Sink), old == nil, nil
 }

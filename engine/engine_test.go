@@ -894,3 +894,45 @@ func TestAdminAfterStop(t *testing.T) {
 		t.Fatalf("PutSink after Stop: %v", err)
 	}
 }
+
+// describeGated is a sink whose Describe waits for a gate.
+type describeGated struct {
+	*enginetest.Sink
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (s describeGated) Describe() sink.Capabilities {
+	close(s.entered)
+	<-s.gate
+	return sink.Capabilities{}
+}
+
+// The engine calls no sink method under its lock: a slow Describe while a
+// sink is put does not hold up Publish (the push path).
+func TestSlowDescribeDoesNotBlockPublish(t *testing.T) {
+	h := newHarness(t)
+	d := describeGated{Sink: enginetest.NewSink("d", h.clock, sink.Capabilities{}), entered: make(chan struct{}), gate: make(chan struct{})}
+	must(t, h.reg.Register("describe-gated", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return d, nil }))
+	put := make(chan error, 1)
+	go func() {
+		_, _, err := h.e.PutSink(&confighubv1.Sink{Name: "d", Kind: "describe-gated"})
+		put <- err
+	}()
+	<-d.entered
+	published := make(chan struct{})
+	go func() {
+		h.pushN(1)
+		close(published)
+	}()
+	select {
+	case <-published:
+	case <-time.After(10 * time.Second):
+		close(d.gate)
+		<-published
+		t.Fatal("Publish waited for a sink's Describe")
+	}
+	close(d.gate)
+	must(t, <-put)
+	h.awaitApplied("d", 1)
+}

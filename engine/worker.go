@@ -104,7 +104,9 @@ type worker struct {
 	published       *confighubv1.SinkStatus
 }
 
-func newWorker(e *Engine, spec *confighubv1.Sink, opts options, s sink.Sink) *worker {
+// newWorker builds the worker of s; caps is s.Describe(), asked before
+// e.mu was taken. e.mu is held.
+func newWorker(e *Engine, spec *confighubv1.Sink, opts options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	return &worker{
 		e:      e,
@@ -113,7 +115,7 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts options, s sink.Sink) *wo
 		spec:   spec,
 		opts:   opts,
 		s:      s,
-		caps:   s.Describe(),
+		caps:   caps,
 		st:     e.stream(spec.GetStream()),
 		ctx:    ctx,
 		cancel: cancel,
