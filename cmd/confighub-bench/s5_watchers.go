@@ -21,10 +21,6 @@ const (
 	watchSinks    = 10
 	watchConfigKB = 16
 	watchPace     = 250 * time.Millisecond
-	// watchBuffer is each watcher's buffer in this scenario (the default
-	// is 1,024): small enough that the stalled watcher overflows it
-	// within the run.
-	watchBuffer = 256
 )
 
 // watchStats is what one normal watcher saw.
@@ -41,7 +37,7 @@ type watchStats struct {
 // control window): every normal watcher must see every change, and the
 // push latency must not depend on the watchers.
 func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	e, err := newEnv(ctx, envOptions{watchBuffer: watchBuffer})
+	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +59,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	// Enough changes (about 30 per push) to overflow the stalled
 	// watcher's 64 KiB window and its buffer; paced as a controller
 	// would push, so 1,000 gRPC readers on 2 cores keep up.
-	pushes := 30
+	pushes := 40
 	stamp := 0
 	pushRound := func(pace time.Duration) ([]time.Duration, uint64, error) {
 		var lat []time.Duration
@@ -267,7 +263,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 			Note: fmt.Sprintf("stalled watcher cut over to a fresh snapshot: %v", cut)},
 		ratioRow(fmt.Sprintf("5 push ack %d KiB, 1,000 watchers / none", watchConfigKB), "ms", medianMS(with), medianMS(without), 1.2, pushes),
 	}
-	rows[0].Note += fmt.Sprintf("; pushes every %v, watch buffer %d", watchPace, watchBuffer)
+	rows[0].Note += fmt.Sprintf("; pushes every %v, watch buffer %d (default)", watchPace, status.DefaultWatchBuffer)
 	rows[1].Note = fmt.Sprintf("pushes every %v; the watchers' readers run on the same 2 cores", watchPace)
 	rows = append(rows, Row{Scenario: fmt.Sprintf("5 push ack %d KiB back to back, 1,000 watchers", watchConfigKB), Unit: "ms", Hub: medianMS(burst), Baseline: medianMS(without),
 		Ratio: medianMS(burst) / medianMS(without), Target: "-", Info: true, OK: true, Runs: pushes,
