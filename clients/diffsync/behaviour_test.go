@@ -87,7 +87,7 @@ func TestOneRouteChangeSendsOnlyItsWrites(t *testing.T) {
 		raw  []byte
 	}{
 		{"fixture httproute-example__default.yaml", mustJSON(t, fixture(t, "httproute-example__default.yaml"))},
-		{"synthetic 60 services", bigConfig(60)},
+		{"synthetic 20 services", bigConfig(20)},
 	} {
 		for _, konnect := range []bool{false, true} {
 			mode := "kong-db"

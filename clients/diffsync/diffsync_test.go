@@ -91,36 +91,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestFixturesSyncDBMode: after a sync the destination holds exactly the
-// configuration's entities, for every kic-golden fixture without Enterprise
-// entities; a second sync of the same configuration writes nothing.
-func TestFixturesSyncDBMode(t *testing.T) {
-	for _, name := range fixtureNames(t) {
-		if enterprise(name) || name == "credentials__default.yaml" {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t)
-			s := e.syncer(t, e.url)
-			cfg := loadConfig(t, fixture(t, name), 1)
-			if _, err := s.Sync(ctxT(t), cfg); err != nil {
-				t.Fatalf("sync: %v", err)
-			}
-			js, _ := cfg.JSON()
-			assertMirrors(t, e.api, "", js)
-
-			e.api.ResetCounts()
-			res, err := s.Sync(ctxT(t), cfg)
-			if err != nil {
-				t.Fatalf("second sync: %v", err)
-			}
-			if w := e.api.Writes(); len(w) != 0 || res != (Result{}) {
-				t.Errorf("second sync of the same configuration wrote %v (%+v)", w, res)
-			}
-		})
-	}
-}
-
 // TestCredentialsWithoutSecretsArePermanent: the reconciler's reader
 // rejects HMAC and JWT credentials without a secret before any request.
 func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
@@ -161,34 +131,53 @@ func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
 
 // TestFixtureSequenceConverges: syncing every fixture (no Enterprise
 // entity) in turn onto one destination, DB mode and a Konnect control
-// plane, leaves exactly the last one each time (creates, updates,
-// deletes in the reconciler's order, including entities whose name moves
-// to a new id).
+// plane, leaves exactly that fixture's entities each time (creates,
+// updates, deletes in the reconciler's order, including entities whose
+// name moves to a new id). In DB mode each fixture is then synced again:
+// a configuration the destination already holds sends no write.
 func TestFixtureSequenceConverges(t *testing.T) {
 	for _, konnect := range []bool{false, true} {
-		e := newEnv(t)
-		base, cp, opts := e.url, "", []Option{}
+		name := "kong-db"
 		if konnect {
-			cp = "cp-seq"
-			base, opts = e.url+emulator.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+			name = "konnect"
 		}
-		s := e.syncer(t, base, opts...)
-		var gen uint64
-		for _, name := range fixtureNames(t) {
-			if enterprise(name) || name == "credentials__default.yaml" {
-				continue
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			base, cp, opts := e.url, "", []Option{}
+			if konnect {
+				cp = "cp-seq"
+				base, opts = e.url+emulator.KonnectPrefix+cp, []Option{WithKonnect(cp)}
 			}
-			gen++
-			cfg := loadConfig(t, fixture(t, name), gen)
-			if _, err := s.Sync(ctxT(t), cfg); err != nil {
-				t.Fatalf("konnect=%v after %s: %v", konnect, name, err)
+			s := e.syncer(t, base, opts...)
+			var gen uint64
+			for _, name := range fixtureNames(t) {
+				if enterprise(name) || name == "credentials__default.yaml" {
+					continue
+				}
+				gen++
+				cfg := loadConfig(t, fixture(t, name), gen)
+				if _, err := s.Sync(ctxT(t), cfg); err != nil {
+					t.Fatalf("after %s: %v", name, err)
+				}
+				js, _ := cfg.JSON()
+				assertMirrors(t, e.api, cp, js)
+				if t.Failed() {
+					t.Fatalf("destination does not mirror %s", name)
+				}
+				if konnect {
+					continue
+				}
+				e.api.ResetCounts()
+				res, err := s.Sync(ctxT(t), cfg)
+				if err != nil {
+					t.Fatalf("second sync of %s: %v", name, err)
+				}
+				if w := e.api.Writes(); len(w) != 0 || res != (Result{}) {
+					t.Fatalf("second sync of %s wrote %v (%+v)", name, w, res)
+				}
 			}
-			js, _ := cfg.JSON()
-			assertMirrors(t, e.api, cp, js)
-			if t.Failed() {
-				t.Fatalf("konnect=%v: destination does not mirror %s", konnect, name)
-			}
-		}
+		})
 	}
 }
 
