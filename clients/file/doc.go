@@ -6,6 +6,8 @@
 //     the same directory, which is fsynced, renamed over the path, and the
 //     directory is fsynced. A reader sees the old file or the new one, never
 //     a partial write, and after a crash the path holds one whole generation.
+//   - The file is readable by its owner only (0600): a Kong configuration
+//     holds credentials and private keys.
 //   - FORMAT_JSON renders the configuration as JSON (a YAML push is
 //     converted once and shared with other sinks), FORMAT_YAML renders it as
 //     YAML, and FORMAT_UNSPECIFIED writes the bytes exactly as pushed.

@@ -59,7 +59,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := WriteAtomic(s.path, b, 0o644); err != nil {
+	if err := WriteAtomic(s.path, b, 0o600); err != nil {
 		return &sink.Error{Code: "write", Message: err.Error(), Err: err}
 	}
 	return nil

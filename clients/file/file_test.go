@@ -186,3 +186,20 @@ func TestRegisterTwiceFails(t *testing.T) {
 		t.Fatal("second Register must fail")
 	}
 }
+
+// A Kong configuration holds secrets (credentials, private keys): the file
+// is readable by its owner only.
+func TestApplyWritesOwnerOnlyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kong.json")
+	s := newSink(t, path, confighubv1.Format_FORMAT_UNSPECIFIED)
+	if err := s.Apply(context.Background(), cfgOf(t, 1, jsonCfg)); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Fatalf("mode %v, want 0600", m)
+	}
+}
