@@ -232,6 +232,15 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 		return nil, ctx.Err()
 	}
 	defer func() { <-s.describeLock }()
+	if d := s.desc.Load(); d != nil && d.epoch == s.epoch.Load() {
+		return d.resp, nil
+	}
+	// Connect first, so the Describe is recorded against the connection it
+	// runs on (the client connects lazily, during the first call). A
+	// plugin that is down is not waited for: the call fails at once.
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
 	ep := s.epoch.Load()
 	if d := s.desc.Load(); d != nil && d.epoch == ep {
 		return d.resp, nil
@@ -240,12 +249,30 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 	if err != nil {
 		return nil, err
 	}
-	// The call may have been made on a newer connection than ep; recording
-	// the older epoch only causes one extra Describe later.
+	// A reconnect during the call records an older epoch: one extra
+	// Describe later, never a stale one.
 	s.desc.Store(&described{epoch: ep, resp: resp})
 	s.log.Debug("plugin described", "name", resp.GetName(), "version", resp.GetVersion(),
 		"formats", resp.GetFormats(), "max_config_bytes", resp.GetMaxConfigBytes(), "chunk_bytes", resp.GetChunkBytes())
 	return resp, nil
+}
+
+// connect waits, bounded by ctx, while the connection is being made.
+func (s *Sink) connect(ctx context.Context) error {
+	for {
+		st := s.conn.GetState()
+		switch st {
+		case connectivity.Ready, connectivity.TransientFailure:
+			return nil
+		case connectivity.Shutdown:
+			return errors.New("the plugin sink is closed")
+		case connectivity.Idle:
+			s.conn.Connect()
+		}
+		if !s.conn.WaitForStateChange(ctx, st) {
+			return ctx.Err()
+		}
+	}
 }
 
 // Apply sends cfg to the plugin as one Apply stream.

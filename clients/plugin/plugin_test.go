@@ -433,3 +433,20 @@ func TestFactoryRejectsBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// Describe is asked once per connection, not once per apply.
+func TestDescribeCachedPerConnection(t *testing.T) {
+	p := &fakePlugin{}
+	addr, _ := serve(t, "127.0.0.1:0", p)
+	s := newSink(t, addr, nil)
+	for gen := uint64(1); gen <= 3; gen++ {
+		if err := s.Apply(ctxT(t), mkConfig(t, gen, bigConfig(10))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.describes != 1 || len(p.got) != 3 {
+		t.Fatalf("%d describes for %d applies on one connection, want 1", p.describes, len(p.got))
+	}
+}
