@@ -80,6 +80,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.auth != nil {
 		a, err := t.auth()
 		if err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
 			return nil, err
 		}
 		r.Header.Set("Authorization", a)
