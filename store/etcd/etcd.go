@@ -90,11 +90,21 @@ type Store struct {
 	// transaction retries.
 	commitMu sync.Map // stream name -> *sync.Mutex
 
+	// writing is held (shared) by a write from its request until its
+	// revision is in own, and (exclusively) by the watch before it asks
+	// isOwn: the watch may see a write's event before the writer has
+	// its answer, and must not take it for another replica's.
+	writing sync.RWMutex
+
 	mu       sync.Mutex
 	closed   bool
 	own      map[int64]struct{}
 	ownOrder []int64
 	listRev  int64 // revision of the last List* read
+	// listedSinks are the sink names the last ListSinks returned: what a
+	// watcher's reader knows, so a resync can report the ones deleted
+	// during a compacted gap.
+	listedSinks map[string]bool
 }
 
 // New returns a store using cli under the prefix.
@@ -292,7 +302,12 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 	} else {
 		cmp = clientv3.Compare(clientv3.ModRevision(mk), "=", modRev)
 	}
+	s.writing.RLock()
 	tresp, err := s.cli.Txn(ctx).If(cmp).Then(ops...).Commit()
+	if err == nil && tresp.Succeeded {
+		s.recordOwn(tresp.Header.Revision)
+	}
+	s.writing.RUnlock()
 	if err != nil {
 		// The outcome is unknown: the staged chunks may now be current, so
 		// they are left for the next commit's sweep.
@@ -307,7 +322,6 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 		}
 		return out, false, true, nil
 	}
-	s.recordOwn(tresp.Header.Revision)
 	out = st
 	out.Generation = gen
 	out.Labels = cloneLabels(st.Labels)
@@ -465,6 +479,8 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if err != nil {
 		return fmt.Errorf("encode sink %q: %w", sp.GetName(), err)
 	}
+	s.writing.RLock()
+	defer s.writing.RUnlock()
 	resp, err := s.cli.Put(ctx, s.sinkKey(sp.GetName()), string(raw))
 	if err != nil {
 		return fmt.Errorf("etcd store: put sink %q: %w", sp.GetName(), err)
@@ -479,6 +495,8 @@ func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	s.writing.RLock()
+	defer s.writing.RUnlock()
 	resp, err := s.cli.Txn(ctx).Then(clientv3.OpDelete(s.sinkKey(name)), clientv3.OpDelete(s.appliedKey(name))).Commit()
 	if err != nil {
 		return fmt.Errorf("etcd store: delete sink %q: %w", name, err)
@@ -504,14 +522,19 @@ func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 		return nil, fmt.Errorf("etcd store: list sinks: %w", err)
 	}
 	out := make([]*confighubv1.Sink, 0, len(resp.Kvs))
+	names := make(map[string]bool, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		sp, err := decodeSink(kv.Key, kv.Value)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sp)
+		names[sp.GetName()] = true
 	}
 	s.noteListRev(resp.Header.Revision)
+	s.mu.Lock()
+	s.listedSinks = names
+	s.mu.Unlock()
 	return out, nil
 }
 

@@ -297,3 +297,55 @@ func TestWatchResyncsAfterCompaction(t *testing.T) {
 	for range ch {
 	}
 }
+
+// TestWatchResyncReportsSinksDeletedInTheGap: a sink the reader listed and
+// that another replica deleted during a compacted gap is reported deleted.
+func TestWatchResyncReportsSinksDeletedInTheGap(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t)
+	a := newStore(t, srv.Client(t))
+	b := newStore(t, cli)
+	ctx := context.Background()
+	for _, n := range []string{"gone", "kept"} {
+		if err := b.PutSink(ctx, &confighubv1.Sink{Name: n, Kind: "file", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "/p"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sinks, err := a.ListSinks(ctx); err != nil || len(sinks) != 2 {
+		t.Fatalf("list: %v %v", sinks, err)
+	}
+	if err := b.DeleteSink(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	// A later change, so that the compaction swallows the deletion itself.
+	if _, _, err := b.CommitConfig(ctx, storetest.NewStream("s", storetest.Cfg(1)), 0); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	ch := a.Watch(ctx)
+	var puts, deletes []string
+	for len(puts)+len(deletes) < 2 {
+		e := recv(t, ch)
+		if e.Stream != nil {
+			continue
+		}
+		if e.SinkPut != nil {
+			puts = append(puts, e.SinkPut.GetName())
+		}
+		if e.SinkDeleted != "" {
+			deletes = append(deletes, e.SinkDeleted)
+		}
+	}
+	if len(puts) != 1 || puts[0] != "kept" || len(deletes) != 1 || deletes[0] != "gone" {
+		t.Fatalf("after the gap: puts %v deletes %v, want put kept and delete gone", puts, deletes)
+	}
+	_ = a.Close()
+	for range ch {
+	}
+}

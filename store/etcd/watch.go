@@ -24,6 +24,10 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
 	s.mu.Lock()
 	closed, from := s.closed, s.listRev
+	known := make(map[string]bool, len(s.listedSinks))
+	for n := range s.listedSinks {
+		known[n] = true
+	}
 	if !closed {
 		s.wg.Add(1)
 	}
@@ -46,14 +50,15 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 		defer close(ch)
 		defer stop()
 		defer cancel()
-		s.watch(ctx, ch, from)
+		s.watch(ctx, ch, from, known)
 	}()
 	return ch
 }
 
 // watch runs until ctx is done. last is the last revision delivered (0:
-// start from now).
-func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64) {
+// start from now); known are the sinks the reader knows of, kept up to date
+// so that a resync can report the ones deleted meanwhile.
+func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, known map[string]bool) {
 	for ctx.Err() == nil {
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
 		if last > 0 {
@@ -70,7 +75,7 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64) {
 				break
 			}
 			for _, ev := range wresp.Events {
-				if err := s.deliver(ctx, ch, ev); err != nil {
+				if err := s.deliver(ctx, ch, ev, known); err != nil {
 					// Not delivered: open the watch again from the
 					// last delivered revision, after the backoff.
 					break recv
@@ -85,7 +90,7 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64) {
 			return
 		}
 		if compacted {
-			rev, ok := s.resync(ctx, ch)
+			rev, ok := s.resync(ctx, ch, known)
 			if !ok {
 				return
 			}
@@ -118,9 +123,13 @@ func (s *Store) sendErr(ctx context.Context, ch chan<- store.Event, e store.Even
 
 // deliver turns one etcd event into a store.Event, if it is one. An error
 // means it was not delivered.
-func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3.Event) error {
+func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3.Event, known map[string]bool) error {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
+	// Wait for this Store's writes in flight to know their revisions.
+	s.writing.Lock()
+	//nolint:staticcheck // an empty critical section: a barrier, not a guard
+	s.writing.Unlock()
 	switch {
 	case strings.HasPrefix(key, s.metaPrefix()):
 		if ev.Type != mvccpb.PUT || s.isOwn(rev) {
@@ -138,10 +147,15 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 		}
 		return s.sendErr(ctx, ch, store.Event{Stream: &st})
 	case strings.HasPrefix(key, s.sinkPrefix()):
+		name := strings.TrimPrefix(key, s.sinkPrefix())
+		// Own changes are not sent, but the reader knows them.
+		known[name] = ev.Type != mvccpb.DELETE
+		if !known[name] {
+			delete(known, name)
+		}
 		if s.isOwn(rev) {
 			return nil
 		}
-		name := strings.TrimPrefix(key, s.sinkPrefix())
 		if ev.Type == mvccpb.DELETE {
 			return s.sendErr(ctx, ch, store.Event{SinkDeleted: name})
 		}
@@ -155,8 +169,9 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 }
 
 // resync sends every stream and sink after the history the watch needed
-// was compacted; it returns the revision to continue from.
-func (s *Store) resync(ctx context.Context, ch chan<- store.Event) (int64, bool) {
+// was compacted, and a deletion for every known sink that is gone; it
+// returns the revision to continue from.
+func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, bool) {
 	for ctx.Err() == nil {
 		streams, rev, err := s.listStreams(ctx)
 		if err == nil {
@@ -168,7 +183,9 @@ func (s *Store) resync(ctx context.Context, ch chan<- store.Event) (int64, bool)
 						return 0, false
 					}
 				}
+				present := make(map[string]bool, len(resp.Kvs))
 				for _, kv := range resp.Kvs {
+					present[strings.TrimPrefix(string(kv.Key), s.sinkPrefix())] = true
 					sp, derr := decodeSink(kv.Key, kv.Value)
 					if derr != nil {
 						continue
@@ -176,6 +193,15 @@ func (s *Store) resync(ctx context.Context, ch chan<- store.Event) (int64, bool)
 					if !s.send(ctx, ch, store.Event{SinkPut: sp}) {
 						return 0, false
 					}
+				}
+				for name := range known {
+					if !present[name] && !s.send(ctx, ch, store.Event{SinkDeleted: name}) {
+						return 0, false
+					}
+				}
+				clear(known)
+				for name := range present {
+					known[name] = true
 				}
 				return rev, true
 			}
