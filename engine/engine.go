@@ -21,7 +21,9 @@ import (
 	"github.com/confighub/confighub/store"
 )
 
-// DefaultMaxConcurrentApplies is the hub-wide limit of applies in flight.
+// DefaultMaxConcurrentApplies is the hub-wide limit of applies in flight,
+// per pool: gateway sinks (Describe().Gateway) share one pool, every other
+// sink (konnect, file, plugins, ...) another of the same size.
 const DefaultMaxConcurrentApplies = 64
 
 // ErrSinkNotFound is returned for an unknown sink name.
@@ -46,7 +48,8 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
-// WithMaxConcurrentApplies sets the hub-wide limit of applies in flight.
+// WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
+// each pool (gateway sinks; every other sink).
 func WithMaxConcurrentApplies(n int) Option {
 	return func(e *Engine) {
 		if n > 0 {
@@ -96,10 +99,13 @@ type Engine struct {
 	metrics    Metrics
 	recorder   AppliedRecorder
 	maxApplies int
-	sem        chan struct{}
-	rnd        func() float64
-	brokerOpts []status.Option
-	broker     *status.Broker
+	// gatewaySlots limit the applies in flight of gateway sinks, slots
+	// those of every other sink: a hung Konnect holds none of the
+	// gateways' slots. Guarded by mu.
+	gatewaySlots, slots *slotPool
+	rnd                 func() float64
+	brokerOpts          []status.Option
+	broker              *status.Broker
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -198,7 +204,8 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	for _, o := range opts {
 		o(e)
 	}
-	e.sem = make(chan struct{}, e.maxApplies)
+	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
+	e.slots = newSlotPool("non-gateway", e.maxApplies)
 	// Revisions start at the clock's nanoseconds, so a restarted hub never
 	// hands out a revision a watcher saw before the restart.
 	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))

@@ -936,3 +936,86 @@ func TestSlowDescribeDoesNotBlockPublish(t *testing.T) {
 	must(t, <-put)
 	h.awaitApplied("d", 1)
 }
+
+// A hung non-gateway sink (a Konnect that never answers) takes a slot of
+// the non-gateway pool only: gateways keep the whole hub-wide limit, and
+// other non-gateway sinks wait for their own pool.
+func TestNonGatewaySinksHaveTheirOwnApplySlots(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	k := h.put("konnect-hung", kindTest, nil)
+	k.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, k)
+	gws := []string{"gw-a", "gw-b", "gw-c"}
+	for _, name := range gws {
+		h.put(name, kindGateway, nil)
+	}
+	for _, name := range gws {
+		h.awaitApplied(name, 1)
+	}
+	if got := h.fleet.MaxInFlight(); got != 2 {
+		t.Fatalf("%d applies in flight at once; want 2 (one per pool, limit 1 each)", got)
+	}
+	// The non-gateway pool is still limited: another non-gateway sink
+	// waits behind the hung one.
+	h.put("file", kindTest, nil)
+	st := h.awaitState("file", pending, 1)
+	if !strings.Contains(st.GetReason(), "non-gateway") {
+		t.Fatalf("reason %q: want the non-gateway pool named", st.GetReason())
+	}
+}
+
+// A sink queued for an apply slot reports PENDING once, is not woken by
+// newer generations while it waits, takes the newest when a slot is handed
+// to it, and queued sinks get slots in arrival order.
+func TestApplySlotQueue(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	a := h.put("a", kindTest, nil)
+	a.Set(enginetest.Behavior{Block: true})
+	h.pushN(1)
+	started(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := h.e.Watch(ctx, "", 0)
+	b := h.put("b", kindTest, nil)
+	h.awaitState("b", pending, 1)
+	c := h.put("c", kindTest, nil)
+	h.awaitState("c", pending, 1)
+	h.pushN(2) // generations 2 and 3 while b and c wait
+	h.await("", "generation 3 in status", func(r *confighubv1.GetStatusResponse) bool { return r.GetGeneration() == 3 })
+	a.Set(enginetest.Behavior{})
+	h.release(a)
+	h.awaitApplied("a", 3)
+	h.awaitApplied("b", 3)
+	h.awaitApplied("c", 3)
+	if got := b.Applied(); !equalGens(got, []uint64{3}) {
+		t.Fatalf("b applied %v, want only the newest generation [3]", got)
+	}
+	if got := c.Applied(); !equalGens(got, []uint64{3}) {
+		t.Fatalf("c applied %v, want only the newest generation [3]", got)
+	}
+	// Read the changes up to now: b's PENDING for a slot was reported
+	// once (not again for generations 2 and 3), and b
+	// started before c (FIFO).
+	final, _ := h.e.Status("")
+	pendingB, order := 0, []string{}
+	for ev := range events {
+		if s := ev.GetSink(); s != nil {
+			if s.GetSink() == "b" && s.GetState() == pending && strings.Contains(s.GetReason(), "apply slot") {
+				pendingB++
+			}
+			if s.GetState() == confighubv1.SinkState_SINK_STATE_APPLYING && s.GetSink() != "a" {
+				order = append(order, s.GetSink())
+			}
+		}
+		if ev.GetRevision() >= final.GetRevision() {
+			break
+		}
+	}
+	if pendingB != 1 {
+		t.Fatalf("b reported PENDING %d times while queued, want once", pendingB)
+	}
+	if len(order) != 2 || order[0] != "b" || order[1] != "c" {
+		t.Fatalf("queued sinks started in order %v, want [b c]", order)
+	}
+}

@@ -52,6 +52,8 @@ type worker struct {
 	s    sink.Sink
 	caps sink.Capabilities
 	st   *stream
+	// pool is the apply-slot pool of the sink: gateways' or the others'.
+	pool *slotPool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -79,6 +81,8 @@ type worker struct {
 	blockedBy        string
 	health           string
 	removed          bool
+	slotHeld         bool           // holds a slot of pool
+	slotQueued       bool           // waits in pool's queue
 	record           *store.Applied // to be recorded by the goroutine
 	lastAppliedCfg   *config.Config
 	lastFailedCfg    *config.Config
@@ -108,7 +112,12 @@ type worker struct {
 // e.mu was taken. e.mu is held.
 func newWorker(e *Engine, spec *confighubv1.Sink, opts options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
+	pool := e.slots
+	if caps.Gateway {
+		pool = e.gatewaySlots
+	}
 	return &worker{
+		pool:   pool,
 		e:      e,
 		name:   spec.GetName(),
 		kind:   spec.GetKind(),
@@ -146,6 +155,12 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 	}
 	if w.applyingGen != 0 && w.applyingGen < cfg.Generation && w.opts.cancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
+	}
+	if w.slotQueued {
+		// Queued for an apply slot: it decides again, with the newest
+		// generation, when the slot is handed to it. Waking it now would
+		// only make it take the lock to find it still queued.
+		return
 	}
 	w.wake()
 }
@@ -188,44 +203,37 @@ type action struct {
 
 func (w *worker) loop() {
 	e := w.e
-	holding := false
-	release := func() {
-		if holding {
-			<-e.sem
-			holding = false
-		}
-	}
-	defer release()
+	defer func() {
+		// Hand a held slot on (or leave the queue) whatever the exit.
+		e.mu.Lock()
+		w.pool.release(w)
+		e.mu.Unlock()
+	}()
 	for {
 		if w.ctx.Err() != nil {
 			return
 		}
 		e.mu.Lock()
 		act := w.decide(e.clock.Now())
-		if act.apply != nil && !holding {
-			select {
-			case e.sem <- struct{}{}:
-				holding = true
-			default:
-			}
-			if !holding {
-				w.setState(statePending, fmt.Sprintf("waiting for a free apply slot (max %d concurrent applies)", e.maxApplies))
-				w.emit()
-				e.mu.Unlock()
-				select {
-				case e.sem <- struct{}{}:
-					holding = true
-				case <-w.ctx.Done():
-					return
-				}
-				continue // decide again with the slot held
-			}
-		}
-		if act.apply == nil {
+		if act.apply != nil && !w.pool.acquire(w) {
+			// Queued: PENDING once, then sleep until a release hands
+			// this worker the slot (or a Resync, Health or stop wakes
+			// it), and decide again.
+			w.setState(statePending, fmt.Sprintf("waiting for a free apply slot (max %d concurrent applies of %s sinks, %d waiting)", w.pool.max, w.pool.name, w.pool.waiting()))
 			w.emit()
 			rec := w.takeRecord()
 			e.mu.Unlock()
-			release()
+			w.recordApplied(rec)
+			if !w.wait(0) {
+				return
+			}
+			continue
+		}
+		if act.apply == nil {
+			w.pool.release(w)
+			w.emit()
+			rec := w.takeRecord()
+			e.mu.Unlock()
 			w.recordApplied(rec)
 			if !act.again && !w.wait(act.wait) {
 				return
@@ -245,9 +253,9 @@ func (w *worker) loop() {
 		timer.Stop()
 		cause := context.Cause(attemptCtx)
 		cancelAttempt(nil)
-		release()
 
 		e.mu.Lock()
+		w.pool.release(w)
 		w.finish(cfg, err, cause, dur)
 		w.emit()
 		rec := w.takeRecord()

@@ -1,0 +1,94 @@
+package engine
+
+// slotPool is one hub-wide limit of applies in flight. Every field is
+// guarded by Engine.mu.
+//
+// A worker that finds the pool full joins a FIFO queue and sleeps; a
+// release hands the slot straight to the first queued worker and wakes
+// that one only. So a publish to 1,000 sinks wakes each worker once
+// (to queue, reporting PENDING once), and each freed slot wakes exactly
+// one worker, instead of every waiter racing for the engine lock each
+// time a slot frees.
+type slotPool struct {
+	name  string
+	max   int
+	free  int
+	queue []*worker
+	head  int
+}
+
+func newSlotPool(name string, n int) *slotPool {
+	return &slotPool{name: name, max: n, free: n}
+}
+
+// acquire gives w a slot, or queues it (once) and returns false; w is
+// woken when a release hands it a slot. e.mu is held.
+func (p *slotPool) acquire(w *worker) bool {
+	if w.slotHeld {
+		return true
+	}
+	if w.slotQueued {
+		return false
+	}
+	if p.free > 0 && p.waiting() == 0 {
+		p.free--
+		w.slotHeld = true
+		return true
+	}
+	w.slotQueued = true
+	p.queue = append(p.queue, w)
+	return false
+}
+
+// waiting is the number of queued workers. e.mu is held.
+func (p *slotPool) waiting() int { return len(p.queue) - p.head }
+
+// release gives up w's slot, or takes w out of the queue. A freed slot
+// goes to the first queued worker, which is woken. e.mu is held.
+func (p *slotPool) release(w *worker) {
+	switch {
+	case w.slotHeld:
+		w.slotHeld = false
+		p.handOver()
+	case w.slotQueued:
+		w.slotQueued = false
+		for i := p.head; i < len(p.queue); i++ {
+			if p.queue[i] == w {
+				p.queue = append(p.queue[:i], p.queue[i+1:]...)
+				break
+			}
+		}
+		p.compact()
+	}
+}
+
+// handOver gives a free slot to the first queued worker, or returns it to
+// the pool. e.mu is held.
+func (p *slotPool) handOver() {
+	if p.waiting() == 0 {
+		p.free++
+		return
+	}
+	next := p.queue[p.head]
+	p.queue[p.head] = nil
+	p.head++
+	p.compact()
+	next.slotQueued = false
+	next.slotHeld = true
+	next.wake()
+}
+
+// compact drops the consumed front of the queue once it is most of it, so
+// the backing array does not grow for ever. e.mu is held.
+func (p *slotPool) compact() {
+	if p.head == len(p.queue) {
+		clear(p.queue)
+		p.queue, p.head = p.queue[:0], 0
+		return
+	}
+	if p.head > 64 && p.head*2 > len(p.queue) {
+		n := copy(p.queue, p.queue[p.head:])
+		clear(p.queue[n:])
+		p.queue, p.head = p.queue[:n], 0
+	}
+}
