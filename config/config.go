@@ -143,7 +143,7 @@ func Check(raw []byte, f Format) (Checked, error) {
 		if err != nil {
 			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
 		}
-	} else if !gjson.ValidBytes(raw) {
+	} else if !Valid(raw) {
 		return Checked{}, fmt.Errorf("%w: not valid JSON%s", ErrInvalid, jsonErrorHint(raw))
 	}
 	t := bytes.TrimLeft(js, " \t\r\n")

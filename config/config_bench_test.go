@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tidwall/gjson"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/config"
@@ -93,6 +94,25 @@ func BenchmarkCheckAndHash(b *testing.B) {
 					b.Fatal(err)
 				}
 				wg.Wait()
+			}
+		})
+	}
+}
+
+// BenchmarkValid is the JSON well-formedness pass alone, against
+// encoding/json.Valid's contract (config.Valid) and gjson.ValidBytes.
+func BenchmarkValid(b *testing.B) {
+	raw := benchJSON(20 << 20)
+	for _, v := range []struct {
+		name string
+		fn   func([]byte) bool
+	}{{"config.Valid", config.Valid}, {"gjson.ValidBytes", gjson.ValidBytes}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if !v.fn(raw) {
+					b.Fatal("invalid")
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -68,6 +69,32 @@ type Store interface {
 	ListApplied(ctx context.Context) ([]Applied, error)
 
 	Close() error
+}
+
+// Stager is implemented by stores that can make a configuration's bytes
+// durable before it has been checked and hashed, so that the write
+// overlaps the check (the bolt store writes them to their own file). Staged
+// bytes are invisible to readers until Commit; a crash before Commit leaves
+// nothing a reader sees, and the store removes the bytes at its next open.
+type Stager interface {
+	// StageConfig writes raw durably (fsynced) for stream and returns the
+	// handle that commits or discards it. raw must not change until the
+	// handle is committed or discarded. Canceling ctx stops the write.
+	// tee, when not nil, is written all of raw, in order, as it is written
+	// (so a hash shares the pass over the bytes with the write).
+	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)
+}
+
+// Staged is configuration bytes written by StageConfig, not yet part of a
+// stream. Exactly one of Commit or Discard is called; Discard after Commit
+// is a no-op, so it may be deferred.
+type Staged interface {
+	// Commit is CommitConfig for the staged bytes: s.Name is the staged
+	// stream and s.Config the staged slice (s.Hash its hash). Whatever it
+	// returns, the staged bytes are either part of the stream or removed.
+	Commit(ctx context.Context, s Stream, expected uint64) (stored Stream, unchanged bool, err error)
+	// Discard removes the staged bytes (e.g. the check failed).
+	Discard() error
 }
 
 // Event is a change seen by a Watcher.

@@ -23,12 +23,21 @@ import (
 	"github.com/confighub/confighub/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Stager = (*Store)(nil)
+)
 
 // ErrInUse is wrapped by Open when another process holds the file lock.
 var ErrInUse = errors.New("data dir in use by another process")
 
-const layoutVersion = "1"
+// layoutVersion 2 keeps config bytes in blob files; 1 kept them inline
+// under keyConfig. This hub reads both and writes 2; a hub that reads only
+// 1 refuses a layout 2 file instead of misreading it.
+const (
+	layoutVersion = "2"
+	layoutV1      = "1"
+)
 
 var (
 	bucketInfo    = []byte("info")
@@ -37,7 +46,8 @@ var (
 	bucketApplied = []byte("applied")
 	keyLayout     = []byte("layout")
 	keyMeta       = []byte("meta")
-	keyConfig     = []byte("config")
+	// keyConfig holds a layout 1 stream's config bytes inline.
+	keyConfig = []byte("config")
 )
 
 // Option configures Open.
@@ -64,8 +74,19 @@ func WithNoFreelistSync() Option { return func(o *options) { o.noFreelistSync = 
 
 // Store is a store.Store on one bbolt file.
 type Store struct {
-	db        *bbolt.DB
-	path      string
+	db      *bbolt.DB
+	path    string
+	blobDir string
+	// blobMu orders removing a replaced blob after readers that saw the
+	// old meta record opened it (readers hold it shared from reading the
+	// meta until the blob is open).
+	blobMu sync.RWMutex
+	// Replaced blobs are removed after the ack by remover.
+	gcMu      sync.Mutex
+	gcPending []string
+	gcKick    chan struct{}
+	gcStop    chan struct{}
+	gcDone    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -85,7 +106,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		// Check an existing file read-only first: nothing is written to a
 		// file until every record in it has been read.
-		if err := verifyFile(path, o); err != nil {
+		if err := verifyFile(path, blobDirFor(path), o); err != nil {
 			return nil, err
 		}
 	}
@@ -93,11 +114,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, blobDir: blobDirFor(path),
+		gcKick: make(chan struct{}, 1), gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	go s.remover(s.gcStop, s.gcDone)
 	return s, nil
 }
 
@@ -146,7 +169,7 @@ func corruptErr(path string, err any) error {
 // of a truncated file fault (SIGBUS) when read through the mmap, and bbolt
 // panics on a page that is not what its parent says; both are reported as
 // corrupt.
-func verifyFile(path string, o options) (err error) {
+func verifyFile(path, blobDir string, o options) (err error) {
 	db, err := openDB(path, o, true)
 	if err != nil {
 		return err
@@ -167,8 +190,8 @@ func verifyFile(path string, o options) (err error) {
 		if info == nil {
 			return errors.New("bucket \"info\" is missing: not a confighub store")
 		}
-		if v := info.Get(keyLayout); string(v) != layoutVersion {
-			return fmt.Errorf("layout version %q, this hub reads %q", v, layoutVersion)
+		if v := info.Get(keyLayout); string(v) != layoutVersion && string(v) != layoutV1 {
+			return fmt.Errorf("layout version %q, this hub reads %q and %q", v, layoutV1, layoutVersion)
 		}
 		for _, b := range [][]byte{bucketStreams, bucketSinks, bucketApplied} {
 			if tx.Bucket(b) == nil {
@@ -179,7 +202,9 @@ func verifyFile(path string, o options) (err error) {
 		if err := walk(tx.Cursor(), &sink, tx.Bucket); err != nil {
 			return err
 		}
-		if _, err := listStreams(tx); err != nil {
+		// Every stream's config is read and checked against its meta
+		// (a blob: present, its size, its SHA-256).
+		if _, err := readAll(listStreams(tx, blobDir)); err != nil {
 			return err
 		}
 		if _, err := listSinks(tx); err != nil {
@@ -220,11 +245,34 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the buckets of a new file.
+// init creates the buckets of a new file (or moves a layout 1 file to
+// layout 2: its inline configs stay readable) and the blob directory, then
+// removes the blobs no meta names: staged but never committed, or replaced
+// but not yet removed, when the last process stopped.
 func (s *Store) init() error {
+	if err := os.MkdirAll(s.blobDir, 0o750); err != nil {
+		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
+	}
+	// The directory itself must survive a crash before a blob in it is
+	// acknowledged.
+	if err := syncDir(filepath.Dir(s.blobDir)); err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	keep := map[string]bool{}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketInfo) != nil {
-			return nil
+		if info := tx.Bucket(bucketInfo); info != nil {
+			if string(info.Get(keyLayout)) == layoutV1 {
+				if err := info.Put(keyLayout, []byte(layoutVersion)); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
+				m, err := readMeta(tx.Bucket(bucketStreams).Bucket(k), string(k))
+				if m.Blob != "" {
+					keep[m.Blob] = true
+				}
+				return err
+			})
 		}
 		for _, b := range [][]byte{bucketInfo, bucketStreams, bucketSinks, bucketApplied} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -234,6 +282,9 @@ func (s *Store) init() error {
 		return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
 	})
 	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	if _, err := removeOrphans(s.blobDir, keep); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	return nil
@@ -250,6 +301,9 @@ type streamMeta struct {
 	Size       int               `json:"size"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	AcceptTime time.Time         `json:"accept_time"`
+	// Blob names the file in the blob directory holding the config bytes
+	// (layout 2); empty for a layout 1 stream, whose bytes are inline.
+	Blob string `json:"blob,omitempty"`
 }
 
 type appliedRecord struct {
@@ -271,47 +325,85 @@ func readMeta(b *bbolt.Bucket, name string) (streamMeta, error) {
 	return m, nil
 }
 
-// readStream copies a stream out of the mmap.
-func readStream(b *bbolt.Bucket, name string) (store.Stream, error) {
+// openStream is a stream read in two steps: the meta record and an open
+// blob inside a read transaction (under blobMu), the bytes after it.
+type openStream struct {
+	st   store.Stream
+	meta streamMeta
+	f    *os.File
+}
+
+// openStreamIn reads a stream's meta and opens its blob, or copies a
+// layout 1 stream's inline bytes out of the mmap.
+func openStreamIn(b *bbolt.Bucket, name, blobDir string) (openStream, error) {
 	m, err := readMeta(b, name)
 	if err != nil {
-		return store.Stream{}, err
+		return openStream{}, err
 	}
 	f, err := config.ParseFormat(m.Format)
 	if err != nil {
-		return store.Stream{}, fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, name, err)
+		return openStream{}, fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, name, err)
 	}
-	raw := b.Get(keyConfig)
-	if raw == nil || len(raw) != m.Size {
-		return store.Stream{}, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
-	}
-	return store.Stream{
+	o := openStream{meta: m, st: store.Stream{
 		Name:       name,
 		Generation: m.Generation,
 		Hash:       m.Hash,
 		Format:     f,
-		Config:     bytes.Clone(raw),
 		Labels:     m.Labels,
 		AcceptTime: m.AcceptTime,
-	}, nil
+	}}
+	if m.Blob != "" {
+		o.f, err = openBlob(blobDir, m, name)
+		return o, err
+	}
+	raw := b.Get(keyConfig)
+	if raw == nil || len(raw) != m.Size {
+		return openStream{}, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
+	}
+	o.st.Config = bytes.Clone(raw)
+	return o, nil
+}
+
+// readAll reads and checks the blobs of streams opened by openStreamIn and
+// closes them; on an error from the first step it only closes them.
+func readAll(opened []openStream, err error) ([]store.Stream, error) {
+	out := make([]store.Stream, 0, len(opened))
+	for _, o := range opened {
+		if o.f == nil {
+			out = append(out, o.st)
+			continue
+		}
+		if err == nil {
+			o.st.Config, err = readBlob(o.f, o.meta, o.st.Name)
+			out = append(out, o.st)
+		}
+		_ = o.f.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (s *Store) streams(tx *bbolt.Tx) *bbolt.Bucket { return tx.Bucket(bucketStreams) }
 
-// CommitConfig implements store.Store in one fsynced bbolt transaction. The
+// CommitConfig implements store.Store: StageConfig then Commit. The
 // returned stream shares s.Config (no copy).
 func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
-	if st.Name == "" {
-		return store.Stream{}, false, errors.New("bolt store: stream name is empty")
-	}
-	if err := ctx.Err(); err != nil {
+	g, err := s.StageConfig(ctx, st.Name, st.Config, nil)
+	if err != nil {
 		return store.Stream{}, false, err
 	}
-	var (
-		out       store.Stream
-		unchanged bool
-	)
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	return g.Commit(ctx, st, expected)
+}
+
+// commitMeta is the transaction of a commit: it checks expected_generation
+// and, unless the hash is the current one, writes the meta record naming
+// blob. prev is the blob the previous generation used; wrote says the
+// transaction reached its commit (so on an error the new meta may be on
+// disk).
+func (s *Store) commitMeta(ctx context.Context, st store.Stream, expected uint64, blob string) (out store.Stream, unchanged bool, prev string, wrote bool, err error) {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b := s.streams(tx).Bucket([]byte(st.Name))
 		var cur streamMeta
 		if b != nil {
@@ -325,7 +417,7 @@ func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint
 		}
 		if b != nil && cur.Hash == st.Hash {
 			// Same hash, same bytes: return the stored meta with the
-			// caller's bytes rather than copy them out of the file.
+			// caller's bytes rather than read them back.
 			f, err := config.ParseFormat(cur.Format)
 			if err != nil {
 				return fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, st.Name, err)
@@ -352,30 +444,32 @@ func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint
 			Size:       len(st.Config),
 			Labels:     st.Labels,
 			AcceptTime: st.AcceptTime,
+			Blob:       blob,
 		}
 		meta, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
-		// bbolt keeps a reference to the value until commit: the caller's
-		// bytes are immutable for the duration of this call.
-		if err := b.Put(keyConfig, st.Config); err != nil {
-			return fmt.Errorf("write config of %q: %w", st.Name, err)
-		}
 		if err := b.Put(keyMeta, meta); err != nil {
 			return fmt.Errorf("write meta of %q: %w", st.Name, err)
 		}
+		// A layout 1 stream's inline bytes are replaced by the blob.
+		if err := b.Delete(keyConfig); err != nil {
+			return fmt.Errorf("drop inline config of %q: %w", st.Name, err)
+		}
+		prev = cur.Blob
 		out = st
 		out.Generation = m.Generation
+		wrote = true
 		return nil
 	})
 	if err != nil {
-		return store.Stream{}, false, s.wrap(err)
+		return store.Stream{}, false, "", wrote, s.wrap(err)
 	}
 	// Own a copy of the labels so that later changes by the caller or by
 	// the receiver do not alias.
 	out.Labels = cloneLabels(out.Labels)
-	return out, unchanged, nil
+	return out, unchanged, prev, false, nil
 }
 
 func cloneLabels(m map[string]string) map[string]string {
@@ -401,16 +495,25 @@ func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error
 	if err := ctx.Err(); err != nil {
 		return store.Stream{}, err
 	}
-	var out store.Stream
+	var o openStream
+	s.blobMu.RLock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := s.streams(tx).Bucket([]byte(name))
 		if b == nil {
 			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
 		var err error
-		out, err = readStream(b, name)
+		o, err = openStreamIn(b, name, s.blobDir)
 		return err
 	})
+	s.blobMu.RUnlock()
+	var out store.Stream
+	if err == nil {
+		var l []store.Stream
+		if l, err = readAll([]openStream{o}, nil); err == nil {
+			out = l[0]
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Stream{}, err
 	}
@@ -420,14 +523,16 @@ func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error
 	return out, nil
 }
 
-func listStreams(tx *bbolt.Tx) ([]store.Stream, error) {
-	var out []store.Stream
+// listStreams opens every stream (see openStreamIn); pass the result to
+// readAll, also on an error, so the opened blobs are closed.
+func listStreams(tx *bbolt.Tx, blobDir string) ([]openStream, error) {
+	var out []openStream
 	err := tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
-		st, err := readStream(tx.Bucket(bucketStreams).Bucket(k), string(k))
+		o, err := openStreamIn(tx.Bucket(bucketStreams).Bucket(k), string(k), blobDir)
 		if err != nil {
 			return err
 		}
-		out = append(out, st)
+		out = append(out, o)
 		return nil
 	})
 	return out, err
@@ -438,12 +543,15 @@ func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []store.Stream
+	var opened []openStream
+	s.blobMu.RLock()
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
-		out, err = listStreams(tx)
+		opened, err = listStreams(tx, s.blobDir)
 		return err
 	})
+	s.blobMu.RUnlock()
+	out, err := readAll(opened, err)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
@@ -576,8 +684,13 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return out, nil
 }
 
-// Close releases the file; it is idempotent.
+// Close stops the remover (after it removed the blobs retired so far) and
+// releases the file; it is idempotent.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	s.closeOnce.Do(func() {
+		close(s.gcStop)
+		<-s.gcDone
+		s.closeErr = s.db.Close()
+	})
 	return s.closeErr
 }

@@ -129,8 +129,15 @@ func populated(t *testing.T) (string, []byte, []byte) {
 func TestTruncatedFile(t *testing.T) {
 	path, full, last := populated(t)
 	corrupt := 0
+	// The config bytes live in blob files, so the live pages of the bbolt
+	// file are a few pages at its start: cut there too.
+	var cuts []int
 	for _, frac := range []float64{0.01, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99} {
-		b := full[:int(float64(len(full))*frac)]
+		cuts = append(cuts, int(float64(len(full))*frac))
+	}
+	cuts = append(cuts, 100, 4096, 2*4096, 3*4096+5, 5*4096)
+	for _, n := range cuts {
+		b := full[:n]
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -143,13 +150,13 @@ func TestTruncatedFile(t *testing.T) {
 		got, gerr := s.GetStream(context.Background(), "default")
 		_ = s.Close()
 		if gerr != nil || !bytes.Equal(got.Config, last) || got.Generation != 3 {
-			t.Fatalf("truncated to %.0f%%: opened but stream is gen %d (%d bytes), err %v", frac*100, got.Generation, len(got.Config), gerr)
+			t.Fatalf("truncated to %d of %d bytes: opened but stream is gen %d (%d bytes), err %v", n, len(full), got.Generation, len(got.Config), gerr)
 		}
 	}
 	if corrupt == 0 {
 		t.Fatal("no truncation point was detected as corrupt")
 	}
-	t.Logf("%d of 9 truncation points detected as corrupt, the rest kept every live page", corrupt)
+	t.Logf("%d of %d truncation points detected as corrupt, the rest kept every live page", corrupt, len(cuts))
 }
 
 func TestOverwrittenPagesAreCorrupt(t *testing.T) {
