@@ -73,7 +73,12 @@
 //   - Status: every change is an event with a monotonic revision; per
 //     generation, sinks_applied/sinks_total and converge_time
 //     (TestGenerationConverges); watchers never delay the engine
-//     (status package tests, TestSlowWatcherDoesNotBlockEngine).
+//     (status package tests, TestSlowWatcherDoesNotBlockEngine). The
+//     fan-out to watchers runs in rounds: a change is sent 5 ms
+//     (WithStatusDispatchWindow) after the first change of its round,
+//     with all of the round's changes, so a push's burst of changes
+//     reaches the watchers after its ack instead of competing with it for
+//     the CPU (status.TestDispatchWindowBatchesChanges).
 //   - Successful applies are recorded with the AppliedRecorder; a failed
 //     record is retried after the next apply (TestRecorder).
 //   - Memory: one *config.Config per stream is shared by every sink (never

@@ -75,6 +75,17 @@ func WithWatchBuffer(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
 }
 
+// DefaultStatusDispatchWindow is how long a status change waits for the
+// others of its round before it is sent to the watchers (see
+// status.WithDispatchWindow).
+const DefaultStatusDispatchWindow = 5 * time.Millisecond
+
+// WithStatusDispatchWindow sets the status fan-out's batching window; 0
+// sends every change at once.
+func WithStatusDispatchWindow(d time.Duration) Option {
+	return func(e *Engine) { e.dispatchWindow = d }
+}
+
 // WithHistory sets how many status changes per stream are kept for resume.
 func WithHistory(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
@@ -106,6 +117,10 @@ type Engine struct {
 	rnd                 func() float64
 	brokerOpts          []status.Option
 	broker              *status.Broker
+	// dispatchWindow batches the status fan-out (real time: it delays
+	// delivery and schedules no sink work, so a fake engine clock must not
+	// hold status back).
+	dispatchWindow time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -200,6 +215,8 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		sinks:      map[string]*worker{},
 		restored:   map[string]store.Applied{},
 		names:      map[string]*nameLock{},
+
+		dispatchWindow: DefaultStatusDispatchWindow,
 	}
 	for _, o := range opts {
 		o(e)
@@ -209,7 +226,8 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	// Revisions start at the clock's nanoseconds, so a restarted hub never
 	// hands out a revision a watcher saw before the restart.
 	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
-	e.broker = status.New(append([]status.Option{first}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
+	window := status.WithDispatchWindow(e.dispatchWindow)
+	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
@@ -46,6 +49,30 @@ func WithWatchBuffer(n int) Option {
 	}
 }
 
+// WithDispatchWindow makes the fan-out run in rounds: the first change
+// after a round waits d (on the broker's clock) before it is sent, with
+// every change made meanwhile. A burst of changes (a push makes several
+// per sink) then costs each watcher one wake-up instead of one per change,
+// and the fan-out starts after the change's caller (the push handler) is
+// done instead of competing with it for the CPU. 0 (the default) sends at
+// once.
+func WithDispatchWindow(d time.Duration) Option {
+	return func(b *Broker) {
+		if d > 0 {
+			b.window = d
+		}
+	}
+}
+
+// WithClock sets the clock of the dispatch window (tests pass a fake).
+func WithClock(c clockwork.Clock) Option {
+	return func(b *Broker) {
+		if c != nil {
+			b.clock = c
+		}
+	}
+}
+
 // WithGenerations sets how many recent generations per stream are kept.
 func WithGenerations(n int) Option {
 	return func(b *Broker) {
@@ -67,6 +94,8 @@ func WithFirstRevision(rev uint64) Option {
 // New. All methods are safe for concurrent use and never block on a watcher.
 type Broker struct {
 	history, buffer, keepGens int
+	window                    time.Duration
+	clock                     clockwork.Clock
 
 	mu  sync.Mutex
 	rev uint64
@@ -119,6 +148,7 @@ func New(opts ...Option) *Broker {
 		history:  DefaultHistory,
 		buffer:   DefaultWatchBuffer,
 		keepGens: DefaultGenerations,
+		clock:    clockwork.NewRealClock(),
 		streams:  map[string]*stream{},
 		stop:     make(chan struct{}),
 		dirty:    make(chan struct{}, 1),
@@ -242,6 +272,15 @@ func (b *Broker) dispatch() {
 		case <-b.stop:
 			return
 		case <-b.dirty:
+		}
+		if b.window > 0 {
+			t := b.clock.NewTimer(b.window)
+			select {
+			case <-b.stop:
+				t.Stop()
+				return
+			case <-t.Chan():
+			}
 		}
 		b.mu.Lock()
 		var work []batch

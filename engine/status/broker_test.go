@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -409,5 +410,40 @@ func TestWatchResumeAcrossRestartGetsSnapshot(t *testing.T) {
 	// A revision of this run still resumes.
 	if ev := recv(t, b.Watch(ctx, "s", 2001)); ev.GetSnapshot() != nil || ev.GetSink().GetSink() != "b" {
 		t.Fatalf("resume from 2001: %v", ev)
+	}
+}
+
+// With a dispatch window, the changes of one round wait for the window
+// (nothing reaches the watcher before it) and then all arrive, in order.
+func TestDispatchWindowBatchesChanges(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	b := status.New(status.WithDispatchWindow(10*time.Millisecond), status.WithClock(clock))
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Watch(ctx, "s", 0)
+	if ev := recv(t, ch); ev.GetSnapshotReason() != status.ReasonStart {
+		t.Fatalf("first event %v", ev)
+	}
+	for round := uint64(0); round < 2; round++ {
+		for i := uint64(1); i <= 3; i++ {
+			b.PutSink(sinkStatus(fmt.Sprintf("sink-%d", i), round*3+i))
+		}
+		// The dispatcher has taken the round and waits for the window.
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := clock.BlockUntilContext(wctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		wcancel()
+		if n := len(ch); n != 0 {
+			t.Fatalf("round %d: %d changes sent before the window ended", round, n)
+		}
+		clock.Advance(10 * time.Millisecond)
+		for i := uint64(1); i <= 3; i++ {
+			ev := recv(t, ch)
+			if ev.GetSink().GetSink() != fmt.Sprintf("sink-%d", i) || ev.GetRevision() != round*3+i {
+				t.Fatalf("round %d: change %d is %v", round, i, ev)
+			}
+		}
 	}
 }

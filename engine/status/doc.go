@@ -24,6 +24,10 @@
 //     fan-out runs in the broker's dispatcher goroutine, which batches the
 //     changes of the history since its last round (BenchmarkBrokerPut,
 //     BenchmarkBrokerFanout).
+//   - With WithDispatchWindow(d) the fan-out runs in rounds: a change
+//     reaches the watchers d after the first change of its round, with
+//     every change made meanwhile, in order and complete
+//     (TestDispatchWindowBatchesChanges). The engine uses 5 ms.
 //   - A watcher's channel is closed when its context ends or the broker is
 //     closed, and its goroutine exits (TestWatchClosesOnCancel, goleak).
 //
