@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/store"
+	"github.com/confighub/confighub/store/bolt"
 	"github.com/confighub/confighub/store/memory"
 )
 
@@ -81,9 +84,42 @@ func (f *fakeFanout) LastFailed(string) (*config.Config, *sink.Error, bool) { re
 
 const good = `{"_format_version":"3.0","services":[]}`
 
-func TestPushStoresThenPublishes(t *testing.T) {
+// eachStore runs f on the memory store (CommitConfig) and the bolt store
+// (staged while checked: store.Stager); check, when not nil, runs after f
+// with the bolt store's blob files.
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store), check func(t *testing.T, blobs []os.DirEntry)) {
+	t.Run("memory", func(t *testing.T) { f(t, memory.New()) })
+	t.Run("bolt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "confighub.db")
+		st, err := bolt.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = st.Close() }()
+		f(t, st)
+		st.WaitRemoved()
+		if check != nil {
+			ents, err := os.ReadDir(path + ".blobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, ents)
+		}
+	})
+}
+
+// oneBlob: every rejected or unchanged push left no file behind.
+func oneBlob(t *testing.T, blobs []os.DirEntry) {
+	if len(blobs) != 1 {
+		t.Fatalf("%d config files in the bolt store, want the current one only", len(blobs))
+	}
+}
+
+func TestPushStoresThenPublishes(t *testing.T) { eachStore(t, testPushStoresThenPublishes, oneBlob) }
+
+func testPushStoresThenPublishes(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st, fan := memory.New(), newFake()
+	fan := newFake()
 	h := New(st, fan)
 	res, err := h.Push(ctx, PushInput{Config: []byte(good), Labels: map[string]string{"by": "kic"}})
 	if err != nil {
@@ -107,8 +143,16 @@ func TestPushStoresThenPublishes(t *testing.T) {
 }
 
 func TestRejectedPushChangesNothing(t *testing.T) {
+	eachStore(t, testRejectedPushChangesNothing, func(t *testing.T, blobs []os.DirEntry) {
+		if len(blobs) != 1 {
+			t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
+		}
+	})
+}
+
+func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st, fan := memory.New(), newFake()
+	fan := newFake()
 	h := New(st, fan, WithMaxConfigBytes(64))
 	if _, err := h.Push(ctx, PushInput{Config: []byte(good)}); err != nil {
 		t.Fatal(err)

@@ -114,6 +114,9 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 				return nil, err
 			}
 			th := time.Since(t0)
+			// The hub removes the replaced config file after the ack: let
+			// that finish so the baseline does not pay for it.
+			e.store.WaitRemoved()
 			t0 = time.Now()
 			if err := raw.push(ctx, cfg); err != nil {
 				return nil, fmt.Errorf("raw baseline: %w", err)
@@ -128,6 +131,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 					return nil, fmt.Errorf("upload: %w", err)
 				}
 				tu = time.Since(t0)
+				e.store.WaitRemoved()
 			}
 			if i >= 0 {
 				hubT, rawT = append(hubT, th), append(rawT, tr)

@@ -75,7 +75,14 @@ func writeBlob(ctx context.Context, dir, name string, raw []byte, tee io.Writer)
 	if err != nil {
 		return fmt.Errorf("stage config: %w", err)
 	}
+	// The new name must be durable too: fsync the directory while the
+	// bytes are written (the two flushes overlap).
+	dirSynced := make(chan error, 1)
+	go func() { dirSynced <- syncDir(dir) }()
 	defer func() {
+		if derr := <-dirSynced; err == nil && derr != nil {
+			err = fmt.Errorf("stage config: %w", derr)
+		}
 		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(p)
@@ -102,7 +109,7 @@ func writeBlob(ctx context.Context, dir, name string, raw []byte, tee io.Writer)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("stage config: close %s: %w", p, err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // readBlob reads an open blob and checks it against its meta record: the
@@ -282,13 +289,30 @@ func (s *Store) remover(stop <-chan struct{}, done chan<- struct{}) {
 		s.gcMu.Lock()
 		names := s.gcPending
 		s.gcPending = nil
+		s.gcBusy = len(names) > 0
 		s.gcMu.Unlock()
 		for _, n := range names {
 			// Best effort: a blob left behind is removed at the next Open.
 			_ = s.removeOld(n)
 		}
+		s.gcMu.Lock()
+		s.gcBusy = false
+		s.gcStopped = stopping
+		s.gcIdle.Broadcast()
+		s.gcMu.Unlock()
 		if stopping {
 			return
 		}
+	}
+}
+
+// WaitRemoved returns once the blobs replaced so far are removed (or the
+// store is closed), so that a test or a benchmark can tell the removal
+// apart from what it measures next.
+func (s *Store) WaitRemoved() {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	for (len(s.gcPending) > 0 || s.gcBusy) && !s.gcStopped {
+		s.gcIdle.Wait()
 	}
 }

@@ -83,7 +83,10 @@ type Store struct {
 	blobMu sync.RWMutex
 	// Replaced blobs are removed after the ack by remover.
 	gcMu      sync.Mutex
+	gcIdle    *sync.Cond // on gcMu: nothing pending or being removed
 	gcPending []string
+	gcBusy    bool
+	gcStopped bool
 	gcKick    chan struct{}
 	gcStop    chan struct{}
 	gcDone    chan struct{}
@@ -116,6 +119,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path),
 		gcKick: make(chan struct{}, 1), gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+	s.gcIdle = sync.NewCond(&s.gcMu)
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err

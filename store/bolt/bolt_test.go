@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/store"
 	"github.com/confighub/confighub/store/bolt"
 	"github.com/confighub/confighub/store/storetest"
@@ -184,5 +186,303 @@ func TestSecondOpenFailsInUse(t *testing.T) {
 	}
 	if !errors.Is(err, bolt.ErrInUse) || !strings.Contains(err.Error(), "data dir in use by another process") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("second Open error = %q, want ErrInUse naming %s", err, path)
+	}
+}
+
+// blobs lists the config files beside the store file.
+func blobs(t *testing.T, path string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(path + ".blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) store.Stream {
+	t.Helper()
+	st, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", raw), expected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Replaced configs are removed after the commit: one file per stream stays.
+func TestOneBlobPerStream(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	for i := range 5 {
+		mustCommit(t, s, storetest.Cfg(i), 0)
+	}
+	other, _, err := s.CommitConfig(context.Background(), storetest.NewStream("other", storetest.Cfg(9)), 0)
+	if err != nil || other.Generation != 1 {
+		t.Fatal(other, err)
+	}
+	s.WaitRemoved()
+	if b := blobs(t, path); len(b) != 2 {
+		t.Fatalf("blob files after 5 commits to one stream and 1 to another: %v, want 2", b)
+	}
+}
+
+// kill -9 after StageConfig, before Commit: the staged bytes are not part
+// of any stream, and the next Open removes them. The previous generation
+// is intact.
+func TestCrashAfterStageLosesOnlyTheStagedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx := context.Background()
+	mustCommit(t, s, storetest.Cfg(1), 0)
+	if _, err := s.StageConfig(ctx, "default", storetest.Cfg(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StageConfig(ctx, "new", storetest.Cfg(3), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitRemoved()
+	if b := blobs(t, path); len(b) != 3 {
+		t.Fatalf("blob files with two staged: %v", b)
+	}
+	// Neither commit nor discard: what a crash leaves.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, path)
+	if b := blobs(t, path); len(b) != 1 {
+		t.Fatalf("blob files after reopen: %v, want only the committed one", b)
+	}
+	got, err := s2.GetStream(ctx, "default")
+	if err != nil || got.Generation != 1 || !bytes.Equal(got.Config, storetest.Cfg(1)) {
+		t.Fatalf("default after reopen: gen %d %q, %v", got.Generation, got.Config, err)
+	}
+	if _, err := s2.GetStream(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a stream only staged exists after reopen: %v", err)
+	}
+	// Generations go on from the committed one.
+	if g := mustCommit(t, s2, storetest.Cfg(4), 1).Generation; g != 2 {
+		t.Fatalf("next generation %d, want 2", g)
+	}
+}
+
+// kill -9 after a commit, before the replaced file was removed: the next
+// Open removes it and keeps the current one. Files that are not ours are
+// left alone.
+func TestCrashBeforeRemovalOfReplacedBlob(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	mustCommit(t, s, storetest.Cfg(1), 0)
+	old := blobs(t, path)[0]
+	keep, err := os.ReadFile(filepath.Join(path+".blobs", old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := mustCommit(t, s, storetest.Cfg(2), 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Put the replaced file back, as a crash before its removal leaves it,
+	// and a file of someone else's.
+	for name, b := range map[string][]byte{old: keep, "notes.txt": []byte("mine")} {
+		if err := os.WriteFile(filepath.Join(path+".blobs", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2 := open(t, path)
+	b := blobs(t, path)
+	if len(b) != 2 || !slicesContains(b, "notes.txt") || slicesContains(b, old) {
+		t.Fatalf("blob files after reopen: %v, want the current one and notes.txt", b)
+	}
+	got, err := s2.GetStream(context.Background(), "default")
+	if err != nil || got.Generation != 2 || got.Hash != cur.Hash {
+		t.Fatalf("after reopen: gen %d, %v", got.Generation, err)
+	}
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// A meta record whose config file is missing, short or changed is corrupt,
+// named, and nothing is reset: not the store file, not the other files.
+func TestBrokenBlobIsCorrupt(t *testing.T) {
+	for name, breakIt := range map[string]func(p string) error{
+		"missing":   os.Remove,
+		"truncated": func(p string) error { return os.Truncate(p, 10) },
+		"changed": func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b[len(b)/2] ^= 1
+			return os.WriteFile(p, b, 0o600)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "confighub.db")
+			s := open(t, path)
+			mustCommit(t, s, storetest.Cfg(1), 0)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			blob := filepath.Join(path+".blobs", blobs(t, path)[0])
+			if err := breakIt(blob); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = bolt.Open(path)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), blob) {
+				t.Fatalf("Open with a %s config file: %v, want ErrCorrupt naming %s", name, err, blob)
+			}
+			assertCorrupt(t, path, before)
+			if _, serr := os.Stat(blob); (serr == nil) == (name == "missing") {
+				t.Fatalf("the config file was changed by Open: %v", serr)
+			}
+		})
+	}
+}
+
+// A failed check discards the staged bytes; a conflict or an unchanged
+// hash removes them too. Nothing is visible.
+func TestStagedDiscardConflictUnchanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx := context.Background()
+	g, err := s.StageConfig(ctx, "default", []byte("{not json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Discard(); err != nil {
+		t.Fatalf("second Discard: %v", err)
+	}
+	if b := blobs(t, path); len(b) != 0 {
+		t.Fatalf("blob files after Discard: %v", b)
+	}
+	if _, err := s.GetStream(ctx, "default"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("discarded bytes are visible: %v", err)
+	}
+	first := mustCommit(t, s, storetest.Cfg(1), 0)
+	for _, tc := range []struct {
+		raw      []byte
+		expected uint64
+		wantErr  error
+	}{{storetest.Cfg(2), 7, store.ErrConflict}, {storetest.Cfg(1), 0, nil}} {
+		g, err := s.StageConfig(ctx, "default", tc.raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, unchanged, err := g.Commit(ctx, storetest.NewStream("default", tc.raw), tc.expected)
+		if !errors.Is(err, tc.wantErr) || (err == nil && (!unchanged || got.Generation != first.Generation)) {
+			t.Fatalf("commit: %v unchanged=%v gen %d, want %v", err, unchanged, got.Generation, tc.wantErr)
+		}
+		if _, _, err := g.Commit(ctx, storetest.NewStream("default", tc.raw), 0); err == nil {
+			t.Fatal("a second Commit of one staged config succeeded")
+		}
+		s.WaitRemoved()
+		if b := blobs(t, path); len(b) != 1 {
+			t.Fatalf("blob files: %v, want only generation 1's", b)
+		}
+	}
+	// A commit of other bytes than those staged is refused.
+	g, err = s.StageConfig(ctx, "default", storetest.Cfg(5), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Commit(ctx, storetest.NewStream("default", storetest.Cfg(55)), 0); err == nil {
+		t.Fatal("commit of bytes that were not staged succeeded")
+	}
+	if b := blobs(t, path); len(b) != 1 {
+		t.Fatalf("blob files after a refused commit: %v", b)
+	}
+}
+
+// A canceled stage leaves nothing behind.
+func TestCanceledStage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.StageConfig(ctx, "default", storetest.Cfg(1), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled stage: %v", err)
+	}
+	if b := blobs(t, path); len(b) != 0 {
+		t.Fatalf("blob files after a canceled stage: %v", b)
+	}
+}
+
+// The stage feeds tee every byte, in order.
+func TestStageTee(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
+	raw := bytes.Repeat([]byte("0123456789"), 300000) // > one write chunk
+	var tee bytes.Buffer
+	if _, err := s.StageConfig(context.Background(), "default", raw, &tee); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(tee.Bytes(), raw) {
+		t.Fatalf("tee got %d bytes, not the %d staged", tee.Len(), len(raw))
+	}
+}
+
+// A store written by a hub of layout 1 (config bytes inline in bbolt)
+// opens with its config; the next commit moves the stream to a blob.
+func TestLayout1StillReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	raw := storetest.Cfg(1)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"generation":4,"hash":%q,"format":"json","size":%d,"accept_time":"2026-01-02T03:04:05Z"}`, config.Hash(raw), len(raw))
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range []string{"info", "streams", "sinks", "applied"} {
+			if _, err := tx.CreateBucket([]byte(b)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket([]byte("info")).Put([]byte("layout"), []byte("1")); err != nil {
+			return err
+		}
+		st, err := tx.Bucket([]byte("streams")).CreateBucket([]byte("default"))
+		if err != nil {
+			return err
+		}
+		if err := st.Put([]byte("meta"), []byte(meta)); err != nil {
+			return err
+		}
+		return st.Put([]byte("config"), raw)
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	s := open(t, path)
+	got, err := s.GetStream(context.Background(), "default")
+	if err != nil || got.Generation != 4 || !bytes.Equal(got.Config, raw) {
+		t.Fatalf("layout 1 stream: gen %d %q, %v", got.Generation, got.Config, err)
+	}
+	next := mustCommit(t, s, storetest.Cfg(2), 4)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, path)
+	got, err = s2.GetStream(context.Background(), "default")
+	if err != nil || got.Generation != 5 || got.Hash != next.Hash {
+		t.Fatalf("after a commit on a layout 1 store: gen %d, %v", got.Generation, err)
+	}
+	if b := blobs(t, path); len(b) != 1 {
+		t.Fatalf("blob files: %v", b)
 	}
 }
