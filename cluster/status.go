@@ -439,7 +439,6 @@ func (w *statusWatch) run(ctx context.Context, from int64) {
 			snap := w.f.snapshot(w.stream, rev, w.list())
 			w.gens = w.genMap()
 			w.out <- &confighubv1.WatchStatusResponse{Revision: uint64(rev), Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap}, SnapshotReason: reason}
-			reason = ""
 		}
 		next, r := w.follow(ctx, rev)
 		rev, reason = r, next

@@ -194,6 +194,8 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	srv.Shutdown(sctx)
-	<-errc
+	if err := <-errc; err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return nil
 }

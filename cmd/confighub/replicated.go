@@ -186,6 +186,8 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	tctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	srv.Shutdown(tctx)
-	<-errc
+	if err := <-errc; err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return nil
 }

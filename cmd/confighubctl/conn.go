@@ -35,7 +35,7 @@ func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), erro
 	if useTLS && g.insecure {
 		return nil, nil, usagef("--insecure and --tls-* flags exclude each other")
 	}
-	var creds credentials.TransportCredentials = insecure.NewCredentials()
+	creds := insecure.NewCredentials()
 	if useTLS {
 		c, err := clientTLS(g)
 		if err != nil {

@@ -114,11 +114,6 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-type command struct {
-	name string
-	run  func(ctx context.Context, g *globals, args []string, out, errw io.Writer) error
-}
-
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var g globals
 	root := flag.NewFlagSet("confighubctl", flag.ContinueOnError)
