@@ -65,8 +65,6 @@ type Sink struct {
 	maxFlight  int
 	outOfOrder bool
 	closed     bool
-	notifier   sink.Notifier
-	runCtx     context.Context
 }
 
 var (
