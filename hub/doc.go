@@ -2,11 +2,15 @@
 // (server/) and the machinery (engine/, store/): it owns the order of
 // operations that make the product's promises hold.
 //
-//   - A push is checked (config.Check) and hashed in parallel, committed to
-//     the store (which assigns the generation and enforces
-//     expected_generation), and only then acknowledged; the engine gets the
-//     new generation after the commit, and never delays the ack.
-//   - A push that is rejected stores nothing and touches no sink.
+//   - A push is checked (config.Check) while the store writes the bytes
+//     durably aside and hashes them as it writes (store.Stager; a store
+//     without it: check and hash in parallel, then CommitConfig); only a
+//     push that passed the check is committed (the store assigns the
+//     generation and enforces expected_generation), and only then
+//     acknowledged; the engine gets the new generation after the commit,
+//     and never delays the ack.
+//   - A push that is rejected stores nothing and touches no sink: its
+//     staged bytes are discarded.
 //   - An upload is assembled from chunks with its size bounded and its
 //     SHA-256 computed during receipt; a mismatch or truncation stores
 //     nothing.

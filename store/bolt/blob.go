@@ -97,14 +97,19 @@ func writeBlob(ctx context.Context, dir, name string, raw []byte, tee io.Writer)
 			return fmt.Errorf("stage config: write %s: %w", p, err)
 		}
 		startWriteback(f, int64(off), int64(len(chunk)))
-		if tee != nil {
-			if _, err := tee.Write(chunk); err != nil {
-				return fmt.Errorf("stage config: %w", err)
-			}
-		}
 	}
-	if err := f.Sync(); err != nil {
+	// The disk finishes (fsync) while this goroutine feeds tee.
+	synced := make(chan error, 1)
+	go func() { synced <- f.Sync() }()
+	var teeErr error
+	if tee != nil {
+		_, teeErr = tee.Write(raw)
+	}
+	if err := <-synced; err != nil {
 		return fmt.Errorf("stage config: fsync %s: %w", p, err)
+	}
+	if teeErr != nil {
+		return fmt.Errorf("stage config: %w", teeErr)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("stage config: close %s: %w", p, err)
