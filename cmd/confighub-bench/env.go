@@ -103,7 +103,7 @@ func (e *env) close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		e.srv.Shutdown(ctx)
 		cancel()
-		<-e.served
+		reportServeErr(<-e.served)
 	}
 	if e.eng != nil {
 		e.eng.Stop()
@@ -132,4 +132,12 @@ func (e *env) putSinks(ctx context.Context, specs ...*confighubv1.Sink) error {
 		}
 	}
 	return nil
+}
+
+// reportServeErr prints an error a gRPC server's Serve returned (nil after
+// a normal stop).
+func reportServeErr(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "confighub-bench: serve:", err)
+	}
 }

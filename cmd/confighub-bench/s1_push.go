@@ -83,7 +83,7 @@ func (r *rawBaseline) push(ctx context.Context, b []byte) error {
 func (r *rawBaseline) close() {
 	_ = r.conn.Close()
 	r.srv.Stop()
-	<-r.served
+	reportServeErr(<-r.served)
 }
 
 // scenarioPushAck: scenario 1.
