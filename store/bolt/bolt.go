@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,11 +34,15 @@ var (
 // ErrInUse is wrapped by Open when another process holds the file lock.
 var ErrInUse = errors.New("data dir in use by another process")
 
-// layoutVersion 2 keeps config bytes in blob files; 1 kept them inline
-// under keyConfig. This hub reads both and writes 2; a hub that reads only
-// 1 refuses a layout 2 file instead of misreading it.
+// layoutVersion 3 keeps each generation in a record file that holds its
+// own meta (the bbolt meta is an index that may lag behind); 2 kept config
+// bytes in plain files named by the bbolt meta; 1 kept them inline under
+// keyConfig. This hub reads all three and moves 1 and 2 to 3 at Open; a
+// hub that reads only 1 or 2 refuses a layout 3 file instead of
+// misreading it.
 const (
-	layoutVersion = "2"
+	layoutVersion = "3"
+	layoutV2      = "2"
 	layoutV1      = "1"
 )
 
@@ -77,19 +84,42 @@ type Store struct {
 	db      *bbolt.DB
 	path    string
 	blobDir string
-	// blobMu orders removing a replaced blob after readers that saw the
-	// old meta record opened it (readers hold it shared from reading the
-	// meta until the blob is open).
+
+	// mu guards streams (each stream's current meta) and failed.
+	mu      sync.Mutex
+	streams map[string]*streamState
+	// failed is set when a commit's write or flush failed: every later
+	// stage and commit returns it.
+	failed error
+
+	// blobMu orders recycling a replaced file after readers that saw the
+	// old meta read it (readers hold it shared from reading the meta until
+	// they read the file).
 	blobMu sync.RWMutex
-	// Replaced blobs are removed after the ack by remover.
-	gcMu      sync.Mutex
-	gcIdle    *sync.Cond // on gcMu: nothing pending or being removed
-	gcPending []string
-	gcBusy    bool
-	gcStopped bool
-	gcKick    chan struct{}
-	gcStop    chan struct{}
-	gcDone    chan struct{}
+
+	// poolMu guards pool: record files whose names are durable, free to
+	// stage into (their content is stale).
+	poolMu sync.Mutex
+	pool   []string
+
+	// The background goroutine's work and state, under bgMu.
+	bgMu      sync.Mutex
+	bgIdle    *sync.Cond // on bgMu: nothing queued or being done
+	pending   map[string]streamMeta
+	retired   []string
+	refill    bool
+	bgQueued  bool
+	bgBusy    bool
+	bgStopped bool
+	bgErr     error
+	bgKick    chan struct{}
+	bgStop    chan struct{}
+	bgDone    chan struct{}
+
+	// hookIndex, when set (tests), runs before each index write: a test
+	// holds it to look at the disk between an ack and the index.
+	hookIndex func()
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -117,14 +147,15 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, blobDir: blobDirFor(path),
-		gcKick: make(chan struct{}, 1), gcStop: make(chan struct{}), gcDone: make(chan struct{})}
-	s.gcIdle = sync.NewCond(&s.gcMu)
+	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
+		pending: map[string]streamMeta{},
+		bgKick:  make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{})}
+	s.bgIdle = sync.NewCond(&s.bgMu)
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	go s.remover(s.gcStop, s.gcDone)
+	go s.background(s.bgStop, s.bgDone)
 	return s, nil
 }
 
@@ -194,8 +225,8 @@ func verifyFile(path, blobDir string, o options) (err error) {
 		if info == nil {
 			return errors.New("bucket \"info\" is missing: not a confighub store")
 		}
-		if v := info.Get(keyLayout); string(v) != layoutVersion && string(v) != layoutV1 {
-			return fmt.Errorf("layout version %q, this hub reads %q and %q", v, layoutV1, layoutVersion)
+		if v := string(info.Get(keyLayout)); v != layoutVersion && v != layoutV2 && v != layoutV1 {
+			return fmt.Errorf("layout version %q, this hub reads %q, %q and %q", v, layoutV1, layoutV2, layoutVersion)
 		}
 		for _, b := range [][]byte{bucketStreams, bucketSinks, bucketApplied} {
 			if tx.Bucket(b) == nil {
@@ -249,44 +280,74 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the buckets of a new file (or moves a layout 1 file to
-// layout 2: its inline configs stay readable) and the blob directory, then
-// removes the blobs no meta names: staged but never committed, or replaced
-// but not yet removed, when the last process stopped.
+// init creates the buckets of a new file and the record directory, then
+// brings the index up to date with what is on disk: records newer than the
+// index (acknowledged after its last commit) are replayed, layout 1 and 2
+// streams get a record file, and every file of ours no index record names
+// is removed (staged but never committed, torn, replaced, or free).
 func (s *Store) init() error {
 	if err := os.MkdirAll(s.blobDir, 0o750); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
 	}
-	// The directory itself must survive a crash before a blob in it is
+	// The directory itself must survive a crash before a record in it is
 	// acknowledged.
 	if err := syncDir(filepath.Dir(s.blobDir)); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	keep := map[string]bool{}
+	idx := map[string]streamMeta{}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		if info := tx.Bucket(bucketInfo); info != nil {
-			if string(info.Get(keyLayout)) == layoutV1 {
-				if err := info.Put(keyLayout, []byte(layoutVersion)); err != nil {
-					return err
+		if tx.Bucket(bucketInfo) == nil {
+			for _, b := range [][]byte{bucketInfo, bucketStreams, bucketSinks, bucketApplied} {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return fmt.Errorf("create bucket %q: %w", b, err)
 				}
 			}
-			return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
-				m, err := readMeta(tx.Bucket(bucketStreams).Bucket(k), string(k))
-				if m.Blob != "" {
-					keep[m.Blob] = true
-				}
-				return err
-			})
+			return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
 		}
-		for _, b := range [][]byte{bucketInfo, bucketStreams, bucketSinks, bucketApplied} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("create bucket %q: %w", b, err)
-			}
+		return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
+			m, err := readMeta(tx.Bucket(bucketStreams).Bucket(k), string(k))
+			idx[string(k)] = m
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	newer, err := s.replay(idx)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	for name, m := range idx {
+		if _, ok := newer[name]; ok || isNamed(m.Blob, recExt) {
+			continue
+		}
+		if newer[name], err = s.migrate(name, m); err != nil {
+			return fmt.Errorf("store %s: %w", s.path, err)
+		}
+	}
+	if len(newer) > 0 {
+		// Replayed and migrated records are flushed; so are their names.
+		if err := syncDir(s.blobDir); err != nil {
+			return fmt.Errorf("store %s: %w", s.path, err)
+		}
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		if err := putMetas(tx, newer); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
 	})
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	keep := map[string]bool{}
+	for name, m := range newer {
+		idx[name] = m
+	}
+	for name, m := range idx {
+		keep[m.Blob] = true
+		m.Stream = name
+		s.streams[name] = &streamState{meta: m, exists: true}
 	}
 	if _, err := removeOrphans(s.blobDir, keep); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
@@ -294,11 +355,119 @@ func (s *Store) init() error {
 	return nil
 }
 
+// replay returns, per stream, the newest valid record file whose generation
+// is above the index's: pushes acknowledged after the index's last commit.
+// A file without a valid header, or whose bytes do not hash to its meta
+// (a write torn by a crash, never acknowledged), is not a record. Each
+// returned file is flushed again, in case the crash left it in the page
+// cache only (kill -9 before the commit's flush returned).
+func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error) {
+	ents, err := os.ReadDir(s.blobDir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.blobDir, err)
+	}
+	type cand struct {
+		m streamMeta
+		f *os.File
+	}
+	byStream := map[string][]cand{}
+	defer func() {
+		for _, cs := range byStream {
+			for _, c := range cs {
+				_ = c.f.Close()
+			}
+		}
+	}()
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !isNamed(e.Name(), recExt) {
+			continue
+		}
+		p := filepath.Join(s.blobDir, e.Name())
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", p, err)
+		}
+		m, err := readRecMeta(f)
+		cur, indexed := idx[m.Stream]
+		if err == nil && m.Stream != "" && (!indexed || m.Generation > cur.Generation) {
+			m.Blob = e.Name()
+			byStream[m.Stream] = append(byStream[m.Stream], cand{m, f})
+			continue
+		}
+		_ = f.Close()
+		if err != nil && !errors.Is(err, errNotRec) {
+			return nil, err
+		}
+	}
+	out := map[string]streamMeta{}
+	for stream, cs := range byStream {
+		slices.SortFunc(cs, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(b.m.Generation, a.m.Generation), strings.Compare(a.m.Blob, b.m.Blob))
+		})
+		for _, c := range cs {
+			if _, err := readRecData(c.f, c.m); errors.Is(err, errNotRec) {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			if _, err := config.ParseFormat(c.m.Format); err != nil {
+				continue
+			}
+			if err := fdatasync(c.f); err != nil {
+				return nil, fmt.Errorf("fdatasync %s: %w", c.f.Name(), err)
+			}
+			out[stream] = c.m
+			break
+		}
+	}
+	return out, nil
+}
+
+// migrate writes a layout 1 or 2 stream's bytes to a record file of the
+// same generation (flushed) and returns its meta. A crash before the index
+// names it leaves a record no newer than the index: removed at the next
+// Open, which migrates again.
+func (s *Store) migrate(name string, m streamMeta) (streamMeta, error) {
+	var opened []openStream
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		o, err := openStreamIn(tx.Bucket(bucketStreams).Bucket([]byte(name)), name, s.blobDir)
+		opened = append(opened, o)
+		return err
+	})
+	l, err := readAll(opened, err)
+	if err != nil {
+		return m, fmt.Errorf("move stream %q to a record file: %w", name, err)
+	}
+	rec, err := newRecName()
+	if err != nil {
+		return m, err
+	}
+	p := filepath.Join(s.blobDir, rec)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return m, fmt.Errorf("move stream %q to a record file: %w", name, err)
+	}
+	m.Stream, m.Blob = name, rec
+	if err = writeData(context.Background(), f, l[0].Config, nil); err == nil {
+		err = sealRec(f, m)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return m, fmt.Errorf("move stream %q to a record file: %w", name, err)
+	}
+	return m, nil
+}
+
 // Path is the file the store uses.
 func (s *Store) Path() string { return s.path }
 
 // streamMeta is what is stored beside a stream's config bytes.
 type streamMeta struct {
+	// Stream is the stream's name (in a record file's meta; the index
+	// keys by it).
+	Stream     string            `json:"stream,omitempty"`
 	Generation uint64            `json:"generation"`
 	Hash       string            `json:"hash"`
 	Format     string            `json:"format"`
@@ -306,7 +475,9 @@ type streamMeta struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	AcceptTime time.Time         `json:"accept_time"`
 	// Blob names the file in the blob directory holding the config bytes
-	// (layout 2); empty for a layout 1 stream, whose bytes are inline.
+	// (a record file in layout 3, a plain one in layout 2); empty for a
+	// layout 1 stream, whose bytes are inline. Not in a record file's own
+	// meta (a file does not know its name).
 	Blob string `json:"blob,omitempty"`
 }
 
@@ -389,8 +560,6 @@ func readAll(opened []openStream, err error) ([]store.Stream, error) {
 	return out, nil
 }
 
-func (s *Store) streams(tx *bbolt.Tx) *bbolt.Bucket { return tx.Bucket(bucketStreams) }
-
 // CommitConfig implements store.Store: StageConfig then Commit. The
 // returned stream shares s.Config (no copy).
 func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
@@ -401,79 +570,11 @@ func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint
 	return g.Commit(ctx, st, expected)
 }
 
-// commitMeta is the transaction of a commit: it checks expected_generation
-// and, unless the hash is the current one, writes the meta record naming
-// blob. prev is the blob the previous generation used; wrote says the
-// transaction reached its commit (so on an error the new meta may be on
-// disk).
-func (s *Store) commitMeta(ctx context.Context, st store.Stream, expected uint64, blob string) (out store.Stream, unchanged bool, prev string, wrote bool, err error) {
-	err = s.db.Update(func(tx *bbolt.Tx) error {
-		b := s.streams(tx).Bucket([]byte(st.Name))
-		var cur streamMeta
-		if b != nil {
-			var err error
-			if cur, err = readMeta(b, st.Name); err != nil {
-				return err
-			}
-		}
-		if expected > 0 && expected != cur.Generation {
-			return fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
-		}
-		if b != nil && cur.Hash == st.Hash {
-			// Same hash, same bytes: return the stored meta with the
-			// caller's bytes rather than read them back.
-			f, err := config.ParseFormat(cur.Format)
-			if err != nil {
-				return fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, st.Name, err)
-			}
-			out = store.Stream{Name: st.Name, Generation: cur.Generation, Hash: cur.Hash, Format: f,
-				Config: st.Config, Labels: cur.Labels, AcceptTime: cur.AcceptTime}
-			unchanged = true
-			return nil
-		}
-		// Last chance to give up before writing.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if b == nil {
-			var err error
-			if b, err = s.streams(tx).CreateBucket([]byte(st.Name)); err != nil {
-				return fmt.Errorf("create stream %q: %w", st.Name, err)
-			}
-		}
-		m := streamMeta{
-			Generation: cur.Generation + 1,
-			Hash:       st.Hash,
-			Format:     st.Format.String(),
-			Size:       len(st.Config),
-			Labels:     st.Labels,
-			AcceptTime: st.AcceptTime,
-			Blob:       blob,
-		}
-		meta, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if err := b.Put(keyMeta, meta); err != nil {
-			return fmt.Errorf("write meta of %q: %w", st.Name, err)
-		}
-		// A layout 1 stream's inline bytes are replaced by the blob.
-		if err := b.Delete(keyConfig); err != nil {
-			return fmt.Errorf("drop inline config of %q: %w", st.Name, err)
-		}
-		prev = cur.Blob
-		out = st
-		out.Generation = m.Generation
-		wrote = true
-		return nil
-	})
-	if err != nil {
-		return store.Stream{}, false, "", wrote, s.wrap(err)
-	}
-	// Own a copy of the labels so that later changes by the caller or by
-	// the receiver do not alias.
-	out.Labels = cloneLabels(out.Labels)
-	return out, unchanged, prev, false, nil
+// streamOf is the store.Stream of a meta record and its bytes.
+func streamOf(m streamMeta, raw []byte) store.Stream {
+	f, _ := config.ParseFormat(m.Format) // checked at Open and at commit
+	return store.Stream{Name: m.Stream, Generation: m.Generation, Hash: m.Hash, Format: f,
+		Config: raw, Labels: cloneLabels(m.Labels), AcceptTime: m.AcceptTime}
 }
 
 func cloneLabels(m map[string]string) map[string]string {
@@ -494,37 +595,41 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("store %s: %w", s.path, err)
 }
 
-// GetStream implements store.Store.
+// GetStream implements store.Store: the stream's current record, read
+// from its file and checked.
 func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Stream{}, err
 	}
-	var o openStream
 	s.blobMu.RLock()
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := s.streams(tx).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		var err error
-		o, err = openStreamIn(b, name, s.blobDir)
-		return err
-	})
-	s.blobMu.RUnlock()
-	var out store.Stream
-	if err == nil {
-		var l []store.Stream
-		if l, err = readAll([]openStream{o}, nil); err == nil {
-			out = l[0]
-		}
+	defer s.blobMu.RUnlock()
+	s.mu.Lock()
+	ss := s.streams[name]
+	var m streamMeta
+	ok := ss != nil && ss.exists
+	if ok {
+		m = ss.meta
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Stream{}, err
+	s.mu.Unlock()
+	if !ok {
+		return store.Stream{}, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}
+	return s.read(name, m)
+}
+
+// read reads and checks the record file m names (blobMu held shared).
+func (s *Store) read(name string, m streamMeta) (store.Stream, error) {
+	f, err := openBlob(s.blobDir, m, name)
 	if err != nil {
 		return store.Stream{}, s.wrap(err)
 	}
-	return out, nil
+	defer func() { _ = f.Close() }()
+	raw, err := readBlob(f, m, name)
+	if err != nil {
+		return store.Stream{}, s.wrap(err)
+	}
+	m.Stream = name
+	return streamOf(m, raw), nil
 }
 
 // listStreams opens every stream (see openStreamIn); pass the result to
@@ -547,17 +652,26 @@ func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var opened []openStream
 	s.blobMu.RLock()
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		opened, err = listStreams(tx, s.blobDir)
-		return err
-	})
-	s.blobMu.RUnlock()
-	out, err := readAll(opened, err)
-	if err != nil {
-		return nil, s.wrap(err)
+	defer s.blobMu.RUnlock()
+	s.mu.Lock()
+	metas := make([]streamMeta, 0, len(s.streams))
+	for name, ss := range s.streams {
+		if ss.exists {
+			m := ss.meta
+			m.Stream = name
+			metas = append(metas, m)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(metas, func(a, b streamMeta) int { return strings.Compare(a.Stream, b.Stream) })
+	out := make([]store.Stream, 0, len(metas))
+	for _, m := range metas {
+		st, err := s.read(m.Stream, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
@@ -688,13 +802,29 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return out, nil
 }
 
-// Close stops the remover (after it removed the blobs retired so far) and
-// releases the file; it is idempotent.
+// Close stops the background goroutine (after it indexed the records
+// committed so far and recycled what they replaced) and releases the file;
+// it is idempotent. An index that could not be written is reported; the
+// records are durable and the next Open replays them.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.gcStop)
-		<-s.gcDone
-		s.closeErr = s.db.Close()
+		close(s.bgStop)
+		<-s.bgDone
+		s.bgMu.Lock()
+		err := s.bgErr
+		s.bgMu.Unlock()
+		s.closeErr = errors.Join(err, s.db.Close())
 	})
 	return s.closeErr
+}
+
+// WaitRemoved returns once the background work queued so far (index,
+// recycling, pool) is done (or the store is closed), so that a test or a
+// benchmark can tell it apart from what it measures next.
+func (s *Store) WaitRemoved() {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	for (s.bgQueued || s.bgBusy) && !s.bgStopped {
+		s.bgIdle.Wait()
+	}
 }

@@ -212,20 +212,29 @@ func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) store.
 	return st
 }
 
-// Replaced configs are removed after the commit: one file per stream stays.
+// Replaced configs' files are recycled (at most bolt.PoolMax kept free):
+// one record file per stream stays, and the next Open removes the free ones.
 func TestOneBlobPerStream(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := open(t, path)
 	for i := range 5 {
 		mustCommit(t, s, storetest.Cfg(i), 0)
+		s.WaitRemoved()
 	}
 	other, _, err := s.CommitConfig(context.Background(), storetest.NewStream("other", storetest.Cfg(9)), 0)
 	if err != nil || other.Generation != 1 {
 		t.Fatal(other, err)
 	}
 	s.WaitRemoved()
+	if b := blobs(t, path); len(b) < 2 || len(b) > 2+bolt.PoolMax {
+		t.Fatalf("files after 5 commits to one stream and 1 to another: %v, want 2 + at most %d free", b, bolt.PoolMax)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, path)
 	if b := blobs(t, path); len(b) != 2 {
-		t.Fatalf("blob files after 5 commits to one stream and 1 to another: %v, want 2", b)
+		t.Fatalf("files after reopen: %v, want 2", b)
 	}
 }
 
@@ -244,8 +253,8 @@ func TestCrashAfterStageLosesOnlyTheStagedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.WaitRemoved()
-	if b := blobs(t, path); len(b) != 3 {
-		t.Fatalf("blob files with two staged: %v", b)
+	if b := blobs(t, path); len(b) < 3 {
+		t.Fatalf("files with two staged: %v", b)
 	}
 	// Neither commit nor discard: what a crash leaves.
 	if err := s.Close(); err != nil {
@@ -275,6 +284,10 @@ func TestCrashBeforeRemovalOfReplacedBlob(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := open(t, path)
 	mustCommit(t, s, storetest.Cfg(1), 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path) // the free files go: one file left
 	old := blobs(t, path)[0]
 	keep, err := os.ReadFile(filepath.Join(path+".blobs", old))
 	if err != nil {
@@ -284,8 +297,8 @@ func TestCrashBeforeRemovalOfReplacedBlob(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Put the replaced file back, as a crash before its removal leaves it,
-	// and a file of someone else's.
+	// Put the replaced file back, as a crash before it was recycled leaves
+	// it (a valid record of generation 1), and a file of someone else's.
 	for name, b := range map[string][]byte{old: keep, "notes.txt": []byte("mine")} {
 		if err := os.WriteFile(filepath.Join(path+".blobs", name), b, 0o600); err != nil {
 			t.Fatal(err)
@@ -314,23 +327,34 @@ func slicesContains(l []string, s string) bool {
 // A meta record whose config file is missing, short or changed is corrupt,
 // named, and nothing is reset: not the store file, not the other files.
 func TestBrokenBlobIsCorrupt(t *testing.T) {
-	for name, breakIt := range map[string]func(p string) error{
-		"missing":   os.Remove,
-		"truncated": func(p string) error { return os.Truncate(p, 10) },
-		"changed": func(p string) error {
+	flip := func(at func(n int) int) func(p string) error {
+		return func(p string) error {
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			b[len(b)/2] ^= 1
+			b[at(len(b))] ^= 1
 			return os.WriteFile(p, b, 0o600)
-		},
+		}
+	}
+	for name, breakIt := range map[string]func(p string) error{
+		"missing":   os.Remove,
+		"truncated": func(p string) error { return os.Truncate(p, 10) },
+		"short":     func(p string) error { return os.Truncate(p, 4096+20) },
+		"changed":   flip(func(int) int { return 4096 + 5 }), // a config byte
+		"header":    flip(func(int) int { return 9 }),        // the meta offset
+		"meta":      flip(func(n int) int { return n - 3 }),  // the meta record
+		"magic":     flip(func(int) int { return 0 }),
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "confighub.db")
 			s := open(t, path)
 			mustCommit(t, s, storetest.Cfg(1), 0)
 			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// A reopen leaves the one record file (free ones go).
+			if err := open(t, path).Close(); err != nil {
 				t.Fatal(err)
 			}
 			blob := filepath.Join(path+".blobs", blobs(t, path)[0])
@@ -369,8 +393,8 @@ func TestStagedDiscardConflictUnchanged(t *testing.T) {
 	if err := g.Discard(); err != nil {
 		t.Fatalf("second Discard: %v", err)
 	}
-	if b := blobs(t, path); len(b) != 0 {
-		t.Fatalf("blob files after Discard: %v", b)
+	if b := blobs(t, path); len(b) > bolt.PoolMax {
+		t.Fatalf("files after Discard: %v, want at most %d free", b, bolt.PoolMax)
 	}
 	if _, err := s.GetStream(ctx, "default"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("discarded bytes are visible: %v", err)
@@ -393,8 +417,8 @@ func TestStagedDiscardConflictUnchanged(t *testing.T) {
 			t.Fatal("a second Commit of one staged config succeeded")
 		}
 		s.WaitRemoved()
-		if b := blobs(t, path); len(b) != 1 {
-			t.Fatalf("blob files: %v, want only generation 1's", b)
+		if b := blobs(t, path); len(b) < 1 || len(b) > 1+bolt.PoolMax {
+			t.Fatalf("files: %v, want generation 1's and at most %d free", b, bolt.PoolMax)
 		}
 	}
 	// A commit of other bytes than those staged is refused.
@@ -405,8 +429,19 @@ func TestStagedDiscardConflictUnchanged(t *testing.T) {
 	if _, _, err := g.Commit(ctx, storetest.NewStream("default", storetest.Cfg(55)), 0); err == nil {
 		t.Fatal("commit of bytes that were not staged succeeded")
 	}
+	if b := blobs(t, path); len(b) < 1 || len(b) > 1+bolt.PoolMax {
+		t.Fatalf("files after a refused commit: %v", b)
+	}
+	// Only generation 1 is a stream's: after reopen it is the one file.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	if got, err := s.GetStream(ctx, "default"); err != nil || got.Generation != 1 {
+		t.Fatalf("after reopen: gen %d, %v", got.Generation, err)
+	}
 	if b := blobs(t, path); len(b) != 1 {
-		t.Fatalf("blob files after a refused commit: %v", b)
+		t.Fatalf("files after reopen: %v, want 1", b)
 	}
 }
 

@@ -1,0 +1,166 @@
+package bolt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// The background goroutine (owned by Close) does what the ack does not
+// wait for: it writes the bbolt index of the records committed since its
+// last run (one transaction for all of them), then recycles the files
+// those records replaced into the pool, and creates a pool file when a
+// stage found the pool empty.
+
+// kick records work for the background goroutine (set runs under bgMu)
+// and wakes it.
+func (s *Store) kick(set func()) {
+	s.bgMu.Lock()
+	set()
+	s.bgQueued = true
+	s.bgMu.Unlock()
+	select {
+	case s.bgKick <- struct{}{}:
+	default: // already kicked
+	}
+}
+
+// indexLater queues a committed record for the index; prev is the file of
+// the generation it replaced, recycled once the index names the new one.
+func (s *Store) indexLater(m streamMeta, prev string) {
+	s.kick(func() {
+		s.pending[m.Stream] = m
+		if prev != "" {
+			s.retired = append(s.retired, prev)
+		}
+	})
+}
+
+func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		var stopping bool
+		select {
+		case <-s.bgKick:
+		case <-stop:
+			stopping = true
+		}
+		s.bgMu.Lock()
+		pending, retired, refill := s.pending, s.retired, s.refill
+		s.pending, s.retired, s.refill = map[string]streamMeta{}, nil, false
+		s.bgQueued, s.bgBusy = false, true
+		s.bgMu.Unlock()
+
+		if s.hookIndex != nil && len(pending) > 0 {
+			s.hookIndex()
+		}
+		err := s.writeIndex(pending)
+		if err != nil {
+			// The records are durable; the index catches up at the next
+			// run or the next Open (which replays them). Until then the
+			// replaced files stay.
+			s.bgMu.Lock()
+			for k, m := range pending {
+				if cur, ok := s.pending[k]; !ok || cur.Generation < m.Generation {
+					s.pending[k] = m
+				}
+			}
+			s.retired = append(retired, s.retired...)
+			s.bgMu.Unlock()
+		} else {
+			for _, name := range retired {
+				s.recycle(name)
+			}
+		}
+		if refill {
+			s.refillPool()
+		}
+
+		s.bgMu.Lock()
+		s.bgErr = err
+		s.bgBusy = false
+		s.bgStopped = stopping
+		s.bgIdle.Broadcast()
+		s.bgMu.Unlock()
+		if stopping {
+			return
+		}
+	}
+}
+
+// writeIndex commits the meta records of pending to bbolt (fsynced).
+func (s *Store) writeIndex(pending map[string]streamMeta) error {
+	if len(pending) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error { return putMetas(tx, pending) })
+	if err != nil {
+		return fmt.Errorf("store %s: index: %w", s.path, err)
+	}
+	return nil
+}
+
+// putMetas writes meta records (a layout 1 stream's inline bytes go).
+func putMetas(tx *bbolt.Tx, metas map[string]streamMeta) error {
+	for name, m := range metas {
+		b, err := tx.Bucket(bucketStreams).CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", name, err)
+		}
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(keyMeta, raw); err != nil {
+			return fmt.Errorf("write meta of %q: %w", name, err)
+		}
+		if err := b.Delete(keyConfig); err != nil {
+			return fmt.Errorf("drop inline config of %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// recycle puts a file no record in the index or in memory names any more
+// into the pool (or removes it), after readers that saw it finished.
+func (s *Store) recycle(name string) {
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	if len(s.pool) < poolMax && isNamed(name, recExt) {
+		s.pool = append(s.pool, name)
+		return
+	}
+	// Best effort: a file left behind is removed at the next Open.
+	_ = os.Remove(filepath.Join(s.blobDir, name))
+}
+
+// refillPool creates one free record file, its name made durable.
+func (s *Store) refillPool() {
+	s.poolMu.Lock()
+	n := len(s.pool)
+	s.poolMu.Unlock()
+	if n > 0 {
+		return
+	}
+	name, err := newRecName()
+	if err != nil {
+		return
+	}
+	p := filepath.Join(s.blobDir, name)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	err = errors.Join(f.Sync(), f.Close(), syncDir(s.blobDir))
+	if err != nil {
+		_ = os.Remove(p)
+		return
+	}
+	s.poolPut(name)
+}
