@@ -3,7 +3,7 @@
 // operations that make the product's promises hold.
 //
 //   - A push is checked (config.Check) while the store writes the bytes
-//     durably aside and hashes them as it writes (store.Stager; a store
+//     aside and hashes them as it writes (store.Stager; a store
 //     without it: check and hash in parallel, then CommitConfig); only a
 //     push that passed the check is committed (the store assigns the
 //     generation and enforces expected_generation), and only then

@@ -77,8 +77,9 @@ type Store interface {
 // bytes are invisible to readers until Commit; a crash before Commit leaves
 // nothing a reader sees, and the store removes the bytes at its next open.
 type Stager interface {
-	// StageConfig writes raw durably (fsynced) for stream and returns the
-	// handle that commits or discards it. raw must not change until the
+	// StageConfig writes raw aside for stream (durably, or so that Commit
+	// makes it durable with the commit) and returns the handle that
+	// commits or discards it. raw must not change until the
 	// handle is committed or discarded. Canceling ctx stops the write.
 	// tee, when not nil, is written all of raw, in order, as it is written
 	// (so a hash shares the pass over the bytes with the write).

@@ -1,57 +1,100 @@
 // Package bolt is the embedded durable store.Store: one bbolt file (the hub
-// uses <data-dir>/confighub.db) for the small records, and one file per
-// stream's config bytes in the directory beside it (<file>.blobs/).
+// uses <data-dir>/confighub.db) for sinks, applied records and an index of
+// the streams, and one record file per stream generation in the directory
+// beside it (<file>.blobs/<random id>.rec), which holds the config bytes
+// and their meta (stream, generation, SHA-256, format, size, labels, accept
+// time) behind a checksummed header (format in rec.go).
 //
-// A push is acknowledged after two steps (store.Stager), which the hub runs
-// so that the slow one overlaps its check and hash:
+// A push is acknowledged after one flush (store.Stager; the hub runs the
+// stage beside its check and hash):
 //
-//  1. StageConfig writes the bytes to a new file, <random id>.cfg, and
-//     fsyncs it and the directory. Nothing refers to it yet: readers do
-//     not see it. (It feeds the hub's SHA-256 as it writes, and hands each
-//     chunk to the disk at once, so the fsync finds little left to do.)
-//  2. Staged.Commit is one bbolt read-write transaction of a few pages: it
-//     checks expected_generation, assigns generation = current+1 and
-//     writes the meta record (hash, format, size, labels, accept time,
-//     generation and the file's name). It returns once bbolt fsynced it
-//     (data pages, then the meta page); NoSync is never set.
+//  1. StageConfig writes the bytes into a free record file at offset 4096
+//     and starts their write-back (sync_file_range), feeding the hub's
+//     SHA-256 as it goes. No flush, no header: nothing refers to them.
+//     The free file comes from a pool: a replaced generation's file
+//     (recycled, its name durable since its own commit, its blocks
+//     allocated, so the overwrite and its flush need no journal commit)
+//     or a new file whose directory entry was fsynced before it joined the
+//     pool. With an empty pool the stage creates one and fsyncs the
+//     directory while it writes.
+//  2. Staged.Commit takes the stream's commit lock, checks
+//     expected_generation against the stream's generation in memory,
+//     writes the meta record after the bytes and the header at offset 0,
+//     and fdatasyncs the file: that file alone is now the durable truth
+//     about the generation. Then the in-memory generation moves on.
+//  3. After the ack, the store's background goroutine writes the meta
+//     records of the generations committed since its last run to the bbolt
+//     index (one fsynced transaction), then recycles the files they
+//     replaced into the pool (at most 2 kept; others removed).
 //
-// A failed check discards the staged file (Discard); a conflict or an
-// unchanged hash removes it too. The replaced generation's file is removed
-// after the ack by a goroutine the store owns (Close stops it once it has
-// removed what is pending).
+// Measured (docs/performance.md, scenario 1): 1 MiB push ack / raw gRPC +
+// write+fsync went from 1.35-1.51 to 1.15-1.29 (the old path paid the
+// staged file's fsync, the directory's and bbolt's two; fsyncing the bytes
+// while hashing and the header after, two flushes, measured the same as one
+// and is not used).
 //
-// Guarantees, with kill -9 at any point:
-//   - Before the commit's fsync returns nothing refers to the new file, so a
-//     crash leaves the previous generation (the new file is an orphan).
-//     After it, the meta names a file whose bytes and name were fsynced
-//     before the transaction began, so an acknowledged generation is
-//     never lost and never points at a missing file.
-//   - A replaced file is removed only after the commit that replaced it is
-//     on disk, so no meta ever names a removed file.
-//   - Open removes every <id>.cfg that no meta names (staged but never
-//     committed, or replaced but not yet removed); other files in the
-//     directory are left alone. A commit whose transaction fails after
-//     writing keeps its file: the meta may have reached the disk, so only
-//     the next Open may decide.
-//   - A meta whose file is missing, of another size, or whose bytes do not
-//     hash to the meta's SHA-256 is an error wrapping store.ErrCorrupt that
-//     names the file; Open checks every stream this way, and reads check
-//     again. Nothing is reset silently.
-//   - bbolt serialises write transactions, so two concurrent commits never
-//     hand out the same generation.
+// Guarantees, with kill -9 or power loss at any point:
+//   - An acked generation's record was fdatasynced (bytes, meta, header,
+//     and the size and blocks to read them) and its name was durable
+//     before its stage began (pool) or before its commit (new file). At
+//     Open, every record newer than the index is read: per stream, the
+//     highest generation whose header checksum passes and whose bytes hash
+//     to its meta's SHA-256 is flushed again (kill -9 may have left it in
+//     the page cache only), the index is updated to name it, and the
+//     others go. So an acked generation is never lost, and a torn record
+//     (a crash before its flush returned: never acked) is dropped, its
+//     generation handed out again.
+//   - The header sits at a fixed offset the config bytes never reach, so
+//     no payload can forge a record.
+//   - A recycled file keeps its stale header until it is sealed again. A
+//     file is recycled only after the index names a newer generation of
+//     its stream (the index only grows), so at Open a stale record is
+//     never above the index and never replayed, whether the bytes staged
+//     over it are different, torn or the same again.
+//   - The record the index names is never recycled before the index names
+//     a newer one, so Open checks it strictly: missing, short, a bad
+//     header or checksum, another stream or generation, or bytes that do
+//     not hash to the SHA-256 is an error wrapping store.ErrCorrupt that
+//     names the file. Nothing is reset silently. (A record newer than the
+//     index that fails its checks is indistinguishable from a torn,
+//     unacked one and is dropped: that window is the few milliseconds
+//     between an ack and the next index write.)
+//   - Generations are handed out in memory under a per-stream commit lock
+//     held through the flush (the bbolt file lock keeps a second process
+//     out), so two concurrent commits never get the same one and
+//     expected_generation is checked against the last acked one.
+//   - Nothing unchecked is stored: the hub commits only after its check
+//     passed; a failed check, a conflict or an unchanged hash returns the
+//     staged file to the pool without a header.
+//   - A commit whose write or flush fails may or may not be on disk: the
+//     store then refuses every later stage and commit ("restart to
+//     recover"); the next Open decides from what is on disk.
+//   - An index write that fails is retried at the next commit; the
+//     records are durable meanwhile and Open replays them. Close reports
+//     it.
+//   - Readers read the stream's current meta from memory and its file
+//     under blobMu (shared), recycling takes it exclusively, so no reader
+//     sees a file being overwritten.
 //   - A bbolt file that cannot be read gives an error wrapping
 //     store.ErrCorrupt that names it; Open walks every record (and bbolt's
 //     page consistency check) before returning.
 //   - A second process opening the same file fails after the lock timeout
 //     with "data dir in use by another process".
+//   - Open removes every file of ours (<id>.rec, <id>.cfg) the index does
+//     not name (staged, torn, replaced, free); other files in the
+//     directory are left alone. After a start there is one file per stream.
 //
-// Layout (version 2): bucket "streams" holds one nested bucket per stream
-// with a small JSON meta record ("meta"); "sinks" holds sink specs as
-// deterministic proto binary; "applied" holds each sink's applied record
-// as JSON; "info" holds the layout version. A layout 1 file (config bytes
-// inline under "config") still reads; the next commit of a stream moves it
-// to a file, and Open marks the file layout 2 so that an older hub refuses
-// it instead of misreading it.
+// Layout (version 3): bucket "streams" holds one nested bucket per stream
+// with its index meta record ("meta", JSON, naming the record file);
+// "sinks" holds sink specs as deterministic proto binary; "applied" holds
+// each sink's applied record as JSON; "info" holds the layout version.
+// Older data dirs are moved at Open: a layout 1 stream (bytes inline under
+// "config") or layout 2 stream (bytes in a plain <id>.cfg named by the
+// meta) is written to a record file of the same generation (flushed, name
+// flushed), then one transaction points the index at it and marks the
+// file layout 3, so that an older hub refuses it instead of misreading it.
+// A crash in between leaves a record no newer than the index: removed at
+// the next Open, which moves the stream again.
 //
 // RecordApplied uses bbolt's Batch: concurrent records from many sinks
 // share one fsynced transaction instead of one fsync each.
