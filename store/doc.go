@@ -5,9 +5,10 @@
 // What is stored before a push is acknowledged: the stream's config bytes,
 // hash, generation, labels and accept time; the generation is assigned and
 // expected_generation checked in the same commit. A store may also
-// implement Stager: the bytes are then written durably first (while the
-// hub checks and hashes them) and made part of the stream by a small
-// commit, or discarded if the check fails; staged bytes are never visible.
+// implement Stager: the bytes are then written aside while the hub checks
+// and hashes them, and a small commit makes them durable and part of the
+// stream (the bolt store's commit is one fdatasync of the staged file),
+// or they are discarded if the check fails; staged bytes are never visible.
 // Each sink's applied generation and hash are recorded as they happen.
 // Sinks put at run time are stored too.
 package store
