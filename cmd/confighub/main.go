@@ -191,6 +191,10 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	// Stop accepting, end the status watches (they never end on their
+	// own), let unary calls and uploads finish; then the deferred stops:
+	// fan-out, engine, store.
+	o.drain.drain()
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	srv.Shutdown(sctx)

@@ -54,6 +54,8 @@ type ops struct {
 	auth    *auth.Authenticator
 	tls     *auth.ServerTLS
 	redact  bool
+	// drain ends the status watches when a shutdown starts (drain.go).
+	drain *drainer
 
 	msrv   *metrics.Server
 	cancel context.CancelFunc
@@ -63,7 +65,7 @@ type ops struct {
 // startOps checks the listen policy and loads tokens, TLS and the metric
 // registry. Nothing listens yet.
 func startOps(f flags, log *slog.Logger) (*ops, error) {
-	o := &ops{log: log, redact: !f.ops.includeSecrets}
+	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer()}
 	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
 		if err := requireLoopback(f.listen); err != nil {
 			return nil, err
@@ -139,13 +141,14 @@ func (o *ops) engineOptions() []engine.Option {
 	return []engine.Option{engine.WithMetrics(o.metrics.Engine)}
 }
 
-// serverOptions adds TLS, the metric interceptors (first, so denied calls
-// are counted too), the auth interceptors and the redactor.
+// serverOptions adds TLS, the drain of status watches at shutdown, the
+// metric interceptors (before auth, so denied calls are counted too), the
+// auth interceptors and the redactor.
 func (o *ops) serverOptions() []server.Option {
 	var (
 		opts   []server.Option
 		unary  []grpc.UnaryServerInterceptor
-		stream []grpc.StreamServerInterceptor
+		stream = []grpc.StreamServerInterceptor{o.drain.interceptor()}
 	)
 	if o.metrics != nil {
 		u, s := o.metrics.Interceptors()

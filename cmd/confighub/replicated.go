@@ -183,6 +183,10 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	// Stop accepting, end the status watches (they never end on their
+	// own), let unary calls and uploads finish; then the deferred stops:
+	// fan-out, engine, store.
+	o.drain.drain()
 	tctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	srv.Shutdown(tctx)

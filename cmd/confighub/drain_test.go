@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// syncBuffer is the hub's stderr, read by the test while the hub writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestShutdownEndsStatusWatches: an open WatchStatus (a controller always
+// has one) does not hold a graceful shutdown for --shutdown-timeout; the
+// watcher gets Unavailable (so its client reconnects) and the hub exits 0.
+func TestShutdownEndsStatusWatches(t *testing.T) {
+	dir := t.TempDir()
+	sinks := filepath.Join(dir, "sinks.yaml")
+	if err := os.WriteFile(sinks, []byte("- name: f1\n  file:\n    path: "+filepath.Join(dir, "out.json")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", "",
+			"--sinks", sinks, "--shutdown-timeout", "1h"}, &logs)
+	}()
+	addrRE := regexp.MustCompile(`msg="confighub serving" listen=(127\.0\.0\.1:[0-9]+)`)
+	var addr string
+	for i := 0; i < 500 && addr == ""; i++ { // bounded wait for the start
+		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("hub exited %d:\n%s", code, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if addr == "" {
+		t.Fatalf("the hub did not start:\n%s", logs.String())
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	hc := confighubv1.NewConfigHubServiceClient(cc)
+	if _, err := hc.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(`{"_format_version":"3.0"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := hc.WatchStatus(context.Background(), &confighubv1.WatchStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); err != nil {
+		t.Fatalf("first event: %v", err)
+	}
+
+	stop() // SIGTERM
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := w.Recv(); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, logs.String())
+		}
+	case <-time.After(30 * time.Second): // failsafe: --shutdown-timeout is 1h
+		t.Fatalf("shutdown waited for the open status watch:\n%s", logs.String())
+	}
+	if err := <-errc; status.Code(err) != codes.Unavailable {
+		t.Fatalf("the watcher got %v, want Unavailable", err)
+	}
+}
