@@ -14,6 +14,13 @@
 //	oauth2_credentials    client_secret
 //	certificates          key, key_alt    (cert and cert_alt stay)
 //	keys                  jwk, pem.private_key (pem.public_key stays)
+//	services, upstreams   client_certificate.key, client_certificate.key_alt (inline)
+//
+// Kong's error messages quote the value of a duplicate unique field, which
+// for key-auth is the key itself ("uniqueness violation:
+// 'keyauth_credentials' entity with key set to '...' already declared"):
+// every string is scrubbed of those values (Message does it for one
+// string, for error texts shown or logged elsewhere).
 //
 // ca_certificates hold no private key and stay. Plugin configuration
 // fields are not touched: which of them are secret depends on the plugin,

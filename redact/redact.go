@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -27,6 +28,26 @@ var byCollection = map[string][]field{
 	"oauth2_credentials":    {{"client_secret"}},
 	"certificates":          {{"key"}, {"key_alt"}},
 	"keys":                  {{"jwk"}, {"pem", "private_key"}},
+	// A service or upstream may carry its client certificate inline
+	// (Kong hoists it into certificates; its flattened error says so).
+	"services":  {{"client_certificate", "key"}, {"client_certificate", "key_alt"}},
+	"upstreams": {{"client_certificate", "key"}, {"client_certificate", "key_alt"}},
+}
+
+// uniqueValue finds the value Kong quotes in a uniqueness error of a secret
+// field ("uniqueness violation: 'keyauth_credentials' entity with key set
+// to 'THE-KEY' already declared"), in its message, its fields and its
+// flattened errors.
+var uniqueValue = regexp.MustCompile(`('(?:keyauth_credentials|basicauth_credentials|hmacauth_credentials|jwt_secrets|oauth2_credentials|certificates|keys)' entity with (?:key|password|secret|client_secret|key_alt|jwk) set to ')(.*?)(' already declared)`)
+
+// Message removes the secret values Kong quotes in its error messages (a
+// duplicate key-auth key is named in full). Apply it to any Kong error text
+// that is logged or shown.
+func Message(s string) string {
+	if !strings.Contains(s, " set to '") {
+		return s
+	}
+	return uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
 }
 
 // byEntityType is the same by Kong's entity_type (flattened errors).
@@ -136,6 +157,11 @@ func walk(n *yaml.Node) bool {
 			if walk(n.Content[i]) {
 				changed = true
 			}
+		}
+	case yaml.ScalarNode:
+		if m := Message(n.Value); m != n.Value {
+			n.Value = m
+			changed = true
 		}
 	case yaml.SequenceNode, yaml.DocumentNode:
 		for _, c := range n.Content {

@@ -277,3 +277,67 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestDuplicateKeyInKongError: Kong names a duplicate key-auth key in full
+// in its 400 body (message, fields and flattened errors); none of the
+// copies survives, and the rest of the message does.
+func TestDuplicateKeyInKongError(t *testing.T) {
+	const msg = `uniqueness violation: 'keyauth_credentials' entity with key set to 'TopSecret123' already declared`
+	body := `{"code":14,"name":"invalid declarative configuration",
+"message":"declarative config is invalid: {keyauth_credentials={[2]=\"` + msg + `\"}}",
+"fields":{"keyauth_credentials":[null,"` + msg + `"]},
+"flattened_errors":[{"entity_type":"keyauth_credential","entity":{"key":"TopSecret123"},"errors":[{"type":"entity","message":"` + msg + `"}]}]}`
+	out, changed, err := redact.Config([]byte(body), config.FormatJSON)
+	if err != nil || !changed {
+		t.Fatalf("changed=%v err=%v", changed, err)
+	}
+	if bytes.Contains(out, []byte("TopSecret123")) {
+		t.Fatalf("the duplicate key is still in the error body: %s", out)
+	}
+	if got := bytes.Count(out, []byte("entity with key set to '<redacted>' already declared")); got != 3 {
+		t.Fatalf("want the 3 messages kept with the key redacted, got %d: %s", got, out)
+	}
+	if got := redact.Message("x: " + msg); strings.Contains(got, "TopSecret123") || !strings.Contains(got, "uniqueness violation") {
+		t.Fatalf("Message: %q", got)
+	}
+	other := `uniqueness violation: 'consumers' entity with username set to 'alice' already declared`
+	if got := redact.Message(other); got != other {
+		t.Fatalf("a non-secret unique field changed: %q", got)
+	}
+}
+
+// TestInlineClientCertificate: a service or upstream may carry its client
+// certificate inline; its private key goes, the certificate stays, in
+// JSON and YAML.
+func TestInlineClientCertificate(t *testing.T) {
+	y := `_format_version: "3.0"
+services:
+- name: s
+  url: https://example.com
+  client_certificate:
+    cert: PUBLIC-CERT
+    key: PRIVATE-KEY-1
+    key_alt: PRIVATE-KEY-2
+upstreams:
+- name: u
+  client_certificate:
+    cert: PUBLIC-CERT
+    key: PRIVATE-KEY-3
+`
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		raw []byte
+		f   config.Format
+	}{{[]byte(y), config.FormatYAML}, {j, config.FormatJSON}} {
+		out, changed, err := redact.Config(c.raw, c.f)
+		if err != nil || !changed {
+			t.Fatalf("changed=%v err=%v", changed, err)
+		}
+		if bytes.Contains(out, []byte("PRIVATE-KEY")) || !bytes.Contains(out, []byte("PUBLIC-CERT")) {
+			t.Fatalf("format %v: %s", c.f, out)
+		}
+	}
+}
