@@ -214,7 +214,10 @@ func TestParseErrors(t *testing.T) {
 	cases := map[string]struct{ body, msg string }{
 		"empty":        {"", "no token"},
 		"comments":     {"# nothing\n", "no token"},
-		"bad role":     {"abc superuser\n", "line 1: unknown role \"superuser\""},
+		"bad role":     {"abc superuser\n", "line 1: unknown role: want read, push or admin"},
+		"swapped":      {"read abcdef0123\n", "line 1: unknown role"},
+		"yaml swapped": {"read: abcdef0123\n", "line 1: unknown role"},
+		"yaml bare":    {"tokens:\n  - abcdef0123\n", "tokens list: want entries {name, token, role} (line 2)"},
 		"three fields": {"abc read extra\n", "line 1: want \"TOKEN ROLE\""},
 		"duplicate":    {"abc read\nabc push\n", "line 2: the same token as line 1"},
 		"yaml role":    {"tokens:\n  - name: x\n    token: abc\n    role: root\n", "tokens[0] (x): unknown role"},

@@ -144,7 +144,8 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		}
 		r, err := ParseRole(role)
 		if err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			// Not the value: with the columns swapped it is the token.
+			return fmt.Errorf("%s: unknown role: want read, push or admin", where)
 		}
 		sum := sha256.Sum256([]byte(token))
 		if prev, ok := seen[sum]; ok {
@@ -182,7 +183,9 @@ func parseYAML(data []byte, add func(where, name, token, role string) error) (bo
 	if len(m.Content) == 2 && m.Content[0].Value == "tokens" && m.Content[1].Kind == yaml.SequenceNode {
 		var f tokenFile
 		if err := m.Decode(&f); err != nil {
-			return true, fmt.Errorf("tokens list: %w", err)
+			// yaml's message quotes the offending value, which may be a
+			// token (a list of bare tokens): name the line only.
+			return true, fmt.Errorf("tokens list: want entries {name, token, role}%s", yamlErrLine(err))
 		}
 		for i, e := range f.Tokens {
 			where := fmt.Sprintf("tokens[%d]", i)
@@ -206,6 +209,17 @@ func parseYAML(data []byte, add func(where, name, token, role string) error) (bo
 		}
 	}
 	return true, nil
+}
+
+// yamlErrLine is " (line N)" of a YAML type error, without its message.
+func yamlErrLine(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		if i := strings.Index(te.Errors[0], ":"); i > 0 && strings.HasPrefix(te.Errors[0], "line ") {
+			return " (" + te.Errors[0][:i] + ")"
+		}
+	}
+	return ""
 }
 
 func parseLines(data []byte, add func(where, name, token, role string) error) error {
