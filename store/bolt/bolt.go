@@ -91,6 +91,13 @@ type Store struct {
 	// failed is set when a commit's write or flush failed: every later
 	// stage and commit returns it.
 	failed error
+	// closed is set by Close: every later stage and commit returns
+	// errClosed. ops counts the stages and commits under way (Add under
+	// mu while !closed), which Close waits for, so that no record is
+	// written once Close returned and the file lock is free for another
+	// process, whose Open would remove a file it does not know of.
+	closed bool
+	ops    sync.WaitGroup
 
 	// blobMu orders recycling a replaced file after readers that saw the
 	// old meta read it (readers hold it shared from reading the meta until
@@ -802,12 +809,17 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return out, nil
 }
 
-// Close stops the background goroutine (after it indexed the records
+// Close refuses later stages and commits and waits for those under way,
+// then stops the background goroutine (after it indexed the records
 // committed so far and recycled what they replaced) and releases the file;
 // it is idempotent. An index that could not be written is reported; the
 // records are durable and the next Open replays them.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.ops.Wait()
 		close(s.bgStop)
 		<-s.bgDone
 		s.bgMu.Lock()

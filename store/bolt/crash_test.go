@@ -409,3 +409,35 @@ func TestLayout2Moves(t *testing.T) {
 		})
 	}
 }
+
+// After Close nothing is written: the file lock is free, and another
+// process's Open would remove a record file it does not know of (an acked
+// push lost). A handle staged before Close cannot commit, and no stage
+// starts.
+func TestNoWriteAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	first := commitT(t, s, labelled(storetest.Cfg(1), 1), 0)
+	g, err := s.StageConfig(context.Background(), "default", storetest.Cfg(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := records(t, path)
+	if _, _, err := g.Commit(context.Background(), labelled(storetest.Cfg(2), 2), 0); !errors.Is(err, errClosed) {
+		t.Fatalf("commit after Close: %v, want refused", err)
+	}
+	_ = g.Discard()
+	if _, err := s.StageConfig(context.Background(), "default", storetest.Cfg(3), nil); !errors.Is(err, errClosed) {
+		t.Fatalf("stage after Close: %v, want refused", err)
+	}
+	if after := records(t, path); len(after) != len(before) {
+		t.Fatalf("records after Close: %v, before: %v", after, before)
+	}
+	s2 := openT(t, path)
+	if got, err := s2.GetStream(context.Background(), "default"); err != nil || got.Generation != 1 || got.Hash != first.Hash {
+		t.Fatalf("after reopen: gen %d, %v; want generation 1", got.Generation, err)
+	}
+}

@@ -80,6 +80,10 @@
 //     page consistency check) before returning.
 //   - A second process opening the same file fails after the lock timeout
 //     with "data dir in use by another process".
+//   - Close refuses every later stage and commit and waits for those under
+//     way before it releases the file lock: once it returns nothing is
+//     written, so the next Open (which removes files it does not know of)
+//     never races a late commit.
 //   - Open removes every file of ours (<id>.rec, <id>.cfg) the index does
 //     not name (staged, torn, replaced, free); other files in the
 //     directory are left alone. After a start there is one file per stream.

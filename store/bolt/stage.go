@@ -38,11 +38,25 @@ func (s *Store) state(name string) *streamState {
 	return ss
 }
 
-func (s *Store) failedErr() error {
+// errClosed is returned by a stage or commit after Close.
+var errClosed = errors.New("bolt store: closed")
+
+// begin counts a stage or commit under way (end ends it), or refuses it:
+// errClosed after Close, the failure after a failed commit.
+func (s *Store) begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failed
+	if s.closed {
+		return errClosed
+	}
+	if s.failed != nil {
+		return s.failed
+	}
+	s.ops.Add(1)
+	return nil
 }
+
+func (s *Store) end() { s.ops.Done() }
 
 // fail makes every later stage and commit fail: a record whose write or
 // flush failed may or may not be on disk, so only the next Open may decide
@@ -155,9 +169,10 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.failedErr(); err != nil {
+	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	defer s.end()
 	f, name, fresh, err := s.takeFile()
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", s.path, err)
@@ -207,6 +222,11 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 	}
 	g.done = true
 	s := g.s
+	if err := s.begin(); err != nil {
+		_ = g.f.Close() // nothing more is written to it; the next Open removes it
+		return store.Stream{}, false, err
+	}
+	defer s.end()
 	if st.Name != g.stream || len(st.Config) != g.size {
 		s.release(g.f, g.name)
 		return store.Stream{}, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Name, len(st.Config), g.stream, g.size)
