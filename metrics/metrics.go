@@ -44,6 +44,41 @@ type Engine struct {
 	// kinds is each sink's kind: a sink put again with another kind loses
 	// the series of its old kind.
 	kinds map[string]string
+	// reasons are the distinct reason labels each sink has used, at most
+	// MaxReasonsPerSink (see reasonLabel).
+	reasons map[string]map[string]bool
+}
+
+// MaxReasonsPerSink bounds the distinct values of the reason label per
+// sink. A reason is a sink.Error code, which an external plugin chooses
+// freely (it could put an id or a message there); past this many, or when
+// it is not a short code, it is counted as "other".
+const MaxReasonsPerSink = 16
+
+// maxReasonLen is the longest reason kept as a label value.
+const maxReasonLen = 32
+
+// reasonLabel returns reason, or "other" when it is not a short
+// [a-z0-9_.-] code or the sink already has MaxReasonsPerSink others. The
+// caller holds mu.
+func (m *Engine) reasonLabel(sink, reason string) string {
+	if len(reason) > maxReasonLen || strings.IndexFunc(reason, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_' && r != '.'
+	}) >= 0 {
+		return "other"
+	}
+	seen := m.reasons[sink]
+	if seen == nil {
+		seen = map[string]bool{}
+		m.reasons[sink] = seen
+	}
+	if !seen[reason] {
+		if len(seen) >= MaxReasonsPerSink {
+			return "other"
+		}
+		seen[reason] = true
+	}
+	return reason
 }
 
 var _ engine.Metrics = (*Engine)(nil)
@@ -69,7 +104,7 @@ func StateLabel(s confighubv1.SinkState) string {
 func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	sinkLabels := []string{"sink", "kind"}
 	m := &Engine{
-		kinds: map[string]string{},
+		kinds: map[string]string{}, reasons: map[string]map[string]bool{},
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_applies_total",
 			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, cancelled) and reason (the error code of a failure, why a skip).",
@@ -122,6 +157,7 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 func (m *Engine) track(sink, kind string) {
 	if prev, ok := m.kinds[sink]; ok && prev != kind {
 		m.deleteSeries(prometheus.Labels{"sink": sink, "kind": prev})
+		delete(m.reasons, sink)
 	}
 	m.kinds[sink] = kind
 }
@@ -142,7 +178,7 @@ func (m *Engine) ApplyDone(sink, kind, result, reason string, d time.Duration, c
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.track(sink, kind)
-	m.applies.WithLabelValues(sink, kind, result, reason).Inc()
+	m.applies.WithLabelValues(sink, kind, result, m.reasonLabel(sink, reason)).Inc()
 	m.configBytes.WithLabelValues(sink, kind).Set(float64(configBytes))
 	if result != engine.ResultSkipped {
 		m.applyDuration.WithLabelValues(sink, kind).Observe(d.Seconds())
@@ -202,6 +238,7 @@ func (m *Engine) SinkRemoved(sink, _ string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.kinds, sink)
+	delete(m.reasons, sink)
 	m.deleteSeries(prometheus.Labels{"sink": sink})
 }
 

@@ -274,3 +274,40 @@ func scrape(t *testing.T, set *metrics.Set) string {
 	}
 	return string(b)
 }
+
+// TestReasonCardinality: a plugin chooses its error codes freely; the
+// reason label stays bounded per sink, and a code that is not a short
+// code (an id, a message) is counted as "other".
+func TestReasonCardinality(t *testing.T) {
+	m, reg := newEngineMetrics(t)
+	for i := range 100 {
+		m.ApplyDone("p", "plugin", engine.ResultFailed, "code-"+strconv.Itoa(i), time.Millisecond, 1)
+	}
+	m.ApplyDone("p", "plugin", engine.ResultFailed, "Entity 42 failed: bad field", time.Millisecond, 1)
+	m.ApplyDone("q", "plugin", engine.ResultFailed, "timeout", time.Millisecond, 1)
+	text := gather(t, reg)
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "confighub_sink_applies_total{") && strings.Contains(l, `sink="p"}`) {
+			n++
+		}
+	}
+	if n != metrics.MaxReasonsPerSink+1 {
+		t.Errorf("sink p has %d reason series, want %d codes + other:\n%s", n, metrics.MaxReasonsPerSink, text)
+	}
+	for _, line := range []string{
+		`confighub_sink_applies_total{kind="plugin",reason="other",result="failed",sink="p"} 85`,
+		`confighub_sink_applies_total{kind="plugin",reason="code-0",result="failed",sink="p"} 1`,
+		`confighub_sink_applies_total{kind="plugin",reason="timeout",result="failed",sink="q"} 1`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("missing %s in:\n%s", line, text)
+		}
+	}
+	// A deleted sink starts over.
+	m.SinkRemoved("p", "plugin")
+	m.ApplyDone("p", "plugin", engine.ResultFailed, "code-99", time.Millisecond, 1)
+	if text := gather(t, reg); !strings.Contains(text, `reason="code-99",result="failed",sink="p"} 1`) {
+		t.Errorf("a re-added sink's reasons are still capped:\n%s", text)
+	}
+}
