@@ -441,3 +441,32 @@ func TestNoWriteAfterClose(t *testing.T) {
 		t.Fatalf("after reopen: gen %d, %v; want generation 1", got.Generation, err)
 	}
 }
+
+// A stream name or label that is not valid UTF-8 is refused: the record's
+// JSON meta would hold another name (U+FFFD), so Open could not match the
+// record to its stream (the store would not open again) and two such
+// streams would replay as one.
+func TestNonUTF8Refused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	ctx := context.Background()
+	for _, name := range []string{"a\xff", "a\xfe"} {
+		if _, _, err := s.CommitConfig(ctx, storetest.NewStream(name, storetest.Cfg(1)), 0); err == nil {
+			t.Fatalf("stream %q accepted", name)
+		}
+	}
+	st := labelled(storetest.Cfg(2), 2)
+	st.Labels["k"] = "v\xff"
+	if _, _, err := s.CommitConfig(ctx, st, 0); err == nil {
+		t.Fatal("label value with a bad byte accepted")
+	}
+	commitT(t, s, labelled(storetest.Cfg(3), 3), 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openT(t, path)
+	l, err := s2.ListStreams(ctx)
+	if err != nil || len(l) != 1 || l[0].Generation != 1 || l[0].Labels["push"] != "3" {
+		t.Fatalf("after reopen: %+v, %v; want only the valid stream at generation 1", l, err)
+	}
+}

@@ -63,6 +63,9 @@
 //     held through the flush (the bbolt file lock keeps a second process
 //     out), so two concurrent commits never get the same one and
 //     expected_generation is checked against the last acked one.
+//   - A record names its stream in its meta, and Open assigns it by that
+//     name, so the store refuses a stream name or label that is not valid
+//     UTF-8 (JSON would store another one).
 //   - Nothing unchecked is stored: the hub commits only after its check
 //     passed; a failed check, a conflict or an unchanged hash returns the
 //     staged file to the pool without a header.

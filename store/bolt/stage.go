@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/confighub/confighub/store"
 )
@@ -166,6 +167,12 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 	if stream == "" {
 		return nil, errors.New("bolt store: stream name is empty")
 	}
+	if !utf8.ValidString(stream) {
+		// The record's JSON meta would hold another name (U+FFFD for each
+		// bad byte): Open could not match it to its stream, and two such
+		// streams would share one name.
+		return nil, fmt.Errorf("bolt store: stream name %q is not valid UTF-8", stream)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -231,6 +238,10 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 		s.release(g.f, g.name)
 		return store.Stream{}, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Name, len(st.Config), g.stream, g.size)
 	}
+	if err := checkLabels(st.Labels); err != nil {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, err
+	}
 	ss := s.state(st.Name)
 	ss.commitMu.Lock()
 	defer ss.commitMu.Unlock()
@@ -285,6 +296,17 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 	out.Generation = m.Generation
 	out.Labels = cloneLabels(st.Labels)
 	return out, false, nil
+}
+
+// checkLabels refuses labels JSON cannot hold as they are (the record
+// would read back other labels than the ones acked).
+func checkLabels(l map[string]string) error {
+	for k, v := range l {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("bolt store: label %q=%q is not valid UTF-8", k, v)
+		}
+	}
+	return nil
 }
 
 // Discard implements store.Staged: the file goes back to the pool.
