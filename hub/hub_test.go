@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -308,5 +310,72 @@ func TestPutSinkRefusedByFactoryChangesNothing(t *testing.T) {
 	fan.putErr = errors.New("engine stopped")
 	if _, _, err := h.PutSink(ctx, &confighubv1.Sink{Name: "late", Kind: "test"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("put while stopping: %v, want ErrUnavailable", err)
+	}
+}
+
+// eioStore is a Stager whose commit's flush fails once (EIO); from then
+// on it refuses every write, as the bolt store does (a later flush proves
+// nothing after a failed one).
+type eioStore struct {
+	store.Store
+	mu     sync.Mutex
+	failed error
+}
+
+type eioStaged struct {
+	store.Staged
+	s *eioStore
+}
+
+func (e *eioStore) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed != nil {
+		return nil, e.failed
+	}
+	g, err := e.Store.(store.Stager).StageConfig(ctx, stream, raw, tee)
+	if err != nil {
+		return nil, err
+	}
+	return eioStaged{g, e}, nil
+}
+
+func (g eioStaged) Commit(context.Context, store.Stream, uint64) (store.Stream, bool, error) {
+	_ = g.Discard()
+	g.s.mu.Lock()
+	defer g.s.mu.Unlock()
+	g.s.failed = fmt.Errorf("a commit could not be made durable, restart to recover: fdatasync: %w", syscall.EIO)
+	return store.Stream{}, false, g.s.failed
+}
+
+// A push whose durable write fails is Unavailable (not acked), publishes
+// nothing, and the previous generation is still served; later pushes are
+// Unavailable too while the store refuses writes.
+func TestFailedFlushIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	bs, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bs.Close() }()
+	fan := newFake()
+	first, err := New(bs, fan).Push(ctx, PushInput{Config: []byte(good)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(&eioStore{Store: bs}, fan)
+	for i := range 2 {
+		_, err := h.Push(ctx, PushInput{Config: fmt.Appendf(nil, `{"_format_version":"3.0","x":%d}`, i)})
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "input/output error") {
+			t.Fatalf("push %d with a failed flush: %v, want Unavailable naming the I/O error", i, err)
+		}
+	}
+	if len(fan.published) != 1 {
+		t.Fatalf("published %d configs, want only the first", len(fan.published))
+	}
+	c, err := h.Config(ctx, "")
+	if err != nil || c.Generation != first.Generation || c.Hash != first.Hash {
+		t.Fatalf("config after failed pushes: %v, %v; want generation %d", c, err, first.Generation)
 	}
 }

@@ -126,6 +126,9 @@ type Store struct {
 	// hookIndex, when set (tests), runs before each index write: a test
 	// holds it to look at the disk between an ack and the index.
 	hookIndex func()
+	// hookSync, when set (tests), flushes a commit's record instead of
+	// fdatasync: a test makes it fail.
+	hookSync func(*os.File) error
 
 	closeOnce sync.Once
 	closeErr  error

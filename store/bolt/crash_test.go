@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -468,5 +470,55 @@ func TestNonUTF8Refused(t *testing.T) {
 	l, err := s2.ListStreams(ctx)
 	if err != nil || len(l) != 1 || l[0].Generation != 1 || l[0].Labels["push"] != "3" {
 		t.Fatalf("after reopen: %+v, %v; want only the valid stream at generation 1", l, err)
+	}
+}
+
+// A commit whose fdatasync fails (EIO) is not acked, and the store refuses
+// every later stage and commit even once a flush would succeed again: after
+// a failed fsync the kernel may have dropped the dirty pages and marked
+// them clean, so a later flush proves nothing (fsyncgate). Readers keep
+// the last acked generation; the next Open decides from the disk, and
+// generations go on from what it found.
+func TestFailedFdatasyncStopsCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	ctx := context.Background()
+	first := commitT(t, s, labelled(storetest.Cfg(1), 1), 0)
+	fails := 1
+	s.hookSync = func(f *os.File) error {
+		if fails > 0 {
+			fails--
+			return syscall.EIO
+		}
+		return fdatasync(f)
+	}
+	if _, _, err := s.CommitConfig(ctx, labelled(storetest.Cfg(2), 2), 1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("commit with a failed fdatasync: %v, want EIO", err)
+	}
+	for i, try := range []func() error{
+		func() error { _, err := s.StageConfig(ctx, "default", storetest.Cfg(3), nil); return err },
+		func() error { _, _, err := s.CommitConfig(ctx, labelled(storetest.Cfg(3), 3), 0); return err },
+		func() error {
+			_, _, err := s.CommitConfig(ctx, storetest.NewStream("other", storetest.Cfg(3)), 0)
+			return err
+		},
+	} {
+		if err := try(); err == nil || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "restart") {
+			t.Fatalf("write %d after a failed flush: %v, want refused (restart, EIO)", i, err)
+		}
+	}
+	if got, err := s.GetStream(ctx, "default"); err != nil || got.Generation != 1 || got.Hash != first.Hash {
+		t.Fatalf("read after a failed flush: gen %d, %v; want generation 1", got.Generation, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openT(t, path)
+	got, err := s2.GetStream(ctx, "default")
+	if err != nil || got.Generation < 1 || got.Generation > 2 {
+		t.Fatalf("after reopen: gen %d, %v; want 1 or 2 (2 only if its bytes reached the disk)", got.Generation, err)
+	}
+	if g := commitT(t, s2, labelled(storetest.Cfg(4), 4), got.Generation).Generation; g != got.Generation+1 {
+		t.Fatalf("next generation %d after reopen at %d", g, got.Generation)
 	}
 }

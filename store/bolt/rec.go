@@ -111,7 +111,10 @@ func encodeRec(m streamMeta) (hdr, meta []byte, err error) {
 
 // sealRec writes m's meta and header into f (whose config bytes are in
 // place) and fdatasyncs it: the one flush of a commit.
-func sealRec(f *os.File, m streamMeta) error {
+func sealRec(f *os.File, m streamMeta) error { return sealRecSync(f, m, fdatasync) }
+
+// sealRecSync is sealRec with the flush given (a test injects a failure).
+func sealRecSync(f *os.File, m streamMeta, sync func(*os.File) error) error {
 	hdr, meta, err := encodeRec(m)
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func sealRec(f *os.File, m streamMeta) error {
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return fmt.Errorf("write header to %s: %w", f.Name(), err)
 	}
-	if err := fdatasync(f); err != nil {
+	if err := sync(f); err != nil {
 		return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
 	}
 	return nil

@@ -277,7 +277,11 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 		AcceptTime: st.AcceptTime,
 		Blob:       g.name,
 	}
-	err := sealRec(g.f, m)
+	sync := fdatasync
+	if s.hookSync != nil {
+		sync = s.hookSync
+	}
+	err := sealRecSync(g.f, m, sync)
 	_ = g.f.Close() // after a successful fdatasync, close cannot lose data
 	if err != nil {
 		// The header may or may not be on disk: keep the file, refuse
