@@ -438,13 +438,14 @@ func (w *statusWatch) run(ctx context.Context, from int64) {
 			rev = r
 			snap := w.f.snapshot(w.stream, rev, w.list())
 			w.gens = w.genMap()
+			// The snapshot supersedes whatever the reader has not taken yet;
+			// dropping that first leaves room (this goroutine is the only
+			// sender), so the send never blocks, even on a reader gone.
+			w.drain()
 			w.out <- &confighubv1.WatchStatusResponse{Revision: uint64(rev), Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap}, SnapshotReason: reason}
 		}
 		next, r := w.follow(ctx, rev)
 		rev, reason = r, next
-		if reason == ReasonSlowWatcher {
-			w.drain()
-		}
 	}
 }
 
