@@ -120,13 +120,14 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	root.SetOutput(stderr)
 	addGlobals(root, &g)
 	root.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(root.Output(), usage)
 		root.PrintDefaults()
 	}
-	if err := root.Parse(args); err != nil {
+	if err := parseQuiet(root, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(stderr, "confighubctl: %v (see --help)\n", err)
 		return 2
 	}
 	rest := root.Args()
@@ -176,10 +177,24 @@ func subFlags(name string, g *globals, errw io.Writer, synopsis string) *flag.Fl
 	fs.SetOutput(errw)
 	addGlobalsOnto(fs, g)
 	fs.Usage = func() {
-		fmt.Fprintf(errw, "Usage: confighubctl %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: confighubctl %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// parseQuiet parses args; the usage text is printed for --help only, so a
+// bad flag is one line like every other failure.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	var buf strings.Builder
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = io.WriteString(out, buf.String())
+	}
+	return err
 }
 
 // addGlobalsOnto registers the global flags on a subcommand, with the
@@ -201,8 +216,11 @@ func addGlobalsOnto(fs *flag.FlagSet, g *globals) {
 func parseSub(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+		if err := parseQuiet(fs, args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%s: %v (see --help)", strings.TrimPrefix(fs.Name(), "confighubctl "), err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -236,6 +236,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"frobnicate"}, 2, `confighubctl: unknown command "frobnicate"`},
 		{[]string{"--output", "xml", "status"}, 2, `confighubctl: --output "xml": want table or json`},
 		{[]string{"config", "get", "--failed"}, 2, "confighubctl: config get: --failed needs --sink NAME"},
+		{[]string{"status", "--bogus"}, 2, "confighubctl: status: flag provided but not defined: -bogus"},
+		{[]string{"--bogus", "status"}, 2, "confighubctl: flag provided but not defined: -bogus"},
+		{[]string{"sinks", "delete", "x", "--timeout", "soon"}, 2, "confighubctl: sinks delete: invalid value"},
 	}
 	for _, c := range cases {
 		code, _, errs := ctl(t, append(g, c.args...)...)
