@@ -504,3 +504,30 @@ func TestStatusWatchJSON(t *testing.T) {
 		t.Fatalf("first line %q: %v %+v", first, err, ev)
 	}
 }
+
+// TestSinksJSONIsOneDocument: --output json of a command acting on several
+// sinks prints one JSON document (an array), one sink one object.
+func TestSinksJSONIsOneDocument(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	dir := t.TempDir()
+	two := writeFile(t, "two.yaml", "- name: a\n  file:\n    path: "+filepath.Join(dir, "a")+"\n- name: b\n  file:\n    path: "+filepath.Join(dir, "b")+"\n")
+	one := writeFile(t, "one.yaml", "name: c\nfile:\n  path: "+filepath.Join(dir, "c")+"\n")
+	for _, c := range []struct {
+		args []string
+		n    int // elements of the array; 0: one object
+	}{
+		{[]string{"sinks", "put", "-f", two}, 2},
+		{[]string{"sinks", "put", "-f", one}, 0},
+		{[]string{"sinks", "delete", "a", "b"}, 2},
+		{[]string{"sinks", "delete", "c"}, 0},
+	} {
+		out := mustCtl(t, append([]string{"--addr", addr, "--output", "json"}, c.args...)...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v: not one JSON document: %v\n%s", c.args, err, out)
+		}
+		if l, ok := v.([]any); c.n > 0 && (!ok || len(l) != c.n) || c.n == 0 && ok {
+			t.Fatalf("%v: want %d elements (0: an object), got %s", c.args, c.n, out)
+		}
+	}
+}

@@ -133,6 +133,34 @@ func printJSON(out io.Writer, m proto.Message) error {
 	return err
 }
 
+// printJSONs writes ms as one indented JSON array, or the only one as an
+// object when asArray is false.
+func printJSONs(out io.Writer, ms []proto.Message, asArray bool) error {
+	if !asArray && len(ms) == 1 {
+		return printJSON(out, ms[0])
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		j, err := protojson.Marshal(m)
+		if err != nil {
+			return err
+		}
+		b.Write(j)
+	}
+	b.WriteByte(']')
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, b.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	ind.WriteByte('\n')
+	_, err := out.Write(ind.Bytes())
+	return err
+}
+
 func short(hash string) string {
 	if len(hash) > 12 {
 		return hash[:12]

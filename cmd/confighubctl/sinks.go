@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -127,6 +129,15 @@ func sinksPut(ctx context.Context, g *globals, args []string, out, errw io.Write
 		return err
 	}
 	defer closeConn()
+	// With --output json one sink is one object and several are one array
+	// (printed even when a later put fails, so the output stays valid
+	// JSON and says which were done).
+	var done []proto.Message
+	defer func() {
+		if g.output == "json" && len(done) > 0 {
+			_ = printJSONs(out, done, len(sinks) > 1)
+		}
+	}()
 	for _, s := range sinks {
 		rctx, cancel := context.WithTimeout(ctx, g.timeout)
 		res, err := c.Admin.PutSink(rctx, &confighubv1.PutSinkRequest{Sink: s})
@@ -135,9 +146,7 @@ func sinksPut(ctx context.Context, g *globals, args []string, out, errw io.Write
 			return &cliError{"sinks put " + s.GetName(), err}
 		}
 		if g.output == "json" {
-			if err := printJSON(out, res); err != nil {
-				return err
-			}
+			done = append(done, res)
 			continue
 		}
 		verb := "updated"
@@ -182,6 +191,17 @@ func sinksDelete(ctx context.Context, g *globals, args []string, out, errw io.Wr
 		return err
 	}
 	defer closeConn()
+	var deleted []map[string]string
+	defer func() {
+		if g.output == "json" && len(deleted) > 0 {
+			var v any = deleted
+			if len(pos) == 1 {
+				v = deleted[0]
+			}
+			b, _ := json.MarshalIndent(v, "", "  ")
+			fmt.Fprintf(out, "%s\n", b)
+		}
+	}()
 	for _, name := range pos {
 		rctx, cancel := context.WithTimeout(ctx, g.timeout)
 		_, err := c.Admin.DeleteSink(rctx, &confighubv1.DeleteSinkRequest{Name: name})
@@ -190,7 +210,7 @@ func sinksDelete(ctx context.Context, g *globals, args []string, out, errw io.Wr
 			return &cliError{"sinks delete " + name, err}
 		}
 		if g.output == "json" {
-			fmt.Fprintf(out, "{\"deleted\": %q}\n", name)
+			deleted = append(deleted, map[string]string{"deleted": name})
 		} else {
 			fmt.Fprintf(out, "sink %s deleted\n", name)
 		}
