@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -607,4 +608,110 @@ func TestCrashConcurrentStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("reopen", openT(t, path))
+}
+
+// big is a config of about n bytes, distinct for each i.
+func big(i, n int) []byte {
+	return fmt.Appendf(nil, `{"_format_version":"3.0","services":[],"pad":"%s"}`, bytes.Repeat([]byte{byte('a' + i%26)}, n))
+}
+
+// Power loss while a commit into a recycled file was being flushed (never
+// acked): the disk may hold any mix of the file's old and new pages, and
+// its old or new size. Whatever the mix, Open finds the last ack or the
+// new record (only when all of it made it), never the stale record the
+// file held before, and never fails.
+func TestPowerLossMixesRecycledPages(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprint("same bytes ", again), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "confighub.db")
+			s := openT(t, path)
+			sizes := []int{0, 30000, 9000, 20000} // generation i is big(i, sizes[i])
+			for i := 1; i <= 3; i++ {
+				commitT(t, s, labelled(big(i, sizes[i]), i), uint64(i-1))
+				s.WaitRemoved()
+			}
+			holdIndex(t, s)
+			before := snapshot(t, path)
+			raw := big(4, 25000)
+			if again {
+				raw = big(1, sizes[1]) // a pool file may hold exactly these bytes, stale
+			}
+			commitT(t, s, labelled(raw, 4), 3)
+			after := snapshot(t, path)
+			target := ""
+			for g, p := range records(t, after) {
+				if g == 4 {
+					target = filepath.Base(p)
+				}
+			}
+			old, err := os.ReadFile(filepath.Join(before+".blobs", target))
+			if err != nil {
+				t.Fatalf("generation 4 was not staged into a pool file: %v", err)
+			}
+			if g := staleGen(t, filepath.Join(before+".blobs", target)); g == 0 || g >= 3 {
+				t.Fatalf("the pool file held no stale record (generation %d): test does not test", g)
+			}
+			nw, err := os.ReadFile(filepath.Join(after+".blobs", target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for trial := range 12 {
+				size := len(old)
+				if trial%2 == 1 {
+					size = len(nw)
+				}
+				mix := make([]byte, size)
+				for off := 0; off < size; off += recDataOff {
+					src := old
+					switch {
+					case trial == 0:
+					case trial == 1:
+						src = nw
+					case rng.IntN(2) == 1:
+						src = nw
+					}
+					if off < len(src) {
+						copy(mix[off:min(off+recDataOff, size)], src[off:min(off+recDataOff, len(src))])
+					}
+				}
+				crash := snapshot(t, before)
+				if err := os.WriteFile(filepath.Join(crash+".blobs", target), mix, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s2, err := Open(crash)
+				if err != nil {
+					t.Fatalf("trial %d: Open: %v", trial, err)
+				}
+				got, err := s2.GetStream(context.Background(), "default")
+				ok := err == nil && (got.Generation == 3 && bytes.Equal(got.Config, big(3, sizes[3])) ||
+					got.Generation == 4 && bytes.Equal(got.Config, raw))
+				if !ok {
+					t.Fatalf("trial %d: gen %d, %v; want 3 or the whole of 4", trial, got.Generation, err)
+				}
+				if trial == 1 && got.Generation != 4 {
+					t.Fatalf("every new page on disk: gen %d, want 4", got.Generation)
+				}
+				if err := s2.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// staleGen is the generation of the valid record in the file at p, 0 if
+// none.
+func staleGen(t *testing.T, p string) uint64 {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, _, err := readRec(f)
+	if err != nil {
+		return 0
+	}
+	return m.Generation
 }
