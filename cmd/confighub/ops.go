@@ -60,12 +60,23 @@ type ops struct {
 	msrv   *metrics.Server
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// hup receives SIGHUP from startOps on: a SIGHUP while the store
+	// opens or the hub starts (up to 30 s on etcd) would otherwise kill
+	// the process (its default action); it is handled once serving.
+	hup chan os.Signal
 }
 
 // startOps checks the listen policy and loads tokens, TLS and the metric
 // registry. Nothing listens yet.
 func startOps(f flags, log *slog.Logger) (*ops, error) {
-	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer()}
+	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer(), hup: make(chan os.Signal, 1)}
+	signal.Notify(o.hup, syscall.SIGHUP)
+	ok := false
+	defer func() {
+		if !ok {
+			signal.Stop(o.hup)
+		}
+	}()
 	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
 		if err := requireLoopback(f.listen); err != nil {
 			return nil, err
@@ -97,6 +108,7 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	}
 	log.Info("security", "auth", o.auth != nil, "tls", o.tls != nil, "mtls", o.tls != nil && o.tls.MTLS(),
 		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
+	ok = true
 	return o, nil
 }
 
@@ -184,19 +196,16 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			o.log.Info("metrics serving", "listen", ms.Addr(), "path", "/metrics")
 		}
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	rctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-rctx.Done():
 				return
-			case <-hup:
+			case <-o.hup:
 				o.reload()
 			}
 		}
@@ -224,6 +233,7 @@ func (o *ops) reload() {
 }
 
 func (o *ops) close() {
+	signal.Stop(o.hup)
 	if o.cancel != nil {
 		o.cancel()
 	}

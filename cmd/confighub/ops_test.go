@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRequireLoopback: without tokens only loopback addresses are allowed.
@@ -39,5 +45,38 @@ func TestOpsFlags(t *testing.T) {
 	}
 	if d.ops.metricsListen != defaultMetricsListen || d.ops.includeSecrets || d.ops.insecureListenAny {
 		t.Fatalf("defaults: %+v", d.ops)
+	}
+}
+
+// TestSIGHUPDuringStartup: a SIGHUP that arrives while the hub is still
+// starting (store open, hub start) neither kills the process nor is lost:
+// the tokens are reloaded once the hub serves.
+func TestSIGHUPDuringStartup(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("tok-1 read\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFlags([]string{"--store", "memory", "--metrics-listen", "", "--auth-tokens", tokens}, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	o, err := startOps(f, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	// Still starting: without the early handler this kills the test binary.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.serve(context.Background(), f, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500 && !strings.Contains(logs.String(), "auth tokens reloaded"); i++ { // bounded wait
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "auth tokens reloaded") {
+		t.Fatalf("the early SIGHUP was not handled:\n%s", logs.String())
 	}
 }
