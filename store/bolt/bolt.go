@@ -64,6 +64,8 @@ type options struct {
 	lockTimeout    time.Duration
 	mmapSize       int
 	noFreelistSync bool
+	// syncDir flushes a directory (a test records the calls).
+	syncDir func(dir string) error
 }
 
 // WithLockTimeout bounds the wait for the file lock (default 1s); past it
@@ -139,11 +141,11 @@ type Store struct {
 // store.ErrCorrupt and is left untouched; a file locked by another process
 // gives ErrInUse.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: time.Second, mmapSize: 1 << 30}
+	o := options{lockTimeout: time.Second, mmapSize: 1 << 30, syncDir: syncDir}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := mkdirDurable(filepath.Dir(path), o.syncDir); err != nil {
 		return nil, fmt.Errorf("store %s: create data dir: %w", path, err)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
@@ -167,6 +169,31 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	go s.background(s.bgStop, s.bgDone)
 	return s, nil
+}
+
+// mkdirDurable creates dir and its missing parents, and flushes the
+// parent of each one it created: a record acked in a new data dir must not
+// vanish with the data dir's own entry at a power loss.
+func mkdirDurable(dir string, sync func(string) error) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := sync(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {

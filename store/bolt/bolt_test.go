@@ -59,6 +59,19 @@ func TestCreatesParentDirs(t *testing.T) {
 	}
 }
 
+// A data dir Open creates survives a power loss: the parent of each
+// directory it created is flushed before anything is acked in it.
+func TestCreatedDirsAreFlushed(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "a", "b", "confighub.db")
+	var synced []string
+	open(t, path, bolt.WithSyncDirHook(func(dir string) { synced = append(synced, dir) }))
+	want := []string{root, filepath.Join(root, "a")}
+	if fmt.Sprint(synced) != fmt.Sprint(want) {
+		t.Fatalf("flushed %v while creating the data dir, want %v", synced, want)
+	}
+}
+
 func assertCorrupt(t *testing.T, path string, before []byte) {
 	t.Helper()
 	s, err := bolt.Open(path, bolt.WithLockTimeout(time.Second))

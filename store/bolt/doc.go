@@ -34,6 +34,9 @@
 // and is not used).
 //
 // Guarantees, with kill -9 or power loss at any point:
+//   - The data dir and the record directory are durable before anything
+//     is acked in them: Open flushes the parent of each directory it
+//     creates.
 //   - An acked generation's record was fdatasynced (bytes, meta, header,
 //     and the size and blocks to read them) and its name was durable
 //     before its stage began (pool) or before its commit (new file). At
