@@ -174,6 +174,15 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	return listenAndServe(ctx, f, log, o, srv, "store", f.storeKind, "data_dir", f.dataDir, "sink_kinds", reg.Kinds())
+}
+
+// listenAndServe serves gRPC on --listen until ctx ends, then shuts down:
+// stop accepting, end the status watches (they never end on their own),
+// let unary calls and uploads finish within --shutdown-timeout. The
+// caller's deferred stops follow (fan-out, engine, store). attrs go on the
+// "confighub serving" line.
+func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv *server.Server, attrs ...any) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
@@ -182,7 +191,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		_ = lis.Close()
 		return err
 	}
-	log.Info("confighub serving", "listen", lis.Addr().String(), "store", f.storeKind, "data_dir", f.dataDir, "sink_kinds", reg.Kinds())
+	log.Info("confighub serving", append([]any{"listen", lis.Addr().String()}, attrs...)...)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.GRPC.Serve(lis) }()
 	select {
@@ -191,9 +200,6 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	// Stop accepting, end the status watches (they never end on their
-	// own), let unary calls and uploads finish; then the deferred stops:
-	// fan-out, engine, store.
 	o.drain.drain()
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()

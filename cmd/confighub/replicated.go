@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -165,33 +164,6 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	// once) before the engine stops.
 	defer func() { runCancel(); <-runDone }()
 
-	lis, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", f.listen, err)
-	}
-	if err := o.serve(ctx, f, srv); err != nil {
-		_ = lis.Close()
-		return err
-	}
-	log.Info("confighub serving", "listen", lis.Addr().String(), "store", "etcd", "etcd_endpoints", r.endpoints,
+	return listenAndServe(ctx, f, log, o, srv, "store", "etcd", "etcd_endpoints", r.endpoints,
 		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.GRPC.Serve(lis) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	// Stop accepting, end the status watches (they never end on their
-	// own), let unary calls and uploads finish; then the deferred stops:
-	// fan-out, engine, store.
-	o.drain.drain()
-	tctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
-	defer cancel()
-	srv.Shutdown(tctx)
-	if err := <-errc; err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
 }
