@@ -74,7 +74,11 @@
 //     staged file to the pool without a header.
 //   - A commit whose write or flush fails may or may not be on disk: the
 //     store then refuses every later stage and commit ("restart to
-//     recover"); the next Open decides from what is on disk.
+//     recover"), even once a flush would succeed again (after a failed
+//     fsync the kernel may have marked the lost pages clean: a later one
+//     proves nothing); the hub answers Unavailable. The next Open decides
+//     from what is on disk (it may replay that unacked record, flushed
+//     again, if it reads back whole).
 //   - An index write that fails is retried at the next commit; the
 //     records are durable meanwhile and Open replays them. Close reports
 //     it.
