@@ -77,10 +77,8 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 			signal.Stop(o.hup)
 		}
 	}()
-	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
-		if err := requireLoopback(f.listen); err != nil {
-			return nil, err
-		}
+	if err := checkListenPolicy(f); err != nil {
+		return nil, err
 	}
 	if f.ops.authTokens != "" {
 		a, err := auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log))
@@ -110,6 +108,15 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
 	ok = true
 	return o, nil
+}
+
+// checkListenPolicy refuses a non-loopback --listen without --auth-tokens,
+// unless --insecure-listen-any.
+func checkListenPolicy(f flags) error {
+	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
+		return requireLoopback(f.listen)
+	}
+	return nil
 }
 
 // requireLoopback refuses an address that is not on the loopback
