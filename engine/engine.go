@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,15 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// WithMessageRedactor sets how the text of a sink's error (its message and
+// its entity errors' messages) is cleaned before it reaches status, logs
+// and GetConfig: destinations quote secrets in their errors (Kong names a
+// duplicate key-auth key in full). The raw body is kept as it was. Default:
+// the text as it is.
+func WithMessageRedactor(f func(string) string) Option {
+	return func(e *Engine) { e.redactMsg = f }
+}
 
 // WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
 // each pool (gateway sinks; every other sink).
@@ -107,6 +117,7 @@ type Engine struct {
 	reg        *sink.Registry
 	clock      clockwork.Clock
 	log        *slog.Logger
+	redactMsg  func(string) string
 	metrics    Metrics
 	recorder   AppliedRecorder
 	maxApplies int
@@ -426,12 +437,16 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	}
 	if removeStatus {
 		e.broker.RemoveSink(st.name, w.name)
-		e.metrics.SinkRemoved(w.name, w.kind)
 	}
 	e.kickWaiters(st)
 	e.mu.Unlock()
 	w.cancel()
 	<-w.done
+	// Only once the worker is gone: an apply finishing meanwhile would
+	// re-create the series.
+	if removeStatus {
+		e.metrics.SinkRemoved(w.name, w.kind)
+	}
 	closeSink(e.log, w.name, w.s)
 }
 
@@ -590,4 +605,27 @@ func (g *genTrack) proto() *confighubv1.GenerationStatus {
 		p.ConvergeTime = timestamppb.New(g.converge)
 	}
 	return p
+}
+
+// redactError returns se with its messages passed through the redactor: a
+// copy, so the sink's own value is left alone.
+func (e *Engine) redactError(se *sink.Error) *sink.Error {
+	if e.redactMsg == nil {
+		return se
+	}
+	out := *se
+	out.Message, out.Err = e.redactMsg(se.Error()), nil
+	if se.Code != "" {
+		// Error() prefixes the code; keep Message without it.
+		out.Message = strings.TrimPrefix(out.Message, se.Code+": ")
+	}
+	out.EntityErrors = make([]*confighubv1.EntityError, len(se.EntityErrors))
+	for i, ee := range se.EntityErrors {
+		c := proto.Clone(ee).(*confighubv1.EntityError)
+		for _, fe := range c.GetErrors() {
+			fe.Message = e.redactMsg(fe.GetMessage())
+		}
+		out.EntityErrors[i] = c
+	}
+	return &out
 }

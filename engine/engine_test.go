@@ -1019,3 +1019,25 @@ func TestApplySlotQueue(t *testing.T) {
 		t.Fatalf("queued sinks started in order %v, want [b c]", order)
 	}
 }
+
+// TestErrorTextRedacted: a sink's error text goes through the message
+// redactor before status (last_error, entity errors) and GetConfig's
+// failed-apply error; the raw body is kept.
+func TestErrorTextRedacted(t *testing.T) {
+	h := newHarness(t, engine.WithMessageRedactor(func(s string) string { return strings.ReplaceAll(s, "hunter2", "<redacted>") }))
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Err: &sink.Error{Code: "rejected", Permanent: true, Message: "key set to 'hunter2' already declared",
+		Body: []byte("raw hunter2"), EntityErrors: []*confighubv1.EntityError{{EntityType: "keyauth_credential", Errors: []*confighubv1.FieldError{{Message: "key 'hunter2'"}}}}}})
+	h.pushN(1)
+	st := h.awaitState("a", confighubv1.SinkState_SINK_STATE_FAILED, 1)
+	if strings.Contains(st.GetLastError(), "hunter2") || st.GetLastError() != "rejected: key set to '<redacted>' already declared" {
+		t.Fatalf("last_error %q", st.GetLastError())
+	}
+	if m := st.GetEntityErrors()[0].GetErrors()[0].GetMessage(); m != "key '<redacted>'" {
+		t.Fatalf("entity error message %q", m)
+	}
+	_, se, ok := h.e.LastFailed("a")
+	if !ok || strings.Contains(se.Error(), "hunter2") || string(se.Body) != "raw hunter2" || !se.Permanent {
+		t.Fatalf("LastFailed: %+v", se)
+	}
+}

@@ -451,6 +451,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	if code == "" {
 		code = "error"
 	}
+	se = e.redactError(se)
 	w.lastFailedCfg, w.lastFailedErr = cfg, se
 	w.applyErr, w.applyErrCode, w.entityErrors = se.Error(), code, se.EntityErrors
 	e.metrics.EntityErrors(w.name, w.kind, len(se.EntityErrors))

@@ -44,11 +44,19 @@ var uniqueValue = regexp.MustCompile(`('(?:keyauth_credentials|basicauth_credent
 // duplicate key-auth key is named in full). Apply it to any Kong error text
 // that is logged or shown.
 func Message(s string) string {
-	if !strings.Contains(s, " set to '") {
-		return s
+	if strings.Contains(s, " set to '") {
+		s = uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
 	}
-	return uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
+	if strings.Contains(s, "violation") {
+		// A Kong with a database: UNIQUE violation detected on '{key="..."}'.
+		s = dbUniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
+	}
+	return s
 }
+
+// dbUniqueValue is a secret field in the entity a database-backed Kong
+// quotes in a unique violation (the quotes may come escaped).
+var dbUniqueValue = regexp.MustCompile(`((?:^|[{,\s])(?:key|password|secret|client_secret|key_alt)=\\?")(.*?)(\\?")`)
 
 // byEntityType is the same by Kong's entity_type (flattened errors).
 var byEntityType = map[string][]field{

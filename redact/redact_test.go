@@ -341,3 +341,16 @@ upstreams:
 		}
 	}
 }
+
+func TestMessageDBModeUniqueViolation(t *testing.T) {
+	for in, want := range map[string]string{
+		`UNIQUE violation detected on '{key="TopSecret123"}'`:                 `UNIQUE violation detected on '{key="<redacted>"}'`,
+		`{"message":"UNIQUE violation detected on '{key=\"TopSecret123\"}'"}`: `{"message":"UNIQUE violation detected on '{key=\"<redacted>\"}'"}`,
+		`UNIQUE violation detected on '{username="alice"}'`:                   `UNIQUE violation detected on '{username="alice"}'`,
+		`UNIQUE violation detected on '{consumer="c1", password="pw"}'`:       `UNIQUE violation detected on '{consumer="c1", password="<redacted>"}'`,
+	} {
+		if got := redact.Message(in); got != want {
+			t.Errorf("Message(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -154,10 +154,14 @@ func requireLoopback(addr string) error {
 
 // engineOptions adds the Prometheus engine metrics.
 func (o *ops) engineOptions() []engine.Option {
-	if o.metrics == nil {
-		return nil
+	// Secrets a destination quotes in its errors never reach status or
+	// logs, whatever --diagnostics-include-secrets says (that flag is about
+	// GetConfig's configurations and raw bodies).
+	opts := []engine.Option{engine.WithMessageRedactor(redact.Message)}
+	if o.metrics != nil {
+		opts = append(opts, engine.WithMetrics(o.metrics.Engine))
 	}
-	return []engine.Option{engine.WithMetrics(o.metrics.Engine)}
+	return opts
 }
 
 // serverOptions adds TLS, the drain of status watches at shutdown, the
