@@ -39,6 +39,9 @@
 //     (TestPermanentNotRetried).
 //   - A panic in Apply is recovered, reported FAILED with code "panic" and
 //     a next_retry_time, and retried with backoff (TestPanicRecovered).
+//   - A sink's error text (message, entity error messages) passes through
+//     WithMessageRedactor before status, logs and LastFailed; the raw body
+//     is kept (TestErrorTextRedacted).
 //   - Pacing: options.min_interval between apply starts
 //     (TestMinInterval); options.debounce with options.max_delay
 //     (TestDebounce, TestDebounceMaxDelay).
