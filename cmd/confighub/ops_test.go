@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/confighub/confighub/test/harness"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestSIGHUPDuringStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs harness.SyncBuffer
 	o, err := startOps(f, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/confighub/confighub/server"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/store/memory"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -337,24 +337,6 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStatusWatch: status --watch, not on a terminal, appends a table per
 // change (no escape codes) and follows a push until the sink applied it;
 // cancelling ends it with exit 0.
@@ -364,7 +346,7 @@ func TestStatusWatch(t *testing.T) {
 	mustCtl(t, "--addr", addr, "sinks", "put", "-f", writeFile(t, "s.yaml", "name: out\nfile:\n  path: "+out+"\n"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr harness.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runContext(ctx, []string{"--addr", addr, "status", "--watch", "--redraw", "10ms"}, &stdout, &stderr)
@@ -484,7 +466,7 @@ func TestStatusWatchJSON(t *testing.T) {
 	mustCtl(t, "--addr", addr, "push", "-f", writeFile(t, "c.json", `{"_format_version":"3.0"}`))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr harness.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runContext(ctx, []string{"--addr", addr, "--output", "json", "status", "--watch"}, &stdout, &stderr)

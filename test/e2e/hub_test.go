@@ -59,7 +59,7 @@ func TestGrpcurlTour(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	watch := exec.CommandContext(ctx, harness.GrpcurlPath(), "-plaintext", "-max-time", "20", "-d", `{"stream":"default"}`, h.Addr, "confighub.v1.ConfigHubService/WatchStatus")
-	var watchOut syncWriter
+	var watchOut harness.SyncBuffer
 	watch.Stdout = &watchOut
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)

@@ -77,23 +77,25 @@ func (b *Binaries) Remove() { _ = os.RemoveAll(b.Dir) }
 // Process is a running binary with its captured output.
 type Process struct {
 	Cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *SyncBuffer
 	done chan struct{}
 	err  error
 }
 
-type syncBuffer struct {
+// SyncBuffer collects a process's or goroutine's output; it is safe for
+// one writer and concurrent readers.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -103,7 +105,7 @@ func (s *syncBuffer) String() string {
 // test log if the test fails. The process is killed at cleanup.
 func Start(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{Cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{Cmd: exec.Command(bin, args...), out: &SyncBuffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout = p.out
 	p.Cmd.Stderr = p.out
 	if err := p.Cmd.Start(); err != nil {
