@@ -73,7 +73,10 @@
 //   - A Runner runs in a goroutine owned by the worker; Health(err) shows
 //     as last_error "unreachable: ..." while it lasts
 //     (TestHealthReflectedInStatus).
-//   - Status: every change is an event with a monotonic revision; per
+//   - Status: every change is an event with a monotonic revision, starting
+//     after the clock's Unix nanoseconds when the engine is made (so a
+//     watcher resuming with a revision from before a restart gets a
+//     snapshot); per
 //     generation, sinks_applied/sinks_total and converge_time
 //     (TestGenerationConverges); watchers never delay the engine
 //     (status package tests, TestSlowWatcherDoesNotBlockEngine). The

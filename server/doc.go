@@ -6,5 +6,7 @@
 //
 // It is the one place where errors become gRPC status codes (see
 // codeOf): the hub returns errors wrapped around its sentinels, and the
-// transport maps them once.
+// transport maps them once. A WatchStatus whose events end because the hub
+// stops (not the client) ends with Unavailable, so the client resumes
+// from its last revision.
 package server

@@ -37,6 +37,10 @@ type opts struct {
 func main() {
 	var o opts
 	fs := flag.NewFlagSet("confighub-bench", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: confighub-bench [flags]   (make bench; make bench BENCH_FLAGS=-quick)\n\nMeasures each performance target against its baseline in one run, prints one table and writes\nit as JSON under -out. Scenarios, targets and the latest table: docs/performance.md.\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	fs.BoolVar(&o.quick, "quick", false, "fewer runs, 200 gateways, 3 s burst (about a minute)")
 	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4); default all")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")

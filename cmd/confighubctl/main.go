@@ -45,15 +45,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 const usage = `Usage: confighubctl [global flags] <command> [flags]
 
 Commands:
-  push -f FILE [--stream s] [--expected-generation n] [--label k=v]...
-                           push a Kong declarative configuration (JSON or YAML; - for stdin)
-  status [--stream s] [--watch]
+  push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]...
+       [--progress auto|always|never]
+                           push a Kong declarative configuration (JSON or YAML; - for stdin);
+                           above 4 MiB it is uploaded in chunks (UploadConfig)
+  status [--stream s] [--watch] [--redraw d]
                            the per-sink status table; --watch redraws it as sinks apply
   sinks list [--stream s]  list the sinks
   sinks put -f FILE.yaml   create or replace sinks (one sink or a list, PutSink's shape)
-  sinks delete NAME        delete a sink
-  config get [--stream s] [--sink NAME] [--failed]
+  sinks delete NAME...     delete sinks
+  config get [--stream s] [--sink NAME] [--failed] [-o FILE]
                            print a stream's configuration, or what a sink last applied (or failed)
+
+"<command> --help" lists a command's flags. A failure exits 1 with one line; bad usage exits 2.
 
 Global flags (also accepted after the command):
 `

@@ -1,6 +1,8 @@
 // Command kong-emulator runs emulated Kong DB-less gateways (Admin API) on
-// loopback ports, for trying confighub by hand. It is an emulator, not Kong:
-// see package test/emulator for what it checks.
+// loopback ports, for trying confighub by hand; with --db-mode, gateways with
+// a database (the entity Admin API, also under
+// /kic/api/control-planes/<id> for a konnect sink). It is an emulator, not
+// Kong: see package test/emulator for what it checks.
 //
 //	kong-emulator --listen 127.0.0.1:8001 --count 3
 //
@@ -42,6 +44,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kong-emulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: kong-emulator [flags]\n\nRuns emulated Kong Admin APIs on loopback (an emulator, not Kong) and prints one URL per line.\nFaults over HTTP: POST /_emulator/faults, /_emulator/release, /_emulator/restart; GET /_emulator/state, /_emulator/requests.\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:0", "address of the first gateway; with --count N the next ones take the following ports (or free ports when the port is 0)")
 	count := fs.Int("count", 1, "number of gateways")
 	bodyLimit := fs.Int64("body-limit", 0, "answer 413 to /config bodies above this many bytes (0: no limit)")

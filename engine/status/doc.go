@@ -8,7 +8,10 @@
 // Guarantees (each has a named test in broker_test.go):
 //   - Every change (PutSink, RemoveSink, PutGeneration) gets a revision one
 //     higher than the previous change of any stream
-//     (TestRevisionsAreMonotonic).
+//     (TestRevisionsAreMonotonic). With WithFirstRevision(rev) the first
+//     change gets rev+1 and a resume from below rev gets a snapshot; the
+//     engine passes its clock's Unix nanoseconds at start, so revisions of
+//     an earlier run are never mistaken for this run's.
 //   - Snapshot is consistent: it holds exactly the changes up to its
 //     revision (TestSnapshotIsConsistentWithEvents).
 //   - Watch sends a snapshot (reason "start"), then every change of the

@@ -20,8 +20,9 @@
 //
 // A sink of this kind in the --sinks file:
 //
-//   - name: audit
-//     kind: log
-//     custom:
-//     prefix: "[audit] "
+//	# sinks.yaml
+//	- name: audit
+//	  kind: log
+//	  custom:
+//	    prefix: "[audit] "
 package logsink
