@@ -88,9 +88,12 @@ func NewFromFile(path string, opts ...Option) (*Authenticator, error) {
 	return a, nil
 }
 
+// warnPermissions warns when anyone but the owner and its group may read
+// or write the tokens. Group read is allowed: that is how Kubernetes
+// mounts a Secret for a non-root pod (fsGroup).
 func warnPermissions(log *slog.Logger, path string) {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("auth tokens file is readable by group or others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o027 != 0 {
+		log.Warn("auth tokens file is writable by its group or open to others; chmod 600 (or 640) it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 }
 

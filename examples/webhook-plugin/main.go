@@ -46,7 +46,11 @@ import (
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(os.Args[1:], os.Getenv, log); err != nil {
+	err := run(os.Args[1:], os.Getenv, log)
+	if errors.Is(err, flag.ErrHelp) {
+		return // the usage was printed
+	}
+	if err != nil {
 		log.Error("webhook-plugin", "err", err)
 		os.Exit(1)
 	}
