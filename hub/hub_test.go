@@ -379,3 +379,21 @@ func TestFailedFlushIsUnavailable(t *testing.T) {
 		t.Fatalf("config after failed pushes: %v, %v; want generation %d", c, err, first.Generation)
 	}
 }
+
+// TestUploadHeaderReservesBoundedMemory: announcing a huge upload does not
+// reserve it up front; the bytes still assemble exactly.
+func TestUploadHeaderReservesBoundedMemory(t *testing.T) {
+	body := []byte(good)
+	a, err := NewAssembler(200<<20, config.Hash(body), 256<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(a.buf); c > preallocBytes {
+		t.Fatalf("a 200 MiB header reserved %d bytes", c)
+	}
+	small, _ := NewAssembler(uint64(len(body)), config.Hash(body), 256<<20)
+	_ = small.Write(body)
+	if got, _, err := small.Finish(); err != nil || string(got) != good {
+		t.Fatalf("finish: %v", err)
+	}
+}

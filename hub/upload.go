@@ -7,6 +7,9 @@ import (
 	"hash"
 )
 
+// preallocBytes bounds what an upload header reserves before any bytes.
+const preallocBytes = 32 << 20
+
 // Assembler rebuilds an uploaded configuration from chunks. It bounds memory
 // by the announced size (itself bounded by the hub's limit) and hashes the
 // bytes as they arrive, so Finish costs nothing more than a compare.
@@ -29,7 +32,11 @@ func NewAssembler(totalSize uint64, expectedHash string, limit int64) (*Assemble
 	if len(expectedHash) != 64 {
 		return nil, fmt.Errorf("%w: upload header: expected_hash must be 64 hex characters", ErrInvalid)
 	}
-	return &Assembler{total: int64(totalSize), expected: expectedHash, buf: make([]byte, 0, totalSize), h: sha256.New()}, nil
+	// A header alone must not reserve the whole limit (up to 256 MiB): the
+	// buffer starts at the announced size only up to preallocBytes (which
+	// covers the configs real gateways take without a copy) and grows
+	// with the bytes that really arrive.
+	return &Assembler{total: int64(totalSize), expected: expectedHash, buf: make([]byte, 0, min(totalSize, preallocBytes)), h: sha256.New()}, nil
 }
 
 // Write appends one chunk; more bytes than announced is an error.
