@@ -199,6 +199,9 @@ func mkdirDurable(dir string, sync func(string) error) error {
 func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {
 	// bbolt trusts the file's meta pages; garbage that passes them can
 	// panic or fault. Report it as corrupt rather than crash the hub.
+	if err := precheckSize(path); err != nil {
+		return nil, err
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {

@@ -534,3 +534,28 @@ func TestLayout1StillReads(t *testing.T) {
 		t.Fatalf("blob files: %v", b)
 	}
 }
+
+// TestTruncatedFileLeavesNoLock: a store file cut short is refused before
+// bbolt maps it, so nothing keeps the file locked: once the file is
+// restored, Open succeeds in the same process (bbolt faulting on a mapping
+// past the end would have kept the lock for good).
+func TestTruncatedFileLeavesNoLock(t *testing.T) {
+	path, full, last := populated(t)
+	if err := os.WriteFile(path, full[:3*4096+5], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bolt.Open(path); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("Open of a truncated file: %v, want ErrCorrupt naming the truncation", err)
+	}
+	if err := os.WriteFile(path, full, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := bolt.Open(path, bolt.WithLockTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Open after restoring the file: %v", err)
+	}
+	defer s.Close()
+	if got, err := s.GetStream(context.Background(), "default"); err != nil || !bytes.Equal(got.Config, last) {
+		t.Fatalf("stream after restore: %v", err)
+	}
+}
