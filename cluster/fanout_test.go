@@ -15,6 +15,7 @@ import (
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/store"
 	"github.com/confighub/confighub/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/harness"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -82,13 +83,7 @@ func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client
 // (etcd round trips), bounded.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.Eventually(t, 20*time.Second, cond, "%s", what)
 }
 
 func waitBothMembers(t *testing.T, rs ...*replica) {

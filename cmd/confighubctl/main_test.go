@@ -372,13 +372,7 @@ func TestStatusWatch(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	harness.Eventually(t, 10*time.Second, cond, "%s", what)
 }
 
 // TestWatchRendererANSI: on a terminal each frame moves the cursor up over
