@@ -71,6 +71,10 @@ type Config struct {
 	jsonOnce sync.Once
 	json     []byte
 	jsonErr  error
+
+	yamlOnce sync.Once
+	yaml     []byte
+	yamlErr  error
 }
 
 // New builds a Config from accepted bytes. jsonForm may be nil; it is the
@@ -98,6 +102,19 @@ func (c *Config) JSON() ([]byte, error) {
 		c.json, c.jsonErr = yaml.YAMLToJSON(c.Raw)
 	})
 	return c.json, c.jsonErr
+}
+
+// YAML returns the configuration as YAML, converting JSON once per Config;
+// every caller (each file or plugin sink that wants YAML) shares the bytes.
+func (c *Config) YAML() ([]byte, error) {
+	c.yamlOnce.Do(func() {
+		if c.Format == FormatYAML {
+			c.yaml = c.Raw
+			return
+		}
+		c.yaml, c.yamlErr = yaml.JSONToYAML(c.Raw)
+	})
+	return c.yaml, c.yamlErr
 }
 
 // Size is the length of the configuration as pushed.

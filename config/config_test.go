@@ -123,3 +123,19 @@ func TestParseFormatRoundTrips(t *testing.T) {
 		t.Errorf("ParseFormat(toml): %v, want an error naming it", err)
 	}
 }
+
+func TestYAMLConvertsJSONOnceAndShares(t *testing.T) {
+	j := New("s", 1, "h", FormatJSON, []byte(`{"_format_version":"3.0"}`), nil, nil, zeroTime)
+	a, err := j.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := j.YAML()
+	if &a[0] != &b[0] || string(a) != "_format_version: \"3.0\"\n" {
+		t.Fatalf("YAML() = %q, converted twice or wrong", a)
+	}
+	y := New("s", 1, "h", FormatYAML, []byte("_format_version: \"3.0\"\n"), nil, nil, zeroTime)
+	if ys, _ := y.YAML(); &ys[0] != &y.Raw[0] {
+		t.Fatal("a YAML config's YAML form must be its Raw bytes, not a copy")
+	}
+}

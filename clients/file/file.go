@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
@@ -76,10 +75,7 @@ func Render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
 		}
 		return b, nil
 	case confighubv1.Format_FORMAT_YAML:
-		if cfg.Format == config.FormatYAML {
-			return cfg.Raw, nil
-		}
-		b, err := yaml.JSONToYAML(cfg.Raw)
+		b, err := cfg.YAML()
 		if err != nil {
 			return nil, fmt.Errorf("render generation %d as YAML: %w", cfg.Generation, err)
 		}

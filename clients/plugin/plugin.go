@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
-	"sigs.k8s.io/yaml"
 
 	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -440,7 +439,7 @@ func render(cfg *config.Config, formats []sinkv1.Format) ([]byte, sinkv1.Format,
 		}
 		return b, sinkv1.Format_FORMAT_JSON, nil
 	case takes(sinkv1.Format_FORMAT_YAML):
-		b, err := yaml.JSONToYAML(cfg.Raw)
+		b, err := cfg.YAML()
 		if err != nil {
 			return nil, 0, fmt.Errorf("convert generation %d to YAML: %w", cfg.Generation, err)
 		}
