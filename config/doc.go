@@ -7,8 +7,9 @@
 // (Valid: encoding/json.Valid's contract, skipping string bytes eight at a
 // time) and reads _format_version with gjson. YAML must be parsed to be checked, so
 // Check converts it to JSON once, there, and the Config keeps that JSON for
-// every sink to share.
+// every sink to share. The YAML form of a JSON push is likewise made once,
+// on first use (YAML), and shared.
 //
 // A Config is immutable once built and is shared by every sink of its
-// stream: sinks must never modify Raw or the bytes JSON returns.
+// stream: sinks must never modify Raw or the bytes JSON and YAML return.
 package config
