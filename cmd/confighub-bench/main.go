@@ -19,19 +19,28 @@ import (
 )
 
 type opts struct {
-	quick     bool
-	only      string
-	out       string
-	runs      int
-	gateways  int
-	konnect   time.Duration
-	burst     time.Duration
-	cpuprof   string
-	mutexprof string
-	fleet     int    // child mode: serve this many emulated gateways
-	memChild  string // child mode: scenario 2 memory with this fleet file
-	verbose   bool
-	startTime time.Time
+	quick bool
+	only  string
+	out   string
+	runs  int
+	// samples is the interleaved rounds of scenarios 1 and 7's small
+	// sizes, bigSamples those of the largest upload.
+	samples     int
+	bigSamples  int
+	uploadMax   int
+	smallSpan   time.Duration
+	smallRounds int
+	hubChild    bool // child mode: a bare hub for memory figures
+	gateways    int
+	konnect     time.Duration
+	burst       time.Duration
+	cpuprof     string
+	mutexprof   string
+	fleet       int    // child mode: serve this many emulated gateways
+	memChild    string // child mode: scenario 2 memory with this fleet file
+	verbose     bool
+	startTime   time.Time
+	loadStart   string
 }
 
 func main() {
@@ -45,6 +54,11 @@ func main() {
 	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4); default all")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	fs.IntVar(&o.runs, "runs", 0, "repetitions of the fast scenarios (default 10, quick 3)")
+	fs.IntVar(&o.samples, "samples", 0, "interleaved hub/baseline samples of scenario 1 (default 21, quick 5)")
+	fs.IntVar(&o.bigSamples, "big-samples", 0, "samples of scenario 1's largest upload (default 21, quick 3)")
+	uploadMiB := fs.Int("upload-mib", 0, "scenario 1's largest upload in MiB (default 200, quick 50)")
+	fs.DurationVar(&o.smallSpan, "small-span", time.Second, "length of one round of scenario 7")
+	fs.IntVar(&o.smallRounds, "small-rounds", 0, "rounds of scenario 7 (default 9, quick 3)")
 	fs.IntVar(&o.gateways, "gateways", 0, "emulated gateways of scenario 2 (default 1000, quick 200)")
 	fs.DurationVar(&o.konnect, "konnect-time", 5*time.Second, "how long scenario 6's Konnect upload takes")
 	fs.DurationVar(&o.burst, "burst", 0, "scenario 4's push duration (default 10s, quick 3s)")
@@ -53,8 +67,17 @@ func main() {
 	fs.BoolVar(&o.verbose, "v", false, "log progress details")
 	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
 	fs.StringVar(&o.memChild, "mem-child", "", "internal: scenario 2 memory run against the fleet URLs in this file")
+	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
+
+	if o.hubChild {
+		if err := runHubChild(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "hub-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if o.fleet > 0 {
 		if err := runFleet(o.fleet, os.Stdin, os.Stdout); err != nil {
@@ -76,6 +99,10 @@ func main() {
 			o.runs = 3
 		}
 	}
+	o.samples = orDefault(o.samples, o.quick, 21, 5)
+	o.bigSamples = orDefault(o.bigSamples, o.quick, 21, 3)
+	o.smallRounds = orDefault(o.smallRounds, o.quick, 9, 3)
+	o.uploadMax = orDefault(*uploadMiB, o.quick, 200, 50) << 20
 	if o.gateways == 0 {
 		o.gateways = 1000
 		if o.quick {
@@ -110,6 +137,28 @@ type Row struct {
 	Info bool   `json:"info,omitempty"`
 	Runs int    `json:"runs"`
 	Note string `json:"note,omitempty"`
+	// HubSpread and BaseSpread are p10-p90 of the samples; Load is
+	// /proc/loadavg when the samples started.
+	HubSpread  string `json:"hub_p10_p90,omitempty"`
+	BaseSpread string `json:"baseline_p10_p90,omitempty"`
+	Load       string `json:"load_avg,omitempty"`
+}
+
+// withSpread records the spread of the hub's and the baseline's samples
+// and the load average they were taken under.
+func (r *Row) withSpread(hub, base []time.Duration, load string) {
+	r.HubSpread, r.BaseSpread, r.Load = spreadMS(hub), spreadMS(base), load
+}
+
+// orDefault is v, or def (quick when quick is set) when v is 0.
+func orDefault(v int, quick bool, def, quickDef int) int {
+	switch {
+	case v != 0:
+		return v
+	case quick:
+		return quickDef
+	}
+	return def
 }
 
 type scenario struct {
@@ -135,12 +184,13 @@ func run(ctx context.Context, o opts) error {
 		defer stopProf()
 	}
 	scenarios := []scenario{
-		{"1", "push ack vs gRPC+fsync", scenarioPushAck},
+		{"1", "push and upload ack vs the minimal durable ack", scenarioPushAck},
 		{"2", "1,000 gateways", scenarioFleet},
 		{"3", "hung Konnect", scenarioHungKonnect},
 		{"4", "push burst into a slow sink", scenarioBurst},
 		{"5", "1,000 watchers, one stalled", scenarioWatchers},
 		{"6", "KIC's serial loop", scenarioSerial},
+		{"7", "5 KiB pushes, 32 clients, vs the serial fdatasync floor", scenarioSmall},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
@@ -151,8 +201,9 @@ func run(ctx context.Context, o opts) error {
 	log := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(o.startTime).Seconds(), fmt.Sprintf(format, a...))
 	}
-	fmt.Fprintf(os.Stderr, "confighub-bench: %s/%s, %d CPUs, %s, quick=%v runs=%d gateways=%d\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.gateways)
+	o.loadStart = loadAvg()
+	fmt.Fprintf(os.Stderr, "confighub-bench: %s/%s, %d CPUs, %s, quick=%v runs=%d samples=%d gateways=%d, load average %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.samples, o.gateways, o.loadStart)
 	var rows []Row
 	for _, s := range scenarios {
 		if len(want) > 0 && !want[s.id] {
@@ -170,13 +221,14 @@ func run(ctx context.Context, o opts) error {
 		runtime.GC()
 	}
 	printTable(os.Stdout, rows)
-	fmt.Printf("\ntotal %.0fs\n", time.Since(o.startTime).Seconds())
+	fmt.Printf("\nload average (1 5 15 min): %s at the start, %s at the end\n", o.loadStart, loadAvg())
+	fmt.Printf("total %.0fs\n", time.Since(o.startTime).Seconds())
 	return writeJSON(o, rows)
 }
 
 func printTable(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\thub (median)\tbaseline (median)\tratio\ttarget\twithin target")
+	fmt.Fprintln(tw, "scenario\thub (median)\tbaseline (median)\tratio\ttarget\twithin target\thub p10-p90\tbaseline p10-p90\tload")
 	for _, r := range rows {
 		base, ratio, ok := "-", "-", "yes"
 		if r.Baseline != 0 {
@@ -191,7 +243,8 @@ func printTable(w io.Writer, rows []Row) {
 		if r.Info {
 			ok = "(info)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, fmtVal(r.Hub, r.Unit), base, ratio, r.Target, ok)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, fmtVal(r.Hub, r.Unit), base, ratio, r.Target, ok,
+			dash(r.HubSpread), dash(r.BaseSpread), dash(r.Load))
 	}
 	_ = tw.Flush()
 	var notes []string
@@ -206,6 +259,13 @@ func printTable(w io.Writer, rows []Row) {
 			fmt.Fprintln(w, n)
 		}
 	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func fmtVal(v float64, unit string) string {
@@ -241,8 +301,9 @@ func writeJSON(o opts, rows []Row) error {
 		Runs     int       `json:"runs"`
 		Gateways int       `json:"gateways"`
 		Seconds  float64   `json:"seconds"`
+		LoadAt   [2]string `json:"load_avg_start_end"`
 		Rows     []Row     `json:"rows"`
-	}{o.startTime.UTC(), host, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.gateways, time.Since(o.startTime).Seconds(), rows}
+	}{o.startTime.UTC(), host, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.gateways, time.Since(o.startTime).Seconds(), [2]string{o.loadStart, loadAvg()}, rows}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

@@ -13,8 +13,12 @@ import (
 // serialGateways is the fleet of scenario 6 (a KIC deployment's gateways).
 const serialGateways = 10
 
-// kicLoop is the controller's pattern before KIC issue 6325: one loop,
-// one lock; gateways first, then Konnect, every update in series.
+// kicLoop is Kong Ingress Controller's KongClient.Update before issue 6325
+// (internal/dataplane/kong_client.go, e.g. at commit 95af584): Update
+// holds c.lock throughout, sends to every gateway (sendOutToGatewayClients)
+// and then to Konnect (maybeSendOutToKonnectClient), and one ticker loop
+// calls it, so the next config waits for the Konnect upload. PR 6352 moved
+// Konnect to its own loop.
 type kicLoop struct {
 	mu      sync.Mutex
 	p       *poster

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// quantileMS is the q-quantile (nearest rank) of d in milliseconds.
+func quantileMS(d []time.Duration, q float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(q*float64(len(s)-1) + 0.5)
+	return ms(s[min(max(i, 0), len(s)-1)])
+}
+
+// spreadMS is "p10-p90" of d in milliseconds: how far a single run may
+// stray from the median on this machine.
+func spreadMS(d []time.Duration) string {
+	if len(d) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%s-%s", trimVal(quantileMS(d, 0.1)), trimVal(quantileMS(d, 0.9)))
+}
+
+func trimVal(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages from /proc/loadavg: the
+// other work on the machine while a figure was taken.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// interleave runs each of fns once per round, in a new random order each
+// round, warm rounds first (not kept), then rounds kept: the hub and its
+// baseline share whatever else the machine does during the run, and
+// neither always runs right after the other (caches, write-back).
+func interleave(rng *rand.Rand, warm, rounds int, fns ...func() (time.Duration, error)) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(fns))
+	order := make([]int, len(fns))
+	for i := range order {
+		order[i] = i
+	}
+	for r := -warm; r < rounds; r++ {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
+			d, err := fns[i]()
+			if err != nil {
+				return nil, err
+			}
+			if r >= 0 {
+				out[i] = append(out[i], d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// timed returns how long f took.
+func timed(f func() error) (time.Duration, error) {
+	t0 := time.Now()
+	err := f()
+	return time.Since(t0), err
+}
