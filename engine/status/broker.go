@@ -120,6 +120,10 @@ type stream struct {
 	sinks []*confighubv1.SinkStatus
 	// gens are the recent generations, ascending.
 	gens []*confighubv1.GenerationStatus
+	// held are generation changes whose sinks_applied is ahead of the
+	// sink statuses published so far, by generation: each is published
+	// right after the sink change that makes it true.
+	held map[uint64]*confighubv1.GenerationStatus
 	hist ring
 	// trimmed is the revision of the newest change dropped from hist: a
 	// watcher that saw it (or a later one) can resume.
@@ -190,7 +194,9 @@ func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
 	} else {
 		s.sinks = slices.Insert(s.sinks, i, st)
 	}
-	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
+	rev := b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
+	b.release(s)
+	return rev
 }
 
 // RemoveSink deletes a sink's status. It returns 0 when the sink had none.
@@ -212,10 +218,60 @@ func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
 // PutGeneration stores the status of one generation of a stream (new or
 // updated counts). Only the newest generations are kept; a change to a
 // generation older than all kept ones is dropped and returns 0.
+//
+// A change whose sinks_applied is more than the sinks whose published
+// status has applied it (or a later generation) is held, and returns 0: it
+// is published right after the PutSink that catches up, so no watcher or
+// snapshot ever sees a count ahead of the sink statuses that make it up.
+// A newer change of the same generation replaces a held one.
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.stream(streamName)
+	if g.GetSinksApplied() > s.appliedBy(g.GetGeneration()) {
+		if s.held == nil {
+			s.held = map[uint64]*confighubv1.GenerationStatus{}
+		}
+		s.held[g.GetGeneration()] = g
+		return 0
+	}
+	delete(s.held, g.GetGeneration())
+	return b.putGeneration(s, g)
+}
+
+// appliedBy counts the sinks whose status has applied gen or a later one.
+func (s *stream) appliedBy(gen uint64) uint32 {
+	var n uint32
+	for _, st := range s.sinks {
+		if st.GetAppliedGeneration() >= gen {
+			n++
+		}
+	}
+	return n
+}
+
+// release publishes the held generation changes the sink statuses now
+// justify, oldest first. b.mu is held.
+func (b *Broker) release(s *stream) {
+	if len(s.held) == 0 {
+		return
+	}
+	var ready []uint64
+	for gen, g := range s.held {
+		if g.GetSinksApplied() <= s.appliedBy(gen) {
+			ready = append(ready, gen)
+		}
+	}
+	slices.Sort(ready)
+	for _, gen := range ready {
+		g := s.held[gen]
+		delete(s.held, gen)
+		b.putGeneration(s, g)
+	}
+}
+
+// putGeneration stores and publishes g. b.mu is held.
+func (b *Broker) putGeneration(s *stream, g *confighubv1.GenerationStatus) uint64 {
 	i := sort.Search(len(s.gens), func(i int) bool { return s.gens[i].GetGeneration() >= g.GetGeneration() })
 	switch {
 	case i < len(s.gens) && s.gens[i].GetGeneration() == g.GetGeneration():
@@ -470,7 +526,7 @@ func (b *Broker) drop(s *stream, w *watcher) {
 	w.closed = true
 	close(w.ch)
 	w.mu.Unlock()
-	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.hist.buf) == 0 {
+	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist.buf) == 0 {
 		// Watched but never used: forget it, so watches of unknown
 		// streams hold no memory.
 		delete(b.streams, s.name)

@@ -447,3 +447,57 @@ func TestDispatchWindowBatchesChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerationNeverAheadOfSinks: the engine counts a sink's apply in the
+// generation before it publishes the sink's status; a watcher and a
+// snapshot still see the APPLIED sink first, then the count it makes up.
+func TestGenerationNeverAheadOfSinks(t *testing.T) {
+	b := status.New()
+	defer b.Close()
+	b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, SinksTotal: 2})
+	b.PutSink(sinkStatus("a", 0))
+	b.PutSink(sinkStatus("b", 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Watch(ctx, "s", 0)
+	recv(t, ch) // snapshot
+
+	// a applies: the count comes first, as the engine makes it.
+	if rev := b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, SinksTotal: 2, SinksApplied: 1}); rev != 0 {
+		t.Fatalf("a count ahead of the sinks was published at revision %d", rev)
+	}
+	if snap, _ := b.Snapshot("s"); snap.GetGenerations()[0].GetSinksApplied() != 0 {
+		t.Fatalf("snapshot shows sinks_applied %d before any sink applied", snap.GetGenerations()[0].GetSinksApplied())
+	}
+	b.PutSink(sinkStatus("a", 1))
+	// b applies and converges the generation; a later change of the same
+	// generation replaces the held one.
+	b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, SinksTotal: 2, SinksApplied: 2})
+	b.PutSink(sinkStatus("b", 1))
+
+	var applied int
+	for _, want := range []string{"sink a", "generation 1", "sink b", "generation 2"} {
+		ev := recv(t, ch)
+		var got string
+		switch {
+		case ev.GetSink() != nil:
+			got = "sink " + ev.GetSink().GetSink()
+			if ev.GetSink().GetAppliedGeneration() >= 1 {
+				applied++
+			}
+		case ev.GetGeneration() != nil:
+			n := ev.GetGeneration().GetSinksApplied()
+			got = fmt.Sprintf("generation %d", n)
+			if int(n) > applied {
+				t.Fatalf("revision %d: sinks_applied %d after %d APPLIED sink events", ev.GetRevision(), n, applied)
+			}
+		}
+		if got != want {
+			t.Fatalf("revision %d: %s, want %s", ev.GetRevision(), got, want)
+		}
+	}
+	snap, _ := b.Snapshot("s")
+	if n := snap.GetGenerations()[0].GetSinksApplied(); n != 2 {
+		t.Fatalf("snapshot sinks_applied %d, want 2", n)
+	}
+}

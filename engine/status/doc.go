@@ -31,6 +31,11 @@
 //     reaches the watchers d after the first change of its round, with
 //     every change made meanwhile, in order and complete
 //     (TestDispatchWindowBatchesChanges). The engine uses 5 ms.
+//   - A generation's sinks_applied never runs ahead of the sink statuses
+//     that make it up: a count larger than the sinks whose published status
+//     has applied the generation is held (PutGeneration returns 0) and
+//     published right after the PutSink that catches up, for watchers and
+//     snapshots alike (TestGenerationNeverAheadOfSinks).
 //   - A watcher's channel is closed when its context ends or the broker is
 //     closed, and its goroutine exits (TestWatchClosesOnCancel, goleak).
 //
