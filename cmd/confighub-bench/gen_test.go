@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -50,7 +52,38 @@ func TestTableMarksMisses(t *testing.T) {
 		ratioRow("missed", "ms", 20, 10, 1.2, 1),
 	})
 	lines := strings.Split(out.String(), "\n")
-	if !strings.HasSuffix(strings.TrimSpace(lines[1]), "yes") || !strings.HasSuffix(strings.TrimSpace(lines[2]), "NO") {
+	if !strings.Contains(lines[1], "  yes  ") || !strings.Contains(lines[2], "  NO  ") {
 		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+func TestInterleaveRunsEachOncePerRoundInVaryingOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var order []int
+	fn := func(i int) func() (time.Duration, error) {
+		return func() (time.Duration, error) {
+			order = append(order, i)
+			return time.Duration(i+1) * time.Millisecond, nil
+		}
+	}
+	got, err := interleave(rng, 2, 20, fn(0), fn(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 20 || len(got[1]) != 20 || len(order) != 44 {
+		t.Fatalf("kept %d and %d samples of %d runs, want 20, 20 of 44", len(got[0]), len(got[1]), len(order))
+	}
+	firsts := map[int]int{}
+	for r := 0; r < len(order); r += 2 {
+		if order[r] == order[r+1] {
+			t.Fatalf("round %d ran %d twice", r/2, order[r])
+		}
+		firsts[order[r]]++
+	}
+	if firsts[0] == 0 || firsts[1] == 0 {
+		t.Fatalf("one side always ran first: %v", firsts)
+	}
+	if medianMS(got[1]) != 2 || spreadMS(got[0]) != "1.00-1.00" {
+		t.Fatalf("samples kept out of place: %v %v", got[0], got[1])
 	}
 }
