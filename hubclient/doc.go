@@ -2,5 +2,41 @@
 // confighub: Push sends a configuration and switches on its own from
 // PushConfig to a chunked UploadConfig above the unary limit; Watch follows
 // a stream's status and resumes from the last revision it saw after a
-// disconnect.
+// disconnect; Wait, built on Watch, waits until every sink of a stream has
+// applied a generation.
+//
+// A controller's loop is push, wait, report:
+//
+//	res, err := c.Push(ctx, hubclient.Push{Stream: "default", Config: kongYAML})
+//	_, err = c.Wait(ctx, "default", res.GetGeneration())
+//	var rej *hubclient.RejectedError
+//	if errors.As(err, &rej) {
+//		for _, ee := range rej.EntityErrors() {
+//			name, _ := hubclient.Tag(ee.GetEntityTags(), "k8s-name")
+//			// mark the Kubernetes object name as failed with ee.GetErrors()
+//		}
+//	}
+//
+// Guarantees (each names the test that shows it):
+//   - Push above the unary limit uploads in chunks and reports progress; a
+//     rejected upload returns the hub's status, not io.EOF
+//     (TestPushSwitchesToUploadAboveTheUnaryLimit).
+//   - Watch reconnects with backoff and resumes from the last revision it
+//     saw (TestWatchResumesAfterDisconnect); NotFound, PermissionDenied,
+//     Unauthenticated, InvalidArgument and Unimplemented end it
+//     (TestWatchReturnsPermanentErrors).
+//   - Wait returns once every sink of the stream has applied the
+//     generation or a later one, with every sink's status at that revision
+//     sorted by name; sinks added or removed meanwhile are counted in or
+//     out (TestWaitReturnsWhenEverySinkApplied).
+//   - Wait returns a *RejectedError (errors.Is ErrRejected) as soon as one
+//     sink rejected the generation (or a later one before applying it),
+//     without waiting for the others; it carries the rejecting sinks'
+//     statuses and, through EntityErrors, every rejected entity with its
+//     tags, which Tag reads (TestWaitReturnsRejectionWithEntityErrors).
+//   - Wait resumes after a disconnect like Watch and does not start over
+//     (TestWaitResumesAfterDisconnect); it returns ErrNoSinks for a stream
+//     without sinks (TestWaitNoSinks), ctx's error when ctx ends
+//     (TestWaitEndsWithItsContext), and Watch's permanent errors
+//     (TestWaitReturnsPermanentWatchErrors).
 package hubclient
