@@ -9,4 +9,8 @@
 // transport maps them once. A WatchStatus whose events end because the hub
 // stops (not the client) ends with Unavailable, so the client resumes
 // from its last revision.
+//
+// Reflection is served as grpc.reflection.v1 and v1alpha, listing the
+// same services, so clients that know only v1alpha (ghz v0.93.0, older
+// grpcurl) work (TestReflectionV1Alpha).
 package server

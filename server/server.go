@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
 	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
@@ -107,9 +108,12 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	healthpb.RegisterHealthServer(gs, hs)
 	// Reflection also lists confighub.sink.v1.SinkPluginService, which the
 	// hub does not serve (plugins do): a plugin author can read the contract
-	// from a running hub with `grpcurl describe`.
-	refl := reflection.NewServerV1(reflection.ServerOptions{Services: withPluginContract{gs}})
-	reflectionv1.RegisterServerReflectionServer(gs, refl)
+	// from a running hub with `grpcurl describe`. Both grpc.reflection.v1
+	// and v1alpha are served: older clients (ghz v0.93.0, grpcurl before
+	// v1.8.8 and the tools built on them) know only v1alpha.
+	ropts := reflection.ServerOptions{Services: withPluginContract{gs}}
+	reflectionv1.RegisterServerReflectionServer(gs, reflection.NewServerV1(ropts))
+	reflectionv1alpha.RegisterServerReflectionServer(gs, reflection.NewServer(ropts))
 	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
 		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}

@@ -42,8 +42,8 @@ func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the gRPC server (enables TLS; reloaded on SIGHUP)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mTLS)")
-	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen without --auth-tokens (anyone who can reach the port can push and change sinks)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables")
+	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen or --metrics-listen without --auth-tokens (anyone who can reach the gRPC port can push and change sinks)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
 	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
 }
 
@@ -110,24 +110,32 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	return o, nil
 }
 
-// checkListenPolicy refuses a non-loopback --listen without --auth-tokens,
-// unless --insecure-listen-any.
+// checkListenPolicy refuses a non-loopback --listen or --metrics-listen
+// without --auth-tokens, unless --insecure-listen-any: one rule for every
+// port the hub opens.
 func checkListenPolicy(f flags) error {
-	if f.ops.authTokens == "" && !f.ops.insecureListenAny {
-		return requireLoopback(f.listen)
+	if f.ops.authTokens != "" || f.ops.insecureListenAny {
+		return nil
 	}
-	return nil
+	if err := requireLoopback("--listen", f.listen, "push configurations and change sinks"); err != nil {
+		return err
+	}
+	if f.ops.metricsListen == "" {
+		return nil
+	}
+	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream and sink name, address and state from /metrics")
 }
 
-// requireLoopback refuses an address that is not on the loopback
-// interface: without tokens anyone who reaches the port could push.
-func requireLoopback(addr string) error {
+// requireLoopback refuses addr (the value of flag) when it is not on the
+// loopback interface: without tokens anyone who reaches the port could do
+// what risk says.
+func requireLoopback(flag, addr, risk string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", addr, err)
+		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
-	refuse := fmt.Errorf("--listen %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could push configurations and change sinks; "+
-		"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", addr)
+	refuse := fmt.Errorf("%s %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could %s; "+
+		"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", flag, addr, risk)
 	if host == "" {
 		return refuse
 	}
@@ -142,7 +150,7 @@ func requireLoopback(addr string) error {
 	}
 	ips, err := net.LookupIP(host)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", addr, err)
+		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	for _, ip := range ips {
 		if !ip.IsLoopback() {

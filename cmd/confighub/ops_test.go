@@ -15,18 +15,57 @@ import (
 // TestRequireLoopback: without tokens only loopback addresses are allowed.
 func TestRequireLoopback(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:7070", "127.0.0.2:0", "[::1]:7070", "localhost:7070"} {
-		if err := requireLoopback(addr); err != nil {
+		if err := requireLoopback("--listen", addr, "push"); err != nil {
 			t.Errorf("%s: %v", addr, err)
 		}
 	}
 	for _, addr := range []string{"0.0.0.0:7070", ":7070", "[::]:7070", "10.1.2.3:7070", "192.168.0.10:0"} {
-		err := requireLoopback(addr)
+		err := requireLoopback("--listen", addr, "push")
 		if err == nil || !strings.Contains(err.Error(), "--insecure-listen-any") || !strings.Contains(err.Error(), "--auth-tokens") {
 			t.Errorf("%s: want a refusal naming --auth-tokens and --insecure-listen-any, got %v", addr, err)
 		}
 	}
-	if err := requireLoopback("no-port"); err == nil {
+	if err := requireLoopback("--listen", "no-port", "push"); err == nil {
 		t.Error("an address without a port must fail")
+	}
+}
+
+// TestMetricsListenPolicy: /metrics on a non-loopback address follows the
+// rule of --listen: refused at start without --auth-tokens (the hub exits
+// 1 naming the flag), accepted with tokens or --insecure-listen-any.
+func TestMetricsListenPolicy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stderr strings.Builder
+	if code := run(ctx, []string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"}, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1: a non-loopback --metrics-listen without tokens must be refused\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "--metrics-listen 0.0.0.0:0 is not a loopback address") || !strings.Contains(stderr.String(), "--insecure-listen-any") {
+		t.Fatalf("the refusal does not name --metrics-listen and the override:\n%s", stderr.String())
+	}
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("tok-1 read\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--metrics-listen", "0.0.0.0:9464"}, false},
+		{[]string{"--metrics-listen", ":9464"}, false},
+		{[]string{"--metrics-listen", "[::]:9464"}, false},
+		{[]string{"--metrics-listen", "0.0.0.0:9464", "--insecure-listen-any"}, true},
+		{[]string{"--metrics-listen", "0.0.0.0:9464", "--auth-tokens", tokens}, true},
+		{[]string{"--metrics-listen", "127.0.0.1:9464"}, true},
+		{[]string{"--metrics-listen", ""}, true},
+	} {
+		f, err := parseFlags(c.args, &strings.Builder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkListenPolicy(f); (err == nil) != c.ok {
+			t.Errorf("%v: got %v, want ok=%v", c.args, err, c.ok)
+		}
 	}
 }
 
