@@ -49,7 +49,7 @@ func BenchmarkCheckJSON(b *testing.B) {
 }
 
 // BenchmarkCheckYAML is the YAML path: parse and convert to JSON once
-// (measured apart from the JSON ack path, as DESIGN.md asks).
+// (measured apart from the JSON ack path; docs/performance.md).
 func BenchmarkCheckYAML(b *testing.B) {
 	js := benchJSON(1 << 20)
 	raw, err := yaml.JSONToYAML(js)

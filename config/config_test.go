@@ -7,16 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/confighub/confighub/test/harness"
 )
 
-func fixtures(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "shared", "fixtures", "kic-golden", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no kic-golden fixtures found: %v", err)
-	}
-	return files
-}
+func fixtures(t testing.TB) []string { return harness.Fixtures(t) }
 
 func TestCheckAcceptsEveryFixture(t *testing.T) {
 	for _, f := range fixtures(t) {

@@ -3,7 +3,7 @@
 // checks that run before a push is acknowledged.
 //
 // The acknowledgement path must not decode a JSON configuration into Go
-// values (see DESIGN.md, Targets): Check runs a fast well-formedness pass
+// values (docs/performance.md, scenario 1): Check runs a fast well-formedness pass
 // (Valid: encoding/json.Valid's contract, skipping string bytes eight at a
 // time) and reads _format_version with gjson. YAML must be parsed to be checked, so
 // Check converts it to JSON once, there, and the Config keeps that JSON for

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,20 +13,12 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/redact"
 	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/test/harness"
 )
 
 var _ server.Redactor = redact.Config
 
-const fixtures = "../../shared/fixtures/kic-golden"
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, name))
-	if err != nil {
-		t.Skipf("fixture %s: %v", name, err)
-	}
-	return b
-}
+func fixture(t testing.TB, name string) []byte { return harness.Fixture(t, name) }
 
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
@@ -185,11 +176,7 @@ func TestKongErrorBody(t *testing.T) {
 // TestAllFixtures: every KIC fixture, as YAML and as JSON, stays a valid
 // configuration; one without secrets comes back byte for byte.
 func TestAllFixtures(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
-	if len(files) == 0 {
-		t.Skip("no fixtures")
-	}
-	for _, f := range files {
+	for _, f := range harness.Fixtures(t) {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

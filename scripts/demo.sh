@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make demo: three emulated Kong gateways, the hub with a kong sink for
 # each, a KIC fixture pushed with confighubctl, and the live status table.
-# Ctrl-C stops everything this script started.
+# Ctrl-C (or q) stops everything this script started and exits 0.
 #
 # Environment:
-#   DEMO_FIXTURE  the configuration to push (default: a kic-golden fixture)
+#   DEMO_FIXTURE  the configuration to push (default:
+#                 testdata/kic-golden/httproute-example__default.yaml)
 #   DEMO_FAULTS   1 (default) makes gw-1 slow and gw-2 answer 429 once, so
 #                 the table shows APPLYING and BACKOFF; 0 for a clean run
 #   DEMO_WATCH    1 (default) runs `status --watch`; 0 prints one table and exits
@@ -15,9 +16,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/confighub-demo.XXXXXX")
 PIDS=()
+STTY=
 
 cleanup() {
 	trap - EXIT INT TERM
+	if [ -n "$STTY" ]; then stty "$STTY" 2>/dev/null || true; fi
 	for pid in "${PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -33,7 +36,8 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Stopping the demo is what Ctrl-C is for: not a failure.
+trap 'exit 0' INT TERM
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -85,25 +89,7 @@ ADDR=$(sed -nE 's/.*confighub serving.* listen=([^ ]+).*/\1/p' "$WORK/hub.log" |
 METRICS=$(sed -nE 's/.*metrics serving"? listen=([^ ]+).*/\1/p' "$WORK/hub.log" | head -1)
 export CONFIGHUB_ADDR=$ADDR
 
-FIXTURE=${DEMO_FIXTURE:-}
-if [ -z "$FIXTURE" ]; then
-	for f in ../shared/fixtures/kic-golden/httproute-example__default.yaml ../shared/fixtures/kic-golden/ingress-v1-rule-with-tls__default.yaml; do
-		if [ -f "$f" ]; then FIXTURE=$f; break; fi
-	done
-fi
-if [ -z "$FIXTURE" ]; then
-	FIXTURE=$WORK/kong.yaml
-	cat >"$FIXTURE" <<'YAML'
-_format_version: "3.0"
-services:
-- name: echo
-  host: echo.default.svc
-  port: 80
-  routes:
-  - name: echo
-    paths: [/echo]
-YAML
-fi
+FIXTURE=${DEMO_FIXTURE:-testdata/kic-golden/httproute-example__default.yaml}
 
 say "pushing $(basename "$FIXTURE") with confighubctl"
 "$BIN/confighubctl" push -f "$FIXTURE" --label source=demo
@@ -120,8 +106,26 @@ try in another terminal:
 EOF2
 
 if [ "${DEMO_WATCH:-1}" = 1 ]; then
-	say "live status (Ctrl-C stops the demo)"
-	"$BIN/confighubctl" status --watch
+	say "live status (Ctrl-C or q stops the demo)"
+	"$BIN/confighubctl" status --watch &
+	WATCH=$!
+	PIDS+=("$WATCH")
+	if [ -t 0 ]; then
+		# Ctrl-C on a terminal signals make too, and make then reports the
+		# demo as killed (exit 130) whatever this script does: read Ctrl-C
+		# as a key instead, so stopping the demo exits 0.
+		STTY=$(stty -g)
+		stty intr undef -echo -icanon
+		while kill -0 "$WATCH" 2>/dev/null; do
+			if IFS= read -rsn1 -t 1 key; then
+				case "$key" in $'\x03' | q) break ;; esac
+			fi
+		done
+		# The watch ended by itself (the hub went away): its status is ours.
+		kill -0 "$WATCH" 2>/dev/null || wait "$WATCH"
+	else
+		wait "$WATCH"
+	fi
 else
 	sleep "${DEMO_SETTLE:-6}"
 	"$BIN/confighubctl" status

@@ -12,8 +12,8 @@ import (
 	"github.com/confighub/confighub/hub"
 )
 
-// Every sentinel the hub wraps maps to its documented code (DESIGN point
-// 10), keeping the hub's message; a gRPC status passes through unchanged.
+// Every sentinel the hub wraps maps to its documented code (docs/api.md,
+// docs/architecture.md), keeping the hub's message; a gRPC status passes through unchanged.
 func TestToStatusMapsHubErrors(t *testing.T) {
 	cases := []struct {
 		err  error

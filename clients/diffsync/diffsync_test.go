@@ -4,9 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +15,10 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const fixtures = "../../../shared/fixtures/kic-golden"
 
 type env struct {
 	api *emulator.EntityAPI
@@ -56,28 +53,7 @@ func loadConfig(t testing.TB, raw []byte, gen uint64) *config.Config {
 	return config.New("default", gen, config.Hash(raw), ck.Format, raw, ck.JSON, nil, time.Unix(0, 0))
 }
 
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func fixtureNames(t *testing.T) []string {
-	t.Helper()
-	m, err := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no fixtures in %s: %v", fixtures, err)
-	}
-	var out []string
-	for _, p := range m {
-		out = append(out, filepath.Base(p))
-	}
-	sort.Strings(out)
-	return out
-}
+func fixture(t testing.TB, name string) []byte { return harness.Fixture(t, name) }
 
 // enterprise reports fixtures that use Enterprise entities (out of scope
 // of a Kong OSS destination).
@@ -151,7 +127,8 @@ func TestFixtureSequenceConverges(t *testing.T) {
 			}
 			s := e.syncer(t, base, opts...)
 			var gen uint64
-			for _, name := range fixtureNames(t) {
+			for _, p := range harness.Fixtures(t) {
+				name := filepath.Base(p)
 				if enterprise(name) || name == "credentials__default.yaml" {
 					continue
 				}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"

@@ -30,11 +30,10 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const fixtures = "../../../shared/fixtures/kic-golden"
 
 func startGW(t *testing.T, opts ...emulator.Option) (*emulator.Gateway, string) {
 	t.Helper()
@@ -69,14 +68,7 @@ func cfgOf(t testing.TB, raw []byte) *config.Config {
 	return config.New("default", gen, config.Hash(raw), ch.Format, raw, ch.JSON, nil, time.Now())
 }
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func fixture(t testing.TB, name string) []byte { return harness.Fixture(t, name) }
 
 func sinkErr(t *testing.T, err error) *sink.Error {
 	t.Helper()
@@ -479,11 +471,7 @@ func TestStatusPollResyncAndHealth(t *testing.T) {
 func TestEveryFixtureApplies(t *testing.T) {
 	g, u := startGW(t)
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
-	files, _ := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
-	if len(files) == 0 {
-		t.Fatal("no fixtures")
-	}
-	for _, f := range files {
+	for _, f := range harness.Fixtures(t) {
 		raw, _ := os.ReadFile(f)
 		if err := s.Apply(context.Background(), cfgOf(t, raw)); err != nil {
 			t.Errorf("%s: %v", filepath.Base(f), err)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -70,10 +69,7 @@ func TestApplySendsHeadersAndSyncs(t *testing.T) {
 	if caps := s.Describe(); !caps.Gateway || !caps.EntityErrors {
 		t.Errorf("capabilities %+v: kong-db is a gateway with entity errors", caps)
 	}
-	raw, err := os.ReadFile(filepath.Join("../../../shared/fixtures/kic-golden", "ingress-v1-rule-with-tls__default.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := harness.Fixture(t, "ingress-v1-rule-with-tls__default.yaml")
 	ck, err := config.Check(raw, config.FormatUnknown)
 	if err != nil {
 		t.Fatal(err)

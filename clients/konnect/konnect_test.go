@@ -27,18 +27,14 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/sink"
 	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const fixtures = "../../../shared/fixtures/kic-golden"
-
 func cfgOf(t *testing.T, name string) *config.Config {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(fixtures, name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := harness.Fixture(t, name)
 	ck, err := config.Check(raw, config.FormatUnknown)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
-// Command confighub-bench measures the performance targets of
-// shared/DESIGN.md ("Targets") against their baselines, in one run on one
+// Command confighub-bench measures the hub's performance targets (the
+// target column of docs/performance.md) against their baselines, in one run on one
 // machine, and prints one table (and writes it as JSON under
 // bench/results/). Run it with `make bench`; see docs/performance.md.
 //

@@ -34,8 +34,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const fixtures = "../../../shared/fixtures/kic-golden"
-
 // rejectSink rejects every configuration the way a Kong gateway does, with
 // a body that names a credential.
 type rejectSink struct{}
@@ -150,11 +148,8 @@ func TestTour(t *testing.T) {
 	if res != "sink out created\n" {
 		t.Fatalf("sinks put: %q", res)
 	}
-	fx := filepath.Join(fixtures, "credentials__default.yaml")
-	raw, err := os.ReadFile(fx)
-	if err != nil {
-		t.Skip(err)
-	}
+	fx := harness.FixturePath(t, "credentials__default.yaml")
+	raw := harness.Fixture(t, "credentials__default.yaml")
 	res = mustCtl(t, append(g, "push", "-f", fx, "--label", "commit=abc")...)
 	if !strings.HasPrefix(res, "accepted: stream default generation 1 (hash "+config.Hash(raw)[:12]) {
 		t.Fatalf("push: %q", res)

@@ -50,7 +50,7 @@ func writeFsync(path string, raw []byte, flag int) error {
 // BenchmarkCommit compares one CommitConfig (durable bbolt transaction) with
 // a plain write+fsync of the same bytes, interleaved in one loop so all see
 // the same disk. Reported: bolt-ms; fsync-ms (os.WriteFile-like: truncate,
-// write, fsync) and ratio = bolt/fsync (the DESIGN.md baseline); inplace-ms
+// write, fsync) and ratio = bolt/fsync (the baseline of docs/performance.md, scenario 1); inplace-ms
 // (overwrite an existing file of that size, fsync: the cheapest possible
 // durable write, no block allocation) and ratio-inplace.
 //

@@ -90,23 +90,11 @@ func waitHash(t *testing.T, gws []*emulator.Gateway, hash, what string) {
 	}
 }
 
-func readFixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(harness.FixturesDir(), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestKongFleetEveryFixture: every kic-golden file reaches every one of 10
 // gateways, each gateway's configuration_hash equal to the expected one.
 func TestKongFleetEveryFixture(t *testing.T) {
 	f := startFleet(t, 10, "10s")
-	files, err := filepath.Glob(filepath.Join(harness.FixturesDir(), "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
+	files := harness.Fixtures(t)
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -149,7 +137,7 @@ routes:
 // route and its k8s-* tags.
 func TestKongInvalidConfigReportedWithEntityErrors(t *testing.T) {
 	f := startFleet(t, 10, "10s")
-	good := readFixture(t, "httproute-example__default.yaml")
+	good := harness.Fixture(t, "httproute-example__default.yaml")
 	f.push(t, good)
 	goodHash := emulator.ConfigHash(good)
 	waitHash(t, f.gws, goodHash, "good config")
@@ -238,7 +226,7 @@ func excerpt(s string, n int) string {
 // zeros) gets the current configuration again from the status poll.
 func TestKongRestartedGatewayRefilled(t *testing.T) {
 	f := startFleet(t, 3, "10s")
-	raw := readFixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
+	raw := harness.Fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
 	f.push(t, raw)
 	waitHash(t, f.gws, emulator.ConfigHash(raw), "first apply")
 	before := f.gws[1].Loads()
@@ -263,7 +251,7 @@ func TestKongRestartedGatewayRefilled(t *testing.T) {
 func TestKongRetryAfterHonoured(t *testing.T) {
 	f := startFleet(t, 3, "10s")
 	f.gws[0].ScriptConfig(emulator.Step{Status: http.StatusTooManyRequests, RetryAfter: "2"})
-	raw := readFixture(t, "httproute-example__default.yaml")
+	raw := harness.Fixture(t, "httproute-example__default.yaml")
 	f.push(t, raw)
 	waitHash(t, f.gws[1:], emulator.ConfigHash(raw), "gateways without 429")
 	waitHash(t, f.gws[:1], emulator.ConfigHash(raw), "gateway after its 429")
@@ -295,7 +283,7 @@ func TestKongHungGatewayDoesNotDelayOthers(t *testing.T) {
 	f := startFleet(t, 10, "60s")
 	hung := f.gws[9]
 	hung.Hang()
-	raw := readFixture(t, "kong-service-facade__default.yaml")
+	raw := harness.Fixture(t, "kong-service-facade__default.yaml")
 	f.push(t, raw)
 	waitHash(t, f.gws[:9], emulator.ConfigHash(raw), "the nine healthy gateways")
 	if hung.Hash() == emulator.ConfigHash(raw) {

@@ -44,7 +44,7 @@ func TestHungKonnectDoesNotDelayGateways(t *testing.T) {
 	defer cancel()
 
 	for _, fx := range []string{"kong-service-facade__default.yaml", "ingress-v1-rule-with-tls-and-consumer__default.yaml", "httproute-example__default.yaml", "fallback-config-ingress__default.yaml"} {
-		raw := readFixture(t, fx)
+		raw := harness.Fixture(t, fx)
 		if _, err := api2.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: raw}); err != nil {
 			t.Fatalf("push %s: %v", fx, err)
 		}

@@ -232,10 +232,7 @@ func TestCtlAgainstRealHub(t *testing.T) {
 		err := cmd.Run()
 		return o.String(), e.String(), err
 	}
-	fx := filepath.Join(harness.FixturesDir(), "credentials__default.yaml")
-	if _, err := os.Stat(fx); err != nil {
-		t.Skip(err)
-	}
+	fx := harness.FixturePath(t, "credentials__default.yaml")
 	if o, e, err := ctl("push", "-f", fx, "--label", "source=e2e"); err != nil || !strings.Contains(o, "accepted: stream default generation 1") {
 		t.Fatalf("push: %v\n%s%s", err, o, e)
 	}

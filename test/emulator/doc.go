@@ -1,7 +1,7 @@
 // Package emulator is a Kong Admin API emulator for tests. It is NOT Kong:
 // no real Kong can run on the test machines, so this package answers the
-// Admin API calls confighub makes, following the facts in
-// shared/DESIGN.md ("The Kong Admin API facts") and Kong 3.x's
+// Admin API calls confighub makes, following Kong's documented Admin API
+// behaviour (the facts are listed below) and Kong 3.x's
 // kong/api/routes/config.lua.
 //
 // # DB-less gateway (Gateway, this package's gateway*.go, faults.go, declarative.go)

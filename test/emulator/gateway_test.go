@@ -17,20 +17,13 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 	"sigs.k8s.io/yaml"
+
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const fixtures = "../../../shared/fixtures/kic-golden"
-
-func fixtureFiles(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(fixtures, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures in %s: %v", fixtures, err)
-	}
-	return files
-}
+func fixtureFiles(t testing.TB) []string { return harness.Fixtures(t) }
 
 func start(t *testing.T, opts ...Option) (*Gateway, string) {
 	t.Helper()
@@ -515,10 +508,7 @@ func TestSharedCache(t *testing.T) {
 }
 
 func BenchmarkCheckFixture(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join(fixtures, "ingress-v1-rule-with-tls-and-consumer__default.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := harness.Fixture(b, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
 	js, _ := yaml.YAMLToJSON(raw)
 	b.SetBytes(int64(len(js)))
 	b.ReportAllocs()

@@ -7,6 +7,14 @@
 // $CONFIGHUB_GRPCURL_LOG together with the module path and version the binary was built from, so
 // `make test` can check that the e2e tests really used the real grpcurl.
 //
+// Fixtures: Fixture(t, name), FixturePath(t, name) and Fixtures(t) read the
+// 58 Kong Ingress Controller golden configurations in testdata/kic-golden
+// from any package of the repository (the walk up from the working
+// directory stops at the go.mod of the root module, past nested modules
+// such as api/). A missing folder, file or module root fails the test,
+// never skips it (TestFixturesFromAnyPackage,
+// TestFixturesWalkPastNestedModules, TestMissingFixturesFail).
+//
 // Usage from a test package:
 //
 //	var bins *harness.Binaries

@@ -28,11 +28,6 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// FixturesDir is shared/fixtures/kic-golden beside the repository.
-func FixturesDir() string {
-	return filepath.Join(RepoRoot(), "..", "shared", "fixtures", "kic-golden")
-}
-
 // Binaries are built commands, by name (the folder under cmd/ or a package
 // path relative to the repository).
 type Binaries struct {
