@@ -90,6 +90,22 @@ func WithFirstRevision(rev uint64) Option {
 	return func(b *Broker) { b.rev, b.base = rev, rev }
 }
 
+// View is what status readers (GetStatus, WatchStatus, the etcd writer)
+// need: a consistent snapshot of a stream and a watch from a revision, with
+// the resume-gap and slow-watcher guarantees of the package doc. The local
+// Broker implements it; so does the etcd-backed view of replicas
+// (etcdstatus.Mirror), which runs the same conformance suite (statustest).
+type View interface {
+	// Snapshot returns the stream's status at one revision; false when the
+	// stream has neither a generation nor a sink.
+	Snapshot(stream string) (*confighubv1.GetStatusResponse, bool)
+	// Watch sends a snapshot (or the changes after fromRevision), then
+	// every change; the channel closes when ctx ends or the view closes.
+	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
+}
+
+var _ View = (*Broker)(nil)
+
 // Broker is the revisioned status store. The zero value is not usable; use
 // New. All methods are safe for concurrent use and never block on a watcher.
 type Broker struct {
@@ -140,9 +156,11 @@ type watcher struct {
 	ch   chan *confighubv1.WatchStatusResponse
 	// last is the revision of the newest change or snapshot sent.
 	last uint64
-	// victim: the buffer was full; no change is sent until the watcher's
-	// goroutine replaced the backlog with a fresh snapshot.
+	// victim: the buffer was full (or a gap was found); no change is sent
+	// until the watcher's goroutine replaced the backlog with a fresh
+	// snapshot, sent with reason.
 	victim bool
+	reason string
 	closed bool
 }
 
@@ -188,13 +206,30 @@ func (b *Broker) Revision() uint64 {
 func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.putSink(b.rev+1, st)
+}
+
+// PutSinkAt is PutSink with the revision given by the caller: a mirror of a
+// shared store (etcd) numbers the changes as the store does, so every
+// replica hands out the same revisions. rev must be above Revision(); a
+// change at or below it is dropped and 0 returned.
+func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rev <= b.rev {
+		return 0
+	}
+	return b.putSink(rev, st)
+}
+
+func (b *Broker) putSink(rev uint64, st *confighubv1.SinkStatus) uint64 {
 	s := b.stream(st.GetStream())
 	if i, found := s.find(st.GetSink()); found {
 		s.sinks[i] = st
 	} else {
 		s.sinks = slices.Insert(s.sinks, i, st)
 	}
-	rev := b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
+	rev = b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
 	b.release(s)
 	return rev
 }
@@ -203,6 +238,21 @@ func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
 func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.removeSink(b.rev+1, streamName, sinkName)
+}
+
+// RemoveSinkAt is RemoveSink at a revision given by the caller (see
+// PutSinkAt).
+func (b *Broker) RemoveSinkAt(rev uint64, streamName, sinkName string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rev <= b.rev {
+		return 0
+	}
+	return b.removeSink(rev, streamName, sinkName)
+}
+
+func (b *Broker) removeSink(rev uint64, streamName, sinkName string) uint64 {
 	s := b.streams[streamName]
 	if s == nil {
 		return 0
@@ -212,7 +262,7 @@ func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
 		return 0
 	}
 	s.sinks = slices.Delete(s.sinks, i, i+1)
-	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
+	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
 // PutGeneration stores the status of one generation of a stream (new or
@@ -227,6 +277,49 @@ func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.holdOrPut(b.rev+1, streamName, g)
+}
+
+// PutGenerationAt is PutGeneration at a revision given by the caller (see
+// PutSinkAt).
+func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.GenerationStatus) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rev <= b.rev {
+		return 0
+	}
+	return b.holdOrPut(rev, streamName, g)
+}
+
+// GapAt says that changes before rev may be missing from the history (a
+// mirror lost its feed and re-read the store): the revision moves to rev,
+// and a watcher that has not seen rev gets a fresh snapshot, as does a
+// resume from below it.
+func (b *Broker) GapAt(rev uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rev <= b.rev {
+		return
+	}
+	b.rev = rev
+	for _, s := range b.streams {
+		s.trimmed = rev
+		if len(s.watchers) > 0 {
+			// Mark every watcher: they are behind the gap whatever the history says.
+			for w := range s.watchers {
+				w.mu.Lock()
+				if !w.closed && !w.victim {
+					w.cutOverReason(ReasonResumeGap)
+				}
+				w.mu.Unlock()
+			}
+		} else {
+			s.dispatched = rev
+		}
+	}
+}
+
+func (b *Broker) holdOrPut(rev uint64, streamName string, g *confighubv1.GenerationStatus) uint64 {
 	s := b.stream(streamName)
 	if g.GetSinksApplied() > s.appliedBy(g.GetGeneration()) {
 		if s.held == nil {
@@ -236,7 +329,7 @@ func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatu
 		return 0
 	}
 	delete(s.held, g.GetGeneration())
-	return b.putGeneration(s, g)
+	return b.putGeneration(s, rev, g)
 }
 
 // appliedBy counts the sinks whose status has applied gen or a later one.
@@ -266,12 +359,12 @@ func (b *Broker) release(s *stream) {
 	for _, gen := range ready {
 		g := s.held[gen]
 		delete(s.held, gen)
-		b.putGeneration(s, g)
+		b.putGeneration(s, b.rev+1, g)
 	}
 }
 
-// putGeneration stores and publishes g. b.mu is held.
-func (b *Broker) putGeneration(s *stream, g *confighubv1.GenerationStatus) uint64 {
+// putGeneration stores and publishes g at rev. b.mu is held.
+func (b *Broker) putGeneration(s *stream, rev uint64, g *confighubv1.GenerationStatus) uint64 {
 	i := sort.Search(len(s.gens), func(i int) bool { return s.gens[i].GetGeneration() >= g.GetGeneration() })
 	switch {
 	case i < len(s.gens) && s.gens[i].GetGeneration() == g.GetGeneration():
@@ -289,13 +382,13 @@ func (b *Broker) putGeneration(s *stream, g *confighubv1.GenerationStatus) uint6
 			s.gens = s.gens[:n]
 		}
 	}
-	return b.publish(s, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
+	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
 }
 
-// publish numbers ev, keeps it in the stream's history and wakes the
-// dispatcher. b.mu is held.
-func (b *Broker) publish(s *stream, ev *confighubv1.WatchStatusResponse) uint64 {
-	b.rev++
+// publish numbers ev with rev (above b.rev), keeps it in the stream's
+// history and wakes the dispatcher. b.mu is held.
+func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusResponse) uint64 {
+	b.rev = rev
 	ev.Revision = b.rev
 	if dropped := s.hist.push(ev); dropped != nil {
 		s.trimmed = dropped.GetRevision()
@@ -387,8 +480,10 @@ func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint6
 }
 
 // cutOver marks w a victim and wakes its goroutine. w.mu is held.
-func (w *watcher) cutOver() {
-	w.victim = true
+func (w *watcher) cutOver() { w.cutOverReason(ReasonSlowWatcher) }
+
+func (w *watcher) cutOverReason(reason string) {
+	w.victim, w.reason = true, reason
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -508,7 +603,7 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 			b.mu.Lock()
 			w.mu.Lock()
 			if !w.closed {
-				ev := b.snapshotEvent(s, ReasonSlowWatcher)
+				ev := b.snapshotEvent(s, w.reason)
 				w.ch <- ev
 				w.last = ev.GetRevision()
 				w.victim = false

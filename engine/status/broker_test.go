@@ -11,6 +11,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/engine/status"
+	"github.com/confighub/confighub/engine/status/statustest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,18 +20,24 @@ func sinkStatus(name string, applied uint64) *confighubv1.SinkStatus {
 	return &confighubv1.SinkStatus{Sink: name, Stream: "s", Kind: "test", AppliedGeneration: applied}
 }
 
-func recv(t *testing.T, ch <-chan *confighubv1.WatchStatusResponse) *confighubv1.WatchStatusResponse {
-	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("watch channel closed")
-		}
-		return ev
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event")
-		return nil
-	}
+var recv = statustest.Recv
+
+// brokerBackend runs the conformance suite on the local broker.
+type brokerBackend struct{ *status.Broker }
+
+func (b brokerBackend) PutSink(st *confighubv1.SinkStatus) { b.Broker.PutSink(st) }
+func (b brokerBackend) RemoveSink(stream, sink string)     { b.Broker.RemoveSink(stream, sink) }
+func (b brokerBackend) PutGeneration(stream string, g *confighubv1.GenerationStatus) {
+	b.Broker.PutGeneration(stream, g)
+}
+func (brokerBackend) Sync(*testing.T) {} // a change is visible when the call returns
+
+func TestConformance(t *testing.T) {
+	statustest.Run(t, func(t *testing.T, o statustest.Options) statustest.Backend {
+		b := status.New(status.WithWatchBuffer(o.WatchBuffer), status.WithHistory(o.History))
+		t.Cleanup(b.Close)
+		return brokerBackend{b}
+	})
 }
 
 func TestRevisionsAreMonotonic(t *testing.T) {
@@ -83,111 +90,6 @@ func TestSnapshotIsConsistentWithEvents(t *testing.T) {
 	snap, _ = b2.Snapshot("s")
 	if gs := snap.GetGenerations(); len(gs) != 3 || gs[0].GetGeneration() != 3 || gs[2].GetGeneration() != 5 {
 		t.Fatalf("generations %v", gs)
-	}
-}
-
-func TestWatchSendsSnapshotThenChanges(t *testing.T) {
-	b := status.New()
-	defer b.Close()
-	b.PutSink(sinkStatus("a", 1))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch := b.Watch(ctx, "s", 0)
-	ev := recv(t, ch)
-	if ev.GetSnapshotReason() != status.ReasonStart || len(ev.GetSnapshot().GetSinks()) != 1 || ev.GetRevision() != 1 {
-		t.Fatalf("first event %v", ev)
-	}
-	b.PutSink(sinkStatus("other-stream", 1)) // stream "s" too, see sinkStatus
-	b.PutGeneration("elsewhere", &confighubv1.GenerationStatus{Generation: 9})
-	b.RemoveSink("s", "a")
-	if ev := recv(t, ch); ev.GetSink().GetSink() != "other-stream" || ev.GetRevision() != 2 {
-		t.Fatalf("second event %v", ev)
-	}
-	if ev := recv(t, ch); ev.GetSinkRemoved() != "a" || ev.GetRevision() != 4 {
-		t.Fatalf("third event %v (a change of another stream must not be sent)", ev)
-	}
-}
-
-func TestWatchResumesFromRevision(t *testing.T) {
-	b := status.New()
-	defer b.Close()
-	for i := uint64(1); i <= 10; i++ {
-		b.PutSink(sinkStatus("a", i))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch := b.Watch(ctx, "s", 7)
-	for want := uint64(8); want <= 10; want++ {
-		ev := recv(t, ch)
-		if ev.GetSnapshot() != nil || ev.GetRevision() != want || ev.GetSink().GetAppliedGeneration() != want {
-			t.Fatalf("resumed event %v, want revision %d", ev, want)
-		}
-	}
-	b.PutSink(sinkStatus("a", 11))
-	if ev := recv(t, ch); ev.GetRevision() != 11 {
-		t.Fatalf("live event %v", ev)
-	}
-}
-
-func TestWatchResumeGap(t *testing.T) {
-	b := status.New(status.WithHistory(4))
-	defer b.Close()
-	for i := uint64(1); i <= 10; i++ {
-		b.PutSink(sinkStatus("a", i))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// Revisions 7..10 are kept: from 6 resumes, from 5 does not.
-	if ev := recv(t, b.Watch(ctx, "s", 6)); ev.GetRevision() != 7 || ev.GetSnapshot() != nil {
-		t.Fatalf("resume from 6: %v", ev)
-	}
-	for _, from := range []uint64{5, 11, 1000} { // too old, and from the future (a restarted hub)
-		ev := recv(t, b.Watch(ctx, "s", from))
-		if ev.GetSnapshotReason() != status.ReasonResumeGap || ev.GetRevision() != 10 {
-			t.Fatalf("resume from %d: %v", from, ev)
-		}
-	}
-}
-
-func TestSlowWatcherIsCutOver(t *testing.T) {
-	b := status.New(status.WithWatchBuffer(4))
-	defer b.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	slow := b.Watch(ctx, "s", 0)
-	fast := b.Watch(ctx, "s", 0)
-	recv(t, fast)
-	const n = 100
-	for i := uint64(1); i <= n; i++ {
-		b.PutSink(sinkStatus("a", i)) // never blocks on slow
-		if ev := recv(t, fast); ev.GetSink().GetAppliedGeneration() != i {
-			t.Fatalf("fast watcher missed a change: %v", ev)
-		}
-	}
-	// The slow watcher now reads: it gets a fresh snapshot instead of the
-	// 100 changes, and it holds the newest state.
-	var cut bool
-	var seen uint64
-	reads := 0
-	for !cut || seen != n {
-		ev := recv(t, slow)
-		// At most its buffer, plus the snapshot of a cut-over in progress.
-		if reads++; reads > 5 {
-			t.Fatalf("the stalled watcher got more than its buffer: %d events", reads)
-		}
-		if ev.GetSnapshotReason() == status.ReasonSlowWatcher {
-			cut = true
-		}
-		if snap := ev.GetSnapshot(); snap != nil && len(snap.GetSinks()) > 0 {
-			seen = snap.GetSinks()[0].GetAppliedGeneration()
-		}
-		if st := ev.GetSink(); st != nil {
-			seen = st.GetAppliedGeneration()
-		}
-	}
-	b.PutSink(sinkStatus("a", n+1))
-	if ev := recv(t, slow); ev.GetSink().GetAppliedGeneration() != n+1 {
-		t.Fatalf("after the cut-over: %v", ev)
 	}
 }
 

@@ -1,0 +1,54 @@
+package etcdstatus
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Keys under the prefix:
+//
+//	<prefix>/status/sink/<sink>            SinkStatus of the sink (its stream inside)
+//	<prefix>/status/gen/<stream>/<%020d>   GenerationStatus of one generation
+type keys struct{ prefix string }
+
+func newKeys(prefix string) keys { return keys{prefix: strings.TrimSuffix(prefix, "/") + "/status/"} }
+
+func (k keys) all() string                   { return k.prefix }
+func (k keys) sinkPrefix() string            { return k.prefix + "sink/" }
+func (k keys) sink(name string) string       { return k.sinkPrefix() + name }
+func (k keys) genPrefix() string             { return k.prefix + "gen/" }
+func (k keys) genStream(s string) string     { return k.genPrefix() + s + "/" }
+func (k keys) gen(s string, g uint64) string { return fmt.Sprintf("%s%020d", k.genStream(s), g) }
+
+// parse names the sink, or the stream and generation, of a key.
+func (k keys) parse(key string) (sink, stream string, gen uint64, ok bool) {
+	if name, found := strings.CutPrefix(key, k.sinkPrefix()); found {
+		return name, "", 0, name != ""
+	}
+	rest, found := strings.CutPrefix(key, k.genPrefix())
+	if !found {
+		return "", "", 0, false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		return "", "", 0, false
+	}
+	g, err := strconv.ParseUint(rest[i+1:], 10, 64)
+	if err != nil {
+		return "", "", 0, false
+	}
+	return "", rest[:i], g, true
+}
+
+// Revisions: a view revision is the etcd revision shifted left by revShift,
+// plus the change's index among the changes of that etcd revision (one
+// transaction writes many keys), so every replica numbers every change the
+// same way. A re-read after a lost watch numbers its changes from
+// relistBase, apart from any watched change of the same etcd revision.
+const (
+	revShift   = 20
+	relistBase = 1 << 19
+)
+
+func viewRev(etcdRev int64, index int) uint64 { return uint64(etcdRev)<<revShift | uint64(index) }
