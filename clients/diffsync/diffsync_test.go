@@ -25,9 +25,9 @@ type env struct {
 	url string
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, opts ...emulator.EntityOption) *env {
 	t.Helper()
-	api := emulator.NewEntityAPI()
+	api := emulator.NewEntityAPI(opts...)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &env{api: api, url: srv.URL}
@@ -119,7 +119,9 @@ func TestFixtureSequenceConverges(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			// The expression-routes fixtures need a Kong whose router
+			// flavor is "expressions" (Konnect always has the fields).
+			e := newEnv(t, emulator.WithExpressionsRouter())
 			base, cp, opts := e.url, "", []Option{}
 			if konnect {
 				cp = "cp-seq"

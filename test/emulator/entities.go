@@ -1,11 +1,11 @@
 package emulator
 
 // This file is the entity half of the emulator: the Kong Admin API of a
-// gateway with a database (DB mode) and of a Konnect control plane, as
-// go-database-reconciler v1.31.6 (with go-kong v0.78.0) uses them. It is an
-// emulator, not Kong: it stores what it is sent, checks what a sync depends
-// on (foreign keys, unique names, pagination), and fills no schema
-// defaults.
+// gateway with a database (DB mode, Kong 3.9 OSS) and of a Konnect control
+// plane, as go-database-reconciler v1.31.6 (with go-kong v0.78.0) uses
+// them. Entities are stored as Kong stores them (kongschema.go): defaults
+// filled, auto fields generated, timestamps set, unknown fields refused;
+// foreign keys, unique keys and pagination answer with Kong's bodies.
 
 import (
 	"crypto/rand"
@@ -37,12 +37,19 @@ var entityCollections = []string{
 	"acls", "basic-auths", "hmac-auths", "jwts", "key-auths", "mtls-auths", "oauth2",
 }
 
-// entityEmpty are collections listed as always empty (Enterprise or newer
-// entities the reconciler dumps but a Kong OSS 3.x sync of KIC's output does
-// not write).
+// entityEmpty are collections listed as always empty (entities the
+// reconciler dumps but a sync of KIC's output does not write).
 var entityEmpty = map[string]bool{
 	"consumer_groups": true, "key-sets": true, "keys": true, "vaults": true,
 	"partials": true, "filter-chains": true, "licenses": true, "degraphql_routes": true,
+}
+
+// enterpriseCollections are Kong Enterprise (and Konnect) collections: the
+// DB-mode root, a Kong OSS 3.9, answers 404 for them (kong/api/init.lua
+// generates endpoints only for the DAOs it has).
+var enterpriseCollections = map[string]bool{
+	"consumer_groups": true, "licenses": true, "partials": true, "degraphql_routes": true,
+	"mtls-auths": true,
 }
 
 // entityNested maps "<parent>/<sub path>" to the child collection.
@@ -127,18 +134,37 @@ type EntityAPI struct {
 	hang    chan struct{}
 	rejects map[string]entityReject
 	now     func() time.Time
+	// expressions: the DB-mode root has router_flavor "expressions".
+	expressions bool
 }
 
 var _ http.Handler = (*EntityAPI)(nil)
 
+// EntityOption configures an EntityAPI.
+type EntityOption func(*EntityAPI)
+
+// WithExpressionsRouter makes the DB-mode root a Kong whose router_flavor
+// is "expressions": routes then have the expression and priority fields
+// (Konnect control planes always have them). The default is Kong 3.9's
+// "traditional_compatible", which refuses them as unknown fields.
+func WithExpressionsRouter() EntityOption { return func(a *EntityAPI) { a.expressions = true } }
+
+// WithEntityClock sets the clock of created_at/updated_at (default: the
+// system clock).
+func WithEntityClock(now func() time.Time) EntityOption { return func(a *EntityAPI) { a.now = now } }
+
 // NewEntityAPI returns an empty entity API.
-func NewEntityAPI() *EntityAPI {
-	return &EntityAPI{
+func NewEntityAPI(opts ...EntityOption) *EntityAPI {
+	a := &EntityAPI{
 		scopes:  map[string]*entityScope{},
 		counts:  map[string]int{},
 		rejects: map[string]entityReject{},
 		now:     time.Now,
 	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Routes registers the entity API on a Gateway's mux; pass it to
@@ -153,6 +179,10 @@ func (a *EntityAPI) Routes(_ *Gateway, mux *http.ServeMux) {
 	mux.Handle(KonnectPrefix, a)
 	mux.Handle("/schemas/", a)
 	mux.Handle("/v1/schemas/", a)
+	mux.Handle("/tags", a)
+	mux.Handle("/tags/", a)
+	mux.Handle("/workspaces", a)
+	mux.Handle("/workspaces/", a)
 	for _, c := range entityCollections {
 		mux.Handle("/"+c, a)
 		mux.Handle("/"+c+"/", a)
@@ -288,8 +318,9 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "empty", "unknown"
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "unknown"
 	pluginName string
+	schemaName string
 }
 
 func parseEntityPath(p string) entityRequest {
@@ -306,8 +337,17 @@ func parseEntityPath(p string) entityRequest {
 		r.special = "root"
 	case segs[0] == "schemas" && len(segs) == 3 && segs[1] == "plugins":
 		r.special, r.pluginName = "plugin-schema", segs[2]
-	case segs[0] == "schemas" || (segs[0] == "v1" && len(segs) > 1 && segs[1] == "schemas"):
-		r.special = "schema"
+	case segs[0] == "schemas" && len(segs) == 2:
+		r.special, r.schemaName = "schema", segs[1]
+	case segs[0] == "v1" && len(segs) == 4 && segs[1] == "schemas" && segs[2] == "json":
+		r.special, r.schemaName = "konnect-schema", segs[3]
+	case segs[0] == "tags" && len(segs) <= 2:
+		r.special = "tags"
+		if len(segs) == 2 {
+			r.key = segs[1]
+		}
+	case r.cp == "" && enterpriseCollections[segs[0]]:
+		r.special = "unknown"
 	case entityEmpty[segs[0]]:
 		r.special, r.collection = "empty", segs[0]
 		if len(segs) > 1 {
@@ -325,6 +365,9 @@ func parseEntityPath(p string) entityRequest {
 			r.key = segs[3]
 		}
 	default:
+		r.special = "unknown"
+	}
+	if r.cp == "" && enterpriseCollections[r.collection] {
 		r.special = "unknown"
 	}
 	return r
@@ -424,12 +467,19 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"configuration": map[string]any{"database": "postgres"},
 		})
 		return
-	case "plugin-schema":
-		writeEntityJSON(w, http.StatusOK, pluginSchema())
+	case "plugin-schema", "schema", "konnect-schema":
+		status, body := serveSchema(req, a.expressions || req.cp != "")
+		writeEntityJSON(w, status, body)
 		return
-	case "schema", "unknown":
-		// Kong answers 404 for what it does not know; the reconciler's
-		// defaulter tolerates a 404 on entity schemas.
+	case "tags":
+		a.mu.Lock()
+		status, body := a.tags(r, a.scope(req.cp), req.key)
+		a.mu.Unlock()
+		writeEntityJSON(w, status, body)
+		return
+	case "unknown":
+		// Kong answers 404 for what it does not know (Enterprise
+		// collections in OSS, /workspaces whose DAO has no Admin API).
 		writeEntityJSON(w, http.StatusNotFound, map[string]any{"message": "Not found"})
 		return
 	case "empty":
@@ -483,7 +533,7 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		if e == nil || (parentID != "" && refID(e[parentField[req.parentCol]]) != parentID) {
 			return notFound()
 		}
-		return http.StatusOK, e
+		return http.StatusOK, s.present(req.collection, e)
 	case r.Method == http.MethodDelete && req.key != "":
 		e := s.lookup(req.collection, req.key)
 		if e == nil {
@@ -493,9 +543,11 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		if req.collection == "services" {
 			for _, rt := range s.cols["routes"] {
 				if refID(rt["service"]) == id {
+					// kong/db/errors.lua foreign_key_violation_restricted
 					return http.StatusBadRequest, map[string]any{
-						"code": 2, "name": "foreign key violation",
+						"code": 4, "name": "foreign key violation",
 						"message": "an existing 'routes' entity references this 'services' entity",
+						"fields":  map[string]any{"@referenced_by": "routes"},
 					}
 				}
 			}
@@ -518,21 +570,17 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	if body == nil {
 		body = map[string]any{}
 	}
-	dropNulls(body)
 
 	var existing map[string]any
 	if req.key != "" {
 		existing = s.lookup(req.collection, req.key)
 	}
+	schema := kongEntities[collectionEntity[req.collection]]
 	if r.Method == http.MethodPatch {
 		if existing == nil {
 			return notFound()
 		}
-		merged := deepCopy(existing)
-		for k, v := range body {
-			merged[k] = v
-		}
-		body = merged
+		body = mergeRecords(schema.fields, existing, body)
 	}
 	switch {
 	case existing != nil:
@@ -547,48 +595,82 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		if f := entityNameField[req.collection]; f != "" {
 			body[f] = req.key
 		}
-		body["id"] = newUUID()
-	default:
-		if id, ok := body["id"].(string); !ok || id == "" {
-			body["id"] = newUUID()
-		}
 	}
 	if parentID != "" {
 		body[parentField[req.parentCol]] = map[string]any{"id": parentID}
 	}
-	id := body["id"].(string)
 	if rej, ok := a.rejected(req.collection, body); ok {
 		return rej.status, map[string]any{
 			"code": 2, "name": "schema violation", "message": rej.message,
 			"fields": map[string]any{"@entity": []any{rej.message}},
 		}
 	}
-	if st, msg := s.checkForeign(body); st != 0 {
-		return st, msg
-	}
-	if st, msg := s.checkUnique(req.collection, id, body); st != 0 {
-		return st, msg
+	stored, status, errBody := a.store(s, req.collection, schema, body, req.cp != "", a.expressions || req.cp != "")
+	if errBody != nil {
+		return status, errBody
 	}
 	if req.collection == "basic-auths" && r.URL.Query().Get("skip_hash") != "true" {
 		// Kong stores SHA-1(password .. consumer id), hex, and returns that.
-		if pw, ok := body["password"].(string); ok && (existing == nil || existing["password"] != pw) {
-			sum := sha1.Sum([]byte(pw + refID(body["consumer"])))
-			body["password"] = hex.EncodeToString(sum[:])
+		if pw, ok := stored["password"].(string); ok && (existing == nil || existing["password"] != pw) {
+			sum := sha1.Sum([]byte(pw + refID(stored["consumer"])))
+			stored["password"] = hex.EncodeToString(sum[:])
 		}
 	}
-	now := a.now().Unix()
-	if _, ok := body["created_at"]; !ok {
-		body["created_at"] = now
+	snis, setSNIs := stored["snis"].([]any)
+	if req.collection == "certificates" {
+		delete(stored, "snis") // transient: the names of its SNIs
 	}
-	if req.collection != "targets" {
-		body["updated_at"] = now
+	id := stored["id"].(string)
+	s.put(req.collection, id, stored)
+	if req.collection == "certificates" && setSNIs {
+		s.replaceSNIs(id, snis, a.now())
 	}
-	s.put(req.collection, id, body)
-	status := http.StatusOK
+	status = http.StatusOK
 	if r.Method == http.MethodPost {
 		status = http.StatusCreated
 	}
-	return status, body
+	return status, s.present(req.collection, stored)
+}
+
+// store fills body as Kong's DAO does (defaults, auto fields, timestamps)
+// and checks it: schema, foreign keys, unique keys. It returns the entity
+// to store, or the status and Kong's error body.
+func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchema, body map[string]any, ee, expressions bool) (map[string]any, int, map[string]any) {
+	if collection == "services" {
+		serviceURL(body)
+	}
+	fields := schemaFields(schema, ee, expressions)
+	if collection == "plugins" {
+		name, _ := body["name"].(string)
+		ps := pluginSchemaFor(name, ee)
+		if ps == nil {
+			msg := fmt.Sprintf("plugin '%s' not enabled; add it to the 'plugins' configuration property", name)
+			return nil, http.StatusBadRequest, schemaViolation(fieldErrors{"name": msg})
+		}
+		fields = pluginFields(ps)
+	}
+	if schema.enterprise && !ee {
+		return nil, http.StatusNotFound, map[string]any{"message": "Not found"}
+	}
+	now := a.now()
+	fc := &fillContext{now: now, ee: ee, errs: fieldErrors{}}
+	// updated_at is set on every write; created_at is kept on an update.
+	delete(body, "updated_at")
+	out := fillEntity(fields, body, fc, nil)
+	if len(fc.errs) > 0 {
+		return nil, http.StatusBadRequest, schemaViolation(fc.errs)
+	}
+	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
+		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
+			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
+	}
+	if st, msg := s.checkForeign(out); st != 0 {
+		return nil, st, msg
+	}
+	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
+		return nil, st, msg
+	}
+	return out, 0, nil
 }
 
 func (a *EntityAPI) rejected(collection string, body map[string]any) (entityReject, bool) {
@@ -645,7 +727,7 @@ func (a *EntityAPI) list(r *http.Request, s *entityScope, req entityRequest, par
 			more = true
 			break
 		}
-		page = append(page, e)
+		page = append(page, s.present(req.collection, e))
 		last = id
 	}
 	if page == nil {
@@ -716,64 +798,66 @@ func (s *entityScope) lookup(collection, key string) map[string]any {
 	return nil
 }
 
-func (s *entityScope) checkForeign(body map[string]any) (int, any) {
-	for field, col := range entityForeign {
-		v, ok := body[field]
-		if !ok {
+func (s *entityScope) checkForeign(body map[string]any) (int, map[string]any) {
+	fields := make([]string, 0, len(entityForeign))
+	for f := range entityForeign {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	for _, field := range fields {
+		col := entityForeign[field]
+		id := refID(body[field])
+		if id == "" || s.lookup(col, id) != nil {
 			continue
 		}
-		id := refID(v)
-		if id == "" {
-			return http.StatusBadRequest, map[string]any{
-				"code": 2, "name": "schema violation",
-				"message": fmt.Sprintf("schema violation (%s.id: required field missing)", field),
-			}
-		}
-		if s.lookup(col, id) == nil {
-			msg := fmt.Sprintf("the foreign key '{id=\"%s\"}' does not reference an existing '%s' entity.", id, col)
-			return http.StatusBadRequest, map[string]any{
-				"code": 4, "name": "foreign key violation", "message": msg,
-				"fields": map[string]any{field: msg},
-			}
+		// kong/db/errors.lua foreign_key_violation_invalid_reference
+		key := map[string]any{"id": id}
+		msg := fmt.Sprintf("the foreign key '%s' does not reference an existing '%s' entity.", luaPretty(key), col)
+		return http.StatusBadRequest, map[string]any{
+			"code": 4, "name": "foreign key violation", "message": msg,
+			"fields": map[string]any{field: key},
 		}
 	}
 	return 0, nil
 }
 
-// uniqueKeys are the values that must be unique within a collection.
-func uniqueKeys(collection string, e map[string]any) []string {
-	var keys []string
-	if f := entityNameField[collection]; f != "" {
-		if v, ok := e[f].(string); ok && v != "" {
-			keys = append(keys, f+"="+v)
+// uniqueKey is one value that must be unique within a collection: a field
+// marked unique, or the entity's cache key.
+type uniqueKey struct {
+	fields map[string]any
+	text   string
+}
+
+func uniqueKeys(schema *entitySchema, e map[string]any) []uniqueKey {
+	var keys []uniqueKey
+	for _, f := range schema.fields {
+		if v, ok := e[f.name].(string); ok && f.unique && v != "" {
+			m := map[string]any{f.name: v}
+			keys = append(keys, uniqueKey{fields: m, text: luaPretty(m)})
 		}
 	}
-	switch collection {
-	case "consumers":
-		if v, ok := e["custom_id"].(string); ok && v != "" {
-			keys = append(keys, "custom_id="+v)
+	if len(schema.cacheKey) > 0 {
+		m := map[string]any{}
+		for _, f := range schema.cacheKey {
+			m[f] = e[f]
 		}
-	case "plugins":
-		name, _ := e["name"].(string)
-		keys = append(keys, fmt.Sprintf("name=%s,service=%s,route=%s,consumer=%s",
-			name, refID(e["service"]), refID(e["route"]), refID(e["consumer"])))
-	case "acls":
-		g, _ := e["group"].(string)
-		keys = append(keys, fmt.Sprintf("consumer=%s,group=%s", refID(e["consumer"]), g))
-	case "targets":
-		t, _ := e["target"].(string)
-		keys = append(keys, fmt.Sprintf("upstream=%s,target=%s", refID(e["upstream"]), t))
+		if v, ok := e["consumer_group"]; ok && v != nil && schema.name == "plugins" {
+			m["consumer_group"] = v
+		}
+		keys = append(keys, uniqueKey{fields: m, text: luaPretty(m)})
 	}
 	return keys
 }
 
-func (s *entityScope) checkUnique(collection, id string, body map[string]any) (int, any) {
+func (s *entityScope) checkUnique(collection string, schema *entitySchema, id string, body map[string]any) (int, map[string]any) {
 	idx := s.unique[collection]
-	for _, k := range uniqueKeys(collection, body) {
-		if other, ok := idx[k]; ok && other != id {
+	for _, k := range uniqueKeys(schema, body) {
+		if other, ok := idx[k.text]; ok && other != id {
+			// kong/db/errors.lua unique_violation
 			return http.StatusConflict, map[string]any{
 				"code": 5, "name": "unique constraint violation",
-				"message": fmt.Sprintf("UNIQUE violation detected on '{%s}'", k),
+				"message": fmt.Sprintf("UNIQUE violation detected on '%s'", k.text),
+				"fields":  k.fields,
 			}
 		}
 	}
@@ -786,15 +870,15 @@ func (s *entityScope) put(collection, id string, body map[string]any) {
 		s.unindex(collection, id, old)
 	}
 	s.cols[collection][id] = body
-	for _, k := range uniqueKeys(collection, body) {
-		s.unique[collection][k] = id
+	for _, k := range uniqueKeys(kongEntities[collectionEntity[collection]], body) {
+		s.unique[collection][k.text] = id
 	}
 }
 
 func (s *entityScope) unindex(collection, id string, e map[string]any) {
-	for _, k := range uniqueKeys(collection, e) {
-		if s.unique[collection][k] == id {
-			delete(s.unique[collection], k)
+	for _, k := range uniqueKeys(kongEntities[collectionEntity[collection]], e) {
+		if s.unique[collection][k.text] == id {
+			delete(s.unique[collection], k.text)
 		}
 	}
 }
@@ -826,14 +910,6 @@ func refID(v any) string {
 	}
 	id, _ := m["id"].(string)
 	return id
-}
-
-func dropNulls(m map[string]any) {
-	for k, v := range m {
-		if v == nil {
-			delete(m, k)
-		}
-	}
 }
 
 func sortedByID(col map[string]map[string]any) []map[string]any {
@@ -898,22 +974,106 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// pluginSchema is the schema served for every plugin name: the top-level
-// fields of Kong's plugin entity with a free-form config record, which is
-// what the reconciler needs to fill defaults (it fails to create a plugin
-// whose schema has no config field).
-func pluginSchema() map[string]any {
-	return map[string]any{
-		"fields": []any{
-			map[string]any{"id": map[string]any{"type": "string", "uuid": true, "auto": true}},
-			map[string]any{"name": map[string]any{"type": "string", "required": true}},
-			map[string]any{"instance_name": map[string]any{"type": "string"}},
-			map[string]any{"created_at": map[string]any{"type": "integer", "timestamp": true, "auto": true}},
-			map[string]any{"route": map[string]any{"type": "foreign", "reference": "routes", "default": nil}},
-			map[string]any{"service": map[string]any{"type": "foreign", "reference": "services", "default": nil}},
-			map[string]any{"consumer": map[string]any{"type": "foreign", "reference": "consumers", "default": nil}},
-			map[string]any{"config": map[string]any{"type": "record", "fields": []any{}}},
-			map[string]any{"tags": map[string]any{"type": "set", "elements": map[string]any{"type": "string"}}},
-		},
+// present is an entity as Kong answers it: a certificate carries the
+// names of its SNIs (kong/db/dao/certificates.lua), sorted.
+func (s *entityScope) present(collection string, e map[string]any) map[string]any {
+	if collection != "certificates" {
+		return e
+	}
+	id, _ := e["id"].(string)
+	names := []any{}
+	for _, sni := range sortedByID(s.cols["snis"]) {
+		if refID(sni["certificate"]) == id {
+			names = append(names, sni["name"])
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return fmt.Sprint(names[i]) < fmt.Sprint(names[j]) })
+	out := make(map[string]any, len(e)+1)
+	for k, v := range e {
+		out[k] = v
+	}
+	out["snis"] = names
+	return out
+}
+
+// replaceSNIs makes names the SNIs of a certificate, as a certificate
+// written with "snis" does in Kong.
+func (s *entityScope) replaceSNIs(certID string, names []any, now time.Time) {
+	want := map[string]bool{}
+	for _, n := range names {
+		if v, ok := n.(string); ok {
+			want[v] = true
+		}
+	}
+	for id, sni := range s.cols["snis"] {
+		if refID(sni["certificate"]) != certID {
+			continue
+		}
+		name, _ := sni["name"].(string)
+		if want[name] {
+			delete(want, name)
+			continue
+		}
+		s.unindex("snis", id, sni)
+		delete(s.cols["snis"], id)
+	}
+	for name := range want {
+		id := newUUID()
+		ts := float64(now.Unix())
+		s.put("snis", id, map[string]any{"id": id, "name": name, "certificate": map[string]any{"id": certID},
+			"tags": nil, "created_at": ts, "updated_at": ts})
+	}
+}
+
+// tags answers GET /tags and /tags/<tag>: every tagged entity as
+// {entity_name, entity_id, tag} (kong/db/schema/entities/tags.lua).
+func (a *EntityAPI) tags(r *http.Request, s *entityScope, only string) (int, any) {
+	if r.Method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	data := []any{}
+	cols := make([]string, 0, len(s.cols))
+	for c := range s.cols {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	for _, c := range cols {
+		for _, e := range sortedByID(s.cols[c]) {
+			tags, _ := e["tags"].([]any)
+			for _, t := range tags {
+				if only != "" && t != only {
+					continue
+				}
+				data = append(data, map[string]any{"entity_name": collectionEntity[c], "entity_id": e["id"], "tag": t})
+			}
+		}
+	}
+	return http.StatusOK, map[string]any{"data": data, "offset": nil, "next": nil}
+}
+
+// serveSchema answers /schemas/<entity>, /schemas/plugins/<name> (Kong's
+// shape, kong/api/routes/kong.lua) and Konnect's /v1/schemas/json/<entity>
+// (a JSON Schema). Enterprise entities and plugins exist in Konnect only.
+func serveSchema(req entityRequest, expressions bool) (int, any) {
+	ee := req.cp != ""
+	switch req.special {
+	case "plugin-schema":
+		ps := pluginSchemaFor(req.pluginName, ee)
+		if ps == nil {
+			return http.StatusNotFound, map[string]any{"message": "No plugin named '" + req.pluginName + "'"}
+		}
+		return http.StatusOK, pluginSchemaJSON(ps)
+	case "konnect-schema":
+		es := konnectEntity[req.schemaName]
+		if es == nil || !ee {
+			return notFound()
+		}
+		return http.StatusOK, jsonSchema(schemaFields(es, true, true))
+	default:
+		es := kongEntities[req.schemaName]
+		if es == nil || (es.enterprise && !ee) {
+			return http.StatusNotFound, map[string]any{"message": "No entity named '" + req.schemaName + "'"}
+		}
+		return http.StatusOK, entitySchemaJSON(es, ee, expressions)
 	}
 }

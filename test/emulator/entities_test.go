@@ -151,11 +151,14 @@ func TestEntityKonnectScopes(t *testing.T) {
 	if len(api.Entities("cp-a", "services")) != 1 || len(api.Entities("cp-b", "services")) != 1 || api.Len("") != 0 {
 		t.Errorf("scopes mixed: a=%v b=%v root=%d", api.Entities("cp-a", "services"), api.Entities("cp-b", "services"), api.Len(""))
 	}
-	if st, body, _ := c.do("GET", KonnectPrefix+"cp-a/schemas/plugins/anything", nil); st != 200 || body["fields"] == nil {
+	if st, body, _ := c.do("GET", KonnectPrefix+"cp-a/schemas/plugins/cors", nil); st != 200 || body["fields"] == nil {
 		t.Errorf("plugin schema: %d %v", st, body)
 	}
-	if st, _, _ := c.do("GET", KonnectPrefix+"cp-a/v1/schemas/json/service", nil); st != 404 {
-		t.Errorf("Konnect entity schema: %d, want 404 (tolerated by the reconciler)", st)
+	if st, body, _ := c.do("GET", KonnectPrefix+"cp-a/schemas/plugins/anything", nil); st != 404 || body["message"] != "No plugin named 'anything'" {
+		t.Errorf("unknown plugin schema: %d %v, want Kong's 404", st, body)
+	}
+	if st, body, _ := c.do("GET", KonnectPrefix+"cp-a/v1/schemas/json/service", nil); st != 200 || body["properties"] == nil {
+		t.Errorf("Konnect entity schema: %d %v, want a JSON schema", st, body)
 	}
 	if st, body, _ := c.do("GET", "/vaults?size=1000", nil); st != 200 || len(body["data"].([]any)) != 0 {
 		t.Errorf("empty collection: %d %v", st, body)
@@ -212,5 +215,202 @@ func TestEntityBehindGateway(t *testing.T) {
 	}
 	if gw.Count("PUT", "/services/"+uuidN(1)) != 1 || len(api.Entities("", "services")) != 1 {
 		t.Errorf("request log or store missed the PUT")
+	}
+}
+
+// fieldOf finds a field in Kong's schema answer ({"fields":[{name:{...}}]}).
+func fieldOf(t *testing.T, schema map[string]any, path ...string) map[string]any {
+	t.Helper()
+	fields, _ := schema["fields"].([]any)
+	for _, f := range fields {
+		m, _ := f.(map[string]any)
+		if def, ok := m[path[0]].(map[string]any); ok {
+			if len(path) == 1 {
+				return def
+			}
+			return fieldOf(t, def, path[1:]...)
+		}
+	}
+	t.Fatalf("schema has no field %v: %v", path, schema)
+	return nil
+}
+
+// TestEntitySchemas: /schemas/<entity> and /schemas/plugins/<name> answer
+// Kong 3.9's fields and defaults in Kong's shape; Konnect's
+// /v1/schemas/json/<entity> answers a JSON schema; unknown names and
+// Enterprise entities on the OSS root answer Kong's 404.
+func TestEntitySchemas(t *testing.T) {
+	_, c := newEntityServer(t)
+	for _, tc := range []struct {
+		path  []string
+		field []string
+		def   any
+	}{
+		{[]string{"/schemas/services"}, []string{"port"}, 80.0},
+		{[]string{"/schemas/services"}, []string{"connect_timeout"}, 60000.0},
+		{[]string{"/schemas/routes"}, []string{"https_redirect_status_code"}, 426.0},
+		{[]string{"/schemas/routes"}, []string{"path_handling"}, "v0"},
+		{[]string{"/schemas/upstreams"}, []string{"healthchecks", "active", "http_path"}, "/"},
+		{[]string{"/schemas/targets"}, []string{"weight"}, 100.0},
+		{[]string{"/schemas/jwt_secrets"}, []string{"algorithm"}, "HS256"},
+		{[]string{"/schemas/oauth2_credentials"}, []string{"client_type"}, "confidential"},
+		{[]string{"/schemas/plugins/basic-auth"}, []string{"config", "realm"}, "service"},
+		{[]string{"/schemas/plugins/correlation-id"}, []string{"config", "generator"}, "uuid#counter"},
+		{[]string{"/schemas/plugins/request-termination"}, []string{"config", "status_code"}, 503.0},
+	} {
+		st, body, _ := c.do("GET", tc.path[0], nil)
+		if st != 200 {
+			t.Errorf("GET %s: %d", tc.path[0], st)
+			continue
+		}
+		if got := fieldOf(t, body, tc.field...)["default"]; got != tc.def {
+			t.Errorf("%s %v default %v, want %v", tc.path[0], tc.field, got, tc.def)
+		}
+	}
+	if st, body, _ := c.do("GET", "/schemas/routes", nil); st == 200 {
+		for _, f := range body["fields"].([]any) {
+			if _, ok := f.(map[string]any)["expression"]; ok {
+				t.Error("traditional_compatible routes have no expression field")
+			}
+		}
+	}
+	for path, msg := range map[string]string{
+		"/schemas/nope":                  "No entity named 'nope'",
+		"/schemas/mtls_auth_credentials": "No entity named 'mtls_auth_credentials'",
+		"/schemas/plugins/nope":          "No plugin named 'nope'",
+	} {
+		if st, body, _ := c.do("GET", path, nil); st != 404 || body["message"] != msg {
+			t.Errorf("GET %s: %d %v, want 404 %q", path, st, body, msg)
+		}
+	}
+	st, body, _ := c.do("GET", KonnectPrefix+"cp/v1/schemas/json/upstream", nil)
+	props, _ := body["properties"].(map[string]any)
+	if st != 200 || props["algorithm"].(map[string]any)["default"] != "round-robin" {
+		t.Errorf("Konnect upstream schema: %d %v", st, body)
+	}
+	if st, _, _ := c.do("GET", KonnectPrefix+"cp/schemas/mtls_auth_credentials", nil); st != 200 {
+		t.Errorf("Konnect mtls_auth_credentials schema: %d", st)
+	}
+}
+
+// TestEntityStoresDefaults: an entity is stored and returned as Kong does:
+// every default filled (records expanded, null for fields without one),
+// auto fields generated, created_at/updated_at set; unknown fields and
+// missing required fields are Kong's schema violation.
+func TestEntityStoresDefaults(t *testing.T) {
+	now := time.Unix(1700000000, 250e6)
+	api := NewEntityAPI(WithEntityClock(func() time.Time { return now }))
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	c := &entityClient{t: t, url: srv.URL}
+	svc, rt := uuidN(1), uuidN(2)
+	if st, body, _ := c.do("PUT", "/services/"+svc, map[string]any{"name": "s", "host": "h"}); st != 200 ||
+		body["port"] != 80.0 || body["protocol"] != "http" || body["retries"] != 5.0 || body["enabled"] != true ||
+		body["read_timeout"] != 60000.0 || body["created_at"] != 1700000000.0 || body["updated_at"] != 1700000000.0 ||
+		body["path"] != nil {
+		t.Errorf("service: %d %v", st, body)
+	}
+	c.do("PUT", "/routes/"+rt, map[string]any{"name": "r", "paths": []any{"/"}, "service": map[string]any{"id": svc}})
+	st, body, _ := c.do("GET", "/routes/r", nil)
+	want := map[string]any{"https_redirect_status_code": 426.0, "strip_path": true, "preserve_host": false,
+		"regex_priority": 0.0, "path_handling": "v0", "request_buffering": true, "response_buffering": true,
+		"protocols": []any{"http", "https"}, "hosts": nil, "created_at": 1700000000.0}
+	for k, v := range want {
+		if fmt.Sprint(body[k]) != fmt.Sprint(v) {
+			t.Errorf("route %s = %v, want %v (%d %v)", k, body[k], v, st, body)
+		}
+	}
+	if _, ok := body["hosts"]; !ok {
+		t.Error("a field without default is returned as null")
+	}
+	_, body, _ = c.do("POST", "/plugins", map[string]any{"name": "basic-auth", "service": map[string]any{"id": svc}})
+	cfg, _ := body["config"].(map[string]any)
+	if cfg["realm"] != "service" || cfg["hide_credentials"] != false || body["enabled"] != true ||
+		fmt.Sprint(body["protocols"]) != "[grpc grpcs http https]" || body["route"] != nil {
+		t.Errorf("plugin defaults: %v", body)
+	}
+	_, body, _ = c.do("PUT", "/upstreams/"+uuidN(3), map[string]any{"name": "u",
+		"healthchecks": map[string]any{"active": map[string]any{"healthy": map[string]any{"interval": 5}}}})
+	hc, _ := body["healthchecks"].(map[string]any)
+	active, _ := hc["active"].(map[string]any)
+	healthy, _ := active["healthy"].(map[string]any)
+	if healthy["interval"] != 5.0 || fmt.Sprint(healthy["http_statuses"]) != "[200 302]" || active["http_path"] != "/" ||
+		hc["threshold"] != 0.0 || active["https_sni"] != nil || body["algorithm"] != "round-robin" {
+		t.Errorf("upstream healthchecks: %v", body)
+	}
+	_, body, _ = c.do("POST", "/upstreams/u/targets", map[string]any{"target": "10.0.0.1:80"})
+	if body["weight"] != 100.0 || body["created_at"] != 1700000000.25 {
+		t.Errorf("target (millisecond timestamps): %v", body)
+	}
+	st, body, _ = c.do("POST", "/consumers", map[string]any{"username": "c", "bogus": 1})
+	if st != 400 || body["message"] != "schema violation (bogus: unknown field)" || body["code"] != 2.0 {
+		t.Errorf("unknown field: %d %v", st, body)
+	}
+	st, body, _ = c.do("POST", "/services", map[string]any{"name": "nohost"})
+	if st != 400 || body["message"] != "schema violation (host: required field missing)" {
+		t.Errorf("missing host: %d %v", st, body)
+	}
+	_, body, _ = c.do("POST", "/consumers", map[string]any{"username": "c"})
+	_, body, _ = c.do("POST", "/consumers/c/key-auth", map[string]any{})
+	if k, _ := body["key"].(string); len(k) != 32 {
+		t.Errorf("key-auth key is generated: %v", body)
+	}
+}
+
+// TestEntityKongErrorBodies: unique, foreign-key and unknown-plugin errors
+// answer with Kong's status and body (kong/db/errors.lua).
+func TestEntityKongErrorBodies(t *testing.T) {
+	_, c := newEntityServer(t)
+	c.do("PUT", "/services/"+uuidN(1), map[string]any{"name": "s", "host": "h"})
+	st, body, _ := c.do("PUT", "/services/"+uuidN(2), map[string]any{"name": "s", "host": "h"})
+	if st != 409 || body["code"] != 5.0 || body["name"] != "unique constraint violation" ||
+		body["message"] != `UNIQUE violation detected on '{name="s"}'` || fmt.Sprint(body["fields"]) != "map[name:s]" {
+		t.Errorf("unique: %d %v", st, body)
+	}
+	c.do("POST", "/plugins", map[string]any{"name": "cors"})
+	st, body, _ = c.do("POST", "/plugins", map[string]any{"name": "cors"})
+	if st != 409 || body["message"] != `UNIQUE violation detected on '{consumer=null,name="cors",route=null,service=null}'` {
+		t.Errorf("plugin cache key: %d %v", st, body)
+	}
+	st, body, _ = c.do("PUT", "/routes/"+uuidN(3), map[string]any{"paths": []any{"/"}, "service": map[string]any{"id": uuidN(9)}})
+	if st != 400 || body["code"] != 4.0 ||
+		body["message"] != `the foreign key '{id="`+uuidN(9)+`"}' does not reference an existing 'services' entity.` ||
+		fmt.Sprint(body["fields"]) != "map[service:map[id:"+uuidN(9)+"]]" {
+		t.Errorf("foreign key: %d %v", st, body)
+	}
+	st, body, _ = c.do("POST", "/plugins", map[string]any{"name": "nope"})
+	if st != 400 || body["message"] != "schema violation (name: plugin 'nope' not enabled; add it to the 'plugins' configuration property)" {
+		t.Errorf("unknown plugin: %d %v", st, body)
+	}
+}
+
+// TestEntityOSSCollections: the DB-mode root is Kong OSS 3.9: /tags lists
+// tagged entities; /workspaces (no Admin API in OSS) and the Enterprise
+// collections answer 404; a Konnect control plane has consumer groups and
+// mTLS credentials.
+func TestEntityOSSCollections(t *testing.T) {
+	_, c := newEntityServer(t)
+	c.do("PUT", "/services/"+uuidN(1), map[string]any{"name": "s", "host": "h", "tags": []any{"a", "b"}})
+	if st, body, _ := c.do("GET", "/tags", nil); st != 200 || len(body["data"].([]any)) != 2 {
+		t.Errorf("/tags: %d %v", st, body)
+	}
+	if st, body, _ := c.do("GET", "/tags/a", nil); st != 200 || len(body["data"].([]any)) != 1 ||
+		body["data"].([]any)[0].(map[string]any)["entity_name"] != "services" {
+		t.Errorf("/tags/a: %d %v", st, body)
+	}
+	for _, p := range []string{"/workspaces", "/consumer_groups", "/licenses", "/mtls-auths", "/partials"} {
+		if st, _, _ := c.do("GET", p, nil); st != 404 {
+			t.Errorf("GET %s on Kong OSS: %d, want 404", p, st)
+		}
+	}
+	for _, p := range []string{"/vaults", "/key-sets", "/keys", "/filter-chains"} {
+		if st, _, _ := c.do("GET", p, nil); st != 200 {
+			t.Errorf("GET %s on Kong OSS: %d, want 200", p, st)
+		}
+	}
+	for _, p := range []string{"/consumer_groups", "/mtls-auths"} {
+		if st, _, _ := c.do("GET", KonnectPrefix+"cp"+p, nil); st != 200 {
+			t.Errorf("GET %s on Konnect: %d, want 200", p, st)
+		}
 	}
 }
