@@ -24,6 +24,10 @@ import (
 	"github.com/confighub/confighub/hub"
 )
 
+// ShutdownMessage comes with Unavailable to a status watch that a shutdown
+// ends; docs/api.md quotes it (cmd/confighub TestDocsQuoteShutdownMessage).
+const ShutdownMessage = "the hub is shutting down: resume with from_revision set to the last revision seen"
+
 // DefaultMaxMessageBytes is the default largest gRPC message (a unary push);
 // larger configurations go through UploadConfig.
 const DefaultMaxMessageBytes = 64 << 20

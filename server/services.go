@@ -182,7 +182,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 				if ctx.Err() != nil {
 					return nil
 				}
-				return status.Error(codes.Unavailable, "the hub is shutting down: resume with from_revision")
+				return status.Error(codes.Unavailable, ShutdownMessage)
 			}
 			if err := stream.Send(ev); err != nil {
 				return fmt.Errorf("send status event: %w", err)

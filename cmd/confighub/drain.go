@@ -6,6 +6,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/confighub/confighub/server"
 )
 
 // drainer ends the server-streaming calls (WatchStatus) when a shutdown
@@ -41,7 +43,7 @@ func (d *drainer) interceptor() grpc.StreamServerInterceptor {
 		defer stop()
 		err := handler(srv, &drainStream{ServerStream: ss, ctx: ctx})
 		if d.ctx.Err() != nil && ss.Context().Err() == nil {
-			return status.Error(codes.Unavailable, "confighub is shutting down; reconnect (a watch resumes from its last revision)")
+			return status.Error(codes.Unavailable, server.ShutdownMessage)
 		}
 		return err
 	}

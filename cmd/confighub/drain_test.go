@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/server"
 	"github.com/confighub/confighub/test/harness"
 )
 
@@ -85,7 +87,19 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 	case <-time.After(30 * time.Second): // failsafe: --shutdown-timeout is 1h
 		t.Fatalf("shutdown waited for the open status watch:\n%s", logs.String())
 	}
-	if err := <-errc; status.Code(err) != codes.Unavailable {
-		t.Fatalf("the watcher got %v, want Unavailable", err)
+	if err := <-errc; status.Code(err) != codes.Unavailable || status.Convert(err).Message() != server.ShutdownMessage {
+		t.Fatalf("the watcher got %v, want Unavailable %q", err, server.ShutdownMessage)
+	}
+}
+
+// TestDocsQuoteShutdownMessage: the message docs/api.md quotes for a watch
+// ended by a shutdown is the one the hub sends (the quote may wrap lines).
+func TestDocsQuoteShutdownMessage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc := strings.Join(strings.Fields(string(b)), " "); !strings.Contains(doc, `("`+server.ShutdownMessage+`")`) {
+		t.Fatalf("docs/api.md does not quote the shutdown message %q", server.ShutdownMessage)
 	}
 }

@@ -74,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.ops.metricsListenSet = f.ops.metricsListenSet || fl.Name == "metrics-listen" })
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}

@@ -34,7 +34,10 @@ type opsFlags struct {
 	tlsClientCA       string
 	insecureListenAny bool
 	metricsListen     string
-	includeSecrets    bool
+	// metricsListenSet: --metrics-listen was given, even with the default
+	// value: an address the operator chose must be served or the start fails.
+	metricsListenSet bool
+	includeSecrets   bool
 }
 
 func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
@@ -43,7 +46,7 @@ func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mTLS)")
 	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen or --metrics-listen without --auth-tokens (anyone who can reach the gRPC port can push and change sinks)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
+	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables; if the default is in use metrics are disabled with a warning, an address given here must bind or the start fails; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
 	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
 }
 
@@ -204,11 +207,11 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		o.metrics.InitializeGRPC(srv.GRPC)
 		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log)
 		if err != nil {
-			if f.ops.metricsListen != defaultMetricsListen {
+			if f.ops.metricsListenSet {
 				return err
 			}
-			// The default port is taken (another hub on this machine):
-			// serve gRPC anyway and say so.
+			// The default port, not asked for, is taken (another hub on
+			// this machine): serve gRPC anyway and say so.
 			o.log.Warn("metrics disabled: the default --metrics-listen is in use; set --metrics-listen", "error", err)
 		} else {
 			o.msrv = ms

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/confighub/confighub/test/harness"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,44 @@ func TestSIGHUPDuringStartup(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "auth tokens reloaded") {
 		t.Fatalf("the early SIGHUP was not handled:\n%s", logs.String())
+	}
+}
+
+// TestExplicitMetricsListenInUse: an address given with --metrics-listen
+// that is taken fails the start (exit 1, naming the flag), even when it is
+// the default address spelled out; only the unasked-for default degrades
+// to "metrics disabled".
+func TestExplicitMetricsListenInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stderr strings.Builder
+	addr := taken.Addr().String()
+	if code := run(ctx, []string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", addr}, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1: a taken --metrics-listen must fail the start\n%s", code, stderr.String())
+	}
+	if want := "confighub: --metrics-listen " + addr + ": listen tcp " + addr; !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "metrics disabled") {
+		t.Fatalf("want %q and no 'metrics disabled':\n%s", want, stderr.String())
+	}
+	for _, c := range []struct {
+		args []string
+		set  bool
+	}{
+		{nil, false},
+		{[]string{"--metrics-listen", defaultMetricsListen}, true},
+		{[]string{"--metrics-listen=" + defaultMetricsListen}, true},
+		{[]string{"--metrics-listen", ""}, true},
+	} {
+		f, err := parseFlags(c.args, &strings.Builder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.ops.metricsListenSet != c.set {
+			t.Errorf("%q: metricsListenSet=%v, want %v", c.args, f.ops.metricsListenSet, c.set)
+		}
 	}
 }
