@@ -68,16 +68,20 @@ breaking: $(TOOLS)
 	buf breaking --against '$(BREAKING_AGAINST)'
 
 ## lint: proto lint and format, go vet, golangci-lint
+# MODULES: every Go module of the repository (the root and the light API module)
+MODULES := . api
+
 lint: lint-proto vet $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)
-	golangci-lint run ./...
+	for m in $(MODULES); do (cd $$m && golangci-lint run ./...) || exit 1; done
 
 vet:
-	$(GO) vet ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 gotest: $(TOOLS)
 	rm -f $(GRPCURL_LOG)
 	CONFIGHUB_GRPCURL=$(BIN)/grpcurl CONFIGHUB_GRPCURL_LOG=$(GRPCURL_LOG) \
 		$(GO) test -race -timeout 12m $(TEST_FLAGS) ./...
+	cd api && $(GO) test -race -timeout 5m $(TEST_FLAGS) ./...
 
 ## grpcurl-check: the e2e tests must have run the real grpcurl binary
 grpcurl-check:

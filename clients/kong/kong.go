@@ -20,8 +20,8 @@ import (
 	gokong "github.com/kong/go-kong/kong"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/clients/tlsconfig"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/clients/diffsync"
-	"github.com/confighub/confighub/clients/tlsconfig"
+	"github.com/confighub/confighub/internal/diffsync"
+	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
 

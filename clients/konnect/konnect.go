@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/clients/diffsync"
-	"github.com/confighub/confighub/clients/tlsconfig"
+	"github.com/confighub/confighub/internal/diffsync"
+	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
 

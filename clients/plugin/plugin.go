@@ -23,8 +23,8 @@ import (
 
 	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/clients/tlsconfig"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
 

@@ -12,13 +12,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/clients/builtin"
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/hub"
-	"github.com/confighub/confighub/hubclient"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/store/bolt"
 )
 
 // maxMsg is the gRPC message limit of the harness's hub and clients, so a

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/internal/emulator"
 )
 
 // runFleet is the child mode: n emulated gateways (one listener each on

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/internal/emulator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

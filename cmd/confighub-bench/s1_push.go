@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/hubclient"
 )
 
 // rawService is the baseline of scenario 1: the least work a durable ack

@@ -15,7 +15,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/internal/engine"
 )
 
 func kongSpec(name, url string) *confighubv1.Sink {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine"
+	"github.com/confighub/confighub/internal/engine"
 )
 
 // serialGateways is the fleet of scenario 6 (a KIC deployment's gateways).

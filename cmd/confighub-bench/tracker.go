@@ -8,7 +8,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/hub"
+	"github.com/confighub/confighub/internal/hub"
 )
 
 // tracker follows a stream's status through the hub's own Watch and tells

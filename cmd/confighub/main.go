@@ -20,14 +20,14 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/clients/builtin"
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/hub"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/internal/sinksfile"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/internal/store/bolt"
+	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/sinksfile"
-	"github.com/confighub/confighub/store"
-	"github.com/confighub/confighub/store/bolt"
-	"github.com/confighub/confighub/store/memory"
 )
 
 func main() {

@@ -16,11 +16,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/confighub/confighub/auth"
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/metrics"
-	"github.com/confighub/confighub/redact"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/metrics"
+	"github.com/confighub/confighub/internal/redact"
+	"github.com/confighub/confighub/internal/server"
 )
 
 // defaultMetricsListen is where /metrics is served unless told otherwise.

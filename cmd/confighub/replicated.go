@@ -17,12 +17,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/cluster"
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/hub"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/cluster"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/server"
+	etcdstore "github.com/confighub/confighub/internal/store/etcd"
 	"github.com/confighub/confighub/sink"
-	etcdstore "github.com/confighub/confighub/store/etcd"
 )
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).

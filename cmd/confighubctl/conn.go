@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/confighub/confighub/hubclient"
+	"github.com/confighub/confighub/api/hubclient"
 )
 
 // maxRecv bounds answers (config get of a large configuration).

@@ -19,17 +19,17 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/auth"
-	"github.com/confighub/confighub/auth/authtest"
 	"github.com/confighub/confighub/clients/file"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/hub"
-	"github.com/confighub/confighub/redact"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/auth/authtest"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/redact"
+	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/store/memory"
-	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/hubclient"
+	"github.com/confighub/confighub/api/hubclient"
 )
 
 // labelFlags collects repeated --label k=v.

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/sinksfile"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/sinksfile"
 )
 
 func cmdSinks(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {

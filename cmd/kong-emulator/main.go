@@ -2,7 +2,7 @@
 // loopback ports, for trying confighub by hand; with --db-mode, gateways with
 // a database (the entity Admin API, also under
 // /kic/api/control-planes/<id> for a konnect sink). It is an emulator, not
-// Kong: see package test/emulator for what it checks.
+// Kong: see package internal/emulator for what it checks.
 //
 //	kong-emulator --listen 127.0.0.1:8001 --count 3
 //
@@ -28,7 +28,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/confighub/confighub/test/emulator"
+	"github.com/confighub/confighub/internal/emulator"
 )
 
 func main() {

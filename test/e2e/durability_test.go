@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/hubclient"
-	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/internal/harness"
 )
 
 // genConfig is a valid Kong config whose content depends on n, of at least

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/hubclient"
-	"github.com/confighub/confighub/test/emulator"
-	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/internal/harness"
 )
 
 // TestHungSinkDelaysNobody: one sink hangs for ever (a gateway that never

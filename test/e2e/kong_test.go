@@ -13,9 +13,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/clients/builtin"
+	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/test/emulator"
-	"github.com/confighub/confighub/test/harness"
 )
 
 // fleet is a real hub process with n emulated DB-less Kong gateways, one

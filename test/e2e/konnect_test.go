@@ -8,8 +8,8 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/emulator"
-	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/internal/harness"
 )
 
 // TestHungKonnectDoesNotDelayGateways: with a Konnect that never answers,

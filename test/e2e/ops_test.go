@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/auth/authtest"
-	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/internal/auth/authtest"
+	"github.com/confighub/confighub/internal/harness"
 )
 
 func init() { e2eBinaries = append(e2eBinaries, "cmd/confighubctl") }

@@ -1,0 +1,199 @@
+package hubclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// DefaultUnaryLimit is the size above which Push uploads in chunks. It sits
+// well under the hub's default message limit and grpc's default client
+// limit on the answer path.
+const DefaultUnaryLimit = 4 << 20
+
+// DefaultChunkBytes is the size of one upload chunk.
+const DefaultChunkBytes = 1 << 20
+
+// Client talks to one hub.
+type Client struct {
+	Hub   confighubv1.ConfigHubServiceClient
+	Admin confighubv1.SinkAdminServiceClient
+
+	unaryLimit int
+	chunk      int
+	progress   func(sent, total int64)
+	minBackoff time.Duration
+	maxBackoff time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithUnaryLimit sets the size above which Push uses UploadConfig.
+func WithUnaryLimit(n int) Option { return func(c *Client) { c.unaryLimit = n } }
+
+// WithChunkBytes sets the upload chunk size.
+func WithChunkBytes(n int) Option { return func(c *Client) { c.chunk = n } }
+
+// WithProgress is called after every upload chunk (for a progress bar).
+func WithProgress(f func(sent, total int64)) Option { return func(c *Client) { c.progress = f } }
+
+// WithWatchBackoff bounds the wait between Watch reconnects.
+func WithWatchBackoff(min, max time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
+}
+
+// New returns a client on conn.
+func New(conn grpc.ClientConnInterface, opts ...Option) *Client {
+	c := &Client{
+		Hub:        confighubv1.NewConfigHubServiceClient(conn),
+		Admin:      confighubv1.NewSinkAdminServiceClient(conn),
+		unaryLimit: DefaultUnaryLimit,
+		chunk:      DefaultChunkBytes,
+		minBackoff: 100 * time.Millisecond,
+		maxBackoff: 10 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Push is one configuration to send.
+type Push struct {
+	Stream             string
+	Config             []byte
+	Format             confighubv1.Format
+	ExpectedGeneration uint64
+	Labels             map[string]string
+}
+
+// Push sends a configuration, by PushConfig or, above the unary limit, by
+// UploadConfig.
+func (c *Client) Push(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
+	if len(p.Config) <= c.unaryLimit {
+		return c.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{
+			Stream: p.Stream, Config: p.Config, Format: p.Format,
+			ExpectedGeneration: p.ExpectedGeneration, Labels: p.Labels,
+		})
+	}
+	return c.upload(ctx, p)
+}
+
+func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.Hub.UploadConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open upload: %w", err)
+	}
+	total := int64(len(p.Config))
+	hdr := &confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{
+		Stream: p.Stream, Format: p.Format, TotalSize: uint64(total), ExpectedHash: hashHex(p.Config),
+		ExpectedGeneration: p.ExpectedGeneration, Labels: p.Labels,
+	}}}
+	if err := st.Send(hdr); err != nil {
+		return nil, c.uploadErr(st, err)
+	}
+	for off := 0; off < len(p.Config); off += c.chunk {
+		end := min(off+c.chunk, len(p.Config))
+		// The chunk aliases p.Config: Send marshals before it returns.
+		if err := st.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: p.Config[off:end]}}); err != nil {
+			return nil, c.uploadErr(st, err)
+		}
+		if c.progress != nil {
+			c.progress(int64(end), total)
+		}
+	}
+	res, err := st.CloseAndRecv()
+	if err != nil {
+		return nil, err
+	}
+	return &confighubv1.PushConfigResponse{Generation: res.GetGeneration(), Hash: res.GetHash(), Unchanged: res.GetUnchanged()}, nil
+}
+
+// uploadErr gets the server's real status when Send fails with io.EOF (the
+// server ended the stream early, e.g. too large).
+func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse], err error) error {
+	if errors.Is(err, io.EOF) {
+		if _, rerr := st.CloseAndRecv(); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+// Watch calls fn with every status event of a stream until ctx ends or fn
+// returns an error. After a broken stream it reconnects with backoff and
+// resumes from the last revision it saw (the hub sends a fresh snapshot if
+// that revision is gone). Permanent errors (NotFound, PermissionDenied,
+// Unauthenticated, InvalidArgument) are returned.
+func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
+	rev := fromRevision
+	wait := c.minBackoff
+	for {
+		err := c.watchOnce(ctx, stream, &rev, fn, &wait)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fnErr fnError
+		if errors.As(err, &fnErr) {
+			return fnErr.err
+		}
+		switch status.Code(err) {
+		case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
+			return err
+		}
+		d := wait/2 + rand.N(wait/2+1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		wait = min(wait*2, c.maxBackoff)
+	}
+}
+
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn func(*confighubv1.WatchStatusResponse) error, wait *time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: *rev})
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		*wait = c.minBackoff // got data: the connection is healthy again
+		if ev.GetRevision() > *rev || ev.GetSnapshot() != nil {
+			*rev = ev.GetRevision()
+		}
+		if err := fn(ev); err != nil {
+			return fnError{err}
+		}
+	}
+}
+
+// hashHex is the hub's config hash (hex SHA-256 of the bytes), computed here
+// so the client does not import the server's config package.
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/internal/store/memory"
+)
+
+// sharedStore is the memory store with a Watch, standing in for the etcd
+// store that several replicas share.
+type sharedStore struct {
+	*memory.Store
+	mu       sync.Mutex
+	watchers map[chan store.Event]struct{}
+}
+
+var (
+	_ store.Store   = (*sharedStore)(nil)
+	_ store.Watcher = (*sharedStore)(nil)
+)
+
+func newSharedStore() *sharedStore {
+	return &sharedStore{Store: memory.New(), watchers: map[chan store.Event]struct{}{}}
+}
+
+func (s *sharedStore) Watch(ctx context.Context) <-chan store.Event {
+	ch := make(chan store.Event, 1024)
+	s.mu.Lock()
+	s.watchers[ch] = struct{}{}
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		delete(s.watchers, ch)
+		s.mu.Unlock()
+		close(ch)
+	})
+	return ch
+}
+
+func (s *sharedStore) emit(ev store.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.watchers {
+		ch <- ev
+	}
+}
+
+func (s *sharedStore) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
+	out, unchanged, err := s.Store.CommitConfig(ctx, st, expected)
+	if err == nil && !unchanged {
+		c := out
+		s.emit(store.Event{Stream: &c})
+	}
+	return out, unchanged, err
+}
+
+func (s *sharedStore) PutSink(ctx context.Context, sk *confighubv1.Sink) error {
+	err := s.Store.PutSink(ctx, sk)
+	if err == nil {
+		s.emit(store.Event{SinkPut: sk})
+	}
+	return err
+}
+
+func (s *sharedStore) DeleteSink(ctx context.Context, name string) error {
+	err := s.Store.DeleteSink(ctx, name)
+	if err == nil {
+		s.emit(store.Event{SinkDeleted: name})
+	}
+	return err
+}

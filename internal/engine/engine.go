@@ -1,0 +1,631 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/sink"
+)
+
+// DefaultMaxConcurrentApplies is the hub-wide limit of applies in flight,
+// per pool: gateway sinks (Describe().Gateway) share one pool, every other
+// sink (konnect, file, plugins, ...) another of the same size.
+const DefaultMaxConcurrentApplies = 64
+
+// ErrSinkNotFound is returned for an unknown sink name.
+var ErrSinkNotFound = errors.New("sink not found")
+
+// ErrStopped is returned by PutSink and DeleteSink after Stop.
+var ErrStopped = errors.New("engine stopped")
+
+// AppliedRecorder stores what a sink applied; store.Store satisfies it.
+type AppliedRecorder interface {
+	RecordApplied(ctx context.Context, a store.Applied) error
+}
+
+var _ AppliedRecorder = store.Store(nil)
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock sets the clock of every timer of the engine (tests pass a fake).
+func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// WithMessageRedactor sets how the text of a sink's error (its message and
+// its entity errors' messages) is cleaned before it reaches status, logs
+// and GetConfig: destinations quote secrets in their errors (Kong names a
+// duplicate key-auth key in full). The raw body is kept as it was. Default:
+// the text as it is.
+func WithMessageRedactor(f func(string) string) Option {
+	return func(e *Engine) { e.redactMsg = f }
+}
+
+// WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
+// each pool (gateway sinks; every other sink).
+func WithMaxConcurrentApplies(n int) Option {
+	return func(e *Engine) {
+		if n > 0 {
+			e.maxApplies = n
+		}
+	}
+}
+
+// WithRecorder sets where applied generations are recorded.
+func WithRecorder(r AppliedRecorder) Option { return func(e *Engine) { e.recorder = r } }
+
+// WithMetrics sets the metrics sink.
+func WithMetrics(m Metrics) Option {
+	return func(e *Engine) {
+		if m != nil {
+			e.metrics = m
+		}
+	}
+}
+
+// WithWatchBuffer sets each status watcher's buffer.
+func WithWatchBuffer(n int) Option {
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
+}
+
+// DefaultStatusDispatchWindow is how long a status change waits for the
+// others of its round before it is sent to the watchers (see
+// status.WithDispatchWindow).
+const DefaultStatusDispatchWindow = 5 * time.Millisecond
+
+// WithStatusDispatchWindow sets the status fan-out's batching window; 0
+// sends every change at once.
+func WithStatusDispatchWindow(d time.Duration) Option {
+	return func(e *Engine) { e.dispatchWindow = d }
+}
+
+// WithHistory sets how many status changes per stream are kept for resume.
+func WithHistory(n int) Option {
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
+}
+
+// WithRandom sets the source of backoff jitter: a function returning a
+// uniform value in [0,1). Tests pass a constant.
+func WithRandom(f func() float64) Option {
+	return func(e *Engine) {
+		if f != nil {
+			e.rnd = f
+		}
+	}
+}
+
+// Engine fans each stream's newest configuration out to its sinks. See the
+// package doc for its guarantees.
+type Engine struct {
+	reg        *sink.Registry
+	clock      clockwork.Clock
+	log        *slog.Logger
+	redactMsg  func(string) string
+	metrics    Metrics
+	recorder   AppliedRecorder
+	maxApplies int
+	// gatewaySlots limit the applies in flight of gateway sinks, slots
+	// those of every other sink: a hung Konnect holds none of the
+	// gateways' slots. Guarded by mu.
+	gatewaySlots, slots *slotPool
+	rnd                 func() float64
+	brokerOpts          []status.Option
+	broker              *status.Broker
+	// dispatchWindow batches the status fan-out (real time: it delays
+	// delivery and schedules no sink work, so a fake engine clock must not
+	// hold status back).
+	dispatchWindow time.Duration
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// ops counts the PutSink and DeleteSink calls under way; Stop waits for
+	// them. Added to under mu while not stopped.
+	ops      sync.WaitGroup
+	stopOnce sync.Once
+
+	mu       sync.Mutex
+	streams  map[string]*stream
+	sinks    map[string]*worker
+	restored map[string]store.Applied
+	// names serialises PutSink and DeleteSink per sink name: they wait for
+	// the old worker outside mu, and a sink that ignores its ctx must hold
+	// up the calls for its own name only.
+	names   map[string]*nameLock
+	stopped bool
+}
+
+// nameLock is one sink name's admin lock; refs counts its holders and
+// waiters, so that it is dropped when unused.
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// admin starts a PutSink or DeleteSink of name: it fails after Stop, else
+// it holds name's lock until the returned func is called.
+func (e *Engine) admin(name string) (func(), error) {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, ErrStopped
+	}
+	e.ops.Add(1)
+	l := e.names[name]
+	if l == nil {
+		l = &nameLock{}
+		e.names[name] = l
+	}
+	l.refs++
+	e.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(e.names, name)
+		}
+		e.mu.Unlock()
+		e.ops.Done()
+	}, nil
+}
+
+// stream is one config channel and its sinks. Guarded by Engine.mu.
+type stream struct {
+	name  string
+	cur   *config.Config
+	sinks map[string]*worker
+	// waves counts the sinks per wave, so a wave-0 sink checks its gate in
+	// O(1).
+	waves map[uint32]int
+	gens  []*genTrack
+	// waiters are workers whose gate depends on the other sinks' progress.
+	waiters map[*worker]struct{}
+}
+
+// genTrack counts the sinks that applied one generation.
+type genTrack struct {
+	gen      uint64
+	hash     string
+	accept   time.Time
+	labels   map[string]string
+	applied  uint32
+	total    uint32
+	converge time.Time
+}
+
+const keepGenerations = status.DefaultGenerations
+
+// New returns an engine. It starts no goroutine until sinks are put.
+func New(reg *sink.Registry, opts ...Option) *Engine {
+	e := &Engine{
+		reg:        reg,
+		clock:      clockwork.NewRealClock(),
+		log:        slog.New(slog.DiscardHandler),
+		metrics:    NopMetrics{},
+		maxApplies: DefaultMaxConcurrentApplies,
+		rnd:        rand.Float64,
+		streams:    map[string]*stream{},
+		sinks:      map[string]*worker{},
+		restored:   map[string]store.Applied{},
+		names:      map[string]*nameLock{},
+
+		dispatchWindow: DefaultStatusDispatchWindow,
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
+	e.slots = newSlotPool("non-gateway", e.maxApplies)
+	// Revisions start at the clock's nanoseconds, so a restarted hub never
+	// hands out a revision a watcher saw before the restart.
+	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
+	window := status.WithDispatchWindow(e.dispatchWindow)
+	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e
+}
+
+func (e *Engine) stream(name string) *stream {
+	if name == "" {
+		name = config.DefaultStream
+	}
+	st := e.streams[name]
+	if st == nil {
+		st = &stream{name: name, sinks: map[string]*worker{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
+		e.streams[name] = st
+	}
+	return st
+}
+
+// Restore seeds the applied generation and hash of sinks from a store, so a
+// restarted hub skips what the destinations already hold. Call it before
+// the sinks are put.
+func (e *Engine) Restore(applied []store.Applied) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range applied {
+		e.restored[a.Sink] = a
+	}
+}
+
+// Publish makes cfg its stream's newest configuration and offers it to every
+// sink of the stream. It never waits for a sink. A generation not newer than
+// the stream's current one is ignored.
+func (e *Engine) Publish(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.stream(cfg.Stream)
+	if st.cur != nil && cfg.Generation <= st.cur.Generation {
+		return
+	}
+	st.cur = cfg
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks))}
+	for _, w := range st.sinks {
+		if w.appliedGen >= g.gen {
+			g.applied++
+		}
+	}
+	st.gens = append(st.gens, g)
+	if len(st.gens) > keepGenerations {
+		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
+		clear(st.gens[n:])
+		st.gens = st.gens[:n]
+	}
+	e.metrics.StreamGeneration(st.name, cfg.Generation)
+	e.checkConverged(st, g)
+	e.broker.PutGeneration(st.name, g.proto())
+	now := e.clock.Now()
+	for _, w := range st.sinks {
+		w.offer(cfg, now)
+	}
+}
+
+// Current returns a stream's newest configuration, nil if none.
+func (e *Engine) Current(streamName string) *config.Config {
+	if streamName == "" {
+		streamName = config.DefaultStream
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.streams[streamName]; st != nil {
+		return st.cur
+	}
+	return nil
+}
+
+// PutSink validates spec, builds the sink with its kind's factory and starts
+// its worker. A sink of the same name is replaced (its worker stopped and the
+// sink closed first) unless the normalised spec is unchanged. A new sink
+// gets the stream's current generation at once.
+func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+	norm, kind, err := e.validate(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, _ := resolve(norm) // validate checked it
+	done, err := e.admin(norm.GetName())
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+
+	e.mu.Lock()
+	old := e.sinks[norm.GetName()]
+	if old != nil && proto.Equal(old.spec, norm) {
+		e.mu.Unlock()
+		return proto.Clone(norm).(*confighubv1.Sink), false, nil
+	}
+	e.mu.Unlock()
+
+	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
+	if err != nil {
+		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
+			return nil, false, fmt.Errorf("sink %q: %w", norm.GetName(), err)
+		}
+		return nil, false, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
+	}
+	if old != nil {
+		// The new worker's first status replaces the old one, unless the
+		// sink moves to another stream.
+		e.removeWorker(old, old.st.name != norm.GetStream())
+	}
+
+	// No sink method runs under e.mu: Publish (the push path) takes it.
+	caps := s.Describe()
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		closeSink(e.log, norm.GetName(), s)
+		return nil, false, ErrStopped
+	}
+	w := newWorker(e, norm, opts, s, caps)
+	e.addWorker(w)
+	e.mu.Unlock()
+	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil)
+	return proto.Clone(norm).(*confighubv1.Sink), old == nil, nil
+}
+
+// DeleteSink stops a sink's goroutines, closes it and removes its status.
+func (e *Engine) DeleteSink(name string) error {
+	done, err := e.admin(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e.mu.Lock()
+	w := e.sinks[name]
+	e.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
+	}
+	e.removeWorker(w, true)
+	e.log.Info("sink deleted", "sink", name, "kind", w.kind, "stream", w.st.name)
+	return nil
+}
+
+// addWorker registers w and starts it. e.mu is held.
+func (e *Engine) addWorker(w *worker) {
+	st := w.st
+	if a, ok := e.restored[w.name]; ok {
+		delete(e.restored, w.name)
+		if a.Stream == st.name {
+			w.appliedGen, w.appliedHash = a.Generation, a.Hash
+			w.lastAppliedTime = a.Time
+		}
+	}
+	e.sinks[w.name] = w
+	st.sinks[w.name] = w
+	st.waves[w.opts.wave]++
+	for _, g := range st.gens {
+		g.total++
+		if w.appliedGen >= g.gen {
+			g.applied++
+		}
+		e.checkConverged(st, g)
+		e.broker.PutGeneration(st.name, g.proto())
+	}
+	if st.cur != nil {
+		// A new sink gets the current generation at once: no debounce.
+		w.desired = st.cur
+	}
+	w.emit()
+	e.kickWaiters(st)
+	e.wg.Add(1)
+	go w.start()
+}
+
+// removeWorker unregisters w, stops its goroutines and closes its sink.
+// w's name lock is held, e.mu is not.
+func (e *Engine) removeWorker(w *worker, removeStatus bool) {
+	e.mu.Lock()
+	st := w.st
+	w.removed = true
+	delete(e.sinks, w.name)
+	delete(st.sinks, w.name)
+	delete(st.waiters, w)
+	if st.waves[w.opts.wave]--; st.waves[w.opts.wave] == 0 {
+		delete(st.waves, w.opts.wave)
+	}
+	for _, g := range st.gens {
+		g.total--
+		if w.appliedGen >= g.gen {
+			g.applied--
+		}
+		e.checkConverged(st, g)
+		e.broker.PutGeneration(st.name, g.proto())
+	}
+	if removeStatus {
+		e.broker.RemoveSink(st.name, w.name)
+	}
+	e.kickWaiters(st)
+	e.mu.Unlock()
+	w.cancel()
+	<-w.done
+	// Only once the worker is gone: an apply finishing meanwhile would
+	// re-create the series.
+	if removeStatus {
+		e.metrics.SinkRemoved(w.name, w.kind)
+	}
+	closeSink(e.log, w.name, w.s)
+}
+
+func closeSink(log *slog.Logger, name string, s sink.Sink) {
+	if c, ok := s.(sink.Closer); ok {
+		if err := c.Close(); err != nil {
+			log.Warn("closing sink failed", "sink", name, "error", err)
+		}
+	}
+}
+
+// ListSinks returns the normalised specs of a stream's sinks ("" = all),
+// sorted by name.
+func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
+	e.mu.Lock()
+	out := make([]*confighubv1.Sink, 0, len(e.sinks))
+	for _, w := range e.sinks {
+		if streamName == "" || w.st.name == streamName {
+			out = append(out, w.spec)
+		}
+	}
+	e.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	for i, s := range out {
+		out[i] = proto.Clone(s).(*confighubv1.Sink)
+	}
+	return out
+}
+
+// Status returns a consistent snapshot of a stream's status at one broker
+// revision; false when the stream has neither a config nor a sink.
+func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
+	if streamName == "" {
+		streamName = config.DefaultStream
+	}
+	return e.broker.Snapshot(streamName)
+}
+
+// Watch streams a stream's status: a snapshot (reason "start") or the
+// changes after fromRevision (a snapshot with reason "resume-gap" when they
+// are no longer buffered or fromRevision is from before a restart), then
+// every change. A watcher whose buffer fills
+// gets a fresh snapshot (reason "slow-watcher") instead of what it missed;
+// the engine never waits for it. The channel is closed when ctx ends or the
+// engine stops. Messages are shared: read only.
+func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
+	if streamName == "" {
+		streamName = config.DefaultStream
+	}
+	return e.broker.Watch(ctx, streamName, fromRevision)
+}
+
+// LastApplied returns the configuration a sink last applied (or found
+// already applied by hash).
+func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.sinks[sinkName]
+	if w == nil {
+		return nil, false
+	}
+	if w.lastAppliedCfg != nil {
+		return w.lastAppliedCfg, true
+	}
+	// Restored after a restart: the bytes are the current config's when the
+	// hashes match.
+	if cur := w.st.cur; cur != nil && w.appliedHash != "" && cur.Hash == w.appliedHash {
+		return cur, true
+	}
+	return nil, false
+}
+
+// LastFailed returns the configuration and error of a sink's last failed
+// apply (the error keeps the destination's raw Body).
+func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w := e.sinks[sinkName]
+	if w == nil || w.lastFailedCfg == nil {
+		return nil, nil, false
+	}
+	return w.lastFailedCfg, w.lastFailedErr, true
+}
+
+// Stop cancels every worker and runner, waits for their goroutines, closes
+// the sinks and every status watcher.
+// A second call waits for the first.
+func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
+
+func (e *Engine) stop() {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	e.cancel()
+	// PutSink and DeleteSink calls under way finish (closing what they
+	// removed); after them the sinks no longer change.
+	e.ops.Wait()
+	e.mu.Lock()
+	workers := make([]*worker, 0, len(e.sinks))
+	for _, w := range e.sinks {
+		workers = append(workers, w)
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	for _, w := range workers {
+		closeSink(e.log, w.name, w.s)
+	}
+	e.broker.Close()
+}
+
+// checkConverged sets a generation's converge time once every sink of the
+// stream applied it. e.mu is held.
+func (e *Engine) checkConverged(st *stream, g *genTrack) {
+	if g.converge.IsZero() && g.total > 0 && g.applied >= g.total {
+		g.converge = e.clock.Now()
+		d := g.converge.Sub(g.accept)
+		e.metrics.StreamConverged(st.name, g.gen, d)
+		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+	}
+}
+
+// appliedChanged updates the generation counts and the gates after w's
+// applied generation moved from prev. e.mu is held.
+func (e *Engine) appliedChanged(w *worker, prev uint64) {
+	st := w.st
+	for _, g := range st.gens {
+		if prev < g.gen && g.gen <= w.appliedGen {
+			g.applied++
+			e.checkConverged(st, g)
+			e.broker.PutGeneration(st.name, g.proto())
+		}
+	}
+	e.kickWaiters(st)
+}
+
+// kickWaiters wakes the workers whose gate may have changed. e.mu is held.
+func (e *Engine) kickWaiters(st *stream) {
+	for w := range st.waiters {
+		w.wake()
+		delete(st.waiters, w)
+	}
+}
+
+func (g *genTrack) proto() *confighubv1.GenerationStatus {
+	p := &confighubv1.GenerationStatus{
+		Generation:   g.gen,
+		Hash:         g.hash,
+		SinksApplied: g.applied,
+		SinksTotal:   g.total,
+		Labels:       g.labels,
+	}
+	if !g.accept.IsZero() {
+		p.AcceptTime = timestamppb.New(g.accept)
+	}
+	if !g.converge.IsZero() {
+		p.ConvergeTime = timestamppb.New(g.converge)
+	}
+	return p
+}
+
+// redactError returns se with its messages passed through the redactor: a
+// copy, so the sink's own value is left alone.
+func (e *Engine) redactError(se *sink.Error) *sink.Error {
+	if e.redactMsg == nil {
+		return se
+	}
+	out := *se
+	out.Message, out.Err = e.redactMsg(se.Error()), nil
+	if se.Code != "" {
+		// Error() prefixes the code; keep Message without it.
+		out.Message = strings.TrimPrefix(out.Message, se.Code+": ")
+	}
+	out.EntityErrors = make([]*confighubv1.EntityError, len(se.EntityErrors))
+	for i, ee := range se.EntityErrors {
+		c := proto.Clone(ee).(*confighubv1.EntityError)
+		for _, fe := range c.GetErrors() {
+			fe.Message = e.redactMsg(fe.GetMessage())
+		}
+		out.EntityErrors[i] = c
+	}
+	return &out
+}

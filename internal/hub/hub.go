@@ -1,0 +1,342 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/jonboulle/clockwork"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/sink"
+)
+
+// DefaultMaxConfigBytes is the default largest configuration accepted.
+const DefaultMaxConfigBytes = 256 << 20
+
+// Hub orders the operations behind every RPC. Safe for concurrent use.
+type Hub struct {
+	store    store.Store
+	fan      Fanout
+	clock    clockwork.Clock
+	log      *slog.Logger
+	maxBytes int64
+}
+
+// Option configures a Hub.
+type Option func(*Hub)
+
+// WithClock sets the clock used for accept times.
+func WithClock(c clockwork.Clock) Option { return func(h *Hub) { h.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
+
+// WithMaxConfigBytes bounds the size of a configuration (push or upload).
+func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n } }
+
+// New returns a hub on st that fans out through fan.
+func New(st store.Store, fan Fanout, opts ...Option) *Hub {
+	h := &Hub{store: st, fan: fan, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// MaxConfigBytes is the configured limit.
+func (h *Hub) MaxConfigBytes() int64 { return h.maxBytes }
+
+// Start loads what the store holds, seeds the sinks of the sinks file, and
+// drives every sink to its stream's last acknowledged generation.
+func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
+	// Validate the whole seed before changing anything, so a bad file fails
+	// the start and leaves the store as it was.
+	normalised := make([]*confighubv1.Sink, 0, len(seed))
+	seen := map[string]bool{}
+	for i, s := range seed {
+		n, err := h.fan.ValidateSink(s)
+		if err != nil {
+			return fmt.Errorf("sink %d (%q): %w", i, s.GetName(), err)
+		}
+		if seen[n.GetName()] {
+			return fmt.Errorf("sink %d: name %q is used twice", i, n.GetName())
+		}
+		seen[n.GetName()] = true
+		normalised = append(normalised, n)
+	}
+	applied, err := h.store.ListApplied(ctx)
+	if err != nil {
+		return fmt.Errorf("load applied records: %w", err)
+	}
+	h.fan.Restore(applied)
+	streams, err := h.store.ListStreams(ctx)
+	if err != nil {
+		return fmt.Errorf("load streams: %w", err)
+	}
+	for _, s := range streams {
+		h.fan.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
+	}
+	stored, err := h.store.ListSinks(ctx)
+	if err != nil {
+		return fmt.Errorf("load sinks: %w", err)
+	}
+	for _, s := range normalised {
+		if err := h.store.PutSink(ctx, s); err != nil {
+			return fmt.Errorf("store seed sink %q: %w", s.GetName(), err)
+		}
+	}
+	for _, s := range stored {
+		if seen[s.GetName()] {
+			continue
+		}
+		if _, _, err := h.fan.PutSink(s); err != nil {
+			// A stored sink whose kind is gone (e.g. a plugin kind no longer
+			// compiled in) must not stop the hub: say so and go on.
+			h.log.Error("stored sink not started", "sink", s.GetName(), "error", err)
+		}
+	}
+	for _, s := range normalised {
+		if _, _, err := h.fan.PutSink(s); err != nil {
+			return fmt.Errorf("start sink %q: %w", s.GetName(), err)
+		}
+	}
+	h.log.Info("hub started", "streams", len(streams), "sinks", len(normalised)+len(stored), "seeded", len(normalised))
+	return nil
+}
+
+// PushInput is one configuration to accept.
+type PushInput struct {
+	Stream             string
+	Config             []byte
+	Format             config.Format
+	ExpectedGeneration uint64
+	Labels             map[string]string
+	// Hash, when set, is the already computed SHA-256 (uploads hash during
+	// receipt).
+	Hash string
+}
+
+// PushResult is what the push acknowledged.
+type PushResult struct {
+	Generation uint64
+	Hash       string
+	Unchanged  bool
+}
+
+// Push checks, hashes and durably stores a configuration, then hands it to
+// the engine. It returns once the store committed, never after a sink.
+func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
+	stream := streamName(in.Stream)
+	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
+		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
+	}
+	// Check, hash and (on a store that stages) the durable write of the
+	// bytes run side by side: on 2 cores the ack costs about the slowest
+	// of them plus a small commit (docs/performance.md, scenario 1). Staged bytes are
+	// invisible until the commit, so nothing invalid is ever stored.
+	var (
+		checked  config.Checked
+		checkErr error
+		staged   store.Staged
+		stageErr error
+		wg       sync.WaitGroup
+	)
+	hashHex := in.Hash
+	stageCtx, cancelStage := context.WithCancel(ctx)
+	defer cancelStage()
+	if sg, ok := h.store.(store.Stager); ok {
+		// The stage hashes each chunk right after writing it, while the
+		// disk writes it.
+		var sum hash.Hash
+		var tee io.Writer // nil unless hashing: a typed nil is not nil
+		if hashHex == "" {
+			sum = sha256.New()
+			tee = sum
+		}
+		wg.Go(func() {
+			staged, stageErr = sg.StageConfig(stageCtx, stream, in.Config, tee)
+			if stageErr == nil && sum != nil {
+				hashHex = hex.EncodeToString(sum.Sum(nil))
+			}
+		})
+	} else if hashHex == "" {
+		wg.Go(func() { hashHex = config.Hash(in.Config) })
+	}
+	checked, checkErr = config.Check(in.Config, in.Format)
+	if checkErr != nil {
+		cancelStage() // no need to finish writing bytes that are dropped
+	}
+	wg.Wait()
+	if staged != nil {
+		defer func() { _ = staged.Discard() }() // a no-op after Commit
+	}
+	if checkErr != nil {
+		return PushResult{}, fmt.Errorf("%w: stream %q: %v", ErrInvalid, stream, checkErr)
+	}
+	if stageErr != nil {
+		if ctx.Err() != nil {
+			return PushResult{}, fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
+		}
+		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, stageErr)
+	}
+	rec := store.Stream{
+		Name:       stream,
+		Hash:       hashHex,
+		Format:     checked.Format,
+		Config:     in.Config,
+		Labels:     in.Labels,
+		AcceptTime: h.clock.Now(),
+	}
+	var (
+		stored    store.Stream
+		unchanged bool
+		err       error
+	)
+	if staged != nil {
+		stored, unchanged, err = staged.Commit(ctx, rec, in.ExpectedGeneration)
+	} else {
+		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
+	}
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return PushResult{}, fmt.Errorf("%w: stream %q: %v", ErrStale, stream, err)
+	case err != nil:
+		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
+	}
+	if !unchanged {
+		var js []byte
+		if checked.Format == config.FormatYAML {
+			js = checked.JSON
+		}
+		h.fan.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
+	}
+	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", len(in.Config), "unchanged", unchanged)
+	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged}, nil
+}
+
+// Config returns a stream's current configuration.
+func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error) {
+	stream = streamName(stream)
+	if c := h.fan.Current(stream); c != nil {
+		return c, nil
+	}
+	s, err := h.store.GetStream(ctx, stream)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: read stream %q: %v", ErrUnavailable, stream, err)
+	}
+	return config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime), nil
+}
+
+// SinkConfig returns what a sink last applied, or with failed, what it last
+// failed to apply and the error.
+func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
+	if h.sink(name) == nil {
+		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
+	}
+	if failed {
+		c, e, ok := h.fan.LastFailed(name)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: sink %q has no failed apply", ErrNotFound, name)
+		}
+		return c, e, nil
+	}
+	c, ok := h.fan.LastApplied(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: sink %q has applied nothing yet", ErrNotFound, name)
+	}
+	return c, nil, nil
+}
+
+// sink returns the spec of a running sink, nil if none.
+func (h *Hub) sink(name string) *confighubv1.Sink {
+	for _, s := range h.fan.ListSinks("") {
+		if s.GetName() == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Status returns a consistent snapshot of a stream's sinks.
+func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
+	stream = streamName(stream)
+	st, ok := h.fan.Status(stream)
+	if !ok {
+		return nil, fmt.Errorf("%w: stream %q has no configuration and no sinks", ErrNotFound, stream)
+	}
+	return st, nil
+}
+
+// Watch streams a stream's status changes (see engine.Engine.Watch).
+func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
+	return h.fan.Watch(ctx, streamName(stream), from)
+}
+
+// ListSinks lists the sinks of a stream ("" for all).
+func (h *Hub) ListSinks(stream string) []*confighubv1.Sink { return h.fan.ListSinks(stream) }
+
+// PutSink validates, stores, then starts a sink. A sink that does not
+// start (its kind's factory refuses the spec) is taken out of the store
+// again: a refused spec changes nothing.
+func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+	n, err := h.fan.ValidateSink(spec)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
+	}
+	prev := h.sink(n.GetName())
+	if err := h.store.PutSink(ctx, n); err != nil {
+		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
+	}
+	out, created, err := h.fan.PutSink(n)
+	if err != nil {
+		var rerr error
+		if prev != nil {
+			rerr = h.store.PutSink(context.WithoutCancel(ctx), prev)
+		} else {
+			rerr = h.store.DeleteSink(context.WithoutCancel(ctx), n.GetName())
+		}
+		if rerr != nil {
+			h.log.Error("restoring the stored sink after a failed start failed", "sink", n.GetName(), "error", rerr)
+		}
+		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
+			return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, n.GetName(), err)
+		}
+		return nil, false, fmt.Errorf("%w: start sink %q: %v", ErrUnavailable, n.GetName(), err)
+	}
+	h.log.Info("sink put", "sink", out.GetName(), "kind", out.GetKind(), "stream", out.GetStream(), "created", created)
+	return out, created, nil
+}
+
+// DeleteSink stops a sink and forgets it. A sink listed in the sinks file
+// comes back at the next start.
+func (h *Hub) DeleteSink(ctx context.Context, name string) error {
+	engErr := h.fan.DeleteSink(name)
+	stErr := h.store.DeleteSink(ctx, name)
+	if engErr != nil && errors.Is(stErr, store.ErrNotFound) {
+		return fmt.Errorf("%w: sink %q", ErrNotFound, name)
+	}
+	if stErr != nil && !errors.Is(stErr, store.ErrNotFound) {
+		return fmt.Errorf("%w: delete sink %q: %v", ErrUnavailable, name, stErr)
+	}
+	h.log.Info("sink deleted", "sink", name)
+	return nil
+}
+
+func streamName(s string) string {
+	if s == "" {
+		return config.DefaultStream
+	}
+	return s
+}

@@ -1,0 +1,399 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/internal/store/bolt"
+	"github.com/confighub/confighub/internal/store/memory"
+	"github.com/confighub/confighub/sink"
+)
+
+// fakeFanout records what the hub hands to the engine.
+type fakeFanout struct {
+	mu        sync.Mutex
+	published []*config.Config
+	sinks     map[string]*confighubv1.Sink
+	restored  []store.Applied
+	putErr    error
+}
+
+var _ Fanout = (*fakeFanout)(nil)
+
+func newFake() *fakeFanout { return &fakeFanout{sinks: map[string]*confighubv1.Sink{}} }
+
+func (f *fakeFanout) Restore(a []store.Applied) { f.restored = a }
+func (f *fakeFanout) Publish(c *config.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = append(f.published, c)
+}
+func (f *fakeFanout) Current(stream string) *config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.published) - 1; i >= 0; i-- {
+		if f.published[i].Stream == stream {
+			return f.published[i]
+		}
+	}
+	return nil
+}
+func (f *fakeFanout) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {
+	if s.GetKind() == "bad" {
+		return nil, sink.ErrUnknownKind
+	}
+	return s, nil
+}
+func (f *fakeFanout) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+	if f.putErr != nil {
+		return nil, false, f.putErr
+	}
+	_, had := f.sinks[s.GetName()]
+	f.sinks[s.GetName()] = s
+	return s, !had, nil
+}
+func (f *fakeFanout) DeleteSink(n string) error {
+	if _, ok := f.sinks[n]; !ok {
+		return errors.New("no such sink")
+	}
+	delete(f.sinks, n)
+	return nil
+}
+func (f *fakeFanout) ListSinks(string) []*confighubv1.Sink {
+	var out []*confighubv1.Sink
+	for _, s := range f.sinks {
+		out = append(out, s)
+	}
+	return out
+}
+func (f *fakeFanout) Status(string) (*confighubv1.GetStatusResponse, bool) { return nil, false }
+func (f *fakeFanout) Watch(context.Context, string, uint64) <-chan *confighubv1.WatchStatusResponse {
+	return nil
+}
+func (f *fakeFanout) LastApplied(string) (*config.Config, bool)             { return nil, false }
+func (f *fakeFanout) LastFailed(string) (*config.Config, *sink.Error, bool) { return nil, nil, false }
+
+const good = `{"_format_version":"3.0","services":[]}`
+
+// eachStore runs f on the memory store (CommitConfig) and the bolt store
+// (staged while checked: store.Stager); check, when not nil, runs after f
+// with the bolt store's config files as the next start finds them (free
+// files the store keeps for its next stages are removed then).
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store), check func(t *testing.T, blobs []os.DirEntry)) {
+	t.Run("memory", func(t *testing.T) { f(t, memory.New()) })
+	t.Run("bolt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "confighub.db")
+		st, err := bolt.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = st.Close() }()
+		f(t, st)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err = bolt.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check != nil {
+			ents, err := os.ReadDir(path + ".blobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, ents)
+		}
+	})
+}
+
+// oneBlob: every rejected or unchanged push left no file behind.
+func oneBlob(t *testing.T, blobs []os.DirEntry) {
+	if len(blobs) != 1 {
+		t.Fatalf("%d config files in the bolt store, want the current one only", len(blobs))
+	}
+}
+
+func TestPushStoresThenPublishes(t *testing.T) { eachStore(t, testPushStoresThenPublishes, oneBlob) }
+
+func testPushStoresThenPublishes(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	fan := newFake()
+	h := New(st, fan)
+	res, err := h.Push(ctx, PushInput{Config: []byte(good), Labels: map[string]string{"by": "kic"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Generation != 1 || res.Hash != config.Hash([]byte(good)) || res.Unchanged {
+		t.Fatalf("result %+v", res)
+	}
+	s, err := st.GetStream(ctx, config.DefaultStream)
+	if err != nil || s.Generation != 1 || string(s.Config) != good || s.Labels["by"] != "kic" {
+		t.Fatalf("stored %+v %v", s, err)
+	}
+	if len(fan.published) != 1 || fan.published[0].Generation != 1 {
+		t.Fatalf("published %v", fan.published)
+	}
+	// Same bytes again: unchanged, no new generation, no sink touched.
+	res, err = h.Push(ctx, PushInput{Config: []byte(good)})
+	if err != nil || !res.Unchanged || res.Generation != 1 || len(fan.published) != 1 {
+		t.Fatalf("same config: %+v %v published=%d", res, err, len(fan.published))
+	}
+}
+
+func TestRejectedPushChangesNothing(t *testing.T) {
+	eachStore(t, testRejectedPushChangesNothing, func(t *testing.T, blobs []os.DirEntry) {
+		if len(blobs) != 1 {
+			t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
+		}
+	})
+}
+
+func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	fan := newFake()
+	h := New(st, fan, WithMaxConfigBytes(64))
+	if _, err := h.Push(ctx, PushInput{Config: []byte(good)}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		in   PushInput
+		want error
+		msg  string
+	}{
+		{PushInput{Config: []byte(`{"services":[]}`)}, ErrInvalid, "_format_version"},
+		{PushInput{Config: []byte(`{`)}, ErrInvalid, "not valid JSON"},
+		{PushInput{Config: []byte(strings.Repeat(" ", 65))}, ErrTooLarge, "limit of 64"},
+		{PushInput{Config: []byte(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 7}, ErrStale, "generation"},
+	}
+	for _, c := range cases {
+		_, err := h.Push(ctx, c.in)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("push %q: %v, want %v naming %q", c.in.Config, err, c.want, c.msg)
+		}
+	}
+	s, _ := st.GetStream(ctx, config.DefaultStream)
+	if s.Generation != 1 || string(s.Config) != good || len(fan.published) != 1 {
+		t.Fatalf("a rejected push changed something: stored gen %d, published %d", s.Generation, len(fan.published))
+	}
+	// The right expected generation is accepted.
+	res, err := h.Push(ctx, PushInput{Config: []byte(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 1})
+	if err != nil || res.Generation != 2 {
+		t.Fatalf("expected_generation 1: %+v %v", res, err)
+	}
+}
+
+func TestStartResumesStoredStreamsAndSeedsSinks(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	if _, err := New(st, newFake()).Push(ctx, PushInput{Stream: "a", Config: []byte(good)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutSink(ctx, &confighubv1.Sink{Name: "runtime", Kind: "file"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordApplied(ctx, store.Applied{Sink: "runtime", Stream: "a", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fan := newFake()
+	if err := New(st, fan).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fan.published) != 1 || fan.published[0].Stream != "a" || fan.published[0].Generation != 1 {
+		t.Fatalf("stored stream not resumed: %v", fan.published)
+	}
+	if fan.sinks["runtime"] == nil || fan.sinks["seed"] == nil || len(fan.restored) != 1 {
+		t.Fatalf("sinks %v restored %v", fan.sinks, fan.restored)
+	}
+	// A bad seed fails the start and stores nothing.
+	fan2 := newFake()
+	err := New(st, fan2).Start(ctx, []*confighubv1.Sink{{Name: "x", Kind: "bad"}})
+	if err == nil || len(fan2.sinks) != 0 {
+		t.Fatalf("bad seed: %v sinks=%v", err, fan2.sinks)
+	}
+}
+
+func TestAssembler(t *testing.T) {
+	body := []byte(good)
+	sum := config.Hash(body)
+	a, err := NewAssembler(uint64(len(body)), sum, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Write(body[:5])
+	if _, _, err := a.Finish(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("truncated: %v", err)
+	}
+	_ = a.Write(body[5:])
+	got, h, err := a.Finish()
+	if err != nil || string(got) != good || h != sum {
+		t.Fatalf("finish: %v", err)
+	}
+	if err := a.Write([]byte("x")); err == nil {
+		t.Fatal("more than total_size accepted")
+	}
+	if _, err := NewAssembler(2048, sum, 1024); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over limit: %v", err)
+	}
+	b, _ := NewAssembler(uint64(len(body)), strings.Repeat("0", 64), 1024)
+	_ = b.Write(body)
+	if _, _, err := b.Finish(); err == nil || !strings.Contains(err.Error(), "hash mismatch") {
+		t.Fatalf("mismatch: %v", err)
+	}
+}
+
+func FuzzAssembler(f *testing.F) {
+	f.Add([]byte(good), uint8(3), false)
+	f.Add([]byte("abc"), uint8(1), true)
+	f.Fuzz(func(t *testing.T, body []byte, chunk uint8, corrupt bool) {
+		if len(body) == 0 {
+			return
+		}
+		sum := config.Hash(body)
+		if corrupt {
+			sum = config.Hash(append([]byte{1}, body...))
+		}
+		a, err := NewAssembler(uint64(len(body)), sum, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := int(chunk)%17 + 1
+		for off := 0; off < len(body); off += step {
+			if err := a.Write(body[off:min(off+step, len(body))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _, err := a.Finish()
+		if corrupt != (err != nil) {
+			t.Fatalf("corrupt=%v err=%v", corrupt, err)
+		}
+		if !corrupt && string(got) != string(body) {
+			t.Fatal("reassembled bytes differ")
+		}
+	})
+}
+
+// A spec that passes validation but that the kind's factory refuses is
+// InvalidArgument and leaves the store as it was (point 10); a start that
+// fails for another reason (the engine stopping) is Unavailable.
+func TestPutSinkRefusedByFactoryChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	st, fan := memory.New(), newFake()
+	h := New(st, fan)
+	old := &confighubv1.Sink{Name: "gw", Kind: "test", Stream: "default"}
+	if _, _, err := h.PutSink(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	fan.putErr = fmt.Errorf("%w: address is unreachable", sink.ErrInvalidSpec)
+	_, _, err := h.PutSink(ctx, &confighubv1.Sink{Name: "gw", Kind: "test", Stream: "other"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("replace refused by the factory: %v, want ErrInvalid naming the problem", err)
+	}
+	_, _, err = h.PutSink(ctx, &confighubv1.Sink{Name: "new", Kind: "test"})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("create refused by the factory: %v", err)
+	}
+	stored, _ := st.ListSinks(ctx)
+	if len(stored) != 1 || stored[0].GetName() != "gw" || stored[0].GetStream() != "default" {
+		t.Fatalf("stored sinks after refused puts: %v, want only the previous gw", stored)
+	}
+	fan.putErr = errors.New("engine stopped")
+	if _, _, err := h.PutSink(ctx, &confighubv1.Sink{Name: "late", Kind: "test"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("put while stopping: %v, want ErrUnavailable", err)
+	}
+}
+
+// eioStore is a Stager whose commit's flush fails once (EIO); from then
+// on it refuses every write, as the bolt store does (a later flush proves
+// nothing after a failed one).
+type eioStore struct {
+	store.Store
+	mu     sync.Mutex
+	failed error
+}
+
+type eioStaged struct {
+	store.Staged
+	s *eioStore
+}
+
+func (e *eioStore) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed != nil {
+		return nil, e.failed
+	}
+	g, err := e.Store.(store.Stager).StageConfig(ctx, stream, raw, tee)
+	if err != nil {
+		return nil, err
+	}
+	return eioStaged{g, e}, nil
+}
+
+func (g eioStaged) Commit(context.Context, store.Stream, uint64) (store.Stream, bool, error) {
+	_ = g.Discard()
+	g.s.mu.Lock()
+	defer g.s.mu.Unlock()
+	g.s.failed = fmt.Errorf("a commit could not be made durable, restart to recover: fdatasync: %w", syscall.EIO)
+	return store.Stream{}, false, g.s.failed
+}
+
+// A push whose durable write fails is Unavailable (not acked), publishes
+// nothing, and the previous generation is still served; later pushes are
+// Unavailable too while the store refuses writes.
+func TestFailedFlushIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	bs, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bs.Close() }()
+	fan := newFake()
+	first, err := New(bs, fan).Push(ctx, PushInput{Config: []byte(good)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(&eioStore{Store: bs}, fan)
+	for i := range 2 {
+		_, err := h.Push(ctx, PushInput{Config: fmt.Appendf(nil, `{"_format_version":"3.0","x":%d}`, i)})
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "input/output error") {
+			t.Fatalf("push %d with a failed flush: %v, want Unavailable naming the I/O error", i, err)
+		}
+	}
+	if len(fan.published) != 1 {
+		t.Fatalf("published %d configs, want only the first", len(fan.published))
+	}
+	c, err := h.Config(ctx, "")
+	if err != nil || c.Generation != first.Generation || c.Hash != first.Hash {
+		t.Fatalf("config after failed pushes: %v, %v; want generation %d", c, err, first.Generation)
+	}
+}
+
+// TestUploadHeaderReservesBoundedMemory: announcing a huge upload does not
+// reserve it up front; the bytes still assemble exactly.
+func TestUploadHeaderReservesBoundedMemory(t *testing.T) {
+	body := []byte(good)
+	a, err := NewAssembler(200<<20, config.Hash(body), 256<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(a.buf); c > preallocBytes {
+		t.Fatalf("a 200 MiB header reserved %d bytes", c)
+	}
+	small, _ := NewAssembler(uint64(len(body)), config.Hash(body), 256<<20)
+	_ = small.Write(body)
+	if got, _, err := small.Finish(); err != nil || string(got) != good {
+		t.Fatalf("finish: %v", err)
+	}
+}

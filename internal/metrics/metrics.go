@@ -1,0 +1,331 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/engine"
+)
+
+// DurationBuckets are the buckets (seconds) of the apply-duration and
+// convergence histograms: from 5 ms (a local file) to 5 min (a large
+// Konnect sync).
+var DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// Engine implements engine.Metrics with Prometheus series.
+type Engine struct {
+	applies       *prometheus.CounterVec
+	applyDuration *prometheus.HistogramVec
+	configBytes   *prometheus.GaugeVec
+	lastSuccess   *prometheus.GaugeVec
+	entityErrors  *prometheus.GaugeVec
+	coalesced     *prometheus.CounterVec
+	state         *prometheus.GaugeVec
+	generation    *prometheus.GaugeVec
+	convergence   *prometheus.HistogramVec
+
+	// mu guards kinds and orders every per-sink update against
+	// SinkRemoved.
+	mu sync.Mutex
+	// kinds is each sink's kind: a sink put again with another kind loses
+	// the series of its old kind.
+	kinds map[string]string
+	// reasons are the distinct reason labels each sink has used, at most
+	// MaxReasonsPerSink (see reasonLabel).
+	reasons map[string]map[string]bool
+}
+
+// MaxReasonsPerSink bounds the distinct values of the reason label per
+// sink. A reason is a sink.Error code, which an external plugin chooses
+// freely (it could put an id or a message there); past this many, or when
+// it is not a short code, it is counted as "other".
+const MaxReasonsPerSink = 16
+
+// maxReasonLen is the longest reason kept as a label value.
+const maxReasonLen = 32
+
+// reasonLabel returns reason, or "other" when it is not a short
+// [a-z0-9_.-] code or the sink already has MaxReasonsPerSink others. The
+// caller holds mu.
+func (m *Engine) reasonLabel(sink, reason string) string {
+	if len(reason) > maxReasonLen || strings.IndexFunc(reason, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_' && r != '.'
+	}) >= 0 {
+		return "other"
+	}
+	seen := m.reasons[sink]
+	if seen == nil {
+		seen = map[string]bool{}
+		m.reasons[sink] = seen
+	}
+	if !seen[reason] {
+		if len(seen) >= MaxReasonsPerSink {
+			return "other"
+		}
+		seen[reason] = true
+	}
+	return reason
+}
+
+var _ engine.Metrics = (*Engine)(nil)
+
+// states are the SinkState values exported as confighub_sink_state.
+var states = func() []confighubv1.SinkState {
+	var out []confighubv1.SinkState
+	for v := range confighubv1.SinkState_name {
+		if s := confighubv1.SinkState(v); s != confighubv1.SinkState_SINK_STATE_UNSPECIFIED {
+			out = append(out, s)
+		}
+	}
+	return out
+}()
+
+// StateLabel is the value of the state label: "applied" for
+// SINK_STATE_APPLIED.
+func StateLabel(s confighubv1.SinkState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "SINK_STATE_"))
+}
+
+// NewEngine registers the engine series on reg.
+func NewEngine(reg prometheus.Registerer) (*Engine, error) {
+	sinkLabels := []string{"sink", "kind"}
+	m := &Engine{
+		kinds: map[string]string{}, reasons: map[string]map[string]bool{},
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "confighub_sink_applies_total",
+			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, cancelled) and reason (the error code of a failure, why a skip).",
+		}, []string{"sink", "kind", "result", "reason"}),
+		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "confighub_sink_apply_duration_seconds",
+			Help:    "Duration of apply attempts per sink (hash skips, which do not call the destination, are not observed).",
+			Buckets: DurationBuckets,
+		}, sinkLabels),
+		configBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_sink_config_bytes",
+			Help: "Size in bytes of the configuration the sink last attempted.",
+		}, sinkLabels),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_sink_last_success_timestamp_seconds",
+			Help: "Unix time of the sink's last successful apply.",
+		}, sinkLabels),
+		entityErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_sink_entity_errors",
+			Help: "Per-entity errors the destination reported for the sink's last failed apply (0 after a success).",
+		}, sinkLabels),
+		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "confighub_sink_coalesced_total",
+			Help: "Generations replaced in the sink's slot by a newer one before the sink attempted them (latest wins).",
+		}, sinkLabels),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_sink_state",
+			Help: "The sink's current state: 1 for the state it is in, 0 for the others.",
+		}, []string{"sink", "kind", "state"}),
+		generation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_stream_generation",
+			Help: "The stream's current (last acknowledged) generation.",
+		}, []string{"stream"}),
+		convergence: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "confighub_stream_convergence_seconds",
+			Help:    "Time from a generation's accept (ack) until every sink of its stream applied it.",
+			Buckets: DurationBuckets,
+		}, []string{"stream"}),
+	}
+	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.coalesced, m.state, m.generation, m.convergence} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register engine metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// track records the sink's kind and drops the series of a previous kind.
+// The caller holds mu.
+func (m *Engine) track(sink, kind string) {
+	if prev, ok := m.kinds[sink]; ok && prev != kind {
+		m.deleteSeries(prometheus.Labels{"sink": sink, "kind": prev})
+		delete(m.reasons, sink)
+	}
+	m.kinds[sink] = kind
+}
+
+func (m *Engine) deleteSeries(l prometheus.Labels) {
+	m.applies.DeletePartialMatch(l)
+	m.applyDuration.DeletePartialMatch(l)
+	m.configBytes.DeletePartialMatch(l)
+	m.lastSuccess.DeletePartialMatch(l)
+	m.entityErrors.DeletePartialMatch(l)
+	m.coalesced.DeletePartialMatch(l)
+	m.state.DeletePartialMatch(l)
+}
+
+// ApplyDone counts one attempt and, unless it was a hash skip, observes its
+// duration.
+func (m *Engine) ApplyDone(sink, kind, result, reason string, d time.Duration, configBytes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.applies.WithLabelValues(sink, kind, result, m.reasonLabel(sink, reason)).Inc()
+	m.configBytes.WithLabelValues(sink, kind).Set(float64(configBytes))
+	if result != engine.ResultSkipped {
+		m.applyDuration.WithLabelValues(sink, kind).Observe(d.Seconds())
+	}
+}
+
+// StateChanged sets the sink's state series.
+func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	for _, s := range states {
+		v := 0.0
+		if s == to {
+			v = 1
+		}
+		m.state.WithLabelValues(sink, kind, StateLabel(s)).Set(v)
+	}
+}
+
+// Coalesced counts a generation replaced in the slot.
+func (m *Engine) Coalesced(sink, kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.coalesced.WithLabelValues(sink, kind).Inc()
+}
+
+// EntityErrors sets the entity error count of the last failed apply.
+func (m *Engine) EntityErrors(sink, kind string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.entityErrors.WithLabelValues(sink, kind).Set(float64(n))
+}
+
+// LastSuccess sets the last success timestamp.
+func (m *Engine) LastSuccess(sink, kind string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.lastSuccess.WithLabelValues(sink, kind).Set(float64(t.UnixNano()) / 1e9)
+}
+
+// StreamGeneration sets the stream's generation.
+func (m *Engine) StreamGeneration(stream string, generation uint64) {
+	m.generation.WithLabelValues(stream).Set(float64(generation))
+}
+
+// StreamConverged observes the accept-to-converged time of a generation.
+func (m *Engine) StreamConverged(stream string, _ uint64, d time.Duration) {
+	m.convergence.WithLabelValues(stream).Observe(d.Seconds())
+}
+
+// SinkRemoved deletes every series of the sink.
+func (m *Engine) SinkRemoved(sink, _ string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.kinds, sink)
+	delete(m.reasons, sink)
+	m.deleteSeries(prometheus.Labels{"sink": sink})
+}
+
+// Set is the hub's whole metric set on one private registry.
+type Set struct {
+	Registry *prometheus.Registry
+	Engine   *Engine
+	GRPC     *grpcprom.ServerMetrics
+}
+
+// New builds the registry with the Go and process collectors, the gRPC
+// server metrics (with a handling-time histogram) and the engine series.
+func New() (*Set, error) {
+	reg := prometheus.NewRegistry()
+	gm := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+		grpcprom.WithHistogramBuckets([]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}),
+	))
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		gm,
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	em, err := NewEngine(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{Registry: reg, Engine: em, GRPC: gm}, nil
+}
+
+// Interceptors are the gRPC server metric interceptors (server.WithInterceptors).
+func (s *Set) Interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
+	return []grpc.UnaryServerInterceptor{s.GRPC.UnaryServerInterceptor()}, []grpc.StreamServerInterceptor{s.GRPC.StreamServerInterceptor()}
+}
+
+// InitializeGRPC pre-creates the per-method gRPC series at zero, so
+// rate() works from the first scrape. Call it after registering services.
+func (s *Set) InitializeGRPC(gs *grpc.Server) { s.GRPC.InitializeMetrics(gs) }
+
+// Handler serves the registry in the Prometheus text (or OpenMetrics)
+// format.
+func (s *Set) Handler() http.Handler {
+	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true})
+}
+
+// Server is the /metrics HTTP endpoint.
+type Server struct {
+	srv  *http.Server
+	lis  net.Listener
+	done chan error
+}
+
+// Listen binds addr and serves /metrics on it until Shutdown.
+func (s *Set) Listen(addr string, log *slog.Logger) (*Server, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "confighub metrics: see /metrics")
+	})
+	ms := &Server{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		lis:  lis,
+		done: make(chan error, 1),
+	}
+	go func() { ms.done <- ms.srv.Serve(lis) }()
+	return ms, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (m *Server) Addr() string { return m.lis.Addr().String() }
+
+// Shutdown stops the HTTP server and waits for its goroutine.
+func (m *Server) Shutdown(ctx context.Context) error {
+	err := m.srv.Shutdown(ctx)
+	if serr := <-m.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

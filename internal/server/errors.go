@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/confighub/confighub/internal/hub"
+)
+
+// codeOf maps a hub error to its gRPC code.
+func codeOf(err error) codes.Code {
+	switch {
+	case errors.Is(err, hub.ErrInvalid):
+		return codes.InvalidArgument
+	case errors.Is(err, hub.ErrTooLarge):
+		return codes.ResourceExhausted
+	case errors.Is(err, hub.ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, hub.ErrStale):
+		return codes.FailedPrecondition
+	case errors.Is(err, hub.ErrUnavailable):
+		return codes.Unavailable
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	return codes.Internal
+}
+
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codeOf(err), err.Error())
+}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"buf.build/go/protovalidate"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	pvmw "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/protovalidate"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+	"google.golang.org/grpc/status"
+
+	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/hub"
+)
+
+// ShutdownMessage comes with Unavailable to a status watch that a shutdown
+// ends; docs/api.md quotes it (cmd/confighub TestDocsQuoteShutdownMessage).
+const ShutdownMessage = "the hub is shutting down: resume with from_revision set to the last revision seen"
+
+// DefaultMaxMessageBytes is the default largest gRPC message (a unary push);
+// larger configurations go through UploadConfig.
+const DefaultMaxMessageBytes = 64 << 20
+
+type options struct {
+	log        *slog.Logger
+	maxMsg     int
+	unary      []grpc.UnaryServerInterceptor
+	stream     []grpc.StreamServerInterceptor
+	serverOpts []grpc.ServerOption
+	redact     Redactor
+}
+
+// Option configures the server.
+type Option func(*options)
+
+// WithLogger sets the logger for the request log and recovered panics.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithMaxMessageBytes bounds a received message (and so a unary push).
+func WithMaxMessageBytes(n int) Option { return func(o *options) { o.maxMsg = n } }
+
+// WithInterceptors adds interceptors after recovery and logging and before
+// validation (auth, metrics).
+func WithInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInterceptor) Option {
+	return func(o *options) { o.unary = append(o.unary, u...); o.stream = append(o.stream, s...) }
+}
+
+// WithServerOptions adds raw grpc.ServerOptions (TLS credentials, ...).
+func WithServerOptions(so ...grpc.ServerOption) Option {
+	return func(o *options) { o.serverOpts = append(o.serverOpts, so...) }
+}
+
+// WithRedactor sets how GetConfig removes credentials.
+func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
+
+// Server is the hub's gRPC server with its health service.
+type Server struct {
+	GRPC   *grpc.Server
+	Health *health.Server
+}
+
+// New builds the gRPC server for h: both services, health, reflection.
+func New(h *hub.Hub, opts ...Option) (*Server, error) {
+	o := options{log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageBytes}
+	for _, f := range opts {
+		f(&o)
+	}
+	v, err := protovalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("build the request validator: %w", err)
+	}
+	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		o.log.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		o.log.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
+		return status.Errorf(codes.Internal, "internal error: %v", p)
+	})
+	unary := append([]grpc.UnaryServerInterceptor{
+		recovery.UnaryServerInterceptor(rec),
+		logging.UnaryServerInterceptor(logger, logOpts...),
+	}, o.unary...)
+	unary = append(unary, pvmw.UnaryServerInterceptor(v))
+	stream := append([]grpc.StreamServerInterceptor{
+		recovery.StreamServerInterceptor(rec),
+		logging.StreamServerInterceptor(logger, logOpts...),
+	}, o.stream...)
+	stream = append(stream, pvmw.StreamServerInterceptor(v))
+
+	so := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(o.maxMsg),
+		grpc.MaxSendMsgSize(o.maxMsg),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}, o.serverOpts...)
+	gs := grpc.NewServer(so...)
+	confighubv1.RegisterConfigHubServiceServer(gs, &hubService{hub: h, redact: o.redact})
+	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	// Reflection also lists confighub.sink.v1.SinkPluginService, which the
+	// hub does not serve (plugins do): a plugin author can read the contract
+	// from a running hub with `grpcurl describe`. Both grpc.reflection.v1
+	// and v1alpha are served: older clients (ghz v0.93.0, grpcurl before
+	// v1.8.8 and the tools built on them) know only v1alpha.
+	ropts := reflection.ServerOptions{Services: withPluginContract{gs}}
+	reflectionv1.RegisterServerReflectionServer(gs, reflection.NewServerV1(ropts))
+	reflectionv1alpha.RegisterServerReflectionServer(gs, reflection.NewServer(ropts))
+	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
+		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
+	return &Server{GRPC: gs, Health: hs}, nil
+}
+
+// Shutdown marks the server not serving (so probes and load balancers stop
+// sending), then stops it gracefully.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.Health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.GRPC.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.GRPC.Stop()
+		<-done
+	}
+}
+
+// withPluginContract adds SinkPluginService to what reflection lists.
+type withPluginContract struct{ s *grpc.Server }
+
+func (w withPluginContract) GetServiceInfo() map[string]grpc.ServiceInfo {
+	m := w.s.GetServiceInfo()
+	m[sinkv1.SinkPluginService_ServiceDesc.ServiceName] = grpc.ServiceInfo{Metadata: sinkv1.SinkPluginService_ServiceDesc.Metadata}
+	return m
+}

@@ -1,0 +1,218 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/hub"
+)
+
+// Redactor removes credentials from a configuration shown for diagnostics.
+// It returns the bytes to show and whether anything was removed.
+type Redactor func(raw []byte, f config.Format) ([]byte, bool, error)
+
+type hubService struct {
+	confighubv1.UnimplementedConfigHubServiceServer
+	hub    *hub.Hub
+	redact Redactor
+}
+
+var _ confighubv1.ConfigHubServiceServer = (*hubService)(nil)
+
+func formatIn(f confighubv1.Format) config.Format {
+	switch f {
+	case confighubv1.Format_FORMAT_JSON:
+		return config.FormatJSON
+	case confighubv1.Format_FORMAT_YAML:
+		return config.FormatYAML
+	}
+	return config.FormatUnknown
+}
+
+func formatOut(f config.Format) confighubv1.Format {
+	switch f {
+	case config.FormatJSON:
+		return confighubv1.Format_FORMAT_JSON
+	case config.FormatYAML:
+		return confighubv1.Format_FORMAT_YAML
+	}
+	return confighubv1.Format_FORMAT_UNSPECIFIED
+}
+
+func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfigRequest) (*confighubv1.PushConfigResponse, error) {
+	res, err := s.hub.Push(ctx, hub.PushInput{
+		Stream:             req.GetStream(),
+		Config:             req.GetConfig(),
+		Format:             formatIn(req.GetFormat()),
+		ExpectedGeneration: req.GetExpectedGeneration(),
+		Labels:             req.GetLabels(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &confighubv1.PushConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged}, nil
+}
+
+func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse]) error {
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return status.Error(codes.InvalidArgument, "upload: no header: the first message must be a header")
+	}
+	if err != nil {
+		return err
+	}
+	hdr := first.GetHeader()
+	if hdr == nil {
+		return status.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
+	}
+	asm, err := hub.NewAssembler(hdr.GetTotalSize(), hdr.GetExpectedHash(), s.hub.MaxConfigBytes())
+	if err != nil {
+		return toStatus(err)
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
+				return status.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", asm.Received(), hdr.GetTotalSize())
+			}
+			return err
+		}
+		if msg.GetHeader() != nil {
+			return status.Error(codes.InvalidArgument, "upload: a second header arrived; only the first message is a header")
+		}
+		if err := asm.Write(msg.GetChunk()); err != nil {
+			return toStatus(err)
+		}
+	}
+	raw, sum, err := asm.Finish()
+	if err != nil {
+		return toStatus(err)
+	}
+	res, err := s.hub.Push(stream.Context(), hub.PushInput{
+		Stream:             hdr.GetStream(),
+		Config:             raw,
+		Format:             formatIn(hdr.GetFormat()),
+		ExpectedGeneration: hdr.GetExpectedGeneration(),
+		Labels:             hdr.GetLabels(),
+		Hash:               sum,
+	})
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.SendAndClose(&confighubv1.UploadConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged})
+}
+
+func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRequest) (*confighubv1.GetConfigResponse, error) {
+	var (
+		cfg *config.Config
+		out = &confighubv1.GetConfigResponse{}
+		err error
+	)
+	if req.GetSink() != "" {
+		out.Sink = req.GetSink()
+		c, serr, e := s.hub.SinkConfig(req.GetSink(), req.GetFailed())
+		if e != nil {
+			return nil, toStatus(e)
+		}
+		cfg = c
+		if serr != nil {
+			out.Error = serr.Error()
+			out.ErrorBody = serr.Body
+		}
+	} else {
+		cfg, err = s.hub.Config(ctx, req.GetStream())
+		if err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	out.Stream = cfg.Stream
+	out.Generation = cfg.Generation
+	out.Hash = cfg.Hash
+	out.Format = formatOut(cfg.Format)
+	out.Labels = cfg.Labels
+	out.AcceptTime = timestamppb.New(cfg.AcceptTime)
+	out.Config = cfg.Raw
+	if s.redact != nil {
+		red, changed, err := s.redact(cfg.Raw, cfg.Format)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "redact the configuration of stream %q: %v", cfg.Stream, err)
+		}
+		out.Config, out.Redacted = red, changed
+		if out.ErrorBody != nil {
+			out.ErrorBody, _, _ = s.redact(out.ErrorBody, config.FormatJSON)
+		}
+	}
+	return out, nil
+}
+
+func (s *hubService) GetStatus(_ context.Context, req *confighubv1.GetStatusRequest) (*confighubv1.GetStatusResponse, error) {
+	st, err := s.hub.Status(req.GetStream())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return st, nil
+}
+
+func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
+	ctx := stream.Context()
+	// An unknown stream is NotFound, as for GetStatus; a watcher can wait
+	// for a stream's first push only once a sink of it exists.
+	if _, err := s.hub.Status(req.GetStream()); err != nil {
+		return toStatus(err)
+	}
+	ch := s.hub.Watch(ctx, req.GetStream(), req.GetFromRevision())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-ch:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return status.Error(codes.Unavailable, ShutdownMessage)
+			}
+			if err := stream.Send(ev); err != nil {
+				return fmt.Errorf("send status event: %w", err)
+			}
+		}
+	}
+}
+
+type adminService struct {
+	confighubv1.UnimplementedSinkAdminServiceServer
+	hub *hub.Hub
+}
+
+var _ confighubv1.SinkAdminServiceServer = (*adminService)(nil)
+
+func (s *adminService) ListSinks(_ context.Context, req *confighubv1.ListSinksRequest) (*confighubv1.ListSinksResponse, error) {
+	return &confighubv1.ListSinksResponse{Sinks: s.hub.ListSinks(req.GetStream())}, nil
+}
+
+func (s *adminService) PutSink(ctx context.Context, req *confighubv1.PutSinkRequest) (*confighubv1.PutSinkResponse, error) {
+	out, created, err := s.hub.PutSink(ctx, req.GetSink())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &confighubv1.PutSinkResponse{Sink: out, Created: created}, nil
+}
+
+func (s *adminService) DeleteSink(ctx context.Context, req *confighubv1.DeleteSinkRequest) (*confighubv1.DeleteSinkResponse, error) {
+	if err := s.hub.DeleteSink(ctx, req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &confighubv1.DeleteSinkResponse{}, nil
+}

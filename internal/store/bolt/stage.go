@@ -1,0 +1,326 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/confighub/confighub/internal/store"
+)
+
+// poolMax is how many free record files (names durable, content stale)
+// the store keeps for the next stages.
+const poolMax = 2
+
+// streamState is a stream's current generation, in memory: the truth the
+// commits check expected_generation against and readers read.
+type streamState struct {
+	// commitMu serialises the commits of one stream, held through the
+	// flush, so generations are handed out in order, once.
+	commitMu sync.Mutex
+	// meta and exists are guarded by Store.mu.
+	meta   streamMeta
+	exists bool
+}
+
+func (s *Store) state(name string) *streamState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.streams[name]
+	if ss == nil {
+		ss = &streamState{}
+		s.streams[name] = ss
+	}
+	return ss
+}
+
+// errClosed is returned by a stage or commit after Close.
+var errClosed = errors.New("bolt store: closed")
+
+// begin counts a stage or commit under way (end ends it), or refuses it:
+// errClosed after Close, the failure after a failed commit.
+func (s *Store) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	if s.failed != nil {
+		return s.failed
+	}
+	s.ops.Add(1)
+	return nil
+}
+
+func (s *Store) end() { s.ops.Done() }
+
+// fail makes every later stage and commit fail: a record whose write or
+// flush failed may or may not be on disk, so only the next Open may decide
+// which generation it holds.
+func (s *Store) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil {
+		s.failed = fmt.Errorf("store %s: a commit could not be made durable, restart to recover: %w", s.path, err)
+	}
+	return s.failed
+}
+
+// takeFile returns a record file to stage into: a free one from the pool
+// (its name already durable) or, when the pool is empty, a new one (fresh:
+// its name must still be made durable).
+func (s *Store) takeFile() (f *os.File, name string, fresh bool, err error) {
+	s.poolMu.Lock()
+	for len(s.pool) > 0 && f == nil {
+		name = s.pool[len(s.pool)-1]
+		s.pool = s.pool[:len(s.pool)-1]
+		f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR, 0)
+		if err != nil {
+			f = nil // gone: create one instead
+		}
+	}
+	empty := len(s.pool) == 0
+	s.poolMu.Unlock()
+	if empty {
+		s.kick(func() { s.refill = true })
+	}
+	if f != nil {
+		return f, name, false, nil
+	}
+	if name, err = newRecName(); err != nil {
+		return nil, "", false, err
+	}
+	f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("stage config: %w", err)
+	}
+	return f, name, true, nil
+}
+
+// release returns a record file whose header the store did not write to
+// the pool (or removes it when the pool is full). Its stale header, if it
+// has one, is of a generation the index already passed: never replayed.
+func (s *Store) release(f *os.File, name string) {
+	_ = f.Close()
+	s.poolPut(name)
+}
+
+// poolPut adds a free record file to the pool, or removes it when the pool
+// is full.
+func (s *Store) poolPut(name string) {
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	if len(s.pool) < poolMax {
+		s.pool = append(s.pool, name)
+		return
+	}
+	_ = os.Remove(filepath.Join(s.blobDir, name))
+}
+
+// writeData writes raw as f's config bytes, handing each chunk to the disk
+// at once and then to tee.
+func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error {
+	for off := 0; off < len(raw); off += writeChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := raw[off:min(off+writeChunk, len(raw))]
+		at := int64(recDataOff + off)
+		if _, err := f.WriteAt(chunk, at); err != nil {
+			return fmt.Errorf("stage config: write %s: %w", f.Name(), err)
+		}
+		startWriteback(f, at, int64(len(chunk)))
+		if tee != nil {
+			if _, err := tee.Write(chunk); err != nil {
+				return fmt.Errorf("stage config: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// staged is config bytes written into a record file that has no header
+// for them yet.
+type staged struct {
+	s      *Store
+	stream string
+	name   string
+	size   int
+
+	mu   sync.Mutex
+	f    *os.File
+	done bool
+}
+
+var _ store.Staged = (*staged)(nil)
+
+// StageConfig implements store.Stager: it writes raw into a free record
+// file (feeding tee as it goes) and starts its write-back, without a
+// flush. Nothing refers to the bytes until Commit writes their header; a
+// crash leaves a file without a valid header, and the next Open removes it.
+func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	if stream == "" {
+		return nil, errors.New("bolt store: stream name is empty")
+	}
+	if !utf8.ValidString(stream) {
+		// The record's JSON meta would hold another name (U+FFFD for each
+		// bad byte): Open could not match it to its stream, and two such
+		// streams would share one name.
+		return nil, fmt.Errorf("bolt store: stream name %q is not valid UTF-8", stream)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	f, name, fresh, err := s.takeFile()
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.path, err)
+	}
+	var dirSynced chan error
+	if fresh {
+		// A new file's name must be durable before its record is acked:
+		// flush the directory while the bytes are written.
+		dirSynced = make(chan error, 1)
+		go func() { dirSynced <- syncDir(s.blobDir) }()
+	}
+	err = writeData(ctx, f, raw, tee)
+	if fresh {
+		if derr := <-dirSynced; err == nil && derr != nil {
+			err = fmt.Errorf("stage config: %w", derr)
+		}
+	}
+	switch {
+	case err == nil:
+		return &staged{s: s, stream: stream, name: name, size: len(raw), f: f}, nil
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		if fresh {
+			_ = f.Close()
+			_ = os.Remove(filepath.Join(s.blobDir, name))
+		} else {
+			s.release(f, name)
+		}
+		return nil, err
+	default:
+		_ = f.Close()
+		_ = os.Remove(filepath.Join(s.blobDir, name))
+		return nil, fmt.Errorf("store %s: %w", s.path, err)
+	}
+}
+
+// Commit implements store.Staged. Under the stream's commit lock it checks
+// expected_generation against the stream's current generation, writes the
+// record's meta and header (generation = current+1) and fdatasyncs the
+// file: one flush, after which the record is the durable truth. The bbolt
+// index follows after the return (indexLater); the replaced generation's
+// file is recycled once the index no longer names it.
+func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return store.Stream{}, false, errors.New("bolt store: staged config already committed or discarded")
+	}
+	g.done = true
+	s := g.s
+	if err := s.begin(); err != nil {
+		_ = g.f.Close() // nothing more is written to it; the next Open removes it
+		return store.Stream{}, false, err
+	}
+	defer s.end()
+	if st.Name != g.stream || len(st.Config) != g.size {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Name, len(st.Config), g.stream, g.size)
+	}
+	if err := checkLabels(st.Labels); err != nil {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, err
+	}
+	ss := s.state(st.Name)
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
+	s.mu.Lock()
+	cur, exists, failed := ss.meta, ss.exists, s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, failed
+	}
+	if expected > 0 && expected != cur.Generation {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
+	}
+	if exists && cur.Hash == st.Hash {
+		// Same hash, same bytes: the stored meta with the caller's bytes.
+		s.release(g.f, g.name)
+		out := streamOf(cur, st.Config)
+		return out, true, nil
+	}
+	// Last chance to give up before writing.
+	if err := ctx.Err(); err != nil {
+		s.release(g.f, g.name)
+		return store.Stream{}, false, err
+	}
+	m := streamMeta{
+		Stream:     st.Name,
+		Generation: cur.Generation + 1,
+		Hash:       st.Hash,
+		Format:     st.Format.String(),
+		Size:       len(st.Config),
+		Labels:     cloneLabels(st.Labels),
+		AcceptTime: st.AcceptTime,
+		Blob:       g.name,
+	}
+	sync := fdatasync
+	if s.hookSync != nil {
+		sync = s.hookSync
+	}
+	err := sealRecSync(g.f, m, sync)
+	_ = g.f.Close() // after a successful fdatasync, close cannot lose data
+	if err != nil {
+		// The header may or may not be on disk: keep the file, refuse
+		// more commits; the next Open decides from what is on disk.
+		return store.Stream{}, false, s.fail(err)
+	}
+	s.mu.Lock()
+	ss.meta, ss.exists = m, true
+	s.mu.Unlock()
+	prev := ""
+	if exists {
+		prev = cur.Blob
+	}
+	s.indexLater(m, prev)
+	out := st
+	out.Generation = m.Generation
+	out.Labels = cloneLabels(st.Labels)
+	return out, false, nil
+}
+
+// checkLabels refuses labels JSON cannot hold as they are (the record
+// would read back other labels than the ones acked).
+func checkLabels(l map[string]string) error {
+	for k, v := range l {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("bolt store: label %q=%q is not valid UTF-8", k, v)
+		}
+	}
+	return nil
+}
+
+// Discard implements store.Staged: the file goes back to the pool.
+func (g *staged) Discard() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return nil
+	}
+	g.done = true
+	g.s.release(g.f, g.name)
+	return nil
+}

@@ -1,0 +1,215 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/confighub/confighub/internal/store"
+)
+
+// watchBackoff is the wait before a failed watch is opened again.
+const watchBackoff = 500 * time.Millisecond
+
+// Watch implements store.Watcher: changes made by other Store values, from
+// the revision after the last List* call on this Store (or from now). The
+// channel is closed when ctx is done or the Store is closed. Events are
+// sent in commit order; a slow reader delays the watch, not the store.
+func (s *Store) Watch(ctx context.Context) <-chan store.Event {
+	ch := make(chan store.Event)
+	s.mu.Lock()
+	closed, from := s.closed, s.listRev
+	known := make(map[string]bool, len(s.listedSinks))
+	for n := range s.listedSinks {
+		known[n] = true
+	}
+	if !closed {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		close(ch)
+		return ch
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	if from == 0 {
+		// "From now" is the revision now, read before returning, so that a
+		// change made after Watch returns is delivered.
+		if resp, err := s.cli.Get(ctx, s.metaKey(""), clientv3.WithCountOnly()); err == nil {
+			from = resp.Header.Revision
+		}
+	}
+	go func() {
+		defer s.wg.Done()
+		defer close(ch)
+		defer stop()
+		defer cancel()
+		s.watch(ctx, ch, from, known)
+	}()
+	return ch
+}
+
+// watch runs until ctx is done. last is the last revision delivered (0:
+// start from now); known are the sinks the reader knows of, kept up to date
+// so that a resync can report the ones deleted meanwhile.
+func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, known map[string]bool) {
+	for ctx.Err() == nil {
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if last > 0 {
+			opts = append(opts, clientv3.WithRev(last+1))
+		}
+		// RequireLeader: a member cut off from its cluster ends the watch
+		// instead of leaving it silent; it is then opened again.
+		wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, opts...)
+		compacted := false
+	recv:
+		for wresp := range wch {
+			if err := wresp.Err(); err != nil {
+				compacted = errors.Is(err, rpctypes.ErrCompacted) || wresp.CompactRevision != 0
+				break
+			}
+			for _, ev := range wresp.Events {
+				if err := s.deliver(ctx, ch, ev, known); err != nil {
+					// Not delivered: open the watch again from the
+					// last delivered revision, after the backoff.
+					break recv
+				}
+				last = ev.Kv.ModRevision
+			}
+			if last == 0 {
+				last = wresp.Header.Revision
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if compacted {
+			rev, ok := s.resync(ctx, ch, known)
+			if !ok {
+				return
+			}
+			last = rev
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.clock.After(watchBackoff):
+		}
+	}
+}
+
+func (s *Store) send(ctx context.Context, ch chan<- store.Event, e store.Event) bool {
+	select {
+	case ch <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Store) sendErr(ctx context.Context, ch chan<- store.Event, e store.Event) error {
+	if !s.send(ctx, ch, e) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// deliver turns one etcd event into a store.Event, if it is one. An error
+// means it was not delivered.
+func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3.Event, known map[string]bool) error {
+	key := string(ev.Kv.Key)
+	rev := ev.Kv.ModRevision
+	// Wait for this Store's writes in flight to know their revisions.
+	s.writing.Lock()
+	//nolint:staticcheck // an empty critical section: a barrier, not a guard
+	s.writing.Unlock()
+	switch {
+	case strings.HasPrefix(key, s.metaPrefix()):
+		if ev.Type != mvccpb.PUT || s.isOwn(rev) {
+			return nil
+		}
+		name := strings.TrimPrefix(key, s.metaPrefix())
+		st, err := s.readStream(ctx, name, ev.Kv.Value, rev)
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			// The chunks at that revision are gone: the newest
+			// generation is what the reader wants anyway.
+			st, err = s.GetStream(ctx, name)
+		}
+		if err != nil {
+			return err
+		}
+		return s.sendErr(ctx, ch, store.Event{Stream: &st})
+	case strings.HasPrefix(key, s.sinkPrefix()):
+		name := strings.TrimPrefix(key, s.sinkPrefix())
+		// Own changes are not sent, but the reader knows them.
+		known[name] = ev.Type != mvccpb.DELETE
+		if !known[name] {
+			delete(known, name)
+		}
+		if s.isOwn(rev) {
+			return nil
+		}
+		if ev.Type == mvccpb.DELETE {
+			return s.sendErr(ctx, ch, store.Event{SinkDeleted: name})
+		}
+		sp, err := decodeSink(ev.Kv.Key, ev.Kv.Value)
+		if err != nil {
+			return nil // a spec this hub cannot read is skipped, not retried forever
+		}
+		return s.sendErr(ctx, ch, store.Event{SinkPut: sp})
+	}
+	return nil
+}
+
+// resync sends every stream and sink after the history the watch needed
+// was compacted, and a deletion for every known sink that is gone; it
+// returns the revision to continue from.
+func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, bool) {
+	for ctx.Err() == nil {
+		streams, rev, err := s.listStreams(ctx)
+		if err == nil {
+			var resp *clientv3.GetResponse
+			resp, err = s.cli.Get(ctx, s.sinkPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
+			if err == nil {
+				for i := range streams {
+					if !s.send(ctx, ch, store.Event{Stream: &streams[i]}) {
+						return 0, false
+					}
+				}
+				present := make(map[string]bool, len(resp.Kvs))
+				for _, kv := range resp.Kvs {
+					present[strings.TrimPrefix(string(kv.Key), s.sinkPrefix())] = true
+					sp, derr := decodeSink(kv.Key, kv.Value)
+					if derr != nil {
+						continue
+					}
+					if !s.send(ctx, ch, store.Event{SinkPut: sp}) {
+						return 0, false
+					}
+				}
+				for name := range known {
+					if !present[name] && !s.send(ctx, ch, store.Event{SinkDeleted: name}) {
+						return 0, false
+					}
+				}
+				clear(known)
+				for name := range present {
+					known[name] = true
+				}
+				return rev, true
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.clock.After(watchBackoff):
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,188 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store keeps streams, sinks and applied records in maps under one mutex.
+// Config bytes are copied in on commit and shared (read only) on the way out.
+type Store struct {
+	mu      sync.Mutex
+	closed  bool
+	streams map[string]store.Stream
+	sinks   map[string]*confighubv1.Sink
+	applied map[string]store.Applied
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		streams: map[string]store.Stream{},
+		sinks:   map[string]*confighubv1.Sink{},
+		applied: map[string]store.Applied{},
+	}
+}
+
+var errClosed = errors.New("memory store: closed")
+
+func (m *Store) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if m.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// CommitConfig implements store.Store.
+func (m *Store) CommitConfig(ctx context.Context, s store.Stream, expected uint64) (store.Stream, bool, error) {
+	if s.Name == "" {
+		return store.Stream{}, false, errors.New("memory store: stream name is empty")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return store.Stream{}, false, err
+	}
+	cur, ok := m.streams[s.Name]
+	if expected > 0 && expected != cur.Generation {
+		return store.Stream{}, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", s.Name, cur.Generation, expected, store.ErrConflict)
+	}
+	if ok && cur.Hash == s.Hash {
+		return copyStream(cur), true, nil
+	}
+	s.Generation = cur.Generation + 1
+	s.Config = slices.Clone(s.Config)
+	s.Labels = maps.Clone(s.Labels)
+	m.streams[s.Name] = s
+	return copyStream(s), false, nil
+}
+
+// GetStream implements store.Store.
+func (m *Store) GetStream(ctx context.Context, name string) (store.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return store.Stream{}, err
+	}
+	s, ok := m.streams[name]
+	if !ok {
+		return store.Stream{}, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}
+	return copyStream(s), nil
+}
+
+// ListStreams implements store.Store, sorted by name.
+func (m *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]store.Stream, 0, len(m.streams))
+	for _, k := range slices.Sorted(maps.Keys(m.streams)) {
+		out = append(out, copyStream(m.streams[k]))
+	}
+	return out, nil
+}
+
+// PutSink implements store.Store.
+func (m *Store) PutSink(ctx context.Context, s *confighubv1.Sink) error {
+	if s.GetName() == "" {
+		return errors.New("memory store: sink name is empty")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	m.sinks[s.GetName()] = proto.Clone(s).(*confighubv1.Sink)
+	return nil
+}
+
+// DeleteSink implements store.Store: it removes the spec and the applied
+// record; ErrNotFound when neither exists.
+func (m *Store) DeleteSink(ctx context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	_, hasSpec := m.sinks[name]
+	_, hasApplied := m.applied[name]
+	if !hasSpec && !hasApplied {
+		return fmt.Errorf("sink %q: %w", name, store.ErrNotFound)
+	}
+	delete(m.sinks, name)
+	delete(m.applied, name)
+	return nil
+}
+
+// ListSinks implements store.Store, sorted by name.
+func (m *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]*confighubv1.Sink, 0, len(m.sinks))
+	for _, k := range slices.Sorted(maps.Keys(m.sinks)) {
+		out = append(out, proto.Clone(m.sinks[k]).(*confighubv1.Sink))
+	}
+	return out, nil
+}
+
+// RecordApplied implements store.Store.
+func (m *Store) RecordApplied(ctx context.Context, a store.Applied) error {
+	if a.Sink == "" {
+		return errors.New("memory store: applied record without a sink name")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	m.applied[a.Sink] = a
+	return nil
+}
+
+// ListApplied implements store.Store, sorted by sink name.
+func (m *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]store.Applied, 0, len(m.applied))
+	for _, k := range slices.Sorted(maps.Keys(m.applied)) {
+		out = append(out, m.applied[k])
+	}
+	return out, nil
+}
+
+// Close makes every later call fail; it is idempotent.
+func (m *Store) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
+
+// copyStream shares the (immutable) config bytes and copies the labels.
+func copyStream(s store.Stream) store.Stream {
+	s.Labels = maps.Clone(s.Labels)
+	return s
+}

@@ -1,0 +1,513 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// Option configures Run.
+type Option func(*options)
+
+type options struct {
+	reopen   func(t *testing.T, s store.Store) store.Store
+	largeLen int
+}
+
+// WithReopen enables the persistence checks: reopen closes s and returns a
+// new store over the same durable data.
+func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
+	return func(o *options) { o.reopen = reopen }
+}
+
+// WithLargeConfig sets the size of the config used by the large-config
+// round trip (default 3 MiB, beyond etcd's default request limit).
+func WithLargeConfig(n int) Option {
+	return func(o *options) { o.largeLen = n }
+}
+
+// Run runs the conformance suite. newStore returns a fresh, empty store for
+// each subtest; it registers its own cleanup (Close must be idempotent, as
+// the reopen check closes stores too).
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+	o := options{largeLen: 3 << 20}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t.Run("NotFound", func(t *testing.T) { testNotFound(t, newStore(t)) })
+	t.Run("GenerationsPerStream", func(t *testing.T) { testGenerations(t, newStore(t)) })
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newStore(t)) })
+	t.Run("ExpectedGenerationConflict", func(t *testing.T) { testConflict(t, newStore(t)) })
+	t.Run("UnchangedOnSameHash", func(t *testing.T) { testUnchanged(t, newStore(t)) })
+	t.Run("LargeConfig", func(t *testing.T) { testLarge(t, newStore(t), o.largeLen) })
+	t.Run("Sinks", func(t *testing.T) { testSinks(t, newStore(t)) })
+	t.Run("Applied", func(t *testing.T) { testApplied(t, newStore(t)) })
+	t.Run("ConcurrentCommits", func(t *testing.T) { testConcurrent(t, newStore(t)) })
+	t.Run("ConcurrentExpected", func(t *testing.T) { testConcurrentExpected(t, newStore(t)) })
+	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
+	if o.reopen != nil {
+		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
+	}
+}
+
+// Cfg returns a small valid Kong JSON config distinct for each n.
+func Cfg(n int) []byte {
+	return fmt.Appendf(nil, `{"_format_version":"3.0","services":[{"name":"svc-%d","url":"http://example.com"}]}`, n)
+}
+
+// NewStream builds a stream to commit from raw bytes.
+func NewStream(name string, raw []byte) store.Stream {
+	return store.Stream{
+		Name:       name,
+		Hash:       config.Hash(raw),
+		Format:     config.FormatJSON,
+		Config:     raw,
+		AcceptTime: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
+	}
+}
+
+func commit(t *testing.T, s store.Store, st store.Stream, expected uint64) store.Stream {
+	t.Helper()
+	got, unchanged, err := s.CommitConfig(context.Background(), st, expected)
+	if err != nil {
+		t.Fatalf("CommitConfig(%s, expected %d): %v", st.Name, expected, err)
+	}
+	if unchanged {
+		t.Fatalf("CommitConfig(%s): unchanged for a new hash", st.Name)
+	}
+	return got
+}
+
+func get(t *testing.T, s store.Store, name string) store.Stream {
+	t.Helper()
+	got, err := s.GetStream(context.Background(), name)
+	if err != nil {
+		t.Fatalf("GetStream(%s): %v", name, err)
+	}
+	return got
+}
+
+// sameStream compares every stored field.
+func sameStream(t *testing.T, what string, got, want store.Stream) {
+	t.Helper()
+	if got.Name != want.Name || got.Generation != want.Generation || got.Hash != want.Hash || got.Format != want.Format {
+		t.Errorf("%s: got %s gen %d hash %.12s format %v, want %s gen %d hash %.12s format %v", what,
+			got.Name, got.Generation, got.Hash, got.Format, want.Name, want.Generation, want.Hash, want.Format)
+	}
+	if !bytes.Equal(got.Config, want.Config) {
+		t.Errorf("%s: config bytes differ (%d vs %d bytes)", what, len(got.Config), len(want.Config))
+	}
+	if len(got.Labels) != len(want.Labels) || !maps.Equal(got.Labels, want.Labels) {
+		t.Errorf("%s: labels %v, want %v", what, got.Labels, want.Labels)
+	}
+	if !got.AcceptTime.Equal(want.AcceptTime) {
+		t.Errorf("%s: accept time %v, want %v", what, got.AcceptTime, want.AcceptTime)
+	}
+}
+
+func testNotFound(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if _, err := s.GetStream(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetStream(unknown) = %v, want ErrNotFound", err)
+	}
+	if l, err := s.ListStreams(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("ListStreams on empty store = %d streams, %v", len(l), err)
+	}
+	if l, err := s.ListSinks(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("ListSinks on empty store = %d, %v", len(l), err)
+	}
+	if l, err := s.ListApplied(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("ListApplied on empty store = %d, %v", len(l), err)
+	}
+	if err := s.DeleteSink(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("DeleteSink(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testGenerations(t *testing.T, s store.Store) {
+	for i := 1; i <= 5; i++ {
+		got := commit(t, s, NewStream("a", Cfg(i)), 0)
+		if got.Generation != uint64(i) {
+			t.Fatalf("commit %d on a: generation %d, want %d", i, got.Generation, i)
+		}
+	}
+	// Generations are per stream: b starts at 1 whatever a is at.
+	if got := commit(t, s, NewStream("b", Cfg(1)), 0); got.Generation != 1 {
+		t.Fatalf("first commit on b: generation %d, want 1", got.Generation)
+	}
+	// The generation a caller passes is ignored.
+	st := NewStream("a", Cfg(100))
+	st.Generation = 42
+	if got := commit(t, s, st, 0); got.Generation != 6 {
+		t.Fatalf("commit with caller generation 42: got %d, want 6", got.Generation)
+	}
+	// Going back to an older content is a new generation, not a rollback.
+	if got := commit(t, s, NewStream("a", Cfg(1)), 0); got.Generation != 7 {
+		t.Fatalf("re-commit of older content: generation %d, want 7", got.Generation)
+	}
+	if g := get(t, s, "a").Generation; g != 7 {
+		t.Fatalf("GetStream(a) generation %d, want 7", g)
+	}
+}
+
+func testRoundTrip(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	raw := []byte("_format_version: \"3.0\"\nservices:\n- name: y\n  url: http://example.com\n")
+	want := NewStream("yaml-stream", raw)
+	want.Format = config.FormatYAML
+	want.Labels = map[string]string{"controller": "kic-0", "k8s-namespace": "kong"}
+	want.AcceptTime = time.Date(2026, 1, 2, 3, 4, 5, 987654321, time.UTC)
+	got := commit(t, s, want, 0)
+	want.Generation = 1
+	sameStream(t, "CommitConfig result", got, want)
+	sameStream(t, "GetStream", get(t, s, "yaml-stream"), want)
+
+	other := commit(t, s, NewStream("json-stream", Cfg(1)), 0)
+	l, err := s.ListStreams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 2 {
+		t.Fatalf("ListStreams: %d streams, want 2", len(l))
+	}
+	byName := map[string]store.Stream{}
+	for _, st := range l {
+		byName[st.Name] = st
+	}
+	sameStream(t, "ListStreams yaml-stream", byName["yaml-stream"], want)
+	sameStream(t, "ListStreams json-stream", byName["json-stream"], other)
+
+	// Changing what a caller holds after the commit must not change the store.
+	mut := NewStream("mut", Cfg(7))
+	mut.Labels = map[string]string{"a": "1"}
+	commit(t, s, mut, 0)
+	mut.Config[0] = 'X'
+	mut.Labels["a"] = "2"
+	back := get(t, s, "mut")
+	if back.Config[0] != '{' || back.Labels["a"] != "1" {
+		t.Fatalf("stored stream changed with the caller's slices: %q, %v", back.Config[:1], back.Labels)
+	}
+}
+
+func testConflict(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	// expected on a stream that does not exist (generation 0).
+	if _, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(1)), 3); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("expected 3 on a new stream: %v, want ErrConflict", err)
+	}
+	if _, err := s.GetStream(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a conflicting commit created the stream: %v", err)
+	}
+	first := commit(t, s, NewStream("c", Cfg(1)), 0)
+	second := commit(t, s, NewStream("c", Cfg(2)), 1)
+	if second.Generation != 2 {
+		t.Fatalf("commit with matching expected: generation %d, want 2", second.Generation)
+	}
+	for _, exp := range []uint64{1, 3, 100} {
+		_, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(3)), exp)
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("expected %d at generation 2: %v, want ErrConflict", exp, err)
+		}
+	}
+	// A stale expected with the current content is still a conflict: the
+	// caller's view is stale whatever it sends.
+	if _, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(2)), 1); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale expected with the current hash: %v, want ErrConflict", err)
+	}
+	sameStream(t, "after conflicts", get(t, s, "c"), second)
+	_ = first
+	if got := commit(t, s, NewStream("c", Cfg(3)), 2); got.Generation != 3 {
+		t.Fatalf("after conflicts, commit with expected 2: generation %d, want 3", got.Generation)
+	}
+}
+
+func testUnchanged(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	st := NewStream("u", Cfg(1))
+	st.Labels = map[string]string{"v": "1"}
+	first := commit(t, s, st, 0)
+	again := NewStream("u", Cfg(1))
+	again.Labels = map[string]string{"v": "2"}
+	again.AcceptTime = st.AcceptTime.Add(time.Hour)
+	got, unchanged, err := s.CommitConfig(ctx, again, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unchanged {
+		t.Fatal("same hash: unchanged = false")
+	}
+	sameStream(t, "unchanged result", got, first)
+	sameStream(t, "GetStream after unchanged", get(t, s, "u"), first)
+	// A different hash after that is generation 2.
+	if g := commit(t, s, NewStream("u", Cfg(2)), 0).Generation; g != 2 {
+		t.Fatalf("next new content: generation %d, want 2", g)
+	}
+}
+
+func testLarge(t *testing.T, s store.Store, n int) {
+	raw := make([]byte, n)
+	for i := range raw {
+		raw[i] = byte('a' + i%23)
+	}
+	st := NewStream("large", raw)
+	got := commit(t, s, st, 0)
+	st.Generation = 1
+	sameStream(t, "large commit", got, st)
+	sameStream(t, "large get", get(t, s, "large"), st)
+	// Replacing a large config with a small one leaves only the small one.
+	small := NewStream("large", Cfg(1))
+	commit(t, s, small, 1)
+	small.Generation = 2
+	sameStream(t, "small after large", get(t, s, "large"), small)
+	// And a large one again.
+	raw2 := bytes.Repeat([]byte("z"), n+1)
+	big := NewStream("large", raw2)
+	commit(t, s, big, 2)
+	big.Generation = 3
+	sameStream(t, "large again", get(t, s, "large"), big)
+}
+
+func sinkSpec(name, stream, dir string) *confighubv1.Sink {
+	return &confighubv1.Sink{
+		Name:   name,
+		Kind:   "file",
+		Stream: stream,
+		Options: &confighubv1.SinkOptions{
+			Timeout: durationpb.New(3 * time.Second),
+		},
+		Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: dir + "/kong.json"}},
+	}
+}
+
+func testSinks(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a := sinkSpec("gw-a", "default", "/a")
+	b := sinkSpec("gw-b", "other", "/b")
+	for _, sp := range []*confighubv1.Sink{b, a} {
+		if err := s.PutSink(ctx, sp); err != nil {
+			t.Fatalf("PutSink(%s): %v", sp.Name, err)
+		}
+	}
+	l, err := s.ListSinks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 2 {
+		t.Fatalf("ListSinks: %d, want 2", len(l))
+	}
+	got := map[string]*confighubv1.Sink{}
+	for _, sp := range l {
+		got[sp.Name] = sp
+	}
+	if !proto.Equal(got["gw-a"], a) || !proto.Equal(got["gw-b"], b) {
+		t.Fatalf("ListSinks returned %v, want %v and %v", l, a, b)
+	}
+	// Replace.
+	a2 := sinkSpec("gw-a", "default", "/a2")
+	if err := s.PutSink(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	// Changing the caller's message after Put must not change the store.
+	a2.GetFile().Path = "/changed"
+	l, _ = s.ListSinks(ctx)
+	for _, sp := range l {
+		if sp.Name == "gw-a" && sp.GetFile().GetPath() != "/a2/kong.json" {
+			t.Fatalf("after replace gw-a has path %q, want /a2/kong.json", sp.GetFile().GetPath())
+		}
+	}
+	if err := s.DeleteSink(ctx, "gw-a"); err != nil {
+		t.Fatalf("DeleteSink(gw-a): %v", err)
+	}
+	if err := s.DeleteSink(ctx, "gw-a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second DeleteSink(gw-a) = %v, want ErrNotFound", err)
+	}
+	l, _ = s.ListSinks(ctx)
+	if len(l) != 1 || l[0].Name != "gw-b" {
+		t.Fatalf("after delete ListSinks = %v, want only gw-b", l)
+	}
+}
+
+func testApplied(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 5, 6, 7, 8, 9, 10, time.UTC)
+	recs := []store.Applied{
+		{Sink: "gw-1", Stream: "default", Generation: 3, Hash: config.Hash(Cfg(3)), Time: at},
+		{Sink: "gw-2", Stream: "default", Generation: 2, Hash: config.Hash(Cfg(2)), Time: at.Add(time.Second)},
+	}
+	for _, r := range recs {
+		if err := s.RecordApplied(ctx, r); err != nil {
+			t.Fatalf("RecordApplied(%s): %v", r.Sink, err)
+		}
+	}
+	// Overwrite gw-2.
+	recs[1] = store.Applied{Sink: "gw-2", Stream: "default", Generation: 4, Hash: config.Hash(Cfg(4)), Time: at.Add(2 * time.Second)}
+	if err := s.RecordApplied(ctx, recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	checkApplied(t, s, recs)
+
+	// Deleting a sink drops its applied record (even one with no stored spec,
+	// e.g. a sink from the start-up file).
+	if err := s.PutSink(ctx, sinkSpec("gw-1", "default", "/x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSink(ctx, "gw-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSink(ctx, "gw-2"); err != nil {
+		t.Fatalf("DeleteSink of a sink with only an applied record: %v", err)
+	}
+	checkApplied(t, s, nil)
+}
+
+func checkApplied(t *testing.T, s store.Store, want []store.Applied) {
+	t.Helper()
+	l, err := s.ListApplied(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != len(want) {
+		t.Fatalf("ListApplied: %d records, want %d: %+v", len(l), len(want), l)
+	}
+	got := map[string]store.Applied{}
+	for _, a := range l {
+		got[a.Sink] = a
+	}
+	for _, w := range want {
+		g := got[w.Sink]
+		if g.Stream != w.Stream || g.Generation != w.Generation || g.Hash != w.Hash || !g.Time.Equal(w.Time) {
+			t.Errorf("applied %s = %+v, want %+v", w.Sink, g, w)
+		}
+	}
+}
+
+func testConcurrent(t *testing.T, s store.Store) {
+	const workers, each = 8, 8
+	ctx := context.Background()
+	gens := make(chan uint64, workers*each)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				got, unchanged, err := s.CommitConfig(ctx, NewStream("conc", Cfg(w*1000+i)), 0)
+				if err != nil || unchanged {
+					errs <- fmt.Errorf("worker %d commit %d: unchanged=%v err=%v", w, i, unchanged, err)
+					continue
+				}
+				gens <- got.Generation
+			}
+		})
+	}
+	wg.Wait()
+	close(gens)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	seen := map[uint64]bool{}
+	for g := range gens {
+		if seen[g] {
+			t.Fatalf("generation %d handed out twice", g)
+		}
+		seen[g] = true
+	}
+	for g := uint64(1); g <= workers*each; g++ {
+		if !seen[g] {
+			t.Fatalf("generation %d never handed out (got %d generations)", g, len(seen))
+		}
+	}
+	if g := get(t, s, "conc").Generation; g != workers*each {
+		t.Fatalf("final generation %d, want %d", g, workers*each)
+	}
+}
+
+// testConcurrentExpected: several writers all expecting the same generation;
+// exactly one wins, the others get ErrConflict.
+func testConcurrentExpected(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	commit(t, s, NewStream("race", Cfg(0)), 0)
+	const writers = 6
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			_, _, err := s.CommitConfig(ctx, NewStream("race", Cfg(w+1)), 1)
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	wins := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, store.ErrConflict):
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d writers won with expected 1, want exactly 1", wins)
+	}
+	if g := get(t, s, "race").Generation; g != 2 {
+		t.Fatalf("generation after the race %d, want 2", g)
+	}
+}
+
+func testCanceled(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.CommitConfig(ctx, NewStream("x", Cfg(1)), 0); err == nil {
+		t.Fatal("CommitConfig with a canceled context succeeded")
+	}
+	if _, err := s.GetStream(context.Background(), "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a canceled commit stored the stream: %v", err)
+	}
+}
+
+func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store) store.Store) {
+	ctx := context.Background()
+	st := NewStream("p", Cfg(1))
+	st.Labels = map[string]string{"k": "v"}
+	commit(t, s, st, 0)
+	last := commit(t, s, NewStream("p", Cfg(2)), 1)
+	q := commit(t, s, NewStream("q", Cfg(9)), 0)
+	sp := sinkSpec("gw-p", "p", "/p")
+	if err := s.PutSink(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	ap := store.Applied{Sink: "gw-p", Stream: "p", Generation: 2, Hash: last.Hash, Time: time.Date(2026, 1, 1, 0, 0, 0, 5, time.UTC)}
+	if err := s.RecordApplied(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := reopen(t, s)
+	sameStream(t, "p after reopen", get(t, s2, "p"), last)
+	sameStream(t, "q after reopen", get(t, s2, "q"), q)
+	l, err := s2.ListSinks(ctx)
+	if err != nil || len(l) != 1 || !proto.Equal(l[0], sp) {
+		t.Fatalf("sinks after reopen: %v, %v", l, err)
+	}
+	checkApplied(t, s2, []store.Applied{ap})
+	// Generations continue after a reopen, and expected still holds.
+	if _, _, err := s2.CommitConfig(ctx, NewStream("p", Cfg(3)), 1); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale expected after reopen: %v, want ErrConflict", err)
+	}
+	if g := commit(t, s2, NewStream("p", Cfg(3)), 2).Generation; g != 3 {
+		t.Fatalf("first commit after reopen: generation %d, want 3", g)
+	}
+}
