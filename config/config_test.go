@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/internal/harness"
 )
 
 func fixtures(t testing.TB) []string { return harness.Fixtures(t) }

@@ -25,9 +25,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/test/emulator"
-	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

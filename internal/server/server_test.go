@@ -12,11 +12,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 
-	"github.com/confighub/confighub/engine"
-	"github.com/confighub/confighub/hub"
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
-	"github.com/confighub/confighub/store/memory"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
