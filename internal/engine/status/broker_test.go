@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine/status"
-	"github.com/confighub/confighub/engine/status/statustest"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/engine/status/statustest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

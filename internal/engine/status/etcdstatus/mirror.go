@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine/status"
+	"github.com/confighub/confighub/internal/engine/status"
 )
 
 // DefaultRetry is how long the mirror waits before reading etcd again after

@@ -9,10 +9,10 @@ import (
 	"go.uber.org/goleak"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine/status"
-	"github.com/confighub/confighub/engine/status/etcdstatus"
-	"github.com/confighub/confighub/engine/status/statustest"
-	"github.com/confighub/confighub/store/etcd/etcdtest"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
+	"github.com/confighub/confighub/internal/engine/status/statustest"
+	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
 )
 
 func TestMain(m *testing.M) {

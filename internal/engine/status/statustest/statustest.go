@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine/status"
+	"github.com/confighub/confighub/internal/engine/status"
 )
 
 // Options are the view settings a subtest needs; 0 means the default.

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/engine/status"
+	"github.com/confighub/confighub/internal/engine/status"
 )
 
 // DefaultInterval is how often the writer writes the changed statuses.
