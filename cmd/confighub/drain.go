@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/confighub/confighub/server"
+	"github.com/confighub/confighub/internal/server"
 )
 
 // drainer ends the server-streaming calls (WatchStatus) when a shutdown
