@@ -32,7 +32,8 @@
 //     The all-zeros configuration_hash after a successful apply (or at the
 //     first poll after the hub started) means the gateway restarted empty:
 //     Notifier.Resync("gateway restarted empty"). An unreachable gateway is
-//     reported with Health(err) once, and Health(nil) when it answers again.
+//     reported with Health(err) at every failed poll (logged once), and
+//     Health(nil) when it answers again (TestStatusPollResyncAndHealth).
 //     The poll never touches Apply, so a hung gateway blocks only its own
 //     sink.
 package kong

@@ -374,7 +374,8 @@ func (b *limitBody) Close() error               { return b.rc.Close() }
 // gateway that reports the all-zeros configuration_hash after it was given
 // a configuration (or at the first poll after the hub started) restarted
 // empty: the engine is asked to resync. An unreachable gateway is reported
-// with Health(err), and Health(nil) when it answers again.
+// with Health(err) at every failed poll, and Health(nil) when it answers
+// again.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()
@@ -409,9 +410,12 @@ func (p *poller) poll(ctx context.Context) {
 	if err != nil {
 		if p.health != -1 {
 			p.s.logger.Warn("gateway unreachable", "address", p.s.address, "err", err)
-			p.n.Health(fmt.Errorf("GET %s/status: %w", p.s.address, err))
 			p.health = -1
 		}
+		// Reported at every failed poll, not once: a successful apply
+		// in between clears the engine's view (the gateway answered it),
+		// and a gateway down again must show again.
+		p.n.Health(fmt.Errorf("GET %s/status: %w", p.s.address, err))
 		return
 	}
 	if p.health != 1 {

@@ -461,6 +461,12 @@ func TestStatusPollResyncAndHealth(t *testing.T) {
 	if e := ev.next(t); e != "unhealthy" {
 		t.Fatalf("got %q", e)
 	}
+	// Still down: reported again (the engine may have cleared it after a
+	// successful apply in between).
+	tick()
+	if e := ev.next(t); e != "unhealthy" {
+		t.Fatalf("got %q", e)
+	}
 	g.ClearFaults()
 	tick()
 	if e := ev.next(t); e != "healthy" {

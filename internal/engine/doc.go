@@ -73,6 +73,10 @@
 //   - A Runner runs in a goroutine owned by the worker; Health(err) shows
 //     as last_error "unreachable: ..." while it lasts
 //     (TestHealthReflectedInStatus).
+//   - A successful apply clears last_error and last_error_code, the
+//     Runner's "unreachable" included (the destination just answered),
+//     and keeps them as previous_error and previous_error_code
+//     (TestRecoveryClearsLastError).
 //   - Status: every change is an event with a monotonic revision, starting
 //     after the clock's Unix nanoseconds when the engine is made (so a
 //     watcher resuming with a revision from before a restart gets a

@@ -656,6 +656,54 @@ func TestHealthReflectedInStatus(t *testing.T) {
 	h.awaitSink("gw", "reachable", func(s *confighubv1.SinkStatus) bool { return s.GetLastError() == "" })
 }
 
+// TestRecoveryClearsLastError: after a sink recovers (its Runner saw the
+// destination unreachable, an apply failed, then an apply succeeded),
+// status is APPLIED with no last_error; the failure it recovered from is
+// previous_error. A Runner that reports the destination down again shows
+// again.
+func TestRecoveryClearsLastError(t *testing.T) {
+	h := newHarness(t)
+	gw := h.put("gw", kindRunner, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := h.fleet.Runner("gw").Notifier(ctx)
+	must(t, err)
+	down := errors.New("dial tcp 10.0.0.5:8001: connection refused")
+	n.Health(down)
+	gw.Set(enginetest.Behavior{Err: down})
+	h.pushN(1)
+	h.awaitSink("gw", "backoff while unreachable", func(s *confighubv1.SinkStatus) bool {
+		return s.GetState() == backoffS && s.GetLastErrorCode() == "unreachable"
+	})
+	// The gateway is back before the Runner's next check: the retry
+	// succeeds.
+	gw.Set(enginetest.Behavior{})
+	h.clock.Advance(time.Hour)
+	st := h.awaitApplied("gw", 1)
+	if st.GetLastError() != "" || st.GetLastErrorCode() != "" {
+		t.Fatalf("APPLIED with last_error %q (%q)", st.GetLastError(), st.GetLastErrorCode())
+	}
+	if st.GetPreviousError() != "unreachable: "+down.Error() || st.GetPreviousErrorCode() != "unreachable" {
+		t.Fatalf("previous_error %q (%q)", st.GetPreviousError(), st.GetPreviousErrorCode())
+	}
+	// The Runner reports the same failure again: it shows again.
+	n.Health(down)
+	h.awaitSink("gw", "unreachable again", func(s *confighubv1.SinkStatus) bool { return s.GetLastErrorCode() == "unreachable" })
+	n.Health(nil)
+
+	// Without a Runner: an apply error, then a success.
+	a := h.put("a", kindTest, nil)
+	a.Set(enginetest.Behavior{Err: errors.New("connection reset")})
+	h.pushN(1)
+	h.awaitSink("a", "backoff", func(s *confighubv1.SinkStatus) bool { return s.GetState() == backoffS && s.GetDesiredGeneration() == 2 })
+	a.Set(enginetest.Behavior{})
+	h.clock.Advance(time.Hour)
+	st = h.awaitApplied("a", 2)
+	if st.GetLastError() != "" || st.GetPreviousError() != "connection reset" || st.GetPreviousErrorCode() != "error" {
+		t.Fatalf("after recovery: last_error %q previous %q (%q)", st.GetLastError(), st.GetPreviousError(), st.GetPreviousErrorCode())
+	}
+}
+
 func TestGenerationConverges(t *testing.T) {
 	h := newHarness(t)
 	h.put("a", kindTest, nil)

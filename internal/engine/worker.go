@@ -105,6 +105,8 @@ type worker struct {
 	lastAppliedTime time.Time
 	rejectedGen     uint64
 	appliesTotal    uint64
+	prevErr         string // the error the last successful apply cleared
+	prevErrCode     string
 	published       *confighubv1.SinkStatus
 }
 
@@ -422,7 +424,14 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		w.lastAppliedTime = now
 		w.appliesTotal++
 		w.streak, w.retryGen, w.nextRetry = 0, 0, time.Time{}
+		// The destination just answered: whatever was shown as the
+		// current failure (an apply error, or unreachable from the
+		// Runner's last check) is over; status keeps it as previous.
+		if msg, code := w.shownError(); msg != "" {
+			w.prevErr, w.prevErrCode = msg, code
+		}
 		w.applyErr, w.applyErrCode, w.entityErrors = "", "", nil
+		w.health = ""
 		w.setState(stateApplied, "")
 		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
 		e.metrics.ApplyDone(w.name, w.kind, ResultApplied, "", dur, cfg.Size())
@@ -547,18 +556,15 @@ func (w *worker) status() *confighubv1.SinkStatus {
 		AppliedGeneration:  w.appliedGen,
 		AppliedHash:        w.appliedHash,
 		Attempts:           w.attempts,
-		LastError:          w.applyErr,
-		LastErrorCode:      w.applyErrCode,
 		EntityErrors:       w.entityErrors,
 		Coalesced:          w.coalesced,
 		Reason:             w.reason,
 		RejectedGeneration: w.rejectedGen,
 		AppliesTotal:       w.appliesTotal,
+		PreviousError:      w.prevErr,
+		PreviousErrorCode:  w.prevErrCode,
 	}
-	if w.health != "" {
-		st.LastError = "unreachable: " + w.health
-		st.LastErrorCode = "unreachable"
-	}
+	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.nextRetry.IsZero() {
 		st.NextRetryTime = timestamppb.New(w.nextRetry)
 	}
@@ -571,6 +577,15 @@ func (w *worker) status() *confighubv1.SinkStatus {
 	return st
 }
 
+// shownError is the current failure as status shows it: unreachable (the
+// Runner's health) before the last apply's error. e.mu is held.
+func (w *worker) shownError() (msg, code string) {
+	if w.health != "" {
+		return "unreachable: " + w.health, "unreachable"
+	}
+	return w.applyErr, w.applyErrCode
+}
+
 // sameStatus compares two statuses built by status(); entity errors are
 // compared by identity (they come from one sink.Error).
 func sameStatus(a, b *confighubv1.SinkStatus) bool {
@@ -578,6 +593,7 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.AppliedGeneration != b.AppliedGeneration || a.AppliedHash != b.AppliedHash || a.Attempts != b.Attempts ||
 		a.LastError != b.LastError || a.LastErrorCode != b.LastErrorCode || a.Coalesced != b.Coalesced ||
 		a.Reason != b.Reason || a.RejectedGeneration != b.RejectedGeneration || a.AppliesTotal != b.AppliesTotal ||
+		a.PreviousError != b.PreviousError || a.PreviousErrorCode != b.PreviousErrorCode ||
 		len(a.EntityErrors) != len(b.EntityErrors) {
 		return false
 	}

@@ -127,8 +127,13 @@ type SinkStatus struct {
 	// The generation last rejected permanently, if any.
 	RejectedGeneration uint64 `protobuf:"varint,18,opt,name=rejected_generation,json=rejectedGeneration,proto3" json:"rejected_generation,omitempty"`
 	AppliesTotal       uint64 `protobuf:"varint,19,opt,name=applies_total,json=appliesTotal,proto3" json:"applies_total,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The error a successful apply cleared (last_error and last_error_code
+	// as they were just before it), so a recovery stays visible; empty when
+	// the sink applied without a failure in between.
+	PreviousError     string `protobuf:"bytes,20,opt,name=previous_error,json=previousError,proto3" json:"previous_error,omitempty"`
+	PreviousErrorCode string `protobuf:"bytes,21,opt,name=previous_error_code,json=previousErrorCode,proto3" json:"previous_error_code,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SinkStatus) Reset() {
@@ -292,6 +297,20 @@ func (x *SinkStatus) GetAppliesTotal() uint64 {
 		return x.AppliesTotal
 	}
 	return 0
+}
+
+func (x *SinkStatus) GetPreviousError() string {
+	if x != nil {
+		return x.PreviousError
+	}
+	return ""
+}
+
+func (x *SinkStatus) GetPreviousErrorCode() string {
+	if x != nil {
+		return x.PreviousErrorCode
+	}
+	return ""
 }
 
 type EntityError struct {
@@ -529,7 +548,7 @@ var File_confighub_v1_status_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_status_proto_rawDesc = "" +
 	"\n" +
-	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x06\n" +
+	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
 	"\n" +
 	"SinkStatus\x12\x12\n" +
 	"\x04sink\x18\x01 \x01(\tR\x04sink\x12\x12\n" +
@@ -552,7 +571,9 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x06reason\x18\x10 \x01(\tR\x06reason\x12F\n" +
 	"\x11last_applied_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastAppliedTime\x12/\n" +
 	"\x13rejected_generation\x18\x12 \x01(\x04R\x12rejectedGeneration\x12#\n" +
-	"\rapplies_total\x18\x13 \x01(\x04R\fappliesTotal\"\xbf\x01\n" +
+	"\rapplies_total\x18\x13 \x01(\x04R\fappliesTotal\x12%\n" +
+	"\x0eprevious_error\x18\x14 \x01(\tR\rpreviousError\x12.\n" +
+	"\x13previous_error_code\x18\x15 \x01(\tR\x11previousErrorCode\"\xbf\x01\n" +
 	"\vEntityError\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1f\n" +
