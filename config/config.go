@@ -51,8 +51,9 @@ const DefaultStream = "default"
 // SupportedFormatVersions are the _format_version values Kong 3.x accepts.
 var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
 
-// ErrInvalid is wrapped by every error Check returns, so the transport maps
-// it to InvalidArgument.
+// ErrInvalid is wrapped by every error Check returns. The hub keeps it in
+// the chain under its own ErrInvalid (errors.Is finds both), and the server
+// maps that to InvalidArgument.
 var ErrInvalid = errors.New("invalid configuration")
 
 // Config is one accepted configuration of a stream. It is immutable and

@@ -180,7 +180,7 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		defer func() { _ = staged.Discard() }() // a no-op after Commit
 	}
 	if checkErr != nil {
-		return PushResult{}, fmt.Errorf("%w: stream %q: %v", ErrInvalid, stream, checkErr)
+		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, checkErr)
 	}
 	if stageErr != nil {
 		if ctx.Err() != nil {
@@ -293,7 +293,7 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink { return h.fan.ListSi
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	n, err := h.fan.ValidateSink(spec)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
+		return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, spec.GetName(), err)
 	}
 	prev := h.sink(n.GetName())
 	if err := h.store.PutSink(ctx, n); err != nil {
@@ -311,7 +311,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 			h.log.Error("restoring the stored sink after a failed start failed", "sink", n.GetName(), "error", rerr)
 		}
 		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
-			return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, n.GetName(), err)
+			return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, n.GetName(), err)
 		}
 		return nil, false, fmt.Errorf("%w: start sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}

@@ -181,6 +181,10 @@ func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("push %q: %v, want %v naming %q", c.in.Config, err, c.want, c.msg)
 		}
+		// The check's own sentinel stays in the chain under the hub's.
+		if c.want == ErrInvalid && !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("push %q: %v does not wrap config.ErrInvalid", c.in.Config, err)
+		}
 	}
 	s, _ := st.GetStream(ctx, config.DefaultStream)
 	if s.Generation != 1 || string(s.Config) != good || len(fan.published) != 1 {

@@ -27,12 +27,6 @@
 //     index (one fsynced transaction), then recycles the files they
 //     replaced into the pool (at most 2 kept; others removed).
 //
-// Measured (docs/performance.md, scenario 1): 1 MiB push ack / raw gRPC +
-// write+fsync went from 1.35-1.51 to 1.15-1.29 (the old path paid the
-// staged file's fsync, the directory's and bbolt's two; fsyncing the bytes
-// while hashing and the header after, two flushes, measured the same as one
-// and is not used).
-//
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything
 //     is acked in them: Open flushes the parent of each directory it
