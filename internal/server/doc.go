@@ -10,6 +10,13 @@
 // stops (not the client) ends with Unavailable, so the client resumes
 // from its last revision.
 //
+// HTTP/2 keepalive (DefaultKeepalive, WithKeepalive): clients may ping
+// every 5 s or more with or without streams, so a watcher pinging every
+// 10 s stays connected (TestWatchSurvivesClientKeepalive, at a scaled
+// clock; TestDefaultKeepalive checks the production values); a client that
+// answers no ping is disconnected PingAfterIdle+PingTimeout after its last
+// frame, ending its watch (TestDeadWatcherIsDropped).
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

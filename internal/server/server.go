@@ -39,6 +39,7 @@ type options struct {
 	stream     []grpc.StreamServerInterceptor
 	serverOpts []grpc.ServerOption
 	redact     Redactor
+	keepalive  Keepalive
 }
 
 // Option configures the server.
@@ -61,6 +62,10 @@ func WithServerOptions(so ...grpc.ServerOption) Option {
 	return func(o *options) { o.serverOpts = append(o.serverOpts, so...) }
 }
 
+// WithKeepalive sets the HTTP/2 keepalive policy (default
+// DefaultKeepalive).
+func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive = k } }
+
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
 
@@ -72,7 +77,7 @@ type Server struct {
 
 // New builds the gRPC server for h: both services, health, reflection.
 func New(h *hub.Hub, opts ...Option) (*Server, error) {
-	o := options{log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageBytes}
+	o := options{log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageBytes, keepalive: DefaultKeepalive()}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -104,7 +109,8 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		grpc.MaxSendMsgSize(o.maxMsg),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	}, o.serverOpts...)
+	}, o.keepalive.serverOptions()...)
+	so = append(so, o.serverOpts...)
 	gs := grpc.NewServer(so...)
 	confighubv1.RegisterConfigHubServiceServer(gs, &hubService{hub: h, redact: o.redact})
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/server"
@@ -21,14 +23,25 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// startServer serves an in-process hub (memory store, no sinks) on
-// 127.0.0.1:0 and returns its address.
+// nopSink accepts every configuration.
+type nopSink struct{}
+
+func (nopSink) Apply(context.Context, *config.Config) error { return nil }
+func (nopSink) Describe() sink.Capabilities                 { return sink.Capabilities{} }
+
+// startServer serves an in-process hub (memory store, one sink "s" of
+// stream "default" that accepts everything) on 127.0.0.1:0 and returns
+// its address.
 func startServer(t *testing.T, opts ...server.Option) string {
 	t.Helper()
+	reg := sink.NewRegistry()
+	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
+		t.Fatal(err)
+	}
 	st := memory.New()
-	eng := engine.New(sink.NewRegistry(), engine.WithRecorder(st))
+	eng := engine.New(reg, engine.WithRecorder(st))
 	h := hub.New(st, eng)
-	if err := h.Start(context.Background(), nil); err != nil {
+	if err := h.Start(context.Background(), []*confighubv1.Sink{{Name: "s", Kind: "nop"}}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(h, opts...)
