@@ -79,6 +79,10 @@ type Kind struct {
 	// Validate checks the options after defaults (e.g. konnect's lowest
 	// min_interval of 10s). Optional.
 	Validate func(spec *confighubv1.Sink) error
+	// Gateway says every sink of the kind is a gateway (Describe().Gateway)
+	// before one is built: a replica evaluates GATE_ANY_GATEWAY over the
+	// sinks other replicas run.
+	Gateway bool
 }
 
 // Registry maps kind names to factories. The zero value is not usable; use
@@ -121,6 +125,9 @@ func WithDefaults(o *confighubv1.SinkOptions) RegisterOption {
 func WithValidate(v func(*confighubv1.Sink) error) RegisterOption {
 	return func(k *Kind) { k.Validate = v }
 }
+
+// AsGateway marks the kind's sinks as gateways (see Kind.Gateway).
+func AsGateway() RegisterOption { return func(k *Kind) { k.Gateway = true } }
 
 // Lookup returns a registered kind.
 func (r *Registry) Lookup(kind string) (Kind, bool) {

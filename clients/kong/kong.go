@@ -39,7 +39,7 @@ const emptyHash = "00000000000000000000000000000000"
 const maxPollTimeout = 10 * time.Second
 
 // Register adds the "kong" kind to r.
-func Register(r *sink.Registry) error { return r.Register(Kind, New) }
+func Register(r *sink.Registry) error { return r.Register(Kind, New, sink.AsGateway()) }
 
 // Sink pushes configurations to one DB-less Kong gateway with POST /config.
 type Sink struct {

@@ -17,7 +17,7 @@ const DefaultConcurrency = 10
 
 // Register adds the "kong-db" kind to r.
 func Register(r *sink.Registry) error {
-	return r.Register(Kind, New)
+	return r.Register(Kind, New, sink.AsGateway())
 }
 
 // New is the factory of the "kong-db" kind.

@@ -89,6 +89,23 @@
 //     with all of the round's changes, so a push's burst of changes
 //     reaches the watchers after its ack instead of competing with it for
 //     the CPU (status.TestDispatchWindowBatchesChanges).
+//   - Replicas (WithOwnership): the engine keeps every sink and runs a
+//     worker only for the sinks it owns; the others are peers, followed
+//     through ObserveSink (the shared status view) and shown in its broker
+//     with their shared status. Gates and generation counts run over every
+//     sink of the stream, so a gated stream is split sink by sink: a wave
+//     run on one replica waits for the lower waves' statuses from the
+//     others; only the stream's leader records the convergence metric, so
+//     summed over replicas each generation counts once
+//     (TestOwnershipSplitsGatedStream). Reown applies a change of
+//     ownership: a gained sink is seeded with its restored record or its
+//     last shared status, whichever is newer, so it does not apply again
+//     what its previous owner applied; a lost one is stopped and closed
+//     (TestReownResumesFromSharedStatus). A peer's LastApplied is the
+//     current config when its shared applied hash is the current one; its
+//     LastFailed is known when the failed generation is the stream's
+//     current one, without the destination's raw body (only the owner
+//     keeps it).
 //   - Successful applies are recorded with the AppliedRecorder; a failed
 //     record is retried after the next apply (TestRecorder).
 //   - Memory: one *config.Config per stream is shared by every sink (never

@@ -126,6 +126,7 @@ type Engine struct {
 	// gateways' slots. Guarded by mu.
 	gatewaySlots, slots *slotPool
 	rnd                 func() float64
+	own                 Ownership
 	brokerOpts          []status.Option
 	broker              *status.Broker
 	// dispatchWindow batches the status fan-out (real time: it delays
@@ -144,6 +145,10 @@ type Engine struct {
 	mu       sync.Mutex
 	streams  map[string]*stream
 	sinks    map[string]*worker
+	// peers are the sinks other replicas run (see Ownership), remote the
+	// newest shared status of every sink (ObserveSink).
+	peers    map[string]*peer
+	remote   map[string]*confighubv1.SinkStatus
 	restored map[string]store.Applied
 	// names serialises PutSink and DeleteSink per sink name: they wait for
 	// the old worker outside mu, and a sink that ignores its ctx must hold
@@ -192,8 +197,9 @@ type stream struct {
 	name  string
 	cur   *config.Config
 	sinks map[string]*worker
-	// waves counts the sinks per wave, so a wave-0 sink checks its gate in
-	// O(1).
+	peers map[string]*peer
+	// waves counts the sinks (run here or not) per wave, so a wave-0 sink
+	// checks its gate in O(1).
 	waves map[uint32]int
 	gens  []*genTrack
 	// waiters are workers whose gate depends on the other sinks' progress.
@@ -224,6 +230,9 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		rnd:        rand.Float64,
 		streams:    map[string]*stream{},
 		sinks:      map[string]*worker{},
+		peers:      map[string]*peer{},
+		remote:     map[string]*confighubv1.SinkStatus{},
+		own:        ownAll{},
 		restored:   map[string]store.Applied{},
 		names:      map[string]*nameLock{},
 
@@ -249,7 +258,7 @@ func (e *Engine) stream(name string) *stream {
 	}
 	st := e.streams[name]
 	if st == nil {
-		st = &stream{name: name, sinks: map[string]*worker{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
+		st = &stream{name: name, sinks: map[string]*worker{}, peers: map[string]*peer{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
 		e.streams[name] = st
 	}
 	return st
@@ -280,9 +289,14 @@ func (e *Engine) Publish(cfg *config.Config) {
 		return
 	}
 	st.cur = cfg
-	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks))}
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
 	for _, w := range st.sinks {
 		if w.appliedGen >= g.gen {
+			g.applied++
+		}
+	}
+	for _, p := range st.peers {
+		if p.appliedGen() >= g.gen {
 			g.applied++
 		}
 	}
@@ -331,12 +345,17 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 	defer done()
 
 	e.mu.Lock()
+	owned := e.own.OwnsSink(norm.GetName())
 	old := e.sinks[norm.GetName()]
-	if old != nil && proto.Equal(old.spec, norm) {
+	prevPeer := e.peers[norm.GetName()]
+	if (owned && old != nil && proto.Equal(old.spec, norm)) || (!owned && prevPeer != nil && proto.Equal(prevPeer.spec, norm)) {
 		e.mu.Unlock()
 		return proto.Clone(norm).(*confighubv1.Sink), false, nil
 	}
 	e.mu.Unlock()
+	if !owned {
+		return e.putPeer(norm, opts, kind, old)
+	}
 
 	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
 	if err != nil {
@@ -360,10 +379,17 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 		return nil, false, ErrStopped
 	}
 	w := newWorker(e, norm, opts, s, caps)
-	e.addWorker(w)
+	var seed *confighubv1.SinkStatus
+	if p := e.peers[w.name]; p != nil {
+		// Taken over from another replica: resume from its last status
+		// when the store's record is older.
+		e.removePeer(p, p.st.name != w.st.name)
+		seed = p.status
+	}
+	e.addWorker(w, seed)
 	e.mu.Unlock()
-	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil)
-	return proto.Clone(norm).(*confighubv1.Sink), old == nil, nil
+	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil || prevPeer != nil)
+	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prevPeer == nil, nil
 }
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
@@ -375,6 +401,12 @@ func (e *Engine) DeleteSink(name string) error {
 	defer done()
 	e.mu.Lock()
 	w := e.sinks[name]
+	if p := e.peers[name]; p != nil {
+		e.removePeer(p, true)
+		e.mu.Unlock()
+		e.log.Info("sink deleted", "sink", name, "stream", p.st.name, "run_here", false)
+		return nil
+	}
 	e.mu.Unlock()
 	if w == nil {
 		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
@@ -384,8 +416,9 @@ func (e *Engine) DeleteSink(name string) error {
 	return nil
 }
 
-// addWorker registers w and starts it. e.mu is held.
-func (e *Engine) addWorker(w *worker) {
+// addWorker registers w and starts it, seeded with its restored record or
+// seed (its last shared status), whichever is newer. e.mu is held.
+func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	st := w.st
 	if a, ok := e.restored[w.name]; ok {
 		delete(e.restored, w.name)
@@ -394,17 +427,14 @@ func (e *Engine) addWorker(w *worker) {
 			w.lastAppliedTime = a.Time
 		}
 	}
+	if seed.GetStream() == st.name && seed.GetAppliedGeneration() > w.appliedGen {
+		w.appliedGen, w.appliedHash = seed.GetAppliedGeneration(), seed.GetAppliedHash()
+		w.lastAppliedTime = seed.GetLastAppliedTime().AsTime()
+	}
 	e.sinks[w.name] = w
 	st.sinks[w.name] = w
 	st.waves[w.opts.wave]++
-	for _, g := range st.gens {
-		g.total++
-		if w.appliedGen >= g.gen {
-			g.applied++
-		}
-		e.checkConverged(st, g)
-		e.broker.PutGeneration(st.name, g.proto())
-	}
+	e.join(st, w.appliedGen)
 	if st.cur != nil {
 		// A new sink gets the current generation at once: no debounce.
 		w.desired = st.cur
@@ -427,14 +457,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	if st.waves[w.opts.wave]--; st.waves[w.opts.wave] == 0 {
 		delete(st.waves, w.opts.wave)
 	}
-	for _, g := range st.gens {
-		g.total--
-		if w.appliedGen >= g.gen {
-			g.applied--
-		}
-		e.checkConverged(st, g)
-		e.broker.PutGeneration(st.name, g.proto())
-	}
+	e.leave(st, w.appliedGen)
 	if removeStatus {
 		e.broker.RemoveSink(st.name, w.name)
 	}
@@ -466,6 +489,11 @@ func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	for _, w := range e.sinks {
 		if streamName == "" || w.st.name == streamName {
 			out = append(out, w.spec)
+		}
+	}
+	for _, p := range e.peers {
+		if streamName == "" || p.st.name == streamName {
+			out = append(out, p.spec)
 		}
 	}
 	e.mu.Unlock()
@@ -506,6 +534,9 @@ func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	defer e.mu.Unlock()
 	w := e.sinks[sinkName]
 	if w == nil {
+		if p := e.peers[sinkName]; p != nil {
+			return peerApplied(p)
+		}
 		return nil, false
 	}
 	if w.lastAppliedCfg != nil {
@@ -525,6 +556,9 @@ func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w := e.sinks[sinkName]
+	if p := e.peers[sinkName]; w == nil && p != nil {
+		return peerFailed(p)
+	}
 	if w == nil || w.lastFailedCfg == nil {
 		return nil, nil, false
 	}
@@ -558,28 +592,58 @@ func (e *Engine) stop() {
 }
 
 // checkConverged sets a generation's converge time once every sink of the
-// stream applied it. e.mu is held.
+// stream (run here or not) applied it; the stream's leader records it.
+// e.mu is held.
 func (e *Engine) checkConverged(st *stream, g *genTrack) {
 	if g.converge.IsZero() && g.total > 0 && g.applied >= g.total {
 		g.converge = e.clock.Now()
+		if !e.own.OwnsStream(st.name) {
+			return
+		}
 		d := g.converge.Sub(g.accept)
 		e.metrics.StreamConverged(st.name, g.gen, d)
 		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
 	}
 }
 
+// join counts a sink that applied generation applied into the stream's
+// generations; leave takes it out. e.mu is held.
+func (e *Engine) join(st *stream, applied uint64) { e.count(st, applied, 1) }
+func (e *Engine) leave(st *stream, applied uint64) { e.count(st, applied, -1) }
+
+func (e *Engine) count(st *stream, applied uint64, d int) {
+	for _, g := range st.gens {
+		g.total = uint32(int(g.total) + d)
+		if applied >= g.gen {
+			g.applied = uint32(int(g.applied) + d)
+		}
+		e.checkConverged(st, g)
+		e.broker.PutGeneration(st.name, g.proto())
+	}
+}
+
+// appliedMoved updates the generation counts after a sink's applied
+// generation moved from prev to cur. e.mu is held.
+func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
+	for _, g := range st.gens {
+		switch {
+		case prev < g.gen && g.gen <= cur:
+			g.applied++
+		case cur < g.gen && g.gen <= prev:
+			g.applied-- // a peer's status went back (its new owner re-seeded it)
+		default:
+			continue
+		}
+		e.checkConverged(st, g)
+		e.broker.PutGeneration(st.name, g.proto())
+	}
+}
+
 // appliedChanged updates the generation counts and the gates after w's
 // applied generation moved from prev. e.mu is held.
 func (e *Engine) appliedChanged(w *worker, prev uint64) {
-	st := w.st
-	for _, g := range st.gens {
-		if prev < g.gen && g.gen <= w.appliedGen {
-			g.applied++
-			e.checkConverged(st, g)
-			e.broker.PutGeneration(st.name, g.proto())
-		}
-	}
-	e.kickWaiters(st)
+	e.appliedMoved(w.st, prev, w.appliedGen)
+	e.kickWaiters(w.st)
 }
 
 // kickWaiters wakes the workers whose gate may have changed. e.mu is held.

@@ -7,7 +7,9 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// gate says whether w may apply generation gen now. When it may not,
+// gate says whether w may apply generation gen now, over every sink of the
+// stream: the ones run here and, on replicas, the peers as the shared
+// status view has them. When it may not,
 // skipBy names the sink whose permanent rejection means gen will never pass
 // the gate (w then skips gen), or is empty when w must wait; reason is the
 // status reason. e.mu is held.
@@ -48,6 +50,18 @@ func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
 			refused = append(refused, r)
 		}
 	}
+	for _, p := range w.st.peers {
+		if !p.gateway {
+			continue
+		}
+		if p.appliedGen() >= gen {
+			return true, "", ""
+		}
+		gateways = append(gateways, p.name)
+		if r := p.rejecter(gen); r != "" {
+			refused = append(refused, r)
+		}
+	}
 	if len(gateways) == 0 {
 		return true, "", "" // no gateway to wait for
 	}
@@ -79,6 +93,17 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 		if s.appliedGen >= gen {
 			applied++
 		} else if r := rejecter(s, gen); r != "" {
+			refused = append(refused, r)
+		}
+	}
+	for _, p := range w.st.peers {
+		if p.opts.wave >= w.opts.wave {
+			continue
+		}
+		lower++
+		if p.appliedGen() >= gen {
+			applied++
+		} else if r := p.rejecter(gen); r != "" {
 			refused = append(refused, r)
 		}
 	}

@@ -44,10 +44,10 @@ func newHarness(t tb, opts ...engine.Option) *harness {
 	h := &harness{t: t, clock: clockwork.NewFakeClockAt(t0), reg: sink.NewRegistry(), gens: map[string]uint64{}}
 	h.fleet = enginetest.NewFleet(h.clock)
 	must(t, h.fleet.Register(h.reg, kindTest, sink.Capabilities{}, false))
-	must(t, h.fleet.Register(h.reg, kindGateway, sink.Capabilities{Gateway: true}, false))
+	must(t, h.fleet.Register(h.reg, kindGateway, sink.Capabilities{Gateway: true}, false, sink.AsGateway()))
 	must(t, h.fleet.Register(h.reg, kindKonnect, sink.Capabilities{}, false,
 		sink.WithDefaults(&confighubv1.SinkOptions{Gate: confighubv1.Gate_GATE_ANY_GATEWAY, Timeout: durationpb.New(120 * time.Second)})))
-	must(t, h.fleet.Register(h.reg, kindRunner, sink.Capabilities{Gateway: true}, true))
+	must(t, h.fleet.Register(h.reg, kindRunner, sink.Capabilities{Gateway: true}, true, sink.AsGateway()))
 	all := append([]engine.Option{engine.WithClock(h.clock), engine.WithRandom(func() float64 { return 0.5 })}, opts...)
 	h.e = engine.New(h.reg, all...)
 	t.Cleanup(h.e.Stop)

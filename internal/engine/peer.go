@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// Ownership decides, on a hub replica, which sinks run here and which
+// streams this replica leads. The engine keeps every sink; it runs a
+// worker for the sinks it owns and follows the others (peers) through
+// ObserveSink. The leader of a stream records its convergence (the
+// metric), so summed over replicas each generation is counted once.
+// Single node: everything (the default).
+type Ownership interface {
+	OwnsSink(name string) bool
+	OwnsStream(name string) bool
+}
+
+type ownAll struct{}
+
+func (ownAll) OwnsSink(string) bool   { return true }
+func (ownAll) OwnsStream(string) bool { return true }
+
+// WithOwnership sets which sinks run here (see Ownership); Reown applies
+// a change of it.
+func WithOwnership(o Ownership) Option {
+	return func(e *Engine) {
+		if o != nil {
+			e.own = o
+		}
+	}
+}
+
+// peer is a sink that another replica runs: its spec, and its newest
+// status from the shared view. Guarded by Engine.mu.
+type peer struct {
+	name    string
+	spec    *confighubv1.Sink
+	opts    options
+	gateway bool
+	st      *stream
+	status  *confighubv1.SinkStatus
+}
+
+func (p *peer) appliedGen() uint64 { return p.status.GetAppliedGeneration() }
+
+// rejecter names the sink at the origin of p's refusal of gen: p itself
+// when it rejected gen, or skipped it (the peer's status does not name
+// the sink it skipped for).
+func (p *peer) rejecter(gen uint64) string {
+	st := p.status
+	if st.GetRejectedGeneration() == gen ||
+		(st.GetState() == stateSkipped && st.GetDesiredGeneration() == gen && st.GetAppliedGeneration() < gen) {
+		return p.name
+	}
+	return ""
+}
+
+// addPeer registers p with the newest status seen of it, which the local
+// broker shows too: a replica's broker holds every sink of its streams
+// (the statuses of peers as the shared view has them), so its generation
+// counts never run ahead of its sink statuses. e.mu is held.
+func (e *Engine) addPeer(p *peer) {
+	if st := e.remote[p.name]; st.GetStream() == p.st.name {
+		p.status = st
+		e.broker.PutSink(st)
+	}
+	e.peers[p.name] = p
+	p.st.peers[p.name] = p
+	p.st.waves[p.opts.wave]++
+	e.join(p.st, p.appliedGen())
+	e.kickWaiters(p.st)
+}
+
+// removePeer unregisters p (and its status, with removeStatus). e.mu is
+// held.
+func (e *Engine) removePeer(p *peer, removeStatus bool) {
+	delete(e.peers, p.name)
+	delete(p.st.peers, p.name)
+	if p.st.waves[p.opts.wave]--; p.st.waves[p.opts.wave] == 0 {
+		delete(p.st.waves, p.opts.wave)
+	}
+	e.leave(p.st, p.appliedGen())
+	if removeStatus {
+		e.broker.RemoveSink(p.st.name, p.name)
+	}
+	e.kickWaiters(p.st)
+}
+
+// ObserveSink takes the newest status of a sink from the shared view (nil:
+// its status was removed). A sink run elsewhere counts for the generation
+// statuses and the gates by it; the status of a sink run here is kept
+// only to seed its worker if this replica later hands it over and gets it
+// back.
+func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st == nil {
+		delete(e.remote, name)
+	} else {
+		e.remote[name] = st
+	}
+	p := e.peers[name]
+	if p == nil {
+		return
+	}
+	prev := p.appliedGen()
+	if st.GetStream() == p.st.name {
+		p.status = st
+	} else {
+		p.status = nil
+	}
+	if cur := p.appliedGen(); cur != prev {
+		e.appliedMoved(p.st, prev, cur)
+	}
+	if p.status != nil {
+		e.broker.PutSink(p.status)
+	} else {
+		e.broker.RemoveSink(p.st.name, name)
+	}
+	e.kickWaiters(p.st)
+}
+
+// Reown applies a change of Ownership: the sinks gained start (seeded with
+// their restored record or their last shared status), the sinks lost stop
+// and are followed as peers. It returns the start errors by sink.
+func (e *Engine) Reown() map[string]error {
+	e.mu.Lock()
+	var change []*confighubv1.Sink
+	for name, w := range e.sinks {
+		if !e.own.OwnsSink(name) {
+			change = append(change, w.spec)
+		}
+	}
+	for name, p := range e.peers {
+		if e.own.OwnsSink(name) {
+			change = append(change, p.spec)
+		}
+	}
+	e.mu.Unlock()
+	errs := map[string]error{}
+	for _, s := range change {
+		if _, _, err := e.PutSink(s); err != nil {
+			errs[s.GetName()] = err
+			e.log.Error("starting an owned sink failed", "sink", s.GetName(), "error", err)
+		}
+	}
+	return errs
+}
+
+// putPeer makes the sink of norm a peer (stopping its worker here, if
+// any). Its name lock is held.
+func (e *Engine) putPeer(norm *confighubv1.Sink, opts options, kind sink.Kind, old *worker) (*confighubv1.Sink, bool, error) {
+	if old != nil {
+		e.removeWorker(old, true)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil, false, ErrStopped
+	}
+	prev := e.peers[norm.GetName()]
+	if prev != nil {
+		e.removePeer(prev, prev.st.name != norm.GetStream())
+	}
+	e.addPeer(&peer{name: norm.GetName(), spec: norm, opts: opts, gateway: kind.Gateway, st: e.stream(norm.GetStream())})
+	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prev == nil, nil
+}
+
+// peerApplied is LastApplied of a peer: the current config when its
+// applied hash is the current one. e.mu is held.
+func peerApplied(p *peer) (*config.Config, bool) {
+	if cur := p.st.cur; cur != nil && p.status.GetAppliedHash() != "" && cur.Hash == p.status.GetAppliedHash() {
+		return cur, true
+	}
+	return nil, false
+}
+
+// peerFailed is LastFailed of a peer, from its status: known when the
+// failed generation is the stream's current one (the bytes of older ones
+// are not kept on every replica); the destination's raw body is only on
+// the owner. e.mu is held.
+func peerFailed(p *peer) (*config.Config, *sink.Error, bool) {
+	st := p.status
+	if st.GetLastError() == "" || st.GetLastErrorCode() == "unreachable" {
+		return nil, nil, false
+	}
+	gen := st.GetDesiredGeneration()
+	if st.GetRejectedGeneration() != 0 {
+		gen = st.GetRejectedGeneration()
+	}
+	cur := p.st.cur
+	if cur == nil || cur.Generation != gen {
+		return nil, nil, false
+	}
+	return cur, &sink.Error{Message: st.GetLastError(), EntityErrors: st.GetEntityErrors(), Permanent: st.GetRejectedGeneration() == gen}, true
+}
