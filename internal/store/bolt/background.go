@@ -50,15 +50,25 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 			stopping = true
 		}
 		s.bgMu.Lock()
-		pending, retired, refill := s.pending, s.retired, s.refill
-		s.pending, s.retired, s.refill = map[string]streamMeta{}, nil, false
+		pending, retired, refill, logged, seq := s.pending, s.retired, s.refill, s.logged, s.loggedSeq
+		s.pending, s.retired, s.refill, s.logged = map[string]streamMeta{}, nil, false, map[string]bool{}
 		s.bgQueued, s.bgBusy = false, true
 		s.bgMu.Unlock()
 
 		if s.hookIndex != nil && len(pending) > 0 {
 			s.hookIndex()
 		}
-		err := s.writeIndex(pending)
+		// A record acked through the commit log is flushed in its own file
+		// before the index names it: the log is reused once the index
+		// covers its entries.
+		err := s.syncLogged(pending, logged)
+		if err != nil {
+			// fsyncgate: the pages may be lost; only the log holds the
+			// record now. Stop, and let the next Open replay it.
+			err = s.fail(err)
+		} else {
+			err = s.writeIndex(pending)
+		}
 		if err != nil {
 			// The records are durable; the index catches up at the next
 			// run or the next Open (which replays them). Until then the
@@ -70,8 +80,14 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 				}
 			}
 			s.retired = append(retired, s.retired...)
+			for name := range logged {
+				s.logged[name] = true
+			}
 			s.bgMu.Unlock()
 		} else {
+			s.bgMu.Lock()
+			s.indexedSeq = max(s.indexedSeq, seq)
+			s.bgMu.Unlock()
 			for _, name := range retired {
 				s.recycle(name)
 			}
@@ -132,7 +148,7 @@ func (s *Store) recycle(name string) {
 	defer s.blobMu.Unlock()
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
-	if len(s.pool) < poolMax && isNamed(name, recExt) {
+	if len(s.pool) < s.poolLimit() && isNamed(name, recExt) {
 		s.pool = append(s.pool, name)
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +118,45 @@ func BenchmarkCommit(b *testing.B) {
 				b.ReportMetric(float64(tBolt)/float64(tInplace), "ratio-inplace")
 			})
 		}
+	}
+}
+
+// BenchmarkConcurrentCommits: 32 goroutines commit 5 KiB configs (hash
+// computed beforehand), to one stream or spread over 16; commits/s is
+// what the store acks, to compare with the serial fdatasync floor
+// (confighub-bench scenario 7 measures both through the hub).
+//
+//	go test -run '^$' -bench BenchmarkConcurrentCommits -benchtime 2000x ./store/bolt
+func BenchmarkConcurrentCommits(b *testing.B) {
+	for _, streams := range []int{1, 16} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			s, err := bolt.Open(filepath.Join(b.TempDir(), "confighub.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			sts := make([]store.Stream, b.N)
+			for i := range sts {
+				raw := benchConfig(5 << 10)
+				stamp(raw, i)
+				copy(raw[len(raw)-20:], fmt.Sprintf("%09d", i))
+				sts[i] = store.Stream{Name: fmt.Sprint("s", i%streams), Hash: config.Hash(raw), Format: config.FormatJSON, Config: raw}
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range 32 {
+				wg.Go(func() {
+					for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
+						if _, _, err := s.CommitConfig(context.Background(), sts[i], 0); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		})
 	}
 }

@@ -107,30 +107,51 @@ type Store struct {
 	blobMu sync.RWMutex
 
 	// poolMu guards pool: record files whose names are durable, free to
-	// stage into (their content is stale).
-	poolMu sync.Mutex
-	pool   []string
+	// stage into (their content is stale), and the count of stages under
+	// way (staging, and its peak, which sizes the pool).
+	poolMu     sync.Mutex
+	pool       []string
+	staging    int
+	peakStaged int
+
+	// The flusher's queue (group.go), under gcMu; clog is the commit log,
+	// written by the flusher only.
+	gcMu       sync.Mutex
+	gcCond     *sync.Cond
+	gcQueue    []*flushReq
+	gcStopping bool
+	gcDone     chan struct{}
+	clog       *commitLog
 
 	// The background goroutine's work and state, under bgMu.
-	bgMu      sync.Mutex
-	bgIdle    *sync.Cond // on bgMu: nothing queued or being done
-	pending   map[string]streamMeta
-	retired   []string
-	refill    bool
-	bgQueued  bool
-	bgBusy    bool
-	bgStopped bool
-	bgErr     error
-	bgKick    chan struct{}
-	bgStop    chan struct{}
-	bgDone    chan struct{}
+	bgMu    sync.Mutex
+	bgIdle  *sync.Cond // on bgMu: nothing queued or being done
+	pending map[string]streamMeta
+	retired []string
+	// logged names the record files acked through the commit log and not
+	// yet flushed on their own; loggedSeq is the flusher's last batch that
+	// logged any, indexedSeq the last whose records the index covers.
+	logged     map[string]bool
+	loggedSeq  uint64
+	indexedSeq uint64
+	refill     bool
+	bgQueued   bool
+	bgBusy     bool
+	bgStopped  bool
+	bgErr      error
+	bgKick     chan struct{}
+	bgStop     chan struct{}
+	bgDone     chan struct{}
 
 	// hookIndex, when set (tests), runs before each index write: a test
 	// holds it to look at the disk between an ack and the index.
 	hookIndex func()
-	// hookSync, when set (tests), flushes a commit's record instead of
-	// fdatasync: a test makes it fail.
+	// hookSync, when set (tests), flushes a commit's record or the commit
+	// log instead of fdatasync: a test makes it fail.
 	hookSync func(*os.File) error
+	// hookFlush, when set (tests, under gcMu), runs before each batch the
+	// flusher flushes, with its size: a test holds it to gather a batch.
+	hookFlush func(n int)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -160,14 +181,20 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
-		pending: map[string]streamMeta{},
-		bgKick:  make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{})}
+		pending: map[string]streamMeta{}, logged: map[string]bool{},
+		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
+		gcDone: make(chan struct{})}
 	s.bgIdle = sync.NewCond(&s.bgMu)
+	s.gcCond = sync.NewCond(&s.gcMu)
 	if err := s.init(); err != nil {
+		if s.clog != nil {
+			_ = s.clog.f.Close()
+		}
 		_ = db.Close()
 		return nil, err
 	}
 	go s.background(s.bgStop, s.bgDone)
+	go s.flusher()
 	return s, nil
 }
 
@@ -329,13 +356,18 @@ func (s *Store) init() error {
 	if err := os.MkdirAll(s.blobDir, 0o750); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
 	}
-	// The directory itself must survive a crash before a record in it is
-	// acknowledged.
+	clog, logged, err := openLog(logPathFor(s.path))
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.clog = clog
+	// The directory itself (and the commit log's name) must survive a
+	// crash before a record in it is acknowledged.
 	if err := syncDir(filepath.Dir(s.blobDir)); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	idx := map[string]streamMeta{}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketInfo) == nil {
 			for _, b := range [][]byte{bucketInfo, bucketStreams, bucketSinks, bucketApplied} {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -353,7 +385,7 @@ func (s *Store) init() error {
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	newer, err := s.replay(idx)
+	newer, err := s.replay(idx, logged)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
@@ -387,21 +419,28 @@ func (s *Store) init() error {
 	for name, m := range idx {
 		keep[m.Blob] = true
 		m.Stream = name
-		s.streams[name] = &streamState{meta: m, exists: true}
+		s.streams[name] = &streamState{meta: m, exists: true, head: m, headExists: true}
 	}
 	if _, err := removeOrphans(s.blobDir, keep); err != nil {
+		return fmt.Errorf("store %s: %w", s.path, err)
+	}
+	// Every entry of the log is now covered by the index: a new epoch.
+	if err := s.clog.restart(fdatasync); err != nil {
 		return fmt.Errorf("store %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// replay returns, per stream, the newest valid record file whose generation
-// is above the index's: pushes acknowledged after the index's last commit.
-// A file without a valid header, or whose bytes do not hash to its meta
-// (a write torn by a crash, never acknowledged), is not a record. Each
-// returned file is flushed again, in case the crash left it in the page
-// cache only (kill -9 before the commit's flush returned).
-func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error) {
+// replay returns, per stream, the newest valid record whose generation is
+// above the index's, in a record file or an entry of the commit log:
+// pushes acknowledged after the index's last commit. A file without a
+// valid header, or whose bytes do not hash to its meta (a write torn by a
+// crash, never acknowledged), is not a record. Each returned file is
+// flushed again, in case the crash left it in the page cache only (kill -9
+// before the commit's flush returned); a record found only in the log is
+// written back into the file its entry names (that file is never recycled
+// before the index passes the entry's generation) and flushed.
+func (s *Store) replay(idx map[string]streamMeta, logged []logEntry) (map[string]streamMeta, error) {
 	ents, err := os.ReadDir(s.blobDir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.blobDir, err)
@@ -409,6 +448,8 @@ func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error)
 	type cand struct {
 		m streamMeta
 		f *os.File
+		// data is set for a commit log entry (f is nil).
+		data []byte
 	}
 	byStream := map[string][]cand{}
 	defer func() {
@@ -431,7 +472,7 @@ func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error)
 		cur, indexed := idx[m.Stream]
 		if err == nil && m.Stream != "" && (!indexed || m.Generation > cur.Generation) {
 			m.Blob = e.Name()
-			byStream[m.Stream] = append(byStream[m.Stream], cand{m, f})
+			byStream[m.Stream] = append(byStream[m.Stream], cand{m: m, f: f})
 			continue
 		}
 		_ = f.Close()
@@ -439,12 +480,27 @@ func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error)
 			return nil, err
 		}
 	}
+	for _, e := range logged {
+		if cur, indexed := idx[e.m.Stream]; e.m.Stream != "" && (!indexed || e.m.Generation > cur.Generation) {
+			byStream[e.m.Stream] = append(byStream[e.m.Stream], cand{m: e.m, data: e.data})
+		}
+	}
 	out := map[string]streamMeta{}
 	for stream, cs := range byStream {
 		slices.SortFunc(cs, func(a, b cand) int {
-			return cmp.Or(cmp.Compare(b.m.Generation, a.m.Generation), strings.Compare(a.m.Blob, b.m.Blob))
+			return cmp.Or(cmp.Compare(b.m.Generation, a.m.Generation), cmp.Compare(len(a.data), len(b.data)), strings.Compare(a.m.Blob, b.m.Blob))
 		})
 		for _, c := range cs {
+			if c.f == nil {
+				if _, err := config.ParseFormat(c.m.Format); err != nil {
+					continue
+				}
+				if err := restoreRec(s.blobDir, c.m, c.data); err != nil {
+					return nil, err
+				}
+				out[stream] = c.m
+				break
+			}
 			if _, err := readRecData(c.f, c.m); errors.Is(err, errNotRec) {
 				continue
 			} else if err != nil {
@@ -461,6 +517,26 @@ func (s *Store) replay(idx map[string]streamMeta) (map[string]streamMeta, error)
 		}
 	}
 	return out, nil
+}
+
+// restoreRec writes a record found in the commit log into the file its
+// entry names (created if missing) and flushes it.
+func restoreRec(dir string, m streamMeta, data []byte) error {
+	f, err := os.OpenFile(filepath.Join(dir, m.Blob), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("restore stream %q generation %d from the commit log: %w", m.Stream, m.Generation, err)
+	}
+	err = writeData(context.Background(), f, data, nil)
+	if err == nil {
+		err = sealRec(f, m)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore stream %q generation %d from the commit log: %w", m.Stream, m.Generation, err)
+	}
+	return nil
 }
 
 // migrate writes a layout 1 or 2 stream's bytes to a record file of the
@@ -853,12 +929,17 @@ func (s *Store) Close() error {
 		s.closed = true
 		s.mu.Unlock()
 		s.ops.Wait()
+		s.gcMu.Lock()
+		s.gcStopping = true
+		s.gcMu.Unlock()
+		s.gcCond.Broadcast()
+		<-s.gcDone
 		close(s.bgStop)
 		<-s.bgDone
 		s.bgMu.Lock()
 		err := s.bgErr
 		s.bgMu.Unlock()
-		s.closeErr = errors.Join(err, s.db.Close())
+		s.closeErr = errors.Join(err, s.clog.f.Close(), s.db.Close())
 	})
 	return s.closeErr
 }

@@ -42,6 +42,9 @@ func snapshot(t *testing.T, path string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "confighub.db")
 	copyFile(t, path, dst)
+	if _, err := os.Stat(logPathFor(path)); err == nil {
+		copyFile(t, logPathFor(path), logPathFor(dst))
+	}
 	if err := os.Mkdir(dst+".blobs", 0o750); err != nil {
 		t.Fatal(err)
 	}

@@ -18,21 +18,31 @@
 //     pool. With an empty pool the stage creates one and fsyncs the
 //     directory while it writes.
 //  2. Staged.Commit takes the stream's commit lock, checks
-//     expected_generation against the stream's generation in memory,
-//     writes the meta record after the bytes and the header at offset 0,
-//     and fdatasyncs the file: that file alone is now the durable truth
-//     about the generation. Then the in-memory generation moves on.
-//  3. After the ack, the store's background goroutine writes the meta
-//     records of the generations committed since its last run to the bbolt
-//     index (one fsynced transaction), then recycles the files they
-//     replaced into the pool (at most 2 kept; others removed).
+//     expected_generation against the stream's last sealed generation,
+//     writes the meta record after the bytes and the header at offset 0
+//     (no flush), queues the file for the flusher goroutine and releases
+//     the lock; it returns once a flush covered its record. The flusher
+//     takes everything queued at once (group commit, group.go): a batch of
+//     one record is fdatasynced in its file; a batch of several appends the
+//     small ones (up to 256 KiB) as entries to the commit log
+//     (<file>.log) and fdatasyncs the log once, larger ones fdatasync
+//     their own files beside it. Then the batch is acked, in queue order,
+//     and the streams' generations move on in memory.
+//  3. After the ack, the store's background goroutine fdatasyncs the
+//     record files of the newest generations acked through the log, then
+//     writes their meta records to the bbolt index (one fsynced
+//     transaction), then recycles the files they replaced into the pool
+//     (at least 2 kept, and as many as stages were ever under way at once,
+//     up to 64; others removed). Once the index covers every entry of the
+//     log, the log starts a new epoch and is written from its start again.
 //
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything
 //     is acked in them: Open flushes the parent of each directory it
 //     creates.
 //   - An acked generation's record was fdatasynced (bytes, meta, header,
-//     and the size and blocks to read them) and its name was durable
+//     and the size and blocks to read them; in its own file, or as an
+//     entry of the commit log, see group commit below) and its name was durable
 //     before its stage began (pool) or before its commit (new file). At
 //     Open, every record newer than the index is read: per stream, the
 //     highest generation whose header checksum passes and whose bytes hash
@@ -57,18 +67,39 @@
 //     unacked one and is dropped: that window is the few milliseconds
 //     between an ack and the next index write.)
 //   - Generations are handed out in memory under a per-stream commit lock
-//     held through the flush (the bbolt file lock keeps a second process
-//     out), so two concurrent commits never get the same one and
-//     expected_generation is checked against the last acked one.
+//     held until the record is queued for the flusher, which flushes and
+//     acks in queue order (the bbolt file lock keeps a second process
+//     out), so two concurrent commits never get the same one, the acked
+//     generations of a stream are contiguous, and expected_generation is
+//     checked against the last sealed one, which is acked or the store
+//     fails (TestGroupCommitExpectedGeneration: one winner per round).
+//   - Group commit: commits that reach the flusher together, of one
+//     stream or many, share one fdatasync (TestGroupCommitSharesOneFlush),
+//     and none is acked before the flush that covers it. A crash after
+//     concurrent pushers were acked through the log, before the index or
+//     the records' own files were flushed, opens at each stream's last ack
+//     with the record files as written (kill -9) and with every record
+//     file newer than the index lost (power loss): Open replays the log's
+//     entries like record files, writing the winner back into the file its
+//     entry names (TestCrashConcurrentPushersGroupCommit). A batch torn in
+//     the log (power loss during its flush, never acked) is dropped from
+//     the first entry that does not check; entries before it that read
+//     back whole may be replayed, like a whole record file of an unacked
+//     commit (TestCrashTornLogBatch). The index names only records flushed
+//     in their own file, and the log is reused only once the index covers
+//     every entry of its epoch; entries of an older epoch are never read
+//     (TestCommitLogWrapsAround).
 //   - A record names its stream in its meta, and Open assigns it by that
 //     name, so the store refuses a stream name or label that is not valid
 //     UTF-8 (JSON would store another one).
 //   - Nothing unchecked is stored: the hub commits only after its check
 //     passed; a failed check, a conflict or an unchanged hash returns the
 //     staged file to the pool without a header.
-//   - A commit whose write or flush fails may or may not be on disk: the
-//     store then refuses every later stage and commit ("restart to
-//     recover"), even once a flush would succeed again (after a failed
+//   - A commit whose write or flush fails may or may not be on disk (with
+//     group commit: every commit of the batch, TestGroupCommitFailedLogFlush;
+//     a record file of a logged record that fails its flush before the
+//     index names it, likewise): the store then refuses every later stage
+//     and commit ("restart to recover"), even once a flush would succeed again (after a failed
 //     fsync the kernel may have marked the lost pages clean: a later one
 //     proves nothing); the hub answers Unavailable. The next Open decides
 //     from what is on disk (it may replay that unacked record, flushed

@@ -1,7 +1,8 @@
 package bolt
 
-// PoolMax is how many free record files a store keeps.
-const PoolMax = poolMax
+// PoolMax is how many free record files a store keeps when its stages do
+// not overlap.
+const PoolMax = poolMin
 
 // WithSyncDirHook makes Open call fn for every directory it flushes while
 // creating the data dir.

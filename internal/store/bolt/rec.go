@@ -110,11 +110,20 @@ func encodeRec(m streamMeta) (hdr, meta []byte, err error) {
 }
 
 // sealRec writes m's meta and header into f (whose config bytes are in
-// place) and fdatasyncs it: the one flush of a commit.
-func sealRec(f *os.File, m streamMeta) error { return sealRecSync(f, m, fdatasync) }
+// place) and fdatasyncs it (a record restored or moved at Open).
+func sealRec(f *os.File, m streamMeta) error {
+	if err := writeRec(f, m); err != nil {
+		return err
+	}
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
+	}
+	return nil
+}
 
-// sealRecSync is sealRec with the flush given (a test injects a failure).
-func sealRecSync(f *os.File, m streamMeta, sync func(*os.File) error) error {
+// writeRec writes m's meta and header into f, without a flush (a commit's
+// flush is the flusher's).
+func writeRec(f *os.File, m streamMeta) error {
 	hdr, meta, err := encodeRec(m)
 	if err != nil {
 		return err
@@ -124,9 +133,6 @@ func sealRecSync(f *os.File, m streamMeta, sync func(*os.File) error) error {
 	}
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return fmt.Errorf("write header to %s: %w", f.Name(), err)
-	}
-	if err := sync(f); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", f.Name(), err)
 	}
 	return nil
 }

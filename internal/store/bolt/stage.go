@@ -13,19 +13,35 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// poolMax is how many free record files (names durable, content stale)
-// the store keeps for the next stages.
-const poolMax = 2
+// The pool of free record files (names durable, content stale) keeps at
+// least poolMin for the next stages, and as many as the most stages that
+// were under way at once (concurrent pushes each need a file), up to
+// poolCap.
+const (
+	poolMin = 2
+	poolCap = 64
+)
+
+// poolLimit is how many free files the pool keeps now (poolMu held).
+func (s *Store) poolLimit() int { return min(max(poolMin, s.peakStaged), poolCap) }
 
 // streamState is a stream's current generation, in memory: the truth the
 // commits check expected_generation against and readers read.
 type streamState struct {
-	// commitMu serialises the commits of one stream, held through the
-	// flush, so generations are handed out in order, once.
+	// commitMu serialises the commits of one stream up to their place in
+	// the flusher's queue, so generations are handed out in order, once,
+	// and flushed and acked in that order.
 	commitMu sync.Mutex
-	// meta and exists are guarded by Store.mu.
-	meta   streamMeta
-	exists bool
+	// meta and exists (guarded by Store.mu) are the last acked
+	// generation: what readers see. head and headExists (guarded by
+	// Store.mu) are the last sealed one, acked or queued for the flush:
+	// what the next commit's generation, expected_generation and hash are
+	// checked against. A queued record is acked or the store fails, so
+	// head is never a generation that a later commit could skip.
+	meta       streamMeta
+	exists     bool
+	head       streamMeta
+	headExists bool
 }
 
 func (s *Store) state(name string) *streamState {
@@ -76,6 +92,8 @@ func (s *Store) fail(err error) error {
 // its name must still be made durable).
 func (s *Store) takeFile() (f *os.File, name string, fresh bool, err error) {
 	s.poolMu.Lock()
+	s.staging++
+	s.peakStaged = max(s.peakStaged, s.staging)
 	for len(s.pool) > 0 && f == nil {
 		name = s.pool[len(s.pool)-1]
 		s.pool = s.pool[:len(s.pool)-1]
@@ -92,14 +110,22 @@ func (s *Store) takeFile() (f *os.File, name string, fresh bool, err error) {
 	if f != nil {
 		return f, name, false, nil
 	}
-	if name, err = newRecName(); err != nil {
-		return nil, "", false, err
+	if name, err = newRecName(); err == nil {
+		f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	}
-	f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		s.unstage()
 		return nil, "", false, fmt.Errorf("stage config: %w", err)
 	}
 	return f, name, true, nil
+}
+
+// unstage ends a stage counted by takeFile (its file committed, released
+// or removed).
+func (s *Store) unstage() {
+	s.poolMu.Lock()
+	s.staging--
+	s.poolMu.Unlock()
 }
 
 // release returns a record file whose header the store did not write to
@@ -115,7 +141,7 @@ func (s *Store) release(f *os.File, name string) {
 func (s *Store) poolPut(name string) {
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
-	if len(s.pool) < poolMax {
+	if len(s.pool) < s.poolLimit() {
 		s.pool = append(s.pool, name)
 		return
 	}
@@ -201,6 +227,7 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 	case err == nil:
 		return &staged{s: s, stream: stream, name: name, size: len(raw), f: f}, nil
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		defer s.unstage()
 		if fresh {
 			_ = f.Close()
 			_ = os.Remove(filepath.Join(s.blobDir, name))
@@ -209,6 +236,7 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 		}
 		return nil, err
 	default:
+		s.unstage()
 		_ = f.Close()
 		_ = os.Remove(filepath.Join(s.blobDir, name))
 		return nil, fmt.Errorf("store %s: %w", s.path, err)
@@ -216,11 +244,13 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 }
 
 // Commit implements store.Staged. Under the stream's commit lock it checks
-// expected_generation against the stream's current generation, writes the
-// record's meta and header (generation = current+1) and fdatasyncs the
-// file: one flush, after which the record is the durable truth. The bbolt
-// index follows after the return (indexLater); the replaced generation's
-// file is recycled once the index no longer names it.
+// expected_generation against the stream's last sealed generation, writes
+// the record's meta and header (generation = that+1) and queues the file
+// for the flusher (group.go), then waits for the flush that covers it:
+// after it the record is the durable truth. Concurrent commits, of one
+// stream or many, share a flush. The bbolt index follows after the return
+// (indexLater); the replaced generation's file is recycled once the index
+// no longer names it.
 func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -229,6 +259,7 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 	}
 	g.done = true
 	s := g.s
+	defer s.unstage()
 	if err := s.begin(); err != nil {
 		_ = g.f.Close() // nothing more is written to it; the next Open removes it
 		return store.Stream{}, false, err
@@ -243,29 +274,51 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 		return store.Stream{}, false, err
 	}
 	ss := s.state(st.Name)
+	req, out, err := g.seal(ctx, ss, st, expected)
+	if err != nil {
+		return store.Stream{}, false, err
+	}
+	if err := <-req.done; err != nil {
+		return store.Stream{}, false, err
+	}
+	if req.f == nil { // unchanged: the record it returns is durable now
+		return out, true, nil
+	}
+	return out, false, nil
+}
+
+// seal does the part of Commit under the stream's commit lock: the checks
+// against the last sealed generation, the record's meta and header, and
+// its place in the flusher's queue. A nil req with a nil error is never
+// returned; req.f == nil is an unchanged push waiting for the head's
+// flush.
+func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, expected uint64) (*flushReq, store.Stream, error) {
+	s := g.s
 	ss.commitMu.Lock()
 	defer ss.commitMu.Unlock()
 	s.mu.Lock()
-	cur, exists, failed := ss.meta, ss.exists, s.failed
+	cur, exists, failed := ss.head, ss.headExists, s.failed
 	s.mu.Unlock()
 	if failed != nil {
 		s.release(g.f, g.name)
-		return store.Stream{}, false, failed
+		return nil, store.Stream{}, failed
 	}
 	if expected > 0 && expected != cur.Generation {
 		s.release(g.f, g.name)
-		return store.Stream{}, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
+		return nil, store.Stream{}, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
 	}
 	if exists && cur.Hash == st.Hash {
-		// Same hash, same bytes: the stored meta with the caller's bytes.
+		// Same hash, same bytes: the stored meta with the caller's bytes,
+		// once the flush that covers it (if still queued) is done.
 		s.release(g.f, g.name)
-		out := streamOf(cur, st.Config)
-		return out, true, nil
+		req := &flushReq{done: make(chan error, 1)}
+		s.enqueue(req)
+		return req, streamOf(cur, st.Config), nil
 	}
 	// Last chance to give up before writing.
 	if err := ctx.Err(); err != nil {
 		s.release(g.f, g.name)
-		return store.Stream{}, false, err
+		return nil, store.Stream{}, err
 	}
 	m := streamMeta{
 		Stream:     st.Name,
@@ -277,29 +330,25 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 		AcceptTime: st.AcceptTime,
 		Blob:       g.name,
 	}
-	sync := fdatasync
-	if s.hookSync != nil {
-		sync = s.hookSync
-	}
-	err := sealRecSync(g.f, m, sync)
-	_ = g.f.Close() // after a successful fdatasync, close cannot lose data
-	if err != nil {
+	if err := writeRec(g.f, m); err != nil {
+		_ = g.f.Close()
 		// The header may or may not be on disk: keep the file, refuse
 		// more commits; the next Open decides from what is on disk.
-		return store.Stream{}, false, s.fail(err)
+		return nil, store.Stream{}, s.fail(err)
 	}
-	s.mu.Lock()
-	ss.meta, ss.exists = m, true
-	s.mu.Unlock()
 	prev := ""
 	if exists {
 		prev = cur.Blob
 	}
-	s.indexLater(m, prev)
+	req := &flushReq{f: g.f, m: m, data: st.Config, prev: prev, ss: ss, done: make(chan error, 1)}
+	s.mu.Lock()
+	ss.head, ss.headExists = m, true
+	s.mu.Unlock()
+	s.enqueue(req)
 	out := st
 	out.Generation = m.Generation
 	out.Labels = cloneLabels(st.Labels)
-	return out, false, nil
+	return req, out, nil
 }
 
 // checkLabels refuses labels JSON cannot hold as they are (the record
@@ -322,5 +371,6 @@ func (g *staged) Discard() error {
 	}
 	g.done = true
 	g.s.release(g.f, g.name)
+	g.s.unstage()
 	return nil
 }

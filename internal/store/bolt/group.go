@@ -1,0 +1,407 @@
+package bolt
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Group commit. A commit writes its record's meta and header without a
+// flush and queues the file for the flusher goroutine, which takes
+// everything queued at once (the commits that arrived while the previous
+// flush ran) and makes all of it durable, then acks each. A batch of one
+// record fdatasyncs its file, as before. A batch of several writes the
+// small records (data up to logMaxEntry) once more, back to back, as
+// entries of the commit log (<path>.log) and fdatasyncs the log: one
+// flush for all of them; larger records fdatasync their own files beside
+// it. The record files of logged records are flushed by the background
+// goroutine before the index names them, so the index still names only
+// records durable in their own file, and an entry whose generation the
+// index has reached is no longer needed: the log is reused (a new epoch)
+// once the index covers every entry of the current one.
+//
+// Commit log layout:
+//
+//	[0, 24)     header: magic "chublog1", epoch (u64 LE), CRC-32C of
+//	            [0, 16) (u32 LE), 4 bytes zero
+//	[4096, ...) entries, back to back: magic "chlgent1", epoch (u64 LE),
+//	            metaLen (u32 LE), dataLen (u32 LE), CRC-32C of the 24
+//	            bytes before it + meta + data (u32 LE), 4 bytes zero, then
+//	            the meta (JSON, naming the record file) and the data
+//
+// Open reads the entries of the header's epoch up to the first that does
+// not check (a batch torn by a crash: never acked; nothing after it was
+// acked either, as a batch is acked only after its flush and the next one
+// is written after that), and treats each as a record newer than the
+// index, like a record file: restored into its file and flushed when it
+// is the newest valid generation of its stream. Then it starts a new
+// epoch, so no entry is read twice.
+const (
+	logMagic    = "chublog1"
+	entMagic    = "chlgent1"
+	logHdrLen   = 24
+	entHdrLen   = 32
+	logDataOff  = 4096
+	logMaxEntry = 256 << 10
+	// logCap bounds the log file: past it the log starts a new epoch at
+	// logDataOff (once the index covers every entry).
+	logCap = 16 << 20
+)
+
+func logPathFor(path string) string { return path + ".log" }
+
+// flushReq is one commit waiting for the flusher. f == nil is a barrier:
+// it is acked by the next flush (an unchanged push waits until the record
+// it returns is durable).
+type flushReq struct {
+	f    *os.File
+	m    streamMeta
+	data []byte
+	// prev is the file of the generation this one replaced ("" if none).
+	prev string
+	ss   *streamState
+	done chan error
+}
+
+// commitLog is the open log. The flusher alone writes it (and Open before
+// the flusher starts).
+type commitLog struct {
+	f     *os.File
+	epoch uint64
+	off   int64
+	// lastSeq is the last batch written in this epoch (0: none).
+	lastSeq uint64
+}
+
+// logEntry is an entry read back at Open.
+type logEntry struct {
+	m    streamMeta
+	data []byte
+}
+
+// openLog opens (or creates) the commit log and returns its entries of
+// the current epoch. The caller starts a new epoch (restart) once it has
+// replayed them.
+func openLog(path string) (*commitLog, []logEntry, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open commit log: %w", err)
+	}
+	l := &commitLog{f: f}
+	hdr := make([]byte, logHdrLen)
+	_, err = f.ReadAt(hdr, 0)
+	switch {
+	case errors.Is(err, io.EOF):
+		return l, nil, nil // new, or shorter than a header: no entries
+	case err != nil:
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("read commit log: %w", err)
+	case string(hdr[:8]) != logMagic || crc32.Checksum(hdr[:16], castagnoli) != binary.LittleEndian.Uint32(hdr[16:]):
+		// A header torn at its write: it is written only when every entry
+		// before it is covered by the index, so there is nothing to read.
+		return l, nil, nil
+	}
+	l.epoch = binary.LittleEndian.Uint64(hdr[8:])
+	var out []logEntry
+	for off := int64(logDataOff); ; {
+		e, n, ok := readEntry(f, off, l.epoch)
+		if !ok {
+			break
+		}
+		out = append(out, e)
+		off += n
+	}
+	return l, out, nil
+}
+
+// readEntry reads the entry at off; ok is false at the end of the epoch's
+// entries (a torn, stale or missing one).
+func readEntry(f *os.File, off int64, epoch uint64) (logEntry, int64, bool) {
+	var e logEntry
+	hdr := make([]byte, entHdrLen)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		return e, 0, false
+	}
+	metaLen, dataLen := int64(binary.LittleEndian.Uint32(hdr[16:])), int64(binary.LittleEndian.Uint32(hdr[20:]))
+	if string(hdr[:8]) != entMagic || binary.LittleEndian.Uint64(hdr[8:]) != epoch ||
+		metaLen > recMaxMeta || dataLen > logMaxEntry || off+entHdrLen+metaLen+dataLen > logCap {
+		return e, 0, false
+	}
+	body := make([]byte, metaLen+dataLen)
+	if _, err := f.ReadAt(body, off+entHdrLen); err != nil {
+		return e, 0, false
+	}
+	if crc32.Update(crc32.Checksum(hdr[:24], castagnoli), castagnoli, body) != binary.LittleEndian.Uint32(hdr[24:]) {
+		return e, 0, false
+	}
+	if err := json.Unmarshal(body[:metaLen], &e.m); err != nil || int64(e.m.Size) != dataLen || !isNamed(e.m.Blob, recExt) {
+		return e, 0, false
+	}
+	e.data = body[metaLen:]
+	sum := sha256.Sum256(e.data)
+	if hex.EncodeToString(sum[:]) != e.m.Hash {
+		return e, 0, false
+	}
+	return e, entHdrLen + metaLen + dataLen, true
+}
+
+// restart starts a new epoch: the header is written and flushed before
+// any entry of the epoch, so an entry is never read under another epoch.
+func (l *commitLog) restart(sync func(*os.File) error) error {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	// A new random epoch, never 0 and never the old one: entries of an
+	// older epoch left past the new ones are not read as new.
+	next := binary.LittleEndian.Uint64(b[:]) | 1
+	if next == l.epoch {
+		next += 2
+	}
+	hdr := make([]byte, logHdrLen)
+	copy(hdr, logMagic)
+	binary.LittleEndian.PutUint64(hdr[8:], next)
+	binary.LittleEndian.PutUint32(hdr[16:], crc32.Checksum(hdr[:16], castagnoli))
+	if _, err := l.f.WriteAt(hdr, 0); err != nil {
+		return fmt.Errorf("write commit log header: %w", err)
+	}
+	if err := sync(l.f); err != nil {
+		return fmt.Errorf("fdatasync commit log: %w", err)
+	}
+	l.epoch, l.off, l.lastSeq = next, logDataOff, 0
+	return nil
+}
+
+// encodeEntries returns the log entries of reqs, back to back.
+func (l *commitLog) encodeEntries(reqs []*flushReq) ([]byte, error) {
+	var buf []byte
+	for _, r := range reqs {
+		meta, err := json.Marshal(r.m)
+		if err != nil {
+			return nil, fmt.Errorf("encode meta: %w", err)
+		}
+		hdr := make([]byte, entHdrLen)
+		copy(hdr, entMagic)
+		binary.LittleEndian.PutUint64(hdr[8:], l.epoch)
+		binary.LittleEndian.PutUint32(hdr[16:], uint32(len(meta)))
+		binary.LittleEndian.PutUint32(hdr[20:], uint32(len(r.data)))
+		crc := crc32.Update(crc32.Checksum(hdr[:24], castagnoli), castagnoli, meta)
+		binary.LittleEndian.PutUint32(hdr[24:], crc32.Update(crc, castagnoli, r.data))
+		buf = append(buf, hdr...)
+		buf = append(buf, meta...)
+		buf = append(buf, r.data...)
+	}
+	return buf, nil
+}
+
+// enqueue hands a sealed record (or a barrier) to the flusher.
+func (s *Store) enqueue(r *flushReq) {
+	s.gcMu.Lock()
+	s.gcQueue = append(s.gcQueue, r)
+	s.gcMu.Unlock()
+	s.gcCond.Signal()
+}
+
+// flusher makes the queued records durable, a batch at a time, until
+// Close stops it (after every commit under way returned).
+func (s *Store) flusher() {
+	defer close(s.gcDone)
+	var seq uint64
+	for {
+		s.gcMu.Lock()
+		for len(s.gcQueue) == 0 && !s.gcStopping {
+			s.gcCond.Wait()
+		}
+		batch := s.gcQueue
+		s.gcQueue = nil
+		stopping, hook := s.gcStopping, s.hookFlush
+		s.gcMu.Unlock()
+		if len(batch) == 0 && stopping {
+			return
+		}
+		if hook != nil {
+			hook(len(batch))
+		}
+		seq++
+		s.flushBatch(batch, seq)
+	}
+}
+
+// flushBatch makes batch durable (see the top of this file) and acks it;
+// a failed flush fails the store and every commit of the batch.
+func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	var recs []*flushReq
+	for _, r := range batch {
+		if r.f != nil {
+			recs = append(recs, r)
+		}
+	}
+	err := failed
+	var logged []*flushReq
+	if err == nil {
+		logged, err = s.flushRecords(recs, seq)
+		if err != nil {
+			err = s.fail(err)
+		}
+	}
+	for _, r := range recs {
+		_ = r.f.Close() // after a successful flush, close cannot lose data
+	}
+	if err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	s.mu.Lock()
+	for _, r := range recs {
+		if r.m.Generation > r.ss.meta.Generation || !r.ss.exists {
+			r.ss.meta, r.ss.exists = r.m, true
+		}
+	}
+	s.mu.Unlock()
+	// In commit order, so the index and the recycling see each stream's
+	// generations in order.
+	s.kick(func() {
+		for _, r := range recs {
+			if cur, ok := s.pending[r.m.Stream]; !ok || cur.Generation < r.m.Generation {
+				s.pending[r.m.Stream] = r.m
+			}
+			if r.prev != "" {
+				s.retired = append(s.retired, r.prev)
+			}
+		}
+		for _, r := range logged {
+			s.logged[r.m.Blob] = true
+		}
+		if len(logged) > 0 {
+			s.loggedSeq = seq
+		}
+	})
+	for _, r := range batch {
+		r.done <- nil
+	}
+}
+
+// flushRecords writes and flushes recs: one record by its own fdatasync;
+// several through the log (the small ones; each large one by its own
+// fdatasync, at the same time). It returns the records flushed through
+// the log only.
+func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) {
+	var small, own []*flushReq
+	for _, r := range recs {
+		if len(r.data) <= logMaxEntry && len(recs) > 1 && s.clog != nil {
+			small = append(small, r)
+		} else {
+			own = append(own, r)
+		}
+	}
+	if len(small) > 0 {
+		epoch := s.clog.epoch
+		buf, err := s.clog.encodeEntries(small)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !s.logRoom(int64(len(buf))):
+			own, small = append(own, small...), nil
+		case s.clog.epoch != epoch:
+			if buf, err = s.clog.encodeEntries(small); err != nil {
+				return nil, err
+			}
+		}
+		if len(small) > 0 {
+			if _, err := s.clog.f.WriteAt(buf, s.clog.off); err != nil {
+				return nil, fmt.Errorf("write commit log: %w", err)
+			}
+			s.clog.off += int64(len(buf))
+			s.clog.lastSeq = seq
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(own)+1)
+	for i, r := range own {
+		wg.Go(func() {
+			if err := s.sync(r.f); err != nil {
+				errs[i] = fmt.Errorf("fdatasync %s: %w", r.f.Name(), err)
+			}
+		})
+	}
+	if len(small) > 0 {
+		if err := s.sync(s.clog.f); err != nil {
+			errs[len(own)] = fmt.Errorf("fdatasync %s: %w", s.clog.f.Name(), err)
+		}
+	}
+	wg.Wait()
+	return small, errors.Join(errs...)
+}
+
+// logRoom says whether n more bytes fit in the log, starting a new epoch
+// when the current one is full and the index covers all its entries.
+func (s *Store) logRoom(n int64) bool {
+	if s.clog.off+n <= logCap {
+		return true
+	}
+	if logDataOff+n > logCap {
+		return false
+	}
+	s.bgMu.Lock()
+	covered := s.indexedSeq >= s.clog.lastSeq
+	s.bgMu.Unlock()
+	if !covered {
+		return false // the background catches up; until then records flush on their own
+	}
+	if err := s.clog.restart(s.sync); err != nil {
+		// The old epoch's header may or may not be on disk: entries of
+		// the new one must not follow it. Flush records on their own.
+		s.clog.off = logCap
+		return false
+	}
+	return true
+}
+
+// sync is the flush of a record or the log (a test injects a failure).
+func (s *Store) sync(f *os.File) error {
+	if s.hookSync != nil {
+		return s.hookSync(f)
+	}
+	return fdatasync(f)
+}
+
+// syncLogged fdatasyncs the record files of metas that were made durable
+// through the log, before the index names them.
+func (s *Store) syncLogged(metas map[string]streamMeta, logged map[string]bool) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, m := range metas {
+		if !logged[m.Blob] {
+			continue
+		}
+		wg.Go(func() {
+			f, err := os.OpenFile(filepath.Join(s.blobDir, m.Blob), os.O_RDWR, 0)
+			if err == nil {
+				err = errors.Join(s.sync(f), f.Close())
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("fdatasync %s: %w", m.Blob, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

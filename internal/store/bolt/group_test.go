@@ -1,0 +1,440 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/internal/store/storetest"
+)
+
+// holdFlusher stops s's flusher before its next batch (a barrier queued
+// here) until release is called; queued(n) returns once n commits wait
+// behind it, so the next batch holds all of them.
+func holdFlusher(t *testing.T, s *Store) (queued func(n int), release func()) {
+	t.Helper()
+	ch, entered := make(chan struct{}), make(chan struct{})
+	var once, closed sync.Once
+	s.gcMu.Lock()
+	s.hookFlush = func(int) { once.Do(func() { close(entered); <-ch }) }
+	s.gcMu.Unlock()
+	s.enqueue(&flushReq{done: make(chan error, 1)})
+	<-entered
+	queued = func(n int) {
+		for {
+			s.gcMu.Lock()
+			k := len(s.gcQueue)
+			s.gcMu.Unlock()
+			if k >= n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	release = func() { closed.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	return queued, release
+}
+
+// syncLog records which files s flushes: the commit log or record files.
+type syncLog struct {
+	mu         sync.Mutex
+	log, files int
+}
+
+func countSyncs(s *Store) *syncLog {
+	c := &syncLog{}
+	s.hookSync = func(f *os.File) error {
+		c.mu.Lock()
+		if strings.HasSuffix(f.Name(), ".log") {
+			c.log++
+		} else {
+			c.files++
+		}
+		c.mu.Unlock()
+		return fdatasync(f)
+	}
+	return c
+}
+
+func (c *syncLog) get() (log, files int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log, c.files
+}
+
+// pusher is one concurrent commit and what it got.
+type pusher struct {
+	st  store.Stream
+	got store.Stream
+	err error
+}
+
+// pushAll commits every stream of ps at once (each with expected) and
+// waits for all of them; ready runs once they were started.
+func pushAll(s *Store, ps []*pusher, expected func(*pusher) uint64, ready func()) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() { p.got, _, p.err = s.CommitConfig(context.Background(), p.st, expected(p)) })
+	}
+	ready()
+	wg.Wait()
+}
+
+func noExpected(*pusher) uint64 { return 0 }
+
+// pushers returns perStream commits of distinct configs to each stream.
+func pushers(streams []string, perStream, seed int) []*pusher {
+	var ps []*pusher
+	for i, name := range streams {
+		for j := range perStream {
+			ps = append(ps, &pusher{st: storetest.NewStream(name, storetest.Cfg(seed+i*1000+j))})
+		}
+	}
+	return ps
+}
+
+// lastAcked is, per stream, the acked commit with the highest generation;
+// it also checks that the acked generations of each stream are distinct
+// and contiguous from first.
+func lastAcked(t *testing.T, ps []*pusher, first map[string]uint64) map[string]store.Stream {
+	t.Helper()
+	gens := map[string]map[uint64]bool{}
+	last := map[string]store.Stream{}
+	for _, p := range ps {
+		if p.err != nil {
+			t.Fatalf("commit to %s: %v", p.st.Name, p.err)
+		}
+		if gens[p.st.Name] == nil {
+			gens[p.st.Name] = map[uint64]bool{}
+		}
+		if gens[p.st.Name][p.got.Generation] {
+			t.Fatalf("stream %s: generation %d acked twice", p.st.Name, p.got.Generation)
+		}
+		gens[p.st.Name][p.got.Generation] = true
+		if p.got.Generation > last[p.st.Name].Generation {
+			last[p.st.Name] = p.got
+		}
+	}
+	for name, g := range gens {
+		for i := first[name]; i < first[name]+uint64(len(g)); i++ {
+			if !g[i] {
+				t.Fatalf("stream %s: generations %v skip %d", name, g, i)
+			}
+		}
+	}
+	return last
+}
+
+// checkAt opens path and checks every stream is at want (generation,
+// hash, bytes).
+func checkAt(t *testing.T, what, path string, want map[string]store.Stream) {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("%s: Open: %v", what, err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Fatalf("%s: Close: %v", what, err)
+		}
+	}()
+	for name, w := range want {
+		got, err := s.GetStream(context.Background(), name)
+		if err != nil || got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Config, w.Config) {
+			t.Fatalf("%s: stream %s at generation %d (%v), want its last ack %d", what, name, got.Generation, err, w.Generation)
+		}
+	}
+}
+
+// Concurrent commits, to one stream and to several, that reach the
+// flusher together are made durable by one fdatasync (of the commit log),
+// get distinct contiguous generations, and each is acked; readers see the
+// newest.
+func TestGroupCommitSharesOneFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	holdIndex(t, s) // the background's own flushes stay out of the count
+	queued, release := holdFlusher(t, s)
+	syncs := countSyncs(s)
+	ps := pushers([]string{"default", "a", "b", "c"}, 8, 0)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	last := lastAcked(t, ps, map[string]uint64{"default": 1, "a": 1, "b": 1, "c": 1})
+	if l, f := syncs.get(); l != 1 || f != 0 {
+		t.Fatalf("%d commits made %d log and %d record flushes, want one log flush", len(ps), l, f)
+	}
+	for name, w := range last {
+		got, err := s.GetStream(context.Background(), name)
+		if err != nil || got.Generation != 8 || got.Hash != w.Hash {
+			t.Fatalf("stream %s: gen %d, %v; want 8 (its last ack)", name, got.Generation, err)
+		}
+	}
+}
+
+// Many pushers at once on one stream with expected_generation set to the
+// stream's generation: exactly one wins each round, the others get
+// ErrConflict and store nothing; the winner's generation is the next.
+func TestGroupCommitExpectedGeneration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	commitT(t, s, storetest.NewStream("default", storetest.Cfg(-1)), 0)
+	for round := 1; round <= 4; round++ {
+		queued, release := holdFlusher(t, s)
+		ps := pushers([]string{"default"}, 8, round*100)
+		pushAll(s, ps, func(*pusher) uint64 { return uint64(round) }, func() {
+			// one commit is sealed and queued, the others already refused
+			queued(1)
+			release()
+		})
+		won := 0
+		for _, p := range ps {
+			switch {
+			case p.err == nil:
+				won++
+				if p.got.Generation != uint64(round+1) {
+					t.Fatalf("round %d: winner got generation %d", round, p.got.Generation)
+				}
+			case !errors.Is(p.err, store.ErrConflict):
+				t.Fatalf("round %d: %v, want a conflict", round, p.err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d commits won, want 1", round, won)
+		}
+	}
+}
+
+// A crash after concurrent pushers were acked through the commit log,
+// before the index or the records' own files were flushed: with the
+// record files as written (kill -9) or with every record file newer than
+// the index lost (power loss: only the log was flushed), Open finds each
+// stream at its last ack. Then pushes go on from there.
+func TestCrashConcurrentPushersGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	streams := []string{"default", "a", "b"}
+	for _, name := range streams {
+		commitT(t, s, storetest.NewStream(name, storetest.Cfg(len(name))), 0)
+	}
+	s.WaitRemoved()
+	indexed := map[string]bool{}
+	ents, err := os.ReadDir(path + ".blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if staleGen(t, filepath.Join(path+".blobs", e.Name())) > 0 {
+			indexed[e.Name()] = true
+		}
+	}
+	holdIndex(t, s)
+	var last map[string]store.Stream
+	for round := range 3 {
+		queued, release := holdFlusher(t, s)
+		ps := pushers(streams, 6, 10_000*(round+1))
+		pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+		first := map[string]uint64{}
+		for _, name := range streams {
+			first[name] = uint64(2 + 6*round)
+		}
+		last = lastAcked(t, ps, first)
+	}
+	kill := snapshot(t, path)
+	power := snapshot(t, path)
+	ents, err = os.ReadDir(power + ".blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, e := range ents {
+		if !indexed[e.Name()] {
+			// never flushed on its own: the power loss took its pages
+			if err := os.WriteFile(filepath.Join(power+".blobs", e.Name()), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no record newer than the index: test does not test")
+	}
+	checkAt(t, "kill -9", kill, last)
+	checkAt(t, "power loss", power, last)
+	s2 := openT(t, power)
+	ps := pushers(streams, 4, 99_000)
+	pushAll(s2, ps, noExpected, func() {})
+	first := map[string]uint64{}
+	for name, w := range last {
+		first[name] = w.Generation + 1
+	}
+	lastAcked(t, ps, first)
+}
+
+// A batch torn in the commit log (power loss during its flush: never
+// acked) is dropped at Open; the batch before it, acked, is replayed.
+func TestCrashTornLogBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	holdIndex(t, s)
+	queued, release := holdFlusher(t, s)
+	ps := pushers([]string{"default", "a"}, 3, 0)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	acked := lastAcked(t, ps, map[string]uint64{"default": 1, "a": 1})
+	logSize := func() int64 {
+		fi, err := os.Stat(logPathFor(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	firstEnd := logSize()
+	// The next batch is held in its log flush: written, not acked.
+	flushing, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.hookSync = func(f *os.File) error {
+		if strings.HasSuffix(f.Name(), ".log") {
+			once.Do(func() { close(flushing); <-unblock })
+		}
+		return fdatasync(f)
+	}
+	queued, release = holdFlusher(t, s)
+	ps = pushers([]string{"default", "a"}, 3, 500)
+	done := make(chan struct{})
+	go func() {
+		pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+		close(done)
+	}()
+	<-flushing
+	crash := snapshot(t, path)
+	close(unblock)
+	<-done
+	if logSize() <= firstEnd {
+		t.Fatal("the second batch did not go through the log: test does not test")
+	}
+	// Cut inside the batch's first entry: none of it is read. Cut in its
+	// last entry: the entries before it read back whole and may be
+	// replayed (never acked, like a whole record file of a torn commit),
+	// with the bytes that generation was committed with.
+	whole := map[string]map[uint64][]byte{}
+	for _, p := range ps {
+		if whole[p.st.Name] == nil {
+			whole[p.st.Name] = map[uint64][]byte{}
+		}
+		whole[p.st.Name][p.got.Generation] = p.st.Config
+	}
+	for _, cut := range []int64{firstEnd + 10, firstEnd + entHdrLen + 5, logSize() - 1} {
+		t.Run(fmt.Sprint("cut at ", cut), func(t *testing.T) {
+			torn := snapshot(t, crash)
+			if err := os.Truncate(logPathFor(torn), cut); err != nil {
+				t.Fatal(err)
+			}
+			// and the unacked batch's record files never reached the disk
+			ents, err := os.ReadDir(torn + ".blobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if g := staleGen(t, filepath.Join(torn+".blobs", e.Name())); g > 3 {
+					_ = os.Remove(filepath.Join(torn+".blobs", e.Name()))
+				}
+			}
+			if cut < logSize()-1 {
+				checkAt(t, "torn batch", torn, acked)
+				return
+			}
+			s2 := openT(t, torn)
+			for name, w := range acked {
+				got, err := s2.GetStream(context.Background(), name)
+				ok := err == nil && (got.Generation == w.Generation && bytes.Equal(got.Config, w.Config) ||
+					got.Generation > w.Generation && bytes.Equal(got.Config, whole[name][got.Generation]))
+				if !ok {
+					t.Fatalf("stream %s at generation %d (%v): want its last ack %d or a whole record of the torn batch", name, got.Generation, err, w.Generation)
+				}
+			}
+		})
+	}
+}
+
+// A failed flush of the commit log fails every commit of the batch and
+// every later one (fsyncgate: no retry into an ack); the next Open finds
+// each stream at its last ack or, only if a record reads back whole, one
+// of the unacked ones.
+func TestGroupCommitFailedLogFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	for _, name := range []string{"default", "a"} {
+		commitT(t, s, storetest.NewStream(name, storetest.Cfg(len(name))), 0)
+	}
+	s.hookSync = func(f *os.File) error {
+		if strings.HasSuffix(f.Name(), ".log") {
+			return syscall.EIO
+		}
+		return fdatasync(f)
+	}
+	queued, release := holdFlusher(t, s)
+	ps := pushers([]string{"default", "a"}, 4, 700)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	for _, p := range ps {
+		if !errors.Is(p.err, syscall.EIO) {
+			t.Fatalf("commit in a failed batch: %v, want EIO", p.err)
+		}
+	}
+	if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("a", storetest.Cfg(9999)), 0); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("commit after a failed flush: %v, want refused", err)
+	}
+	if got, err := s.GetStream(context.Background(), "default"); err != nil || got.Generation != 1 {
+		t.Fatalf("read after a failed flush: gen %d, %v; want the last ack, 1", got.Generation, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openT(t, path)
+	for _, name := range []string{"default", "a"} {
+		got, err := s2.GetStream(context.Background(), name)
+		if err != nil || got.Generation < 1 || got.Generation > 5 {
+			t.Fatalf("stream %s after reopen: gen %d, %v; want 1..5", name, got.Generation, err)
+		}
+	}
+}
+
+// The log starts a new epoch once the index covers its entries, and a
+// crash after that replays the new epoch's entries only.
+func TestCommitLogWrapsAround(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	first := s.clog.epoch
+	const size = 200 << 10
+	n := 0
+	var last map[string]store.Stream
+	for s.clog.epoch == first || n < 4 {
+		queued, release := holdFlusher(t, s)
+		ps := []*pusher{
+			{st: storetest.NewStream("default", big(n, size))},
+			{st: storetest.NewStream("a", big(n+1, size))},
+		}
+		pushAll(s, ps, noExpected, func() { queued(2); release() })
+		last = lastAcked(t, ps, map[string]uint64{"default": uint64(n/2 + 1), "a": uint64(n/2 + 1)})
+		s.WaitRemoved()
+		n += 2
+		if n > 4*logCap/size {
+			t.Fatalf("the log never started a new epoch after %d records", n)
+		}
+	}
+	holdIndex(t, s)
+	queued, release := holdFlusher(t, s)
+	ps := pushers([]string{"default", "a"}, 2, 123)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	for name, w := range lastAcked(t, ps, map[string]uint64{"default": last["default"].Generation + 1, "a": last["a"].Generation + 1}) {
+		last[name] = w
+	}
+	checkAt(t, "crash after the log wrapped", snapshot(t, path), last)
+}
