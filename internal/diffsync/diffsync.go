@@ -119,7 +119,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	if err != nil {
 		return Result{}, &sink.Error{Code: "invalid", Message: "converting to JSON: " + err.Error(), Permanent: true, Err: err}
 	}
-	content, err := s.readContent(raw)
+	content, err := s.readContent(deckForm(raw))
 	if err != nil {
 		return Result{}, &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err,
 			EntityErrors: validationEntityErrors(err)}
@@ -221,6 +221,91 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	s.seenVersion = &v
 	s.mu.Unlock()
 	return v, nil
+}
+
+// deckForm rewrites the two collections of Kong's DB-less format that
+// deck's file format spells differently, so the reconciler's reader takes
+// a controller's configuration as is: consumer_group_consumers (a flat list
+// of {consumer, consumer_group}) become each consumer's groups, and
+// degraphql_routes become custom_entities of type degraphql_routes. Anything else, and a configuration it cannot
+// read as a JSON object, is returned unchanged (the reader reports it).
+func deckForm(raw []byte) []byte {
+	if !bytes.Contains(raw, []byte(`"consumer_group_consumers"`)) && !bytes.Contains(raw, []byte(`"degraphql_routes"`)) {
+		return raw
+	}
+	var root map[string]any
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return raw
+	}
+	if members, ok := root["consumer_group_consumers"].([]any); ok {
+		groups := index(root["consumer_groups"], "id", "name")
+		consumers := index(root["consumers"], "id", "username", "custom_id")
+		var left []any
+		for _, m := range members {
+			mm, _ := m.(map[string]any)
+			key, _ := mm["consumer"].(string)
+			group, _ := mm["consumer_group"].(string)
+			c, g := consumers[key], groups[group]
+			name, _ := g["name"].(string)
+			if c == nil || name == "" {
+				left = append(left, m)
+				continue
+			}
+			list, _ := c["groups"].([]any)
+			c["groups"] = append(list, map[string]any{"name": name})
+		}
+		if left == nil {
+			delete(root, "consumer_group_consumers")
+		} else {
+			root["consumer_group_consumers"] = left
+		}
+	}
+	if routes, ok := root["degraphql_routes"].([]any); ok {
+		custom, _ := root["custom_entities"].([]any)
+		for _, r := range routes {
+			rm, ok := r.(map[string]any)
+			if !ok {
+				return raw
+			}
+			e := map[string]any{"type": "degraphql_routes"}
+			fields := map[string]any{}
+			for k, v := range rm {
+				if k == "id" {
+					e["id"] = v
+				} else {
+					fields[k] = v
+				}
+			}
+			e["fields"] = fields
+			custom = append(custom, e)
+		}
+		delete(root, "degraphql_routes")
+		root["custom_entities"] = custom
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// index maps each value of the given string fields of a list of objects
+// to its object.
+func index(list any, fields ...string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	items, _ := list.([]any)
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, f := range fields {
+			if v, ok := m[f].(string); ok && v != "" {
+				out[v] = m
+			}
+		}
+	}
+	return out
 }
 
 // templateDelim is deck's template opening delimiter; escapedDelim is a

@@ -110,14 +110,19 @@
 //   - Router flavor: traditional_compatible (Kong 3.9's default) on the
 //     root, so a route's expression and priority are unknown fields;
 //     WithExpressionsRouter gives the "expressions" flavor. Konnect
-//     control planes accept them.
+//     control planes accept them, and give an expression route no
+//     path_handling or regex_priority default (Konnect's one route schema
+//     for both flavors; go-database-reconciler strips those defaults from
+//     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
+//     in clients/diffsync)
 //
 // Left out: entity_checks (conditional rules, at_least_one_of beyond
 // consumers, mutually exclusive fields), field validators (between,
 // patterns, hosts, paths, certificates, regexes), the shorthand fields
 // other than a service's url, the config of bundled plugins not listed in
 // kongplugins.go (their /schemas/plugins answer has a config record
-// without fields and the config is stored as sent), consumer groups,
+// without fields and the config is stored as sent), consumer groups
+// (also on Konnect control planes, where they exist), degraphql routes,
 // vaults, keys and filter chains as stored entities, RBAC, workspaces,
 // and Kong Enterprise's encryption of credentials (basic-auth passwords
 // are hashed as Kong OSS does).

@@ -660,6 +660,18 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 	if len(fc.errs) > 0 {
 		return nil, http.StatusBadRequest, schemaViolation(fc.errs)
 	}
+	if ee && collection == "routes" && out["expression"] != nil {
+		// Konnect keeps one route schema for both router flavors and
+		// does not give an expression route the traditional router's
+		// defaults (go-database-reconciler's file/builder.go strips them
+		// from such routes for Konnect, so a stored default would be a
+		// difference on every sync).
+		for _, f := range []string{"path_handling", "regex_priority"} {
+			if _, given := body[f]; !given {
+				out[f] = nil
+			}
+		}
+	}
 	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
 		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
 			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
