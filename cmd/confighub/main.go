@@ -30,6 +30,9 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
+// The single-node hub restores convergence times through the engine.
+var _ hub.ConvergedRestorer = (*engine.Engine)(nil)
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

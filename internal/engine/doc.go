@@ -108,6 +108,16 @@
 //     keeps it).
 //   - Successful applies are recorded with the AppliedRecorder; a failed
 //     record is retried after the next apply (TestRecorder).
+//   - A generation's convergence is observed once, when its last sink
+//     applies it: the metrics get accept-to-converge and a recorder that is
+//     also a ConvergedRecorder gets the time, off the engine lock
+//     (TestConvergenceObservedOnceAndRecorded). After a restart
+//     (RestoreConverged, Restore) a generation that had converged keeps
+//     its recorded time, or without a record the time of its last restored
+//     apply, and is neither logged as converged nor observed again
+//     (TestRestoredConvergenceKeepsItsTime,
+//     TestRestoredConvergenceWithoutRecord; with the bolt store and the
+//     real binary, e2e TestConvergenceSurvivesRestart).
 //   - Memory: one *config.Config per stream is shared by every sink (never
 //     copied); per sink the engine keeps a constant amount of state plus
 //     pointers to the configs in its slot, last applied and last failed

@@ -40,6 +40,15 @@ type AppliedRecorder interface {
 
 var _ AppliedRecorder = store.Store(nil)
 
+// ConvergedRecorder is an optional capability of the AppliedRecorder: it
+// keeps when a generation converged, so that a restarted hub shows the
+// time it observed (see RestoreConverged) instead of observing it again.
+type ConvergedRecorder interface {
+	RecordConverged(ctx context.Context, c store.Converged) error
+}
+
+var _ ConvergedRecorder = store.ConvergedStore(nil)
+
 // Option configures an Engine.
 type Option func(*Engine)
 
@@ -142,14 +151,22 @@ type Engine struct {
 	ops      sync.WaitGroup
 	stopOnce sync.Once
 
-	mu       sync.Mutex
-	streams  map[string]*stream
-	sinks    map[string]*worker
+	mu      sync.Mutex
+	streams map[string]*stream
+	sinks   map[string]*worker
 	// peers are the sinks other replicas run (see Ownership), remote the
 	// newest shared status of every sink (ObserveSink).
 	peers    map[string]*peer
 	remote   map[string]*confighubv1.SinkStatus
 	restored map[string]store.Applied
+	// restoredConv are the convergences recorded before a restart, by
+	// stream, until Publish gives them to their generation.
+	restoredConv map[string]store.Converged
+	// conv holds convergences not yet recorded, by stream (the newest
+	// wins); convKick wakes the goroutine that records them off mu.
+	conv        map[string]store.Converged
+	convKick    chan struct{}
+	convRunning bool
 	// names serialises PutSink and DeleteSink per sink name: they wait for
 	// the old worker outside mu, and a sink that ignores its ctx must hold
 	// up the calls for its own name only.
@@ -222,19 +239,22 @@ const keepGenerations = status.DefaultGenerations
 // New returns an engine. It starts no goroutine until sinks are put.
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
-		reg:        reg,
-		clock:      clockwork.NewRealClock(),
-		log:        slog.New(slog.DiscardHandler),
-		metrics:    NopMetrics{},
-		maxApplies: DefaultMaxConcurrentApplies,
-		rnd:        rand.Float64,
-		streams:    map[string]*stream{},
-		sinks:      map[string]*worker{},
-		peers:      map[string]*peer{},
-		remote:     map[string]*confighubv1.SinkStatus{},
-		own:        ownAll{},
-		restored:   map[string]store.Applied{},
-		names:      map[string]*nameLock{},
+		reg:          reg,
+		clock:        clockwork.NewRealClock(),
+		log:          slog.New(slog.DiscardHandler),
+		metrics:      NopMetrics{},
+		maxApplies:   DefaultMaxConcurrentApplies,
+		rnd:          rand.Float64,
+		streams:      map[string]*stream{},
+		sinks:        map[string]*worker{},
+		peers:        map[string]*peer{},
+		remote:       map[string]*confighubv1.SinkStatus{},
+		own:          ownAll{},
+		restored:     map[string]store.Applied{},
+		restoredConv: map[string]store.Converged{},
+		conv:         map[string]store.Converged{},
+		convKick:     make(chan struct{}, 1),
+		names:        map[string]*nameLock{},
 
 		dispatchWindow: DefaultStatusDispatchWindow,
 	}
@@ -275,6 +295,17 @@ func (e *Engine) Restore(applied []store.Applied) {
 	}
 }
 
+// RestoreConverged seeds when generations converged before a restart: a
+// generation Publish makes current with a recorded convergence keeps that
+// time, and is neither logged nor observed again. Call it before Publish.
+func (e *Engine) RestoreConverged(cs []store.Converged) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range cs {
+		e.restoredConv[c.Stream] = c
+	}
+}
+
 // Publish makes cfg its stream's newest configuration and offers it to every
 // sink of the stream. It never waits for a sink. A generation not newer than
 // the stream's current one is ignored.
@@ -290,6 +321,12 @@ func (e *Engine) Publish(cfg *config.Config) {
 	}
 	st.cur = cfg
 	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
+	if c, ok := e.restoredConv[st.name]; ok {
+		delete(e.restoredConv, st.name)
+		if c.Generation == g.gen {
+			g.converge = c.Time
+		}
+	}
 	for _, w := range st.sinks {
 		if w.appliedGen >= g.gen {
 			g.applied++
@@ -307,7 +344,8 @@ func (e *Engine) Publish(cfg *config.Config) {
 		st.gens = st.gens[:n]
 	}
 	e.metrics.StreamGeneration(st.name, cfg.Generation)
-	e.checkConverged(st, g)
+	// Sinks that have it already applied it before a restart.
+	e.checkConverged(st, g, false)
 	e.broker.PutGeneration(st.name, g.proto())
 	now := e.clock.Now()
 	for _, w := range st.sinks {
@@ -588,27 +626,100 @@ func (e *Engine) stop() {
 	for _, w := range workers {
 		closeSink(e.log, w.name, w.s)
 	}
+	if rec, ok := e.recorder.(ConvergedRecorder); ok {
+		e.flushConverged(rec)
+	}
 	e.broker.Close()
 }
 
 // checkConverged sets a generation's converge time once every sink of the
-// stream (run here or not) applied it; the stream's leader records it.
-// e.mu is held.
-func (e *Engine) checkConverged(st *stream, g *genTrack) {
-	if g.converge.IsZero() && g.total > 0 && g.applied >= g.total {
+// stream (run here or not) applied it; the stream's leader observes and
+// records it. Observed: the last apply is news, now; otherwise the sink
+// that completed it joined having applied it already (restored after a
+// restart, or a peer's status), so it converged before and was counted
+// then: it is not counted again. e.mu is held.
+func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
+	if !g.converge.IsZero() || g.total == 0 || g.applied < g.total {
+		return
+	}
+	if observed {
 		g.converge = e.clock.Now()
-		if !e.own.OwnsStream(st.name) {
-			return
+	} else {
+		// Without a record of it (lost in a crash, or a hub that kept
+		// none), the last known apply is the best estimate.
+		g.converge = g.accept
+		for _, w := range st.sinks {
+			if w.appliedGen >= g.gen && w.lastAppliedTime.After(g.converge) {
+				g.converge = w.lastAppliedTime
+			}
 		}
-		d := g.converge.Sub(g.accept)
+		for _, p := range st.peers {
+			if t := p.status.GetLastAppliedTime().AsTime(); p.appliedGen() >= g.gen && t.After(g.converge) {
+				g.converge = t
+			}
+		}
+	}
+	if !e.own.OwnsStream(st.name) {
+		return
+	}
+	d := g.converge.Sub(g.accept)
+	if observed {
 		e.metrics.StreamConverged(st.name, g.gen, d)
 		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+	} else {
+		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+	}
+	e.recordConverged(store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge})
+}
+
+// recordConverged queues c for the recorder's goroutine, started with the
+// first. e.mu is held.
+func (e *Engine) recordConverged(c store.Converged) {
+	rec, ok := e.recorder.(ConvergedRecorder)
+	if !ok {
+		return
+	}
+	e.conv[c.Stream] = c
+	if !e.convRunning && !e.stopped {
+		e.convRunning = true
+		e.wg.Add(1)
+		go e.convergedWriter(rec)
+	}
+	select {
+	case e.convKick <- struct{}{}:
+	default:
+	}
+}
+
+// convergedWriter records the queued convergences off e.mu (a store write
+// waits for the disk) until the engine stops; Stop records what is left.
+func (e *Engine) convergedWriter(rec ConvergedRecorder) {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.convKick:
+		case <-e.ctx.Done():
+			return
+		}
+		e.flushConverged(rec)
+	}
+}
+
+func (e *Engine) flushConverged(rec ConvergedRecorder) {
+	e.mu.Lock()
+	batch := e.conv
+	e.conv = map[string]store.Converged{}
+	e.mu.Unlock()
+	for _, c := range batch {
+		if err := rec.RecordConverged(context.WithoutCancel(e.ctx), c); err != nil {
+			e.log.Warn("recording a convergence failed; a restart shows it from the sinks' applied records", "stream", c.Stream, "generation", c.Generation, "error", err)
+		}
 	}
 }
 
 // join counts a sink that applied generation applied into the stream's
 // generations; leave takes it out. e.mu is held.
-func (e *Engine) join(st *stream, applied uint64) { e.count(st, applied, 1) }
+func (e *Engine) join(st *stream, applied uint64)  { e.count(st, applied, 1) }
 func (e *Engine) leave(st *stream, applied uint64) { e.count(st, applied, -1) }
 
 func (e *Engine) count(st *stream, applied uint64, d int) {
@@ -617,7 +728,9 @@ func (e *Engine) count(st *stream, applied uint64, d int) {
 		if applied >= g.gen {
 			g.applied = uint32(int(g.applied) + d)
 		}
-		e.checkConverged(st, g)
+		// A joining sink completes a generation only with an apply from
+		// before it joined; one leaving may complete it now.
+		e.checkConverged(st, g, d < 0)
 		e.broker.PutGeneration(st.name, g.proto())
 	}
 }
@@ -634,7 +747,7 @@ func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
 		default:
 			continue
 		}
-		e.checkConverged(st, g)
+		e.checkConverged(st, g, true)
 		e.broker.PutGeneration(st.name, g.proto())
 	}
 }

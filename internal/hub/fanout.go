@@ -23,3 +23,10 @@ type Fanout interface {
 	LastApplied(sinkName string) (*config.Config, bool)
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 }
+
+// ConvergedRestorer is an optional capability of a Fanout: it takes the
+// convergences a store kept (store.ConvergedStore) before the streams are
+// published, so a restart shows them as they were observed.
+type ConvergedRestorer interface {
+	RestoreConverged(cs []store.Converged)
+}

@@ -78,6 +78,15 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load applied records: %w", err)
 	}
 	h.fan.Restore(applied)
+	if cs, ok := h.store.(store.ConvergedStore); ok {
+		if cr, ok := h.fan.(ConvergedRestorer); ok {
+			conv, err := cs.ListConverged(ctx)
+			if err != nil {
+				return fmt.Errorf("load convergence records: %w", err)
+			}
+			cr.RestoreConverged(conv)
+		}
+	}
 	streams, err := h.store.ListStreams(ctx)
 	if err != nil {
 		return fmt.Errorf("load streams: %w", err)

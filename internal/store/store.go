@@ -41,6 +41,25 @@ type Applied struct {
 	Time       time.Time
 }
 
+// Converged is when every sink of a stream had applied a generation, as the
+// hub observed it.
+type Converged struct {
+	Stream     string
+	Generation uint64
+	Time       time.Time
+}
+
+// ConvergedStore is implemented by stores that keep each stream's last
+// convergence, so that a restarted hub shows it as it was observed instead
+// of observing it again at the restart.
+type ConvergedStore interface {
+	// RecordConverged stores c as its stream's convergence (overwrites the
+	// previous one).
+	RecordConverged(ctx context.Context, c Converged) error
+	// ListConverged returns every stream's convergence record.
+	ListConverged(ctx context.Context) ([]Converged, error)
+}
+
 // Store is a durable home for streams, sinks and applied records. Every
 // method is safe for concurrent use.
 type Store interface {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,18 +122,6 @@ func TestMetricsAfterPush(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
 	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--metrics-listen", "127.0.0.1:0")
 	maddr := h.WaitOutput(t, metricsRE, 10*time.Second)
-	scrape := func() string {
-		resp, err := http.Get("http://" + maddr + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("/metrics: %v %s", err, resp.Status)
-		}
-		return string(b)
-	}
 	if _, err := harness.GrpcurlStdin(t, pushBody(), "-plaintext", "-d", "@", h.Addr, "confighub.v1.ConfigHubService/PushConfig"); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +142,7 @@ func TestMetricsAfterPush(t *testing.T) {
 	}
 	var text string
 	harness.Eventually(t, 20*time.Second, func() bool {
-		text = scrape()
+		text = scrape(t, maddr)
 		for _, w := range want {
 			if !strings.Contains(text, w) {
 				return false
@@ -166,7 +153,7 @@ func TestMetricsAfterPush(t *testing.T) {
 	if _, err := harness.Grpcurl(t, "-plaintext", "-d", `{"name":"out"}`, h.Addr, "confighub.v1.SinkAdminService/DeleteSink"); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, func() bool { return !strings.Contains(scrape(), `sink="out"`) }, "the deleted sink's series go")
+	harness.Eventually(t, 10*time.Second, func() bool { return !strings.Contains(scrape(t, maddr), `sink="out"`) }, "the deleted sink's series go")
 }
 
 // TestTLSWithGrpcurl: a hub with a certificate from a generated CA serves

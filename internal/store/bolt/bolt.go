@@ -51,8 +51,11 @@ var (
 	bucketStreams = []byte("streams")
 	bucketSinks   = []byte("sinks")
 	bucketApplied = []byte("applied")
-	keyLayout     = []byte("layout")
-	keyMeta       = []byte("meta")
+	// bucketConverged holds each stream's last convergence; a file made
+	// before it existed gets it at Open.
+	bucketConverged = []byte("converged")
+	keyLayout       = []byte("layout")
+	keyMeta         = []byte("meta")
 	// keyConfig holds a layout 1 stream's config bytes inline.
 	keyConfig = []byte("config")
 )
@@ -312,7 +315,10 @@ func verifyFile(path, blobDir string, o options) (err error) {
 		if _, err := listSinks(tx); err != nil {
 			return err
 		}
-		_, err := listApplied(tx)
+		if _, err := listApplied(tx); err != nil {
+			return err
+		}
+		_, err := listConverged(tx)
 		return err
 	})
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
@@ -374,7 +380,13 @@ func (s *Store) init() error {
 					return fmt.Errorf("create bucket %q: %w", b, err)
 				}
 			}
+			if _, err := tx.CreateBucket(bucketConverged); err != nil {
+				return fmt.Errorf("create bucket %q: %w", bucketConverged, err)
+			}
 			return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketConverged); err != nil {
+			return fmt.Errorf("create bucket %q: %w", bucketConverged, err)
 		}
 		return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
 			m, err := readMeta(tx.Bucket(bucketStreams).Bucket(k), string(k))
@@ -910,6 +922,64 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
 		out, err = listApplied(tx)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return out, nil
+}
+
+var _ store.ConvergedStore = (*Store)(nil)
+
+type convergedRecord struct {
+	Generation uint64    `json:"generation"`
+	Time       time.Time `json:"time"`
+}
+
+// RecordConverged implements store.ConvergedStore.
+func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(convergedRecord{Generation: c.Generation, Time: c.Time})
+	if err != nil {
+		return err
+	}
+	// Idempotent, as Batch may run it twice.
+	return s.wrapNil(s.db.Batch(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketConverged).Put([]byte(c.Stream), raw)
+	}))
+}
+
+// listConverged reads the convergence records; a file not yet opened by a
+// hub that keeps them has none.
+func listConverged(tx *bbolt.Tx) ([]store.Converged, error) {
+	b := tx.Bucket(bucketConverged)
+	if b == nil {
+		return nil, nil
+	}
+	var out []store.Converged
+	err := b.ForEach(func(k, v []byte) error {
+		var r convergedRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("%w: convergence record of %q: %v", store.ErrCorrupt, k, err)
+		}
+		out = append(out, store.Converged{Stream: string(k), Generation: r.Generation, Time: r.Time})
+		return nil
+	})
+	return out, err
+}
+
+// ListConverged implements store.ConvergedStore, sorted by stream name.
+func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []store.Converged
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		out, err = listConverged(tx)
 		return err
 	})
 	if err != nil {

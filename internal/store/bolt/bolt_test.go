@@ -559,3 +559,42 @@ func TestTruncatedFileLeavesNoLock(t *testing.T) {
 		t.Fatalf("stream after restore: %v", err)
 	}
 }
+
+// TestConvergedBucketAddedToAnOlderFile: a file written by a hub that kept
+// no convergence records opens, gets the bucket, and keeps them after.
+func TestConvergedBucketAddedToAnOlderFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", storetest.Cfg(1)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket([]byte("converged")) }); err != nil {
+		t.Fatalf("making an older file: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, path)
+	c := store.Converged{Stream: "default", Generation: 1, Time: time.Date(2026, 2, 3, 4, 5, 6, 42_000_000, time.UTC)}
+	if err := s2.RecordConverged(context.Background(), c); err != nil {
+		t.Fatalf("RecordConverged on an older file: %v", err)
+	}
+	path2 := s2.Path()
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := open(t, path2).ListConverged(context.Background())
+	if err != nil || len(got) != 1 || !got[0].Time.Equal(c.Time) || got[0].Generation != 1 {
+		t.Fatalf("ListConverged after reopen: %+v %v, want %+v", got, err, c)
+	}
+}

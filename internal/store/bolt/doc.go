@@ -126,7 +126,10 @@
 // Layout (version 3): bucket "streams" holds one nested bucket per stream
 // with its index meta record ("meta", JSON, naming the record file);
 // "sinks" holds sink specs as deterministic proto binary; "applied" holds
-// each sink's applied record as JSON; "info" holds the layout version.
+// each sink's applied record as JSON; "converged" each stream's last
+// convergence (generation and time) as JSON, created at Open in a file
+// that predates it (TestConvergedBucketAddedToAnOlderFile); "info" holds
+// the layout version.
 // Older data dirs are moved at Open: a layout 1 stream (bytes inline under
 // "config") or layout 2 stream (bytes in a plain <id>.cfg named by the
 // meta) is written to a record file of the same generation (flushed, name

@@ -14,7 +14,10 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.ConvergedStore = (*Store)(nil)
+)
 
 // Store keeps streams, sinks and applied records in maps under one mutex.
 // Config bytes are copied in on commit and shared (read only) on the way out.
@@ -24,6 +27,7 @@ type Store struct {
 	streams map[string]store.Stream
 	sinks   map[string]*confighubv1.Sink
 	applied map[string]store.Applied
+	conv    map[string]store.Converged
 }
 
 // New returns an empty store.
@@ -32,6 +36,7 @@ func New() *Store {
 		streams: map[string]store.Stream{},
 		sinks:   map[string]*confighubv1.Sink{},
 		applied: map[string]store.Applied{},
+		conv:    map[string]store.Converged{},
 	}
 }
 
@@ -169,6 +174,31 @@ func (m *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	out := make([]store.Applied, 0, len(m.applied))
 	for _, k := range slices.Sorted(maps.Keys(m.applied)) {
 		out = append(out, m.applied[k])
+	}
+	return out, nil
+}
+
+// RecordConverged implements store.ConvergedStore.
+func (m *Store) RecordConverged(ctx context.Context, c store.Converged) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	m.conv[c.Stream] = c
+	return nil
+}
+
+// ListConverged implements store.ConvergedStore, sorted by stream name.
+func (m *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]store.Converged, 0, len(m.conv))
+	for _, k := range slices.Sorted(maps.Keys(m.conv)) {
+		out = append(out, m.conv[k])
 	}
 	return out, nil
 }

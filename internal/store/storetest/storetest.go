@@ -57,6 +57,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	t.Run("ConcurrentCommits", func(t *testing.T) { testConcurrent(t, newStore(t)) })
 	t.Run("ConcurrentExpected", func(t *testing.T) { testConcurrentExpected(t, newStore(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
+	if _, ok := newStore(t).(store.ConvergedStore); ok {
+		t.Run("Converged", func(t *testing.T) { testConverged(t, newStore(t).(store.ConvergedStore)) })
+	}
 	if o.reopen != nil {
 		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
 	}
@@ -495,6 +498,13 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 		t.Fatal(err)
 	}
 
+	conv := store.Converged{Stream: "p", Generation: 2, Time: time.Date(2026, 1, 1, 0, 0, 0, 42_000_005, time.UTC)}
+	if cs, ok := s.(store.ConvergedStore); ok {
+		if err := cs.RecordConverged(ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	s2 := reopen(t, s)
 	sameStream(t, "p after reopen", get(t, s2, "p"), last)
 	sameStream(t, "q after reopen", get(t, s2, "q"), q)
@@ -503,11 +513,51 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 		t.Fatalf("sinks after reopen: %v, %v", l, err)
 	}
 	checkApplied(t, s2, []store.Applied{ap})
+	if cs, ok := s2.(store.ConvergedStore); ok {
+		checkConverged(t, cs, []store.Converged{conv})
+	}
 	// Generations continue after a reopen, and expected still holds.
 	if _, _, err := s2.CommitConfig(ctx, NewStream("p", Cfg(3)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected after reopen: %v, want ErrConflict", err)
 	}
 	if g := commit(t, s2, NewStream("p", Cfg(3)), 2).Generation; g != 3 {
 		t.Fatalf("first commit after reopen: generation %d, want 3", g)
+	}
+}
+
+// testConverged: a stream's convergence record round-trips with its exact
+// time, and a later one replaces it.
+func testConverged(t *testing.T, s store.ConvergedStore) {
+	ctx := context.Background()
+	at := time.Date(2026, 5, 6, 7, 8, 9, 42_000_010, time.UTC)
+	recs := []store.Converged{
+		{Stream: "a", Generation: 3, Time: at},
+		{Stream: "b", Generation: 1, Time: at.Add(time.Second)},
+	}
+	for _, c := range recs {
+		if err := s.RecordConverged(ctx, c); err != nil {
+			t.Fatalf("RecordConverged(%s): %v", c.Stream, err)
+		}
+	}
+	recs[0] = store.Converged{Stream: "a", Generation: 4, Time: at.Add(time.Minute)}
+	if err := s.RecordConverged(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	checkConverged(t, s, recs)
+}
+
+func checkConverged(t *testing.T, s store.ConvergedStore, want []store.Converged) {
+	t.Helper()
+	got, err := s.ListConverged(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ListConverged: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Stream != want[i].Stream || got[i].Generation != want[i].Generation || !got[i].Time.Equal(want[i].Time) {
+			t.Errorf("converged %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
