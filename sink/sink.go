@@ -24,16 +24,13 @@ type Sink interface {
 	Describe() Capabilities
 }
 
-// Capabilities describe a sink to the engine.
+// Capabilities describe a sink to the engine: only what the engine reads.
+// (A sink's own limits, such as a plugin's largest configuration or its
+// formats, are the sink's to enforce in Apply.)
 type Capabilities struct {
-	// Gateway marks a sink that counts for GATE_ANY_GATEWAY (a Kong gateway).
+	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
+	// in the gateway apply pool.
 	Gateway bool
-	// MaxConfigBytes is the largest configuration the sink takes; 0 = any.
-	MaxConfigBytes int64
-	// EntityErrors is true when the sink reports per-entity errors.
-	EntityErrors bool
-	// Formats the destination accepts; empty = any.
-	Formats []config.Format
 }
 
 // Runner is implemented by a sink with background work (for example the
@@ -184,9 +181,8 @@ var ErrInvalidSpec = errors.New("invalid sink spec")
 
 // Error tells the engine how to treat a failed apply.
 type Error struct {
-	// Code is short and machine-readable: "rejected", "too-large",
-	// "rate-limited", "unavailable", "timeout", ...
-	Code    string
+	// Code is one of the closed set (codes.go).
+	Code    Code
 	Message string
 	// Permanent: the destination rejected this configuration; do not retry
 	// it until a new generation.
@@ -207,7 +203,7 @@ func (e *Error) Error() string {
 		msg = e.Err.Error()
 	}
 	if e.Code != "" {
-		return e.Code + ": " + msg
+		return string(e.Code) + ": " + msg
 	}
 	return msg
 }
@@ -224,11 +220,11 @@ func AsError(err error) (*Error, bool) {
 }
 
 // Permanent marks err as a rejection of the configuration.
-func Permanent(code string, err error) error {
+func Permanent(code Code, err error) error {
 	return &Error{Code: code, Permanent: true, Err: err}
 }
 
 // RetryAfter marks err as retryable no sooner than d.
 func RetryAfter(d time.Duration, err error) error {
-	return &Error{Code: "rate-limited", RetryAfter: d, Err: err}
+	return &Error{Code: CodeRateLimited, RetryAfter: d, Err: err}
 }

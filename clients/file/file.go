@@ -52,13 +52,13 @@ func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	b, err := Render(cfg, s.format)
 	if err != nil {
-		return &sink.Error{Code: "render", Message: err.Error(), Permanent: true, Err: err}
+		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := WriteAtomic(s.path, b, 0o600); err != nil {
-		return &sink.Error{Code: "write", Message: err.Error(), Err: err}
+		return &sink.Error{Code: sink.CodeUnavailable, Message: err.Error(), Err: err}
 	}
 	return nil
 }

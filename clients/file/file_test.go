@@ -127,7 +127,7 @@ func TestApplyMissingDirIsRetryable(t *testing.T) {
 	if !ok {
 		t.Fatalf("want *sink.Error, got %v", err)
 	}
-	if e.Permanent || e.Code != "write" {
+	if e.Permanent || e.Code != sink.CodeUnavailable {
 		t.Fatalf("a missing directory must be a retryable write error, got %+v", e)
 	}
 }

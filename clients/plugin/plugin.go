@@ -158,24 +158,9 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 	return s, nil
 }
 
-// Describe returns what the plugin said in its last Describe; before the
-// first one, "anything" (Apply checks again once it knows).
-func (s *Sink) Describe() sink.Capabilities {
-	d := s.desc.Load()
-	if d == nil {
-		return sink.Capabilities{}
-	}
-	c := sink.Capabilities{MaxConfigBytes: int64(d.resp.GetMaxConfigBytes()), EntityErrors: d.resp.GetEntityErrors()}
-	for _, f := range accepted(d.resp) {
-		switch f {
-		case sinkv1.Format_FORMAT_JSON:
-			c.Formats = append(c.Formats, config.FormatJSON)
-		case sinkv1.Format_FORMAT_YAML:
-			c.Formats = append(c.Formats, config.FormatYAML)
-		}
-	}
-	return c
-}
+// Describe: a plugin is never a gateway. Its own limits (largest
+// configuration, formats) are enforced by Apply once Describe told them.
+func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
 // Close releases the connection.
 func (s *Sink) Close() error { return s.conn.Close() }
@@ -282,10 +267,10 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	body, f, err := render(cfg, accepted(d))
 	if err != nil {
-		return &sink.Error{Code: "render", Message: err.Error(), Permanent: true, Err: err}
+		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
 	if max := d.GetMaxConfigBytes(); max > 0 && uint64(len(body)) > max {
-		return &sink.Error{Code: "too-large", Permanent: true,
+		return &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
 			Message: fmt.Sprintf("configuration of %d bytes is larger than the plugin's max_config_bytes %d", len(body), max)}
 	}
 	chunk := int(d.GetChunkBytes())
@@ -340,22 +325,22 @@ func responseError(r *sinkv1.ApplyResponse) error {
 	if r.GetApplied() {
 		return nil
 	}
-	e := &sink.Error{Code: r.GetCode(), Message: r.GetMessage(), Permanent: r.GetPermanent()}
+	e := &sink.Error{Message: r.GetMessage(), Permanent: r.GetPermanent()}
 	if ra := r.GetRetryAfter(); ra != nil {
 		e.RetryAfter = ra.AsDuration()
 	}
-	if e.Code == "" {
-		switch {
-		case e.Permanent:
-			e.Code = "rejected"
-		case e.RetryAfter > 0:
-			e.Code = "rate-limited"
-		default:
-			e.Code = "plugin-error"
-		}
-	}
 	if e.Message == "" {
 		e.Message = "the plugin did not apply the configuration"
+	}
+	// The plugin's own code maps onto the closed set; a code of its own
+	// stays visible in the message.
+	own := r.GetCode()
+	e.Code = sink.ParseCode(own, e.Permanent)
+	switch {
+	case own == "" && e.RetryAfter > 0 && !e.Permanent:
+		e.Code = sink.CodeRateLimited
+	case own != "" && !sink.Code(own).Known():
+		e.Message = fmt.Sprintf("plugin code %q: %s", own, e.Message)
 	}
 	for _, ee := range r.GetEntityErrors() {
 		e.EntityErrors = append(e.EntityErrors, entityError(ee))
@@ -379,18 +364,16 @@ func entityError(ee *sinkv1.EntityError) *confighubv1.EntityError {
 func transportError(op string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
-		return &sink.Error{Code: "unavailable", Message: fmt.Sprintf("plugin %s: %v", op, err), Err: err}
+		return &sink.Error{Code: sink.CodeUnavailable, Message: fmt.Sprintf("plugin %s: %v", op, err), Err: err}
 	}
-	code := "plugin-" + strings.ToLower(codeName(st.Code()))
+	code := sink.CodeInternal // the plugin failed on its side: Internal, Unknown, Unimplemented, ...
 	switch st.Code() {
-	case codes.Unavailable:
-		code = "unavailable"
+	case codes.Unavailable, codes.Canceled:
+		code = sink.CodeUnavailable
 	case codes.DeadlineExceeded:
-		code = "timeout"
-	case codes.Canceled:
-		code = "canceled"
+		code = sink.CodeTimeout
 	}
-	return &sink.Error{Code: code, Message: fmt.Sprintf("plugin %s: %s", op, st.Message()), Err: err}
+	return &sink.Error{Code: code, Message: fmt.Sprintf("plugin %s: gRPC %s: %s", op, strings.ToLower(codeName(st.Code())), st.Message()), Err: err}
 }
 
 func codeName(c codes.Code) string {

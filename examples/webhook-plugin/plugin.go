@@ -124,7 +124,7 @@ func (p *Plugin) forward(ctx context.Context, h *sinkv1.ApplyHeader, body []byte
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.o.URL, bytes.NewReader(body))
 	if err != nil {
-		return &sinkv1.ApplyResponse{Code: "request", Message: err.Error(), Permanent: true}
+		return &sinkv1.ApplyResponse{Code: "invalid", Message: err.Error(), Permanent: true}
 	}
 	ct := "application/json"
 	if h.GetFormat() == sinkv1.Format_FORMAT_YAML {

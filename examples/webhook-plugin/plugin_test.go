@@ -142,15 +142,16 @@ func TestMapsWebhookAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		status    int
 		retry     string
-		code      string
+		code      sink.Code
+		own       string // the plugin's own code, kept in the message
 		permanent bool
 		after     time.Duration
 	}{
-		{400, "", "rejected", true, 0},
-		{404, "", "rejected", true, 0},
-		{429, "7", "rate-limited", false, 7 * time.Second},
-		{500, "", "webhook-500", false, 0},
-		{503, "", "webhook-503", false, 0},
+		{400, "", sink.CodeRejected, "", true, 0},
+		{404, "", sink.CodeRejected, "", true, 0},
+		{429, "7", sink.CodeRateLimited, "", false, 7 * time.Second},
+		{500, "", sink.CodeUnavailable, `plugin code "webhook-500"`, false, 0},
+		{503, "", sink.CodeUnavailable, `plugin code "webhook-503"`, false, 0},
 	} {
 		h := &hook{status: tc.status, retry: tc.retry}
 		ts := httptest.NewServer(h)
@@ -160,7 +161,8 @@ func TestMapsWebhookAnswers(t *testing.T) {
 		if !ok {
 			t.Fatalf("%d: want an error", tc.status)
 		}
-		if e.Code != tc.code || e.Permanent != tc.permanent || e.RetryAfter != tc.after || !strings.Contains(e.Message, "hook says hi") {
+		if e.Code != tc.code || e.Permanent != tc.permanent || e.RetryAfter != tc.after || !strings.Contains(e.Message, "hook says hi") ||
+			!strings.Contains(e.Message, tc.own) {
 			t.Fatalf("%d: got %+v", tc.status, e)
 		}
 	}

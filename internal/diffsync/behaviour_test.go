@@ -267,9 +267,9 @@ func TestUnavailableIsRetryable(t *testing.T) {
 		e.api.PushFaults(f)
 		_, err := s.Sync(ctxT(t), loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
 		se, ok := sink.AsError(err)
-		want := "unavailable"
+		want := sink.CodeUnavailable
 		if f.Status == http.StatusUnauthorized {
-			want = "unauthorized"
+			want = sink.CodeUnauthorized
 		}
 		if !ok || se.Permanent || se.Code != want {
 			t.Errorf("fault %+v: error %#v, want retryable unavailable", f, err)

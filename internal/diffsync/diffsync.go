@@ -25,6 +25,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/kongapi"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -117,11 +118,11 @@ type Result struct {
 func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	raw, err := cfg.JSON()
 	if err != nil {
-		return Result{}, &sink.Error{Code: "invalid", Message: "converting to JSON: " + err.Error(), Permanent: true, Err: err}
+		return Result{}, &sink.Error{Code: sink.CodeInvalid, Message: "converting to JSON: " + err.Error(), Permanent: true, Err: err}
 	}
 	content, err := s.readContent(deckForm(raw))
 	if err != nil {
-		return Result{}, &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err,
+		return Result{}, &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err,
 			EntityErrors: validationEntityErrors(err)}
 	}
 	if s.dropConsumers {
@@ -135,7 +136,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	}
 	current, err := state.Get(rawCurrent)
 	if err != nil {
-		return Result{}, &sink.Error{Code: "state", Message: "indexing the current entities: " + err.Error(), Err: err}
+		return Result{}, &sink.Error{Code: sink.CodeInternal, Message: "indexing the current entities: " + err.Error(), Err: err}
 	}
 
 	version, err := s.kongVersion(ctx)
@@ -148,7 +149,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	}
 	target, err := state.Get(rawTarget)
 	if err != nil {
-		return Result{}, &sink.Error{Code: "invalid", Message: "indexing the target entities: " + err.Error(), Permanent: true, Err: err}
+		return Result{}, &sink.Error{Code: sink.CodeInvalid, Message: "indexing the target entities: " + err.Error(), Permanent: true, Err: err}
 	}
 
 	syncer, err := diff.NewSyncer(diff.SyncerOpts{
@@ -160,7 +161,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		EnableEntityActions: true,
 	})
 	if err != nil {
-		return Result{}, &sink.Error{Code: "diff", Message: "creating the syncer: " + err.Error(), Err: err}
+		return Result{}, &sink.Error{Code: sink.CodeInternal, Message: "creating the syncer: " + err.Error(), Err: err}
 	}
 
 	// The syncer blocks until its entity actions are read; it closes the
@@ -463,30 +464,17 @@ func classify(what string, err error) *sink.Error {
 	}
 	var apiErr *kong.APIError
 	if errors.As(err, &apiErr) {
-		code := apiErr.Code()
-		switch {
-		case code == 429:
-			e := &sink.Error{Code: "rate-limited", Message: msg, Err: err}
-			if d, ok := apiErr.Details().(kong.ErrTooManyRequestsDetails); ok {
-				e.RetryAfter = d.RetryAfter
-			}
-			return e
-		case code == 408:
-			return &sink.Error{Code: "timeout", Message: msg, Err: err}
-		case code == 401 || code == 403:
-			// Credentials, not the configuration: a rotated token or
-			// certificate fixes it without a new generation.
-			return &sink.Error{Code: "unauthorized", Message: msg, Body: apiErr.Raw(), Err: err}
-		case code >= 400 && code < 500:
-			return &sink.Error{Code: "rejected", Message: msg, Permanent: true, Body: apiErr.Raw(), Err: err}
-		default:
-			return &sink.Error{Code: "unavailable", Message: msg, Err: err}
+		code, permanent := kongapi.Classify(apiErr.Code())
+		e := &sink.Error{Code: code, Permanent: permanent, Message: msg, Body: apiErr.Raw(), Err: err}
+		if d, ok := apiErr.Details().(kong.ErrTooManyRequestsDetails); ok && code == sink.CodeRateLimited {
+			e.RetryAfter = d.RetryAfter
 		}
+		return e
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &sink.Error{Code: "timeout", Message: msg, Err: err}
+		return &sink.Error{Code: sink.CodeTimeout, Message: msg, Err: err}
 	}
-	return &sink.Error{Code: "unavailable", Message: msg, Err: err}
+	return &sink.Error{Code: sink.CodeUnavailable, Message: msg, Err: err}
 }
 
 // classifyBuild maps an error of file.Get: a request error (schemas) is
@@ -496,7 +484,7 @@ func classifyBuild(err error) *sink.Error {
 	if errors.As(err, &apiErr) || isTransport(err) {
 		return classify("rendering the target", err)
 	}
-	return &sink.Error{Code: "invalid", Message: err.Error(), Permanent: true, Err: err}
+	return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 }
 
 func isTransport(err error) bool {
@@ -510,7 +498,7 @@ func isTransport(err error) bool {
 
 // solveError folds the failures of a Solve into one *sink.Error.
 func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *sink.Error {
-	out := &sink.Error{Code: "rejected", Permanent: true}
+	out := &sink.Error{Code: sink.CodeRejected, Permanent: true}
 	var msgs []string
 	merge := func(e *sink.Error) {
 		if !e.Permanent {
@@ -531,7 +519,7 @@ func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *
 		merge(classify("sync", err))
 	}
 	if ctx.Err() != nil {
-		merge(&sink.Error{Code: "timeout"})
+		merge(&sink.Error{Code: sink.CodeTimeout})
 	}
 	if len(msgs) == 0 {
 		for _, a := range failed {

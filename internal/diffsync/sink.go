@@ -134,7 +134,7 @@ func (s *Sink) Describe() sink.Capabilities { return s.caps }
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if s.before != nil {
 		if err := s.before(); err != nil {
-			return &sink.Error{Code: "auth", Message: err.Error(), Err: err}
+			return &sink.Error{Code: sink.CodeUnauthorized, Message: err.Error(), Err: err}
 		}
 	}
 	start := s.clock()

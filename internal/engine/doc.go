@@ -37,8 +37,11 @@
 //   - A permanent error (sink.Error.Permanent) leaves the sink FAILED with
 //     rejected_generation set; that generation is not retried, a new one is
 //     (TestPermanentNotRetried).
-//   - A panic in Apply is recovered, reported FAILED with code "panic" and
+//   - A panic in Apply is recovered, reported FAILED with code "internal" and
 //     a next_retry_time, and retried with backoff (TestPanicRecovered).
+//   - last_error_code is always one of the closed set sink.Codes: a code
+//     a sink sets that is not in it is mapped by sink.ParseCode, and the
+//     sink's own code stays in last_error (TestErrorCodesAreClosed).
 //   - A sink's error text (message, entity error messages) passes through
 //     WithMessageRedactor before status, logs and LastFailed; the raw body
 //     is kept (TestErrorTextRedacted).

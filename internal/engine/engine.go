@@ -794,7 +794,7 @@ func (e *Engine) redactError(se *sink.Error) *sink.Error {
 	out.Message, out.Err = e.redactMsg(se.Error()), nil
 	if se.Code != "" {
 		// Error() prefixes the code; keep Message without it.
-		out.Message = strings.TrimPrefix(out.Message, se.Code+": ")
+		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
 	}
 	out.EntityErrors = make([]*confighubv1.EntityError, len(se.EntityErrors))
 	for i, ee := range se.EntityErrors {

@@ -263,7 +263,7 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 		if got := st.GetNextRetryTime().AsTime().Sub(h.clock.Now()); got != want {
 			t.Fatalf("attempt %d: next retry in %s, want %s", i+1, got, want)
 		}
-		if st.GetLastError() != "connection refused" || st.GetLastErrorCode() != "error" {
+		if st.GetLastError() != "connection refused" || st.GetLastErrorCode() != string(sink.CodeUnavailable) {
 			t.Fatalf("last error %q code %q", st.GetLastError(), st.GetLastErrorCode())
 		}
 		if i == 4 {
@@ -350,7 +350,7 @@ func TestPanicRecovered(t *testing.T) {
 	s := h.put("a", kindTest, nil)
 	s.Set(enginetest.Behavior{Panic: "boom"})
 	h.pushN(1)
-	st := h.awaitSink("a", "panic reported", func(s *confighubv1.SinkStatus) bool { return s.GetLastErrorCode() == "panic" })
+	st := h.awaitSink("a", "panic reported", func(s *confighubv1.SinkStatus) bool { return s.GetLastErrorCode() == string(sink.CodeInternal) })
 	if st.GetState() != failed || !strings.Contains(st.GetLastError(), "boom") || st.GetNextRetryTime() == nil {
 		t.Fatalf("status %v, want FAILED with code panic and a retry time", st)
 	}
@@ -699,7 +699,7 @@ func TestRecoveryClearsLastError(t *testing.T) {
 	a.Set(enginetest.Behavior{})
 	h.clock.Advance(time.Hour)
 	st = h.awaitApplied("a", 2)
-	if st.GetLastError() != "" || st.GetPreviousError() != "connection reset" || st.GetPreviousErrorCode() != "error" {
+	if st.GetLastError() != "" || st.GetPreviousError() != "connection reset" || st.GetPreviousErrorCode() != string(sink.CodeUnavailable) {
 		t.Fatalf("after recovery: last_error %q previous %q (%q)", st.GetLastError(), st.GetPreviousError(), st.GetPreviousErrorCode())
 	}
 }
@@ -1087,5 +1087,18 @@ func TestErrorTextRedacted(t *testing.T) {
 	_, se, ok := h.e.LastFailed("a")
 	if !ok || strings.Contains(se.Error(), "hunter2") || string(se.Body) != "raw hunter2" || !se.Permanent {
 		t.Fatalf("LastFailed: %+v", se)
+	}
+}
+
+// TestErrorCodesAreClosed: whatever code a sink sets, status and metrics
+// report one of sink.Codes; the sink's own code stays in last_error.
+func TestErrorCodesAreClosed(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	s.Set(enginetest.Behavior{Err: &sink.Error{Code: "schema-violation", Message: "no", Permanent: true}})
+	h.pushN(1)
+	st := h.awaitSink("a", "rejected", func(s *confighubv1.SinkStatus) bool { return s.GetState() == failed })
+	if st.GetLastErrorCode() != string(sink.CodeRejected) || !strings.Contains(st.GetLastError(), "schema-violation: no") {
+		t.Fatalf("last error %q code %q, want code rejected and the sink's own code in the text", st.GetLastError(), st.GetLastErrorCode())
 	}
 }

@@ -26,7 +26,7 @@ const (
 // default does nothing.
 type Metrics interface {
 	// ApplyDone is called once per attempt (or hash skip). reason is the
-	// error code for failures ("timeout", "rejected", "panic", ...) or why
+	// error code for failures (sink.Code: "timeout", "rejected", "internal", ...) or why
 	// it was skipped.
 	ApplyDone(sink, kind, result, reason string, d time.Duration, configBytes int)
 	// StateChanged is called when a sink's state changes.

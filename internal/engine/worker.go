@@ -23,6 +23,8 @@ var (
 	errSuperseded = errors.New("superseded by a newer generation")
 	// errAttemptTimeout cancels an apply that ran past options.timeout.
 	errAttemptTimeout = errors.New("apply timed out")
+	// errSinkPanicked marks the error of a recovered panic in Apply.
+	errSinkPanicked = errors.New("the sink panicked")
 )
 
 type (
@@ -97,6 +99,7 @@ type worker struct {
 	attempts        uint32
 	applyErr        string
 	applyErrCode    string
+	panicked        bool // the last failure was a recovered panic: FAILED while retried
 	entityErrors    []*confighubv1.EntityError
 	nextRetry       time.Time
 	lastDur         time.Duration
@@ -395,7 +398,7 @@ func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.e.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", p, "stack", string(debug.Stack()))
-			err = &sink.Error{Code: "panic", Message: fmt.Sprintf("the sink panicked: %v", p)}
+			err = &sink.Error{Code: sink.CodeInternal, Message: fmt.Sprintf("the sink panicked: %v", p), Err: errSinkPanicked}
 		}
 	}()
 	return w.s.Apply(ctx, cfg)
@@ -454,15 +457,19 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		se = &sink.Error{Err: err}
 	}
 	if cause == errAttemptTimeout {
-		se = &sink.Error{Code: "timeout", Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
-	}
-	code := se.Code
-	if code == "" {
-		code = "error"
+		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
 	se = e.redactError(se)
+	// Status reports a code of the closed set whatever the sink (a user's
+	// in-process one included) set; the sink's own code stays in the text.
+	msg := se.Error()
+	mapped := *se
+	mapped.Code = sink.ParseCode(string(se.Code), se.Permanent)
+	se = &mapped
+	code := string(se.Code)
 	w.lastFailedCfg, w.lastFailedErr = cfg, se
-	w.applyErr, w.applyErrCode, w.entityErrors = se.Error(), code, se.EntityErrors
+	w.applyErr, w.applyErrCode, w.entityErrors = msg, code, se.EntityErrors
+	w.panicked = errors.Is(err, errSinkPanicked)
 	e.metrics.EntityErrors(w.name, w.kind, len(se.EntityErrors))
 	if se.Permanent {
 		w.rejectedGen = cfg.Generation
@@ -501,7 +508,7 @@ func (w *worker) dropFailed() {
 // a panic (the sink is broken, not the destination busy), retried all the
 // same.
 func (w *worker) retryState() state {
-	if w.applyErrCode == "panic" {
+	if w.panicked {
 		return stateFailed
 	}
 	return stateBackoff
@@ -581,7 +588,7 @@ func (w *worker) status() *confighubv1.SinkStatus {
 // Runner's health) before the last apply's error. e.mu is held.
 func (w *worker) shownError() (msg, code string) {
 	if w.health != "" {
-		return "unreachable: " + w.health, "unreachable"
+		return "unreachable: " + w.health, string(sink.CodeUnreachable)
 	}
 	return w.applyErr, w.applyErrCode
 }

@@ -115,8 +115,9 @@ type SinkStatus struct {
 	LastApplyDuration *durationpb.Duration   `protobuf:"bytes,11,opt,name=last_apply_duration,json=lastApplyDuration,proto3" json:"last_apply_duration,omitempty"`
 	Stream            string                 `protobuf:"bytes,12,opt,name=stream,proto3" json:"stream,omitempty"`
 	DesiredHash       string                 `protobuf:"bytes,13,opt,name=desired_hash,json=desiredHash,proto3" json:"desired_hash,omitempty"`
-	// A short machine-readable code for last_error: "rejected", "too-large",
-	// "rate-limited", "unavailable", "timeout", "panic", "gated", ...
+	// A machine-readable code for last_error, one of a closed set: "rejected",
+	// "invalid", "too-large", "rate-limited", "timeout", "unavailable",
+	// "unreachable", "unauthorized", "internal" (docs/api.md).
 	LastErrorCode string `protobuf:"bytes,14,opt,name=last_error_code,json=lastErrorCode,proto3" json:"last_error_code,omitempty"`
 	// Generations that were replaced in the slot before this sink applied
 	// them (latest wins).

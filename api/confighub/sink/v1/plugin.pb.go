@@ -407,7 +407,9 @@ type ApplyResponse struct {
 	// Retry no sooner than this.
 	RetryAfter   *durationpb.Duration `protobuf:"bytes,4,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	EntityErrors []*EntityError       `protobuf:"bytes,5,rep,name=entity_errors,json=entityErrors,proto3" json:"entity_errors,omitempty"`
-	// A short code, e.g. "rejected", "unavailable".
+	// A code of the hub's closed set (docs/api.md: "rejected", "invalid",
+	// "too-large", "rate-limited", "timeout", "unavailable", "unauthorized",
+	// "internal"); any other is mapped onto it and kept in the message.
 	Code          string `protobuf:"bytes,6,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
