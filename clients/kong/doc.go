@@ -9,7 +9,12 @@
 //   - Failures come back as *sink.Error:
 //     400 -> Permanent, code "rejected", Kong's flattened_errors parsed into
 //     EntityErrors (entity type, name, id, tags such as k8s-name:..., field
-//     and message), Body the raw answer;
+//     and message), Body the raw answer (TestApply400EntityErrorsWithTags).
+//     Kong 3.9 cannot flatten a dangling reference: for an entity given in
+//     a top-level list its answer holds no entity error (only Kong's
+//     message), for one given nested the error is read from "fields" by
+//     the entity's name or id, without tags
+//     (TestApply400DanglingReferences);
 //     413 -> Permanent, code "too-large", the message names the body size;
 //     429 -> code "rate-limited" with RetryAfter from the Retry-After header
 //     (seconds or HTTP date; read by the transport because go-kong's raw

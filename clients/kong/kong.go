@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,42 +225,104 @@ func kongMessage(raw []byte) string {
 }
 
 // flattened is Kong's 400 body for an invalid declarative configuration.
+// flattened_errors is a list, or {} when empty (Kong 3.9 encodes an empty
+// table as an object; 3.10 as []).
 type flattened struct {
-	Message         string `json:"message"`
-	FlattenedErrors []struct {
-		EntityType string   `json:"entity_type"`
-		EntityName string   `json:"entity_name"`
-		EntityID   string   `json:"entity_id"`
-		EntityTags []string `json:"entity_tags"`
-		Errors     []struct {
-			Type    string `json:"type"`
-			Field   string `json:"field"`
-			Message string `json:"message"`
-		} `json:"errors"`
-	} `json:"flattened_errors"`
+	Message         string          `json:"message"`
+	Fields          map[string]any  `json:"fields"`
+	FlattenedErrors json.RawMessage `json:"flattened_errors"`
+}
+
+type flatEntity struct {
+	EntityType string   `json:"entity_type"`
+	EntityName string   `json:"entity_name"`
+	EntityID   string   `json:"entity_id"`
+	EntityTags []string `json:"entity_tags"`
+	Errors     []struct {
+		Type    string `json:"type"`
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
 }
 
 // ParseFlattenedErrors reads Kong's flattened_errors from a 400 body into
-// entity errors, and returns Kong's message. A body that is not Kong's
-// gives no entity errors.
+// entity errors, and returns Kong's message. Kong's flattening leaves the
+// reference errors ("invalid reference ...") of a collection the
+// configuration gives only nested in fields, keyed by the entity's name or
+// id: those become entity errors too (without tags: Kong does not give
+// them). A body that is not Kong's gives no entity errors.
 func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	var f flattened
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, ""
 	}
-	out := make([]*confighubv1.EntityError, 0, len(f.FlattenedErrors))
-	for _, fe := range f.FlattenedErrors {
+	var list []flatEntity
+	if t := bytes.TrimSpace(f.FlattenedErrors); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &list); err != nil {
+			return nil, f.Message
+		}
+	}
+	out := make([]*confighubv1.EntityError, 0, len(list))
+	for _, fe := range list {
 		ee := &confighubv1.EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityId: fe.EntityID, EntityTags: fe.EntityTags}
 		for _, e := range fe.Errors {
 			ee.Errors = append(ee.Errors, &confighubv1.FieldError{Type: e.Type, Field: e.Field, Message: e.Message})
 		}
 		out = append(out, ee)
 	}
+	if f.FlattenedErrors != nil {
+		out = append(out, referenceErrors(f.Fields)...)
+	}
 	if len(out) == 0 {
 		out = nil
 	}
 	return out, f.Message
 }
+
+// referenceErrors reads fields' {collection: {name or id: [messages]}}
+// sections, which is how Kong keys its reference errors.
+func referenceErrors(fields map[string]any) []*confighubv1.EntityError {
+	var out []*confighubv1.EntityError
+	colls := make([]string, 0, len(fields))
+	for c := range fields {
+		colls = append(colls, c)
+	}
+	sort.Strings(colls)
+	for _, coll := range colls {
+		byKey, ok := fields[coll].(map[string]any)
+		if !ok {
+			continue
+		}
+		keys := make([]string, 0, len(byKey))
+		for k := range byKey {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			msgs, ok := byKey[key].([]any)
+			if !ok {
+				continue
+			}
+			ee := &confighubv1.EntityError{EntityType: strings.TrimSuffix(coll, "s")}
+			if uuidRE.MatchString(key) {
+				ee.EntityId = key
+			} else {
+				ee.EntityName = key
+			}
+			for _, m := range msgs {
+				if s, ok := m.(string); ok {
+					ee.Errors = append(ee.Errors, &confighubv1.FieldError{Type: "entity", Message: s})
+				}
+			}
+			if len(ee.Errors) > 0 {
+				out = append(out, ee)
+			}
+		}
+	}
+	return out
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
 // Missing or unreadable gives 0 (the engine's backoff applies).

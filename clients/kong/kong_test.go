@@ -138,6 +138,9 @@ func TestApply201Then304(t *testing.T) {
 	}
 }
 
+// TestApply400EntityErrorsWithTags: errors Kong flattens (an unknown
+// plugin config field, a duplicate name) come back as entity errors with
+// the entity's tags; the gateway keeps its configuration.
 func TestApply400EntityErrorsWithTags(t *testing.T) {
 	g, u := startGW(t)
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
@@ -150,31 +153,78 @@ func TestApply400EntityErrorsWithTags(t *testing.T) {
 services:
 - name: default.echo.80
   host: echo.default.80.svc
-routes:
-- name: default.broken.0
-  service: default.missing.80
-  paths: ["/broken"]
-  tags: ["k8s-name:broken", "k8s-namespace:default", "k8s-kind:HTTPRoute"]
+  plugins:
+  - name: correlation-id
+    config: {header_name: X-Id, colour: red}
+    tags: ["k8s-name:bad-plugin", "k8s-namespace:default", "k8s-kind:KongPlugin"]
+- name: default.echo.80
+  host: echo2.default.80.svc
+  tags: ["k8s-name:echo2", "k8s-namespace:default", "k8s-kind:Service"]
 `)
 	err := s.Apply(context.Background(), cfgOf(t, bad))
 	se := sinkErr(t, err)
 	if !se.Permanent || se.Code != "rejected" || len(se.Body) == 0 {
 		t.Fatalf("error %+v", se)
 	}
-	if len(se.EntityErrors) != 1 {
-		t.Fatalf("entity errors %v", se.EntityErrors)
+	got := map[string]string{}
+	for _, ee := range se.EntityErrors {
+		if len(ee.Errors) != 1 {
+			t.Fatalf("entity error %v", ee)
+		}
+		got[ee.EntityType+" "+strings.Join(ee.EntityTags, ",")] = ee.Errors[0].Field + ": " + ee.Errors[0].Message
 	}
-	ee := se.EntityErrors[0]
-	if ee.EntityType != "route" || ee.EntityName != "default.broken.0" ||
-		strings.Join(ee.EntityTags, ",") != "k8s-name:broken,k8s-namespace:default,k8s-kind:HTTPRoute" ||
-		len(ee.Errors) != 1 || ee.Errors[0].Field != "service" || !strings.Contains(ee.Errors[0].Message, "default.missing.80") {
-		t.Fatalf("entity error %v", ee)
+	want := map[string]string{
+		"plugin k8s-name:bad-plugin,k8s-namespace:default,k8s-kind:KongPlugin": "config.colour: unknown field",
+		"service k8s-name:echo2,k8s-namespace:default,k8s-kind:Service":        ": uniqueness violation: 'services' entity with name set to 'default.echo.80' already declared",
 	}
-	if !strings.Contains(se.Message, "invalid reference") {
-		t.Fatalf("message %q", se.Message)
+	if len(got) != len(want) || got["plugin k8s-name:bad-plugin,k8s-namespace:default,k8s-kind:KongPlugin"] != want["plugin k8s-name:bad-plugin,k8s-namespace:default,k8s-kind:KongPlugin"] ||
+		got["service k8s-name:echo2,k8s-namespace:default,k8s-kind:Service"] != want["service k8s-name:echo2,k8s-namespace:default,k8s-kind:Service"] {
+		t.Fatalf("entity errors %v, want %v", got, want)
 	}
 	if g.Hash() != before {
 		t.Fatal("the gateway left its previous config")
+	}
+}
+
+// TestApply400DanglingReferences: Kong 3.9.1 keys reference errors by the
+// entity's name or id, which its flattening cannot place: for a
+// collection given as a top-level list (a route naming a missing service)
+// the answer holds no entity error at all (fields {}, flattened_errors
+// {}), so the apply is a permanent rejection with Kong's message only; for
+// a collection given only nested (a plugin naming a missing consumer) the
+// error stays in fields and is reported by the entity's id, without tags.
+func TestApply400DanglingReferences(t *testing.T) {
+	_, u := startGW(t)
+	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
+	top := []byte(`_format_version: "3.0"
+services:
+- name: default.echo.80
+  host: echo.default.80.svc
+routes:
+- name: default.broken.0
+  service: default.missing.80
+  paths: ["/broken"]
+  tags: ["k8s-name:broken", "k8s-namespace:default", "k8s-kind:HTTPRoute"]
+`)
+	se := sinkErr(t, s.Apply(context.Background(), cfgOf(t, top)))
+	if !se.Permanent || se.Code != "rejected" || len(se.EntityErrors) != 0 ||
+		!strings.Contains(se.Message, "declarative config is invalid: {}") {
+		t.Fatalf("top-level dangling reference: %+v", se)
+	}
+	nested := []byte(`_format_version: "3.0"
+services:
+- name: default.echo.80
+  host: echo.default.80.svc
+  plugins:
+  - name: cors
+    id: 5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12
+    consumer: ghost
+`)
+	se = sinkErr(t, s.Apply(context.Background(), cfgOf(t, nested)))
+	if len(se.EntityErrors) != 1 || se.EntityErrors[0].EntityType != "plugin" ||
+		se.EntityErrors[0].EntityId != "5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12" ||
+		se.EntityErrors[0].Errors[0].Message != "invalid reference 'consumer: ghost' (no such entry in 'consumers')" {
+		t.Fatalf("nested dangling reference: %+v", se)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -43,7 +44,134 @@ type ErrorBody struct {
 	Message         string           `json:"message"`
 	Fields          map[string]any   `json:"fields"`
 	FlattenedErrors []FlattenedError `json:"flattened_errors,omitempty"`
+
+	// refs are the reference errors as Kong's validate_references keys
+	// them: collection -> the entity's endpoint key (or id, or position)
+	// -> messages.
+	refs map[string]map[string][]any
+	// topArrays are the collections given as top-level lists.
+	topArrays map[string]bool
+	// flattened: the answer to flatten_errors=1 (see render).
+	flattened bool
+	// unparsed: the body is not a configuration; Kong answers before
+	// validating, never flattened.
+	unparsed bool
 }
+
+// render is the answer to one request, as kong/api/routes/config.lua and
+// kong/db/errors.lua (3.9.1) build it. With flatten, flattened_errors
+// holds the entity errors and fields what flatten_errors could not place:
+// top-level problems and the reference errors of a collection the input
+// has only nested. The reference errors of a collection given as a
+// top-level list are keyed by the entity's name or id, which
+// flatten_errors looks up as a list position: it finds nothing and drops
+// them (they are in neither fields nor flattened_errors). An empty
+// flattened_errors is encoded as {} (Kong's cjson default; a JSON array
+// only from Kong 3.10, Kong/kong#14019). Without flatten, fields holds
+// every error, nested by collection. The message is Kong's pretty print
+// of fields.
+func (b *ErrorBody) render(flatten bool) ErrorBody {
+	out := *b
+	if b.unparsed {
+		return out
+	}
+	out.flattened = flatten
+	fields := map[string]any{}
+	if flatten {
+		for k, v := range b.Fields {
+			fields[k] = v
+		}
+	} else {
+		out.FlattenedErrors = nil
+		fields = nestedFields(b)
+	}
+	for coll, byKey := range b.refs {
+		if flatten && b.topArrays[coll] {
+			continue
+		}
+		sec, _ := fields[coll].(map[string]any)
+		if sec == nil {
+			sec = map[string]any{}
+			fields[coll] = sec
+		}
+		for k, msgs := range byKey {
+			sec[k] = msgs
+		}
+	}
+	out.Fields = fields
+	out.Message = "declarative config is invalid: " + plPretty(fields)
+	return out
+}
+
+// MarshalJSON writes flattened_errors only in a flatten_errors answer,
+// as {} when there are none (Kong 3.9's encoding of an empty table).
+func (b ErrorBody) MarshalJSON() ([]byte, error) {
+	type plain ErrorBody
+	if !b.flattened {
+		b.FlattenedErrors = nil
+		return json.Marshal(plain(b))
+	}
+	if len(b.FlattenedErrors) > 0 {
+		return json.Marshal(plain(b))
+	}
+	return json.Marshal(struct {
+		plain
+		FlattenedErrors struct{} `json:"flattened_errors"`
+	}{plain: plain(b)})
+}
+
+// UnmarshalJSON reads Kong's answer, whose flattened_errors may be {}.
+func (b *ErrorBody) UnmarshalJSON(data []byte) error {
+	type plain ErrorBody
+	var raw struct {
+		plain
+		FlattenedErrors json.RawMessage `json:"flattened_errors"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*b = ErrorBody(raw.plain)
+	b.FlattenedErrors = nil
+	if t := bytes.TrimSpace(raw.FlattenedErrors); len(t) > 0 && t[0] == '[' {
+		return json.Unmarshal(t, &b.FlattenedErrors)
+	}
+	return nil
+}
+
+// plPretty renders errors the way Kong's messages do (pl.pretty.write
+// with no indent): {routes={["my-route"]={"invalid reference ..."}}}.
+func plPretty(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		parts := make([]string, 0, len(x))
+		for _, k := range sortedKeys(x) {
+			key := k
+			if !luaIdentRE.MatchString(k) {
+				key = "[" + strconv.Quote(k) + "]"
+			}
+			parts = append(parts, key+"="+plPretty(x[k]))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = plPretty(e)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []string:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = strconv.Quote(e)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case string:
+		return strconv.Quote(x)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+var luaIdentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Kong's error code for an invalid declarative configuration
 // (kong/db/errors.lua, INVALID_DECLARATIVE_CONFIGURATION).
@@ -177,6 +305,8 @@ func check(v any, o checkOptions) Result {
 
 	var all []*entity
 	byKey := map[string][]*entity{}
+	topArrays := map[string]bool{}
+	refs := map[string]map[string][]any{}
 	var add func(key string, list any, parent *entity, path string)
 	add = func(key string, list any, parent *entity, path string) {
 		def := defsByKey[key]
@@ -232,6 +362,9 @@ func check(v any, o checkOptions) Result {
 		if !ok || (o.oss && def.enterprise) {
 			fields[k] = "unknown field"
 			continue
+		}
+		if _, isList := top[k].([]any); isList {
+			topArrays[k] = true
 		}
 		add(k, top[k], nil, k)
 	}
@@ -308,6 +441,12 @@ func check(v any, o checkOptions) Result {
 		return want, ok
 	}
 
+	position := map[*entity]int{}
+	for _, list := range byKey {
+		for i, e := range list {
+			position[e] = i + 1
+		}
+	}
 	for _, e := range all {
 		checkFields(e, o)
 		refFields := make([]string, 0, len(e.def.refs))
@@ -327,7 +466,20 @@ func check(v any, o checkOptions) Result {
 				if want == "" {
 					e.fieldErr(f, "expected a string or a record with an id or a name")
 				} else {
-					e.fieldErr(f, fmt.Sprintf("invalid reference '%s' (no such entry in '%s')", want, e.def.refs[f]))
+					// kong/db/schema/others/declarative_config.lua
+					// validate_references: keyed by the entity's endpoint
+					// key, else its id, else its position.
+					shown, isStr := ref.(string)
+					if !isStr {
+						b, _ := json.Marshal(ref)
+						shown = string(b)
+					}
+					at := refKey(e, position[e])
+					if refs[e.def.key] == nil {
+						refs[e.def.key] = map[string][]any{}
+					}
+					refs[e.def.key][at] = append(refs[e.def.key][at],
+						fmt.Sprintf("invalid reference '%s: %s' (no such entry in '%s')", f, shown, e.def.refs[f]))
 				}
 			}
 		}
@@ -354,14 +506,30 @@ func check(v any, o checkOptions) Result {
 			EntityTags: tags, Entity: e.data, Errors: e.errs,
 		})
 	}
-	if len(fields) > 0 || len(flat) > 0 {
-		return invalid(fields, flat)
+	if len(fields) > 0 || len(flat) > 0 || len(refs) > 0 {
+		r := invalid(fields, flat)
+		r.Invalid.refs, r.Invalid.topArrays = refs, topArrays
+		return r
 	}
 	h, loaded, err := canonicalHash(v)
 	if err != nil {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
 	return Result{Hash: h, Counts: counts, Loaded: loaded}
+}
+
+// refKey is how Kong's validate_references keys an entity's errors: its
+// endpoint key (the first name field), else its id, else its position.
+func refKey(e *entity, pos int) string {
+	if len(e.def.names) > 0 {
+		if s := e.str(e.def.names[0]); s != "" {
+			return s
+		}
+	}
+	if id := e.str("id"); id != "" {
+		return id
+	}
+	return strconv.Itoa(pos)
 }
 
 // scopeKey identifies what reference field f of e points at: its parent
@@ -392,33 +560,10 @@ func invalid(fields map[string]any, flat []FlattenedError) Result {
 	return Result{Invalid: &ErrorBody{
 		Name:            "invalid declarative configuration",
 		Code:            codeInvalidDeclarative,
-		Message:         "declarative config is invalid: " + luaish(fields, flat),
+		Message:         "declarative config is invalid: " + plPretty(fields),
 		Fields:          fields,
 		FlattenedErrors: flat,
 	}}
-}
-
-// luaish renders the errors roughly the way Kong's message does
-// ({field="message"}), so a human reading the message sees the problem.
-func luaish(fields map[string]any, flat []FlattenedError) string {
-	var parts []string
-	for _, k := range sortedKeys(fields) {
-		parts = append(parts, fmt.Sprintf("%s=%q", k, fmt.Sprint(fields[k])))
-	}
-	for _, f := range flat {
-		for _, e := range f.Errors {
-			who := f.EntityType
-			if f.EntityName != "" {
-				who += " '" + f.EntityName + "'"
-			}
-			if e.Field != "" {
-				parts = append(parts, fmt.Sprintf("%s: %s=%q", who, e.Field, e.Message))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s: %q", who, e.Message))
-			}
-		}
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -462,8 +607,11 @@ func checkFields(e *entity, o checkOptions) {
 			e.fieldErr("name", fmt.Sprintf("plugin '%s' not enabled; add it to the 'plugins' configuration property", name))
 		}
 		if c, ok := e.data["config"]; ok && c != nil {
-			if _, isMap := c.(map[string]any); !isMap {
+			cfg, isMap := c.(map[string]any)
+			if !isMap {
 				e.fieldErr("config", "expected a record")
+			} else if ps := pluginSchemas[name]; ps != nil {
+				checkPluginConfig(e, ps, cfg)
 			}
 		}
 	case "consumer":
@@ -700,4 +848,62 @@ func isStringArray(v any) bool {
 		}
 	}
 	return true
+}
+
+// checkPluginConfig checks a plugin's config against the plugin's schema
+// (the plugins kongplugins.go has): unknown fields, types, one_of,
+// required fields. Kong reports each as a field error at its dotted path,
+// e.g. {type = "field", field = "config.foo", message = "unknown field"}.
+func checkPluginConfig(e *entity, ps *pluginSchema, cfg map[string]any) {
+	var rec *sfield
+	for _, f := range ps.fields {
+		if f.name == "config" {
+			rec = f
+		}
+	}
+	if rec == nil {
+		return
+	}
+	fc := &fillContext{errs: fieldErrors{}}
+	// JSON numbers arrive as json.Number here; the checks want float64.
+	fillEntity(rec.fields, asFloats(cfg).(map[string]any), fc, []string{"config"})
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for _, k := range sortedKeys(m) {
+			switch v := m[k].(type) {
+			case map[string]any:
+				walk(prefix+k+".", v)
+			default:
+				e.fieldErr(strings.TrimSuffix(prefix+k, "."), fmt.Sprint(v))
+			}
+		}
+	}
+	walk("", fc.errs)
+}
+
+// asFloats converts the json.Number values of a decoded document to
+// float64.
+func asFloats(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = asFloats(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = asFloats(e)
+		}
+		return out
+	default:
+		return v
+	}
 }

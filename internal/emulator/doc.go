@@ -17,13 +17,30 @@
 //     timeout ranges, a route needs paths/hosts/methods/headers for http
 //     protocols, sources/destinations/snis for tcp/tls/udp, or an
 //     expression; known plugin names; a consumer needs username or
-//     custom_id). 201 when loaded, answering with the configuration (Kong
-//     answers with every loaded entity: an answer about the size of the
-//     configuration); 304 when check_hash is set and the hash is
-//     unchanged; 400 with Kong's body {"name":"invalid declarative
-//     configuration","code":14,"message","fields","flattened_errors"} where
-//     each flattened error carries entity_type, entity_name, entity_id,
-//     entity_tags, the entity and its field/entity errors.
+//     custom_id), and the config of the plugins kongplugins.go has
+//     (unknown fields, types, one_of, required). 201 when loaded,
+//     answering with the configuration (Kong answers with every loaded
+//     entity: an answer about the size of the configuration); 304 when
+//     check_hash is set and the hash is unchanged.
+//   - 400 answers follow Kong 3.9.1 (kong/api/routes/config.lua,
+//     kong/db/errors.lua declarative_config_flattened,
+//     kong/db/schema/others/declarative_config.lua validate_references):
+//     {"name":"invalid declarative configuration","code":14,"message",
+//     "fields"} and, with flatten_errors, "flattened_errors": one entry per
+//     entity with entity_type, entity_name, entity_id, entity_tags, the
+//     entity and its field errors (a plugin config field at its dotted
+//     path, "config.colour": "unknown field") and entity errors ("uniqueness
+//     violation: 'services' entity with name set to 'a' already
+//     declared"). Dangling references ("invalid reference 'service: x' (no
+//     such entry in 'services')") are keyed by the entity's name or id,
+//     which Kong's flattening cannot place: with flatten_errors those of a
+//     collection given as a top-level list are dropped (Kong answers
+//     fields {}, flattened_errors {}), those of a collection given only
+//     nested stay in fields; without it, fields holds them all. An empty
+//     flattened_errors is {} (Kong 3.9.1's cjson default; Kong/kong#14019,
+//     after 3.9.1, makes it []). The message is
+//     Kong's pretty print of fields. (TestBrokenReferences,
+//     TestEntityErrorShapes)
 //   - GET /status: configuration_hash (EmptyHash, 32 zeros, when empty) and
 //     server counters. GET /: version (DefaultVersion), database "off".
 //     GET /config: the loaded configuration.
@@ -36,8 +53,11 @@
 //     consumer_group_consumers, degraphql_routes) and Enterprise plugins are
 //     accepted as Kong Enterprise would; WithOSS answers like Kong OSS
 //     ("unknown field", "plugin ... not enabled").
-//   - Not checked: plugin config schemas, regexes, certificates beyond a
-//     PEM marker, tag syntax, expressions.
+//   - Not checked: the config of plugins kongplugins.go does not have,
+//     regexes, certificates beyond a PEM marker, tag syntax, expressions.
+//     Kong's generated ids (entities given without one get a
+//     deterministic id in Kong's flattened entries) and the parent key
+//     Kong adds to a nested entity's flattened entry are left out.
 //
 // # Faults and the request log
 //

@@ -457,7 +457,7 @@ func parseAndCheck(body []byte, o checkOptions) Result {
 	if err != nil {
 		return Result{Invalid: &ErrorBody{
 			Name: "invalid declarative configuration", Code: codeInvalidDeclarative,
-			Message: "failed parsing declarative configuration: " + err.Error(), Fields: map[string]any{},
+			Message: "failed parsing declarative configuration: " + err.Error(), Fields: map[string]any{}, unparsed: true,
 		}}
 	}
 	// Kong takes the body itself when it holds _format_version, else its
@@ -468,7 +468,7 @@ func parseAndCheck(body []byte, o checkOptions) Result {
 			if !isStr {
 				return Result{Invalid: &ErrorBody{
 					Name: "invalid declarative configuration", Code: codeInvalidDeclarative,
-					Message: "expected a declarative configuration", Fields: map[string]any{},
+					Message: "expected a declarative configuration", Fields: map[string]any{}, unparsed: true,
 				}}
 			}
 			return parseAndCheck([]byte(c), o)

@@ -365,12 +365,7 @@ func (g *Gateway) postConfig(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	res, stored := g.cache.check(body, g.check)
 	if res.Invalid != nil {
-		out := *res.Invalid
-		if !truthy(q.Get("flatten_errors")) {
-			out.FlattenedErrors = nil
-			out.Fields = nestedFields(res.Invalid)
-		}
-		writeJSON(w, http.StatusBadRequest, out)
+		writeJSON(w, http.StatusBadRequest, res.Invalid.render(truthy(q.Get("flatten_errors"))))
 		return
 	}
 	g.mu.Lock()

@@ -154,6 +154,12 @@ func TestCheckHash304(t *testing.T) {
 	}
 }
 
+// TestBrokenReferences: dangling references answer Kong 3.9.1's shapes.
+// They are keyed by the entity's name or id (validate_references), so
+// flatten_errors places none of them: those of a collection given as a
+// top-level list are dropped (fields {}, flattened_errors {}), those of a
+// collection given only nested stay in fields. Without flatten_errors,
+// fields holds them all.
 func TestBrokenReferences(t *testing.T) {
 	g, u := start(t)
 	good := []byte(`{"_format_version":"3.0","services":[{"name":"a","host":"h"}]}`)
@@ -167,39 +173,40 @@ func TestBrokenReferences(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("status %d, want 400: %s", resp.StatusCode, body)
 	}
+	want := `{"name":"invalid declarative configuration","code":14,"message":"declarative config is invalid: {}","fields":{},"flattened_errors":{}}`
+	if strings.TrimSpace(string(body)) != want {
+		t.Fatalf("flattened answer\n%s\nwant Kong 3.9.1's\n%s", body, want)
+	}
 	var eb ErrorBody
-	if err := json.Unmarshal(body, &eb); err != nil {
-		t.Fatal(err)
-	}
-	if eb.Name != "invalid declarative configuration" || eb.Code != 14 {
-		t.Fatalf("name %q code %d", eb.Name, eb.Code)
-	}
-	byType := map[string]FlattenedError{}
-	for _, f := range eb.FlattenedErrors {
-		byType[f.EntityType] = f
-	}
-	r := byType["route"]
-	if r.EntityName != "r2" || strings.Join(r.EntityTags, ",") != "k8s-name:r2,k8s-namespace:ns" ||
-		len(r.Errors) != 1 || r.Errors[0].Field != "service" || r.Errors[0].Type != "field" ||
-		!strings.Contains(r.Errors[0].Message, "invalid reference 'missing'") {
-		t.Fatalf("route error %+v", r)
-	}
-	p := byType["plugin"]
-	if p.EntityID != "5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11" || p.Errors[0].Field != "route" || p.Entity["name"] != "key-auth" {
-		t.Fatalf("plugin error %+v", p)
-	}
-	if len(eb.FlattenedErrors) != 2 {
-		t.Fatalf("want 2 flattened errors, got %+v", eb.FlattenedErrors)
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Code != 14 || eb.FlattenedErrors != nil {
+		t.Fatalf("ErrorBody reads {} as no flattened errors: %v %+v", err, eb)
 	}
 	if g.Hash() != before {
 		t.Fatal("a rejected config changed the hash")
 	}
-	// Without flatten_errors there are no flattened errors, only fields.
 	_, body = post(t, u, "", bad)
-	var nested map[string]any
+	var nested struct {
+		Message string         `json:"message"`
+		Fields  map[string]any `json:"fields"`
+		Flat    any            `json:"flattened_errors"`
+	}
 	_ = json.Unmarshal(body, &nested)
-	if _, ok := nested["flattened_errors"]; ok || nested["fields"] == nil {
-		t.Fatalf("unflattened body %s", body)
+	wantFields := `{"plugins":{"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11":["invalid reference 'route: nope' (no such entry in 'routes')"]},` +
+		`"routes":{"r2":["invalid reference 'service: missing' (no such entry in 'services')"]}}`
+	if got, _ := json.Marshal(nested.Fields); string(got) != wantFields || nested.Flat != nil ||
+		!strings.Contains(nested.Message, `routes={r2={"invalid reference 'service: missing' (no such entry in 'services')"}}`) {
+		t.Fatalf("unflattened answer %s", body)
+	}
+
+	// A plugin given only nested keeps its reference error in fields.
+	nestedOnly := []byte(`{"_format_version":"3.0","services":[{"name":"a","host":"h","plugins":[
+	  {"name":"cors","id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12","consumer":{"id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a13"}}]}]}`)
+	_, body = post(t, u, "flatten_errors=1", nestedOnly)
+	wantNested := `{"name":"invalid declarative configuration","code":14,"message":"declarative config is invalid: ` +
+		`{plugins={[\"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12\"]={\"invalid reference 'consumer: {\\\"id\\\":\\\"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a13\\\"}' (no such entry in 'consumers')\"}}}",` +
+		`"fields":{"plugins":{"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12":["invalid reference 'consumer: {\"id\":\"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a13\"}' (no such entry in 'consumers')"]}},"flattened_errors":{}}`
+	if strings.TrimSpace(string(body)) != wantNested {
+		t.Fatalf("nested-only answer\n%s\nwant\n%s", body, wantNested)
 	}
 }
 
@@ -532,6 +539,38 @@ func BenchmarkCheckAllFixtures(b *testing.B) {
 	for b.Loop() {
 		for _, js := range bodies {
 			parseAndCheck(js, checkOptions{})
+		}
+	}
+}
+
+// TestEntityErrorShapes: the entity errors a controller's configuration
+// can hold answer flatten_errors=1 with Kong 3.9.1's flattened entries: a
+// plugin config field the plugin's schema does not have, and a duplicate
+// name (an entity error on the second entity).
+func TestEntityErrorShapes(t *testing.T) {
+	_, u := start(t)
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"plugin with an unknown config field", `{"_format_version":"3.0","services":[{"name":"a","host":"h","plugins":[
+		  {"name":"correlation-id","id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11","tags":["k8s-name:p"],"config":{"header_name":"X","colour":"red"}}]}]}`,
+			`[{"entity_type":"plugin","entity_id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11","entity_tags":["k8s-name:p"],` +
+				`"entity":{"config":{"colour":"red","header_name":"X"},"id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11","name":"correlation-id","tags":["k8s-name:p"]},` +
+				`"errors":[{"type":"field","field":"config.colour","message":"unknown field"}]}]`},
+		{"duplicate service name", `{"_format_version":"3.0","services":[{"name":"a","host":"h","tags":["k8s-name:one"]},{"name":"a","host":"h2","tags":["k8s-name:two"]}]}`,
+			`[{"entity_type":"service","entity_name":"a","entity_tags":["k8s-name:two"],"entity":{"host":"h2","name":"a","tags":["k8s-name:two"]},` +
+				`"errors":[{"type":"entity","message":"uniqueness violation: 'services' entity with name set to 'a' already declared"}]}]`},
+	} {
+		resp, body := post(t, u, "flatten_errors=1", []byte(tc.body))
+		var got struct {
+			Message string          `json:"message"`
+			Flat    json.RawMessage `json:"flattened_errors"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 400 {
+			t.Fatalf("%s: %d %s", tc.name, resp.StatusCode, body)
+		}
+		if string(got.Flat) != tc.want || got.Message != "declarative config is invalid: {}" {
+			t.Errorf("%s:\n%s\nwant flattened_errors\n%s\nand message \"declarative config is invalid: {}\"", tc.name, body, tc.want)
 		}
 	}
 }
