@@ -58,6 +58,9 @@ type Closer interface {
 
 // Deps are what a factory may use; pass them on, never use globals.
 type Deps struct {
+	// Logger names the sink and its kind on every line already (the engine
+	// adds sink= and kind=): a sink adds only attributes of its own, so no
+	// line carries a key twice. May be nil.
 	Logger *slog.Logger
 	Clock  clockwork.Clock
 }

@@ -84,7 +84,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	logger = logger.With("sink", spec.GetName(), "kind", Kind)
+	// deps.Logger already names the sink and its kind (sink.Deps).
 
 	tlsCfg, err := tlsconfig.Build(ks.GetTls())
 	if err != nil {

@@ -111,7 +111,8 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	logger := deps.Logger
 	if logger != nil {
-		logger = logger.With("sink", spec.GetName(), "kind", Kind, "control_plane", cp)
+		// The sink and its kind are named already (sink.Deps).
+		logger = logger.With("control_plane", cp)
 	}
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), opts.BaseURL)
 	syncer := diffsync.New(client,

@@ -124,7 +124,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("sink", spec.GetName(), "plugin", ps.GetAddress())
+	log = log.With("plugin", ps.GetAddress()) // the sink is named already (sink.Deps)
 	creds := insecure.NewCredentials()
 	if ps.GetTls() != nil {
 		tc, err := tlsconfig.Build(ps.GetTls())

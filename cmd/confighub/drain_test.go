@@ -52,6 +52,9 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("the hub did not start:\n%s", logs.String())
 	}
+	if serving := regexp.MustCompile(`.*confighub serving.*`).FindString(logs.String()); !strings.Contains(serving, "store=memory") || strings.Contains(serving, "data_dir") {
+		t.Errorf("store=memory names a data dir it does not use: %s", serving)
+	}
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

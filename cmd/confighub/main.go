@@ -178,7 +178,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return listenAndServe(ctx, f, log, o, srv, "store", f.storeKind, "data_dir", f.dataDir, "sink_kinds", reg.Kinds())
+	attrs := []any{"store", f.storeKind}
+	if f.storeKind == "bolt" { // the memory store has no data dir
+		attrs = append(attrs, "data_dir", f.dataDir)
+	}
+	return listenAndServe(ctx, f, log, o, srv, append(attrs, "sink_kinds", reg.Kinds())...)
 }
 
 // listenAndServe serves gRPC on --listen until ctx ends, then shuts down:

@@ -34,6 +34,10 @@
 //     and moves when its owner leaves; a gained sink is seeded with its
 //     stored applied generation and hash before it starts, so the hash skip
 //     and resume hold across a handover (TestFanoutPartitionsAndMovesSinks).
+//   - A sink this replica gives up while it still exists is logged as
+//     "cluster: sink handed over ... to=<owner>" (or "sink released" when
+//     this replica stops serving), never as "sink deleted"; lines do not
+//     repeat the replica, which the logger names (TestHandOverIsLoggedAsSuch).
 //   - During a handover two replicas may briefly apply the same sink (the
 //     old owner has not yet noticed that its lease is gone). Applies are
 //     idempotent: the same generation has the same bytes and hash, the hash

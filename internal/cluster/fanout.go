@@ -91,6 +91,9 @@ type Option func(*Fanout)
 func WithClock(c clockwork.Clock) Option { return func(f *Fanout) { f.clock = c } }
 
 // WithLogger sets the logger.
+//
+// Lines do not name the replica: give a logger that does once
+// (cmd/confighub adds replica=ID to every line of a replica).
 func WithLogger(l *slog.Logger) Option { return func(f *Fanout) { f.log = l } }
 
 // WithStatusInterval sets how often an owner writes its sinks' changed
@@ -211,9 +214,9 @@ func (f *Fanout) probe(ctx context.Context) {
 		f.mu.Unlock()
 		if changed {
 			if ok {
-				f.log.Info("cluster: etcd reachable again; serving", "replica", f.mem.ID())
+				f.log.Info("cluster: etcd reachable again; serving")
 			} else {
-				f.log.Warn("cluster: etcd unreachable; not serving", "replica", f.mem.ID(), "error", err)
+				f.log.Warn("cluster: etcd unreachable; not serving", "error", err)
 			}
 			f.onReady(ok)
 		}
@@ -374,24 +377,56 @@ func isGated(s *confighubv1.Sink) bool {
 	return false
 }
 
-// want returns the specs this replica owns now. f.mu is held.
-func (f *Fanout) want(members []string, registered bool) map[string]*confighubv1.Sink {
-	out := map[string]*confighubv1.Sink{}
-	if !registered || f.stopping {
-		return out
-	}
+// owners maps every known sink to the member that owns it. f.mu is held.
+func (f *Fanout) owners(members []string) map[string]string {
 	gated := map[string]bool{}
 	for _, s := range f.specs {
 		if isGated(s) {
 			gated[s.GetStream()] = true
 		}
 	}
+	out := make(map[string]string, len(f.specs))
 	for name, s := range f.specs {
-		if Owner(partitionKey(s, gated), members) == f.mem.ID() {
-			out[name] = s
+		out[name] = Owner(partitionKey(s, gated), members)
+	}
+	return out
+}
+
+// want returns the specs this replica owns now. f.mu is held.
+func (f *Fanout) want(members []string, registered bool) map[string]*confighubv1.Sink {
+	out := map[string]*confighubv1.Sink{}
+	if !registered || f.stopping {
+		return out
+	}
+	for name, owner := range f.owners(members) {
+		if owner == f.mem.ID() {
+			out[name] = f.specs[name]
 		}
 	}
 	return out
+}
+
+// sinkStopper is the engine's StopSink: it stops a sink that goes on
+// elsewhere without logging it as deleted.
+type sinkStopper interface{ StopSink(name string) error }
+
+// release stops a sink that still exists but no longer runs here, and says
+// where it went (a hand-over is not a deletion). f.mu is not held.
+func (f *Fanout) release(name, stream, to string) error {
+	stop := f.eng.DeleteSink
+	if s, ok := f.eng.(sinkStopper); ok {
+		stop = s.StopSink
+	}
+	if err := stop(name); err != nil {
+		return err
+	}
+	switch to {
+	case "":
+		f.log.Info("cluster: sink released: this replica is not serving", "sink", name, "stream", stream)
+	default:
+		f.log.Info("cluster: sink handed over", "sink", name, "stream", stream, "to", to)
+	}
+	return nil
 }
 
 // reassign starts the workers of the sinks this replica gained (seeded with
@@ -406,9 +441,19 @@ func (f *Fanout) reassign(ctx context.Context) map[string]error {
 	want := f.want(members, registered)
 	var stop []string
 	var start []*confighubv1.Sink
+	// moved: sinks stopped here that still exist, with their new owner
+	// ("" when this replica owns nothing: stopping or not registered).
+	moved := map[string]*confighubv1.Sink{}
+	owners := map[string]string{}
+	if registered && !f.stopping {
+		owners = f.owners(members)
+	}
 	for name := range f.running {
 		if want[name] == nil {
 			stop = append(stop, name)
+			if s := f.specs[name]; s != nil {
+				moved[name] = s
+			}
 		}
 	}
 	for name, s := range want {
@@ -421,7 +466,11 @@ func (f *Fanout) reassign(ctx context.Context) map[string]error {
 	slices.SortFunc(start, func(a, b *confighubv1.Sink) int { return strings.Compare(a.GetName(), b.GetName()) })
 
 	for _, name := range stop {
-		if err := f.eng.DeleteSink(name); err != nil && !errors.Is(err, engine.ErrSinkNotFound) {
+		del := f.eng.DeleteSink
+		if s := moved[name]; s != nil {
+			del = func(name string) error { return f.release(name, s.GetStream(), owners[name]) }
+		}
+		if err := del(name); err != nil && !errors.Is(err, engine.ErrSinkNotFound) {
 			f.log.Warn("cluster: stopping a sink failed", "sink", name, "error", err)
 		}
 		f.mu.Lock()
@@ -528,7 +577,7 @@ func (f *Fanout) logOwnership(members []string, registered bool, start []*config
 	for i, s := range start {
 		started[i] = s.GetName()
 	}
-	f.log.Info("cluster: sinks owned", "replica", f.mem.ID(), "registered", registered, "members", strings.Join(members, ","),
+	f.log.Info("cluster: sinks owned", "registered", registered, "members", strings.Join(members, ","),
 		"count", len(owned), "owned", "["+line+"]", "started", strings.Join(started, ","), "stopped", strings.Join(stop, ","))
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,16 +59,23 @@ type replica struct {
 
 func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, opts ...Option) *replica {
 	t.Helper()
+	return startReplicaLog(t, id, st, cli, a, slog.New(slog.DiscardHandler), opts...)
+}
+
+// startReplicaLog is startReplica logging to log, as cmd/confighub does: one
+// logger, naming the replica, for the engine, hub, membership and fan-out.
+func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...Option) *replica {
+	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("rec", func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
 		return &recSink{name: spec.GetName(), replica: id, a: a}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(reg, engine.WithRecorder(st))
-	mem := NewMembership(cli, "/t", id, 2*time.Second)
-	fan := New(eng, st, st, cli, mem, "/t", append([]Option{WithStatusInterval(20 * time.Millisecond), WithWatchBuffer(64)}, opts...)...)
-	h := hub.New(st, fan)
+	eng := engine.New(reg, engine.WithRecorder(st), engine.WithLogger(log))
+	mem := NewMembership(cli, "/t", id, 2*time.Second, WithMembershipLogger(log))
+	fan := New(eng, st, st, cli, mem, "/t", append([]Option{WithStatusInterval(20 * time.Millisecond), WithWatchBuffer(64), WithLogger(log)}, opts...)...)
+	h := hub.New(st, fan, hub.WithLogger(log))
 	if err := h.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +337,49 @@ func TestSlowWatcherGetsSnapshot(t *testing.T) {
 	}
 	if !sawSlow {
 		t.Fatal("a watcher with a buffer of 4 that read nothing during 5 pushes got no slow-watcher snapshot")
+	}
+}
+
+// TestHandOverIsLoggedAsSuch: when a replica joins, the sinks the first one
+// gives it are logged there as handed over to the new owner, never as
+// deleted (they go on running), and no line names the replica twice.
+func TestHandOverIsLoggedAsSuch(t *testing.T) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	st := newSharedStore()
+	a := &applies{log: map[string][]string{}}
+	rec := harness.NewLogRecorder(t, slog.LevelDebug)
+	r1 := startReplicaLog(t, "r1", st, cli, a, rec.Logger().With("replica", "r1"))
+	waitBothMembers(t, r1)
+	const n = 6
+	for i := range n {
+		if _, _, err := r1.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := push(t, r1.hub, 1)
+	eventually(t, "r1 applied every sink", func() bool { return allApplied(r1, n, g.Generation) })
+	r2 := startReplica(t, "r2", st, cli, a)
+	waitBothMembers(t, r1, r2)
+	var moved []string
+	for i := range n {
+		if name := fmt.Sprintf("s%d", i); Owner("sink/"+name, []string{"r1", "r2"}) == "r2" {
+			moved = append(moved, name)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("no sink moves to r2: choose other names")
+	}
+	eventually(t, "r1 handed its sinks over", func() bool {
+		lines := strings.Join(rec.Lines(), "\n")
+		for _, name := range moved {
+			if !strings.Contains(lines, "INFO cluster: sink handed over replica=r1 sink="+name+" stream=default to=r2") {
+				return false
+			}
+		}
+		return true
+	})
+	if lines := strings.Join(rec.Lines(), "\n"); strings.Contains(lines, "sink deleted") {
+		t.Errorf("a hand-over logged as a deletion:\n%s", lines)
 	}
 }

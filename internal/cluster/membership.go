@@ -50,6 +50,7 @@ func WithMembershipClock(c clockwork.Clock) MembershipOption {
 }
 
 // WithMembershipLogger sets the logger.
+// Lines do not name the replica: the logger does (see WithLogger).
 func WithMembershipLogger(l *slog.Logger) MembershipOption {
 	return func(m *Membership) { m.log = l }
 }
@@ -136,7 +137,7 @@ func (m *Membership) leaseLoop(ctx context.Context) {
 		id, ka, cancel, err := m.register(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.Warn("cluster: register failed; retrying", "replica", m.id, "error", err)
+				m.log.Warn("cluster: register failed; retrying", "error", err)
 			}
 			if !m.retry(ctx) {
 				return
@@ -147,7 +148,7 @@ func (m *Membership) leaseLoop(ctx context.Context) {
 		m.lease, m.alive = id, true
 		m.mu.Unlock()
 		m.signal()
-		m.log.Info("cluster: registered", "replica", m.id, "lease", fmt.Sprintf("%x", int64(id)), "ttl", m.ttl)
+		m.log.Info("cluster: registered", "lease", fmt.Sprintf("%x", int64(id)), "ttl", m.ttl)
 		for range ka {
 			// Each response is a renewed lease; the channel closes when the
 			// lease is gone or cannot be renewed within its TTL.
@@ -163,7 +164,7 @@ func (m *Membership) leaseLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		m.log.Warn("cluster: lease lost; stopped owning sinks, registering again", "replica", m.id)
+		m.log.Warn("cluster: lease lost; stopped owning sinks, registering again")
 	}
 }
 
@@ -193,7 +194,7 @@ func (m *Membership) watchLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		m.log.Warn("cluster: member watch ended; listing again", "replica", m.id, "error", err)
+		m.log.Warn("cluster: member watch ended; listing again", "error", err)
 		if !m.retry(ctx) {
 			return
 		}

@@ -174,7 +174,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 			if a.Error != nil {
 				failed = append(failed, a)
 			} else {
-				s.logger.Debug("entity synced", "action", a.Action, "kind", a.Entity.Kind, "name", a.Entity.Name)
+				s.logger.Debug("entity synced", "action", a.Action, "entity_kind", a.Entity.Kind, "entity_name", a.Entity.Name) // kind= is the sink's
 			}
 		}
 	}()

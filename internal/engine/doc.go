@@ -69,6 +69,8 @@
 //   - Dynamic sinks: a new sink gets the current generation at once
 //     (TestNewSinkGetsCurrentGeneration); deleting stops its goroutines,
 //     closes it and removes its status (TestDeleteSinkStopsAndCloses);
+//     StopSink does the same for a sink that goes on elsewhere (a replica
+//     hands it over) without logging it as deleted (TestStopSinkIsNotADelete);
 //     replacing restarts it, moving its status if its stream changed
 //     (TestReplaceSink). Specs are validated and normalised with the
 //     kind's defaults; errors wrap sink.ErrUnknownKind or
@@ -104,7 +106,9 @@
 //     ownership: a gained sink is seeded with its restored record or its
 //     last shared status, whichever is newer, so it does not apply again
 //     what its previous owner applied; a lost one is stopped and closed
-//     (TestReownResumesFromSharedStatus). A peer's LastApplied is the
+//     (TestReownResumesFromSharedStatus), and logged as "sink handed over"
+//     (to= its new owner when the Ownership is an OwnerNamer), never as
+//     "sink deleted" (TestHandOverIsNotADelete). A peer's LastApplied is the
 //     current config when its shared applied hash is the current one; its
 //     LastFailed is known when the failed generation is the stream's
 //     current one, without the destination's raw body (only the owner

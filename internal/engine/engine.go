@@ -432,6 +432,17 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
 func (e *Engine) DeleteSink(name string) error {
+	return e.deleteSink(name, "sink deleted", slog.LevelInfo)
+}
+
+// StopSink is DeleteSink for a sink that goes on elsewhere (a replica
+// hands it over): the same stop, logged at debug only, since the caller
+// logs where the sink went and "sink deleted" would be false.
+func (e *Engine) StopSink(name string) error {
+	return e.deleteSink(name, "sink stopped here", slog.LevelDebug)
+}
+
+func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	done, err := e.admin(name)
 	if err != nil {
 		return err
@@ -450,7 +461,7 @@ func (e *Engine) DeleteSink(name string) error {
 		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
 	}
 	e.removeWorker(w, true)
-	e.log.Info("sink deleted", "sink", name, "kind", w.kind, "stream", w.st.name)
+	e.log.Log(context.Background(), level, msg, "sink", name, "kind", w.kind, "stream", w.st.name)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/engine/enginetest"
+	ihar "github.com/confighub/confighub/internal/harness" // the engine tests have their own harness type
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
@@ -1087,6 +1089,70 @@ func TestErrorTextRedacted(t *testing.T) {
 	_, se, ok := h.e.LastFailed("a")
 	if !ok || strings.Contains(se.Error(), "hunter2") || string(se.Body) != "raw hunter2" || !se.Permanent {
 		t.Fatalf("LastFailed: %+v", se)
+	}
+}
+
+// TestStopSinkIsNotADelete: StopSink (a replica handing a sink over) stops
+// it as DeleteSink does, but logs it at debug as stopped here, never as
+// "sink deleted" (the caller logs where it went); DeleteSink still says
+// "sink deleted".
+func TestStopSinkIsNotADelete(t *testing.T) {
+	rec := ihar.NewLogRecorder(t, slog.LevelDebug)
+	h := newHarness(t, engine.WithLogger(rec.Logger()))
+	a := h.put("a", kindTest, nil)
+	h.put("b", kindTest, nil)
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	must(t, h.e.StopSink("a"))
+	if !a.Closed() {
+		t.Fatal("stopped sink not closed")
+	}
+	if st, _ := h.e.Status("default"); sinkOf(st, "a") != nil {
+		t.Fatalf("stopped sink still in the status: %v", st)
+	}
+	must(t, h.e.DeleteSink("b"))
+	lines := strings.Join(rec.Lines(), "\n")
+	if !strings.Contains(lines, "DEBUG sink stopped here sink=a kind=test stream=default") || strings.Contains(lines, "sink deleted sink=a") {
+		t.Errorf("StopSink logged as a deletion, or not at debug:\n%s", lines)
+	}
+	if !strings.Contains(lines, "INFO sink deleted sink=b kind=test stream=default") {
+		t.Errorf("DeleteSink not logged as a deletion:\n%s", lines)
+	}
+}
+
+// ownerMap is an Ownership that names owners (engine.OwnerNamer).
+type ownerMap struct {
+	p  *placement
+	id string
+}
+
+func (o ownerMap) OwnsSink(name string) bool { return o.OwnerOf(name) == o.id }
+func (o ownerMap) OwnsStream(string) bool    { return true }
+func (o ownerMap) OwnerOf(name string) string {
+	o.p.mu.Lock()
+	defer o.p.mu.Unlock()
+	return o.p.owner[name]
+}
+
+var _ engine.OwnerNamer = ownerMap{}
+
+// TestHandOverIsNotADelete: a sink this engine stops running because
+// another replica owns it now (Reown) is logged as handed over to that
+// replica, never as deleted.
+func TestHandOverIsNotADelete(t *testing.T) {
+	rec := ihar.NewLogRecorder(t, slog.LevelDebug)
+	p := &placement{owner: map[string]string{"a": "A"}}
+	h := newHarness(t, engine.WithOwnership(ownerMap{p, "A"}), engine.WithLogger(rec.Logger()))
+	h.put("a", kindTest, nil)
+	h.pushN(1)
+	h.awaitApplied("a", 1)
+	p.set("a", "B")
+	if errs := h.e.Reown(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	lines := strings.Join(rec.Lines(), "\n")
+	if !strings.Contains(lines, "INFO sink handed over sink=a kind=test stream=default to=B") || strings.Contains(lines, "sink deleted") {
+		t.Errorf("a hand-over not logged as such:\n%s", lines)
 	}
 }
 

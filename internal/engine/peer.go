@@ -151,11 +151,23 @@ func (e *Engine) Reown() map[string]error {
 	return errs
 }
 
+// OwnerNamer is an optional capability of an Ownership: the replica that
+// owns a sink, named in the log line of a hand-over.
+type OwnerNamer interface {
+	OwnerOf(sink string) string
+}
+
 // putPeer makes the sink of norm a peer (stopping its worker here, if
 // any). Its name lock is held.
 func (e *Engine) putPeer(norm *confighubv1.Sink, opts options, kind sink.Kind, old *worker) (*confighubv1.Sink, bool, error) {
 	if old != nil {
 		e.removeWorker(old, true)
+		// It goes on running elsewhere: a hand-over, not a deletion.
+		attrs := []any{"sink", old.name, "kind", old.kind, "stream", old.st.name}
+		if n, ok := e.own.(OwnerNamer); ok {
+			attrs = append(attrs, "to", n.OwnerOf(old.name))
+		}
+		e.log.Info("sink handed over", attrs...)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -103,11 +103,14 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 			return fmt.Errorf("store seed sink %q: %w", s.GetName(), err)
 		}
 	}
+	running := len(normalised) // each sink once: a seeded one is also stored
 	for _, s := range stored {
 		if seen[s.GetName()] {
 			continue
 		}
-		if _, _, err := h.fan.PutSink(s); err != nil {
+		if _, _, err := h.fan.PutSink(s); err == nil {
+			running++
+		} else {
 			// A stored sink whose kind is gone (e.g. a plugin kind no longer
 			// compiled in) must not stop the hub: say so and go on.
 			h.log.Error("stored sink not started", "sink", s.GetName(), "error", err)
@@ -118,7 +121,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 			return fmt.Errorf("start sink %q: %w", s.GetName(), err)
 		}
 	}
-	h.log.Info("hub started", "streams", len(streams), "sinks", len(normalised)+len(stored), "seeded", len(normalised))
+	h.log.Info("hub started", "streams", len(streams), "sinks", running, "seeded", len(normalised))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/internal/store/memory"
@@ -58,6 +60,9 @@ func (f *fakeFanout) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error
 func (f *fakeFanout) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	if f.putErr != nil {
 		return nil, false, f.putErr
+	}
+	if s.GetKind() == "bad" { // a stored sink whose kind is gone
+		return nil, false, sink.ErrUnknownKind
 	}
 	_, had := f.sinks[s.GetName()]
 	f.sinks[s.GetName()] = s
@@ -399,5 +404,25 @@ func TestUploadHeaderReservesBoundedMemory(t *testing.T) {
 	_ = small.Write(body)
 	if got, _, err := small.Finish(); err != nil || string(got) != good {
 		t.Fatalf("finish: %v", err)
+	}
+}
+
+// TestStartCountsEachSinkOnce: "hub started sinks=N" counts the sinks that
+// run, each once: a seeded sink stored at the last start is not counted
+// again, and a stored sink that could not start is not counted.
+func TestStartCountsEachSinkOnce(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	for _, s := range []*confighubv1.Sink{{Name: "seed", Kind: "file"}, {Name: "runtime", Kind: "file"}, {Name: "gone", Kind: "bad"}} {
+		if err := st.PutSink(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := harness.NewLogRecorder(t, slog.LevelInfo)
+	if err := New(st, newFake(), WithLogger(rec.Logger())).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Join(rec.Lines(), "\n"); !strings.Contains(lines, "INFO hub started streams=0 sinks=2 seeded=1") {
+		t.Fatalf("want sinks=2 (seed and runtime, each once):\n%s", lines)
 	}
 }

@@ -86,7 +86,11 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("build the request validator: %w", err)
 	}
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		o.log.Log(ctx, slog.Level(lvl), msg, fields...)
+		level := slog.Level(lvl)
+		if level < slog.LevelWarn && plumbing(fields) {
+			level = slog.LevelDebug
+		}
+		o.log.Log(ctx, level, msg, fields...)
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
@@ -142,6 +146,27 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.GRPC.Stop()
 		<-done
 	}
+}
+
+// plumbingServices are the services whose calls are not news to an
+// operator (grpcurl's reflection, probes' health checks): logged at debug
+// unless they fail with a warning or worse.
+var plumbingServices = map[string]bool{
+	healthpb.Health_ServiceDesc.ServiceName:                    true,
+	reflectionv1.ServerReflection_ServiceDesc.ServiceName:      true,
+	reflectionv1alpha.ServerReflection_ServiceDesc.ServiceName: true,
+}
+
+// plumbing reports whether the logging fields (key, value pairs) are of a
+// call to one of the plumbingServices.
+func plumbing(fields []any) bool {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if k, _ := fields[i].(string); k == logging.ServiceFieldKey {
+			s, _ := fields[i+1].(string)
+			return plumbingServices[s]
+		}
+	}
+	return false
 }
 
 // withPluginContract adds SinkPluginService to what reflection lists.

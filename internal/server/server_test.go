@@ -2,19 +2,25 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/memory"
@@ -110,4 +116,48 @@ func TestReflectionV1Alpha(t *testing.T) {
 		t.Fatalf("v1alpha FileContainingSymbol returned no descriptor: %v", resp)
 	}
 	_ = stream.CloseSend()
+}
+
+// TestPlumbingCallsLogAtDebug: reflection (grpcurl list) and health checks
+// (probes, every few seconds) are logged at debug; the hub's own calls stay
+// INFO lines.
+func TestPlumbingCallsLogAtDebug(t *testing.T) {
+	rec := harness.NewLogRecorder(t, slog.LevelDebug)
+	conn := harness.Dial(t, startServer(t, server.WithLogger(rec.Logger())))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	refl, err := reflectionv1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refl.Send(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := refl.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	_ = refl.CloseSend()
+	if _, err := refl.Recv(); err != io.EOF {
+		t.Fatalf("reflection stream end: %v", err)
+	}
+	if _, err := confighubv1.NewSinkAdminServiceClient(conn).ListSinks(ctx, &confighubv1.ListSinksRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	var lines string
+	harness.Eventually(t, 10*time.Second, func() bool {
+		lines = strings.Join(rec.Lines(), "\n")
+		return strings.Count(lines, "finished call") == 3
+	}, "three calls logged")
+	for _, want := range []string{
+		"DEBUG finished call protocol=grpc grpc.component=server grpc.service=grpc.health.v1.Health",
+		"DEBUG finished call protocol=grpc grpc.component=server grpc.service=grpc.reflection.v1.ServerReflection",
+		"INFO finished call protocol=grpc grpc.component=server grpc.service=confighub.v1.SinkAdminService",
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("no line %q in\n%s", want, lines)
+		}
+	}
 }
