@@ -17,7 +17,7 @@ GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: all run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench tools demo clean
+.PHONY: all run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -101,6 +101,17 @@ test: self-contained lint-proto gen-check vet gotest grpcurl-check
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
 	$(GO) run ./cmd/confighub-bench $(BENCH_FLAGS)
+
+## fuzz: run every fuzz target for FUZZTIME each (default 30s; not part of test/CI)
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		pkg=./$$(dirname $${f#./}); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 ## demo: three emulated gateways, the hub, a pushed fixture, the live status table
 demo:

@@ -100,7 +100,7 @@ func (c *Config) JSON() ([]byte, error) {
 			c.json = c.Raw
 			return
 		}
-		c.json, c.jsonErr = yaml.YAMLToJSON(c.Raw)
+		c.json, c.jsonErr = yamlToJSON(c.Raw)
 	})
 	return c.json, c.jsonErr
 }
@@ -145,8 +145,10 @@ type Checked struct {
 }
 
 // Check validates raw as a Kong declarative configuration without decoding
-// JSON into Go values: well-formed, a top-level object, a supported
-// _format_version. f may be FormatUnknown to detect.
+// JSON into Go values: well-formed, strict where parsers disagree (no key
+// twice in an object at any depth, UTF-8 strings, at most MaxDepth levels,
+// one YAML document), a top-level object, a supported _format_version. f
+// may be FormatUnknown to detect.
 func Check(raw []byte, f Format) (Checked, error) {
 	if len(raw) == 0 {
 		return Checked{}, fmt.Errorf("%w: the configuration is empty", ErrInvalid)
@@ -157,12 +159,12 @@ func Check(raw []byte, f Format) (Checked, error) {
 	js := raw
 	if f == FormatYAML {
 		var err error
-		js, err = yaml.YAMLToJSON(raw)
+		js, err = yamlToJSON(raw)
 		if err != nil {
 			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
 		}
-	} else if !Valid(raw) {
-		return Checked{}, fmt.Errorf("%w: not valid JSON%s", ErrInvalid, jsonErrorHint(raw))
+	} else if err := Scan(raw); err != nil {
+		return Checked{}, fmt.Errorf("%w: not valid JSON: %v", ErrInvalid, err)
 	}
 	t := bytes.TrimLeft(js, " \t\r\n")
 	if len(t) == 0 || t[0] != '{' {
@@ -204,14 +206,4 @@ func kindOf(t []byte) string {
 	default:
 		return "a scalar (bytes that are neither a JSON object nor a YAML mapping)"
 	}
-}
-
-// jsonErrorHint finds the offset of the first syntax error; only called on
-// the error path, so it may be slow.
-func jsonErrorHint(raw []byte) string {
-	d := newOffsetFinder(raw)
-	if off, ok := d(); ok {
-		return fmt.Sprintf(" (syntax error near byte %d)", off)
-	}
-	return ""
 }

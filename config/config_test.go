@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/internal/harness"
 )
@@ -27,7 +30,11 @@ func TestCheckAcceptsEveryFixture(t *testing.T) {
 		if c.Format != FormatYAML || c.FormatVersion != "3.0" {
 			t.Errorf("%s: format %v version %q", filepath.Base(f), c.Format, c.FormatVersion)
 		}
-		// The JSON form passes the JSON path too.
+		// The JSON form is what sigs.k8s.io/yaml makes of it (the strict
+		// conversion reads YAML as it does), and passes the JSON path too.
+		if want, err := yaml.YAMLToJSON(raw); err != nil || string(c.JSON) != string(want) {
+			t.Errorf("%s: JSON form differs from sigs.k8s.io/yaml's (%v)", filepath.Base(f), err)
+		}
 		if _, err := Check(c.JSON, FormatJSON); err != nil {
 			t.Errorf("%s as JSON: %v", filepath.Base(f), err)
 		}
@@ -50,6 +57,20 @@ func TestCheckRejectsWithClearMessage(t *testing.T) {
 		{"numeric version", `{"_format_version":3}`, FormatUnknown, "must be a string"},
 		{"unknown version", "_format_version: \"9.9\"\n", FormatUnknown, `"9.9" is not supported`},
 		{"binary", "\x00\x01\x02", FormatUnknown, "YAML"},
+		// Strict where parsers disagree (Kong keeps the last of two keys,
+		// the hub's lookup the first).
+		{"duplicate version", `{"_format_version":"3.0","_format_version":"9.9","services":[]}`, FormatUnknown, "duplicate key _format_version"},
+		{"duplicate nested key", `{"_format_version":"3.0","consumers":[{"username":"u","keyauth_credentials":[{"key":"A","key":"B"}]}]}`, FormatJSON,
+			"duplicate key consumers[0].keyauth_credentials[0].key"},
+		{"invalid UTF-8", "{\"_format_version\":\"3.0\",\"services\":[{\"name\":\"\xff\"}]}", FormatJSON, "invalid UTF-8 in a string at byte 46 (in services[0].name)"},
+		{"deep JSON", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), FormatJSON, "nesting is too deep at byte 10000: objects and arrays may nest at most 10000 levels"},
+		{"duplicate YAML version", "_format_version: \"3.0\"\n_format_version: \"9.9\"\n", FormatYAML, "duplicate key _format_version"},
+		{"duplicate nested YAML key", "_format_version: \"3.0\"\nconsumers:\n- username: u\n  keyauth_credentials:\n  - key: A\n    key: B\n", FormatYAML,
+			"duplicate key consumers[0].keyauth_credentials[0].key"},
+		{"YAML keys equal as JSON keys", "_format_version: \"3.0\"\nx:\n  1: a\n  \"1\": b\n", FormatYAML, "duplicate key x[\"1\"]"},
+		{"two YAML documents", "_format_version: \"3.0\"\n---\n_format_version: \"3.0\"\nservices: []\n", FormatUnknown, "more than one document"},
+		{"a second empty YAML document", "_format_version: \"3.0\"\n---\n", FormatYAML, "more than one document"},
+		{"deep YAML", "_format_version: \"3.0\"\nx: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000), FormatYAML, "nesting is too deep: mappings and sequences may nest at most 10000 levels"},
 	}
 	for _, c := range cases {
 		_, err := Check([]byte(c.in), c.f)
@@ -90,6 +111,10 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Add([]byte(`{"_format_version":"3.0"}`))
 	f.Add([]byte("_format_version: '1.1'\nservices: []\n"))
+	f.Add([]byte(`{"_format_version":"3.0","_format_version":"9.9"}`))
+	f.Add([]byte("_format_version: '3.0'\nx:\n  a: 1\n  a: 2\n"))
+	f.Add([]byte("_format_version: '3.0'\n---\nservices: []\n"))
+	f.Add([]byte("{\"_format_version\":\"3.0\",\"x\":\"\xff\"}"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := Check(raw, FormatUnknown)
 		if err != nil {
@@ -99,9 +124,18 @@ func FuzzCheck(f *testing.F) {
 			return
 		}
 		// Whatever is accepted has a supported version and a JSON form that
-		// is itself accepted.
+		// is itself accepted; YAML reads as sigs.k8s.io/yaml reads it; JSON
+		// is UTF-8 without a key twice (Scan's own fuzz target compares it
+		// with a reference).
 		if _, err := Check(c.JSON, FormatJSON); err != nil {
 			t.Fatalf("accepted config's JSON form rejected: %v", err)
+		}
+		if c.Format == FormatYAML {
+			if want, err := yaml.YAMLToJSON(raw); err != nil || string(want) != string(c.JSON) {
+				t.Fatalf("YAML read as %s, sigs.k8s.io/yaml reads %s (%v)", c.JSON, want, err)
+			}
+		} else if !utf8.Valid(raw) || refDuplicateKey(raw) {
+			t.Fatalf("accepted JSON that is not UTF-8 or has a key twice: %q", raw)
 		}
 	})
 }

@@ -3,12 +3,31 @@
 // checks that run before a push is acknowledged.
 //
 // The acknowledgement path must not decode a JSON configuration into Go
-// values (docs/performance.md, scenario 1): Check runs a fast well-formedness pass
-// (Valid: encoding/json.Valid's contract, skipping string bytes eight at a
-// time) and reads _format_version with gjson. YAML must be parsed to be checked, so
-// Check converts it to JSON once, there, and the Config keeps that JSON for
-// every sink to share. The YAML form of a JSON push is likewise made once,
-// on first use (YAML), and shared.
+// values: Check runs one fast pass over the bytes (Scan, skipping string
+// bytes eight at a time) and reads _format_version with gjson. YAML must be
+// parsed to be checked, so Check converts it to JSON once, there, and the
+// Config keeps that JSON for every sink to share. The YAML form of a JSON
+// push is likewise made once, on first use (YAML), and shared.
+//
+// Input is strict where parsers disagree (Kong keeps the last of two equal
+// keys, gjson the first; Kong refuses what is not UTF-8), and every refusal
+// wraps ErrInvalid and says what and where:
+//
+//   - Scan accepts exactly what encoding/json.Valid accepts that is also
+//     UTF-8 and holds no key twice in one object (compared after
+//     unescaping, at any depth, also in objects of more than 16 keys):
+//     TestValidTable, TestValidMatchesStdlib, TestValidFixtures and
+//     FuzzValid compare it with that reference.
+//   - A refusal names the key path of a duplicate key
+//     (consumers[0].keyauth_credentials[0].key), the byte and value of
+//     invalid UTF-8, the nesting limit (MaxDepth, 10000) of too deep a
+//     document, and stays short for hostile inputs (TestScanSaysWhatAndWhere,
+//     TestCheckRejectsWithClearMessage).
+//   - YAML is read as sigs.k8s.io/yaml reads it (YAML 1.1, objects with
+//     sorted keys: TestCheckAcceptsEveryFixture, FuzzCheck), but a mapping
+//     with a key twice (as JSON keys: 1 and "1" are equal), a second
+//     document and nesting over MaxDepth are refused
+//     (TestCheckRejectsWithClearMessage).
 //
 // A Config is immutable once built and is shared by every sink of its
 // stream: sinks must never modify Raw or the bytes JSON and YAML return.

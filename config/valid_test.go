@@ -3,18 +3,72 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
 )
 
-// sameAsStdlib fails when Valid and encoding/json.Valid disagree on b.
+// sameAsStdlib fails when Valid disagrees with the reference: what
+// encoding/json.Valid accepts that is also UTF-8 and has no key twice in an
+// object.
 func sameAsStdlib(t interface{ Fatalf(string, ...any) }, b []byte) {
-	if got, want := Valid(b), json.Valid(b); got != want {
-		t.Fatalf("Valid(%q) = %v, encoding/json.Valid = %v", b, got, want)
+	want := json.Valid(b) && utf8.Valid(b) && !refDuplicateKey(b)
+	if got := Valid(b); got != want {
+		t.Fatalf("Valid(%q) = %v, reference = %v (encoding/json.Valid %v, utf8.Valid %v)", b, got, want, json.Valid(b), utf8.Valid(b))
+	}
+}
+
+// refDuplicateKey reports whether valid JSON b has an object with a key
+// twice, with encoding/json's tokenizer (slow and simple: the reference).
+func refDuplicateKey(b []byte) bool {
+	type obj struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*obj // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *obj
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.wantKey {
+			if k, ok := tok.(string); ok {
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &obj{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, nil)
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
 	}
 }
 
@@ -22,7 +76,8 @@ func TestValidTable(t *testing.T) {
 	for _, s := range []string{
 		``, ` `, `{}`, `[]`, ` { } `, `{"a":1}`, `{"a":1,}`, `{,}`, `[1,]`, `[,1]`, `{"a"}`, `{"a":}`, `{a:1}`,
 		`"x"`, `"`, `"\"`, `"\\"`, `"\u00e9"`, `"\u00g9"`, `"\u00e"`, `"\x"`, `"a` + "\x01" + `b"`, "\"a\tb\"",
-		`"0123456789abcdef\"01234567"`, `"0123456789abcdef\\"`, `"é ü 漢字"`, "\"\xff\xfe\"",
+		`"0123456789abcdef\"01234567"`, `"0123456789abcdef\\"`, `"é ü 漢字"`, "\"\xff\xfe\"", "\"0123456789\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "[\"0123456789abcdef\xe6\xbc\xa2\"]",
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"a":{"a":1},"b":[{"a":1},{"a":1,"b":{"a":[]}}]}`, `{"a":[{"k":1,"k":1}]}`, `{"\ud83d\ude00":1,"😀":2}`, `{"\ud800":1,"\ufffd":2}`,
 		`0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e5`, `1E+5`, `1e`, `1e+`, `-1.5e-10`, `2.`, `00`,
 		`true`, `tru`, `truex`, `false`, `null`, `nul`, `[true,false,null]`, `{"a":[{"b":{}}]}`, `{"a":[}`,
 		`[1] [2]`, `{"a":1}}`, `{"a":1]`, `[1}`, "\t\r\n[\n]\n", `[1 2]`, `{"a" "b"}`, `{"a":1 "b":2}`,
@@ -76,7 +131,7 @@ func TestValidFixtures(t *testing.T) {
 func TestValidMatchesStdlib(t *testing.T) {
 	tokens := []string{`{`, `}`, `[`, `]`, `,`, `:`, ` `, "\n", `"`, `\`, `\"`, `\u00e9`, `\u12`, `\n`, `\x`,
 		"\x01", `"key"`, `"a long string value of more than eight bytes"`, `-`, `0`, `12`, `.`, `5`, `e`, `E+`, `-3.25e-7`,
-		`true`, `fals`, `null`, `é`, "\xff", `ab`}
+		`true`, `fals`, `null`, `é`, "\xff", `ab`, `"a"`, `"\u0061"`, "\xe6\xbc", "\xa2"}
 	rapid.Check(t, func(t *rapid.T) {
 		parts := rapid.SliceOfN(rapid.SampledFrom(tokens), 0, 40).Draw(t, "tokens")
 		sameAsStdlib(t, []byte(strings.Join(parts, "")))
@@ -125,8 +180,58 @@ func jsonValue(t *rapid.T, depth int) any {
 }
 
 func FuzzValid(f *testing.F) {
-	for _, s := range []string{`{"_format_version":"3.0","services":[{"name":"a\"b","port":80}]}`, `[1,-2.5e3,true,null]`, `"\u00e9\\"`} {
+	for _, s := range []string{`{"_format_version":"3.0","services":[{"name":"a\"b","port":80}]}`, `[1,-2.5e3,true,null]`, `"\u00e9\\"`, `{"a":{"b":1,"\u0062":2}}`, "{\"a\":\"\xc3\"}", "[" + strings.Repeat(`{"k":[`, 30) + "]"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { sameAsStdlib(t, b) })
+}
+
+// Scan names what is wrong and where: the path of a duplicate key (also
+// in objects large enough to use a map, and after unescaping), the value
+// holding invalid UTF-8, and the nesting limit.
+func TestScanSaysWhatAndWhere(t *testing.T) {
+	wide := func(dupAt int) string {
+		var b strings.Builder
+		b.WriteString(`{"services":[{},{"tags":[],"x":{`)
+		for i := range 40 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":%d`, i, i)
+		}
+		if dupAt >= 0 {
+			fmt.Fprintf(&b, `,"k%d":0`, dupAt)
+		}
+		b.WriteString(`}}]}`)
+		return b.String()
+	}
+	cases := []struct {
+		in   string
+		kind SyntaxErrorKind
+		want string
+	}{
+		{`{"_format_version":"3.0","_format_version":"9.9"}`, DuplicateKey, `duplicate key _format_version (byte 25)`},
+		{`{"consumers":[{"username":"u","keyauth_credentials":[{"key":"A","key":"B"}]}]}`, DuplicateKey, `duplicate key consumers[0].keyauth_credentials[0].key `},
+		{`{"a":{"b c":1,"b\u0020c":2}}`, DuplicateKey, `duplicate key a["b c"] `},
+		{wide(3), DuplicateKey, `duplicate key services[1].x.k3 `},
+		{wide(39), DuplicateKey, `duplicate key services[1].x.k39 `},
+		{`{"services":[{"name":"caf` + "\xe9" + `"}]}`, InvalidUTF8, `invalid UTF-8 in a string at byte 25 (in services[0].name)`},
+		{strings.Repeat("[", 100000) + strings.Repeat("]", 100000), TooDeep, `the nesting is too deep at byte 10000: objects and arrays may nest at most 10000 levels`},
+		{`{"a":1,}`, Malformed, `syntax error near byte 7`},
+	}
+	for _, c := range cases {
+		err := Scan([]byte(c.in))
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Kind != c.kind || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Scan(%.60q) = %v, want kind %d saying %q", c.in, err, c.kind, c.want)
+		}
+	}
+	if err := Scan([]byte(wide(-1))); err != nil {
+		t.Errorf("40 distinct keys: %v", err)
+	}
+	// A path through a hostile document stays short.
+	deep := strings.Repeat(`{"`+strings.Repeat("k", 1000)+`":`, 5000) + `{"a":1,"a":2}` + strings.Repeat("}", 5000)
+	if err := Scan([]byte(deep)); err == nil || len(err.Error()) > 4096 {
+		t.Errorf("deep duplicate: %d bytes of error: %.200v", len(fmt.Sprint(err)), err)
+	}
 }

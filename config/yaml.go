@@ -1,0 +1,156 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v2"
+)
+
+// errSeveralDocuments: a YAML stream with more than one document. Kong's
+// parser and the hub's would not agree on which one counts.
+var errSeveralDocuments = errors.New("the YAML stream holds more than one document (a second one follows '---'): push one configuration per stream")
+
+// yamlToJSON parses raw as exactly one YAML document (YAML 1.1, as
+// sigs.k8s.io/yaml.YAMLToJSON reads it, which is how Kong's libyaml-based
+// parser reads it too) and returns its JSON form, objects with sorted keys
+// like that function. Unlike it, a mapping that holds a key twice (at any
+// depth, compared as JSON keys) is an error naming the key's path, and so
+// is a second document. One parse: the mapping order and duplicates are
+// kept (yaml.MapSlice) only to be checked while the JSON form is built.
+func yamlToJSON(raw []byte) ([]byte, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	var doc yamlDoc
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return []byte("null"), nil // only comments or nothing
+		}
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			return nil, fmt.Errorf("the nesting is too deep: mappings and sequences may nest at most %d levels (%v)", MaxDepth, err)
+		}
+		return nil, err
+	}
+	// The decoder panics when asked for more after an error, so only a
+	// clean first document is followed by this look.
+	var next any
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, errSeveralDocuments
+	}
+	v, err := jsonable(doc.v, nil)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// yamlDoc decodes a document's top level as a yaml.MapSlice (so nested
+// mappings are MapSlices too), or as whatever else it is.
+type yamlDoc struct{ v any }
+
+func (d *yamlDoc) UnmarshalYAML(unmarshal func(any) error) error {
+	var ms yaml.MapSlice
+	if err := unmarshal(&ms); err == nil {
+		d.v = ms
+		return nil
+	}
+	return unmarshal(&d.v)
+}
+
+// yamlPath is a path in a document being converted, innermost last.
+type yamlPath struct {
+	up   *yamlPath
+	part string
+}
+
+func (p *yamlPath) String() string {
+	var parts []string
+	for ; p != nil; p = p.up {
+		parts = append(parts, p.part)
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return joinPath(parts)
+}
+
+// jsonable converts a decoded YAML value to values encoding/json writes,
+// as sigs.k8s.io/yaml does, and refuses a mapping with a key twice.
+func jsonable(v any, at *yamlPath) (any, error) {
+	switch t := v.(type) {
+	case yaml.MapSlice:
+		m := make(map[string]any, len(t))
+		for _, it := range t {
+			k, err := yamlKey(it.Key)
+			if err != nil {
+				return nil, fmt.Errorf("%v (in %s)", err, at)
+			}
+			p := &yamlPath{up: at, part: pathKey(k)}
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("duplicate key %s: a mapping may hold each key once", p)
+			}
+			if m[k], err = jsonable(it.Value, p); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case map[any]any: // a non-mapping top level never has these
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			ks, err := yamlKey(k)
+			if err != nil {
+				return nil, err
+			}
+			if m[ks], err = jsonable(e, &yamlPath{up: at, part: pathKey(ks)}); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			var err error
+			if out[i], err = jsonable(e, &yamlPath{up: at, part: "[" + strconv.Itoa(i) + "]"}); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}
+
+// yamlKey writes a mapping key as the JSON key sigs.k8s.io/yaml makes of
+// it.
+func yamlKey(k any) (string, error) {
+	switch t := k.(type) {
+	case string:
+		return t, nil
+	case int:
+		return strconv.Itoa(t), nil
+	case int64:
+		return strconv.FormatInt(t, 10), nil
+	case uint64:
+		return strconv.FormatUint(t, 10), nil
+	case float64:
+		switch s := strconv.FormatFloat(t, 'g', -1, 32); s {
+		case "+Inf":
+			return ".inf", nil
+		case "-Inf":
+			return "-.inf", nil
+		case "NaN":
+			return ".nan", nil
+		default:
+			return s, nil
+		}
+	case bool:
+		return strconv.FormatBool(t), nil
+	default:
+		return "", fmt.Errorf("unsupported mapping key of type %s", reflect.TypeOf(k))
+	}
+}
