@@ -79,6 +79,10 @@ type Kind struct {
 	// Validate checks the options after defaults (e.g. konnect's lowest
 	// min_interval of 10s). Optional.
 	Validate func(spec *confighubv1.Sink) error
+	// Owns reports whether a spec carries this kind's settings (the spec
+	// oneof member of a built-in kind): a spec with no kind field gets the
+	// kind that owns it. Optional.
+	Owns func(spec *confighubv1.Sink) bool
 	// Gateway says every sink of the kind is a gateway (Describe().Gateway)
 	// before one is built: a replica evaluates GATE_ANY_GATEWAY over the
 	// sinks other replicas run.
@@ -126,6 +130,11 @@ func WithValidate(v func(*confighubv1.Sink) error) RegisterOption {
 	return func(k *Kind) { k.Validate = v }
 }
 
+// WithSpec names the spec oneof member the kind owns (see Kind.Owns).
+func WithSpec(owns func(*confighubv1.Sink) bool) RegisterOption {
+	return func(k *Kind) { k.Owns = owns }
+}
+
 // AsGateway marks the kind's sinks as gateways (see Kind.Gateway).
 func AsGateway() RegisterOption { return func(k *Kind) { k.Gateway = true } }
 
@@ -149,29 +158,24 @@ func (r *Registry) Kinds() []string {
 	return out
 }
 
-// KindOf returns the kind of a spec: its kind field, or the kind named by
-// the spec oneof that is set.
-func KindOf(s *confighubv1.Sink) string {
+// KindOf returns the kind of a spec: its kind field, or the registered kind
+// whose spec is set.
+func (r *Registry) KindOf(s *confighubv1.Sink) string {
 	if s.GetKind() != "" {
 		return s.GetKind()
 	}
-	return SpecKind(s)
+	return r.SpecKind(s)
 }
 
-// SpecKind returns the kind named by the spec oneof that is set ("" for
-// none or custom).
-func SpecKind(s *confighubv1.Sink) string {
-	switch s.GetSpec().(type) {
-	case *confighubv1.Sink_Kong:
-		return "kong"
-	case *confighubv1.Sink_KongDb:
-		return "kong-db"
-	case *confighubv1.Sink_Konnect:
-		return "konnect"
-	case *confighubv1.Sink_File:
-		return "file"
-	case *confighubv1.Sink_Plugin:
-		return "plugin"
+// SpecKind returns the registered kind that owns the spec set in s (see
+// WithSpec), or "" when none does.
+func (r *Registry) SpecKind(s *confighubv1.Sink) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for name, k := range r.kinds {
+		if k.Owns != nil && k.Owns(s) {
+			return name
+		}
 	}
 	return ""
 }

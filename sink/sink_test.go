@@ -46,6 +46,18 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestKindOf(t *testing.T) {
+	r := NewRegistry()
+	noop := func(*confighubv1.Sink, Deps) (Sink, error) { return nil, nil }
+	for name, owns := range map[string]func(*confighubv1.Sink) bool{
+		"kong":    func(s *confighubv1.Sink) bool { return s.GetKong() != nil },
+		"kong-db": func(s *confighubv1.Sink) bool { return s.GetKongDb() != nil },
+		"konnect": func(s *confighubv1.Sink) bool { return s.GetKonnect() != nil },
+		"file":    func(s *confighubv1.Sink) bool { return s.GetFile() != nil },
+	} {
+		if err := r.Register(name, noop, WithSpec(owns)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		s    *confighubv1.Sink
 		want string
@@ -54,12 +66,12 @@ func TestKindOf(t *testing.T) {
 		{&confighubv1.Sink{Spec: &confighubv1.Sink_KongDb{KongDb: &confighubv1.KongDBSpec{}}}, "kong-db"},
 		{&confighubv1.Sink{Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{}}}, "konnect"},
 		{&confighubv1.Sink{Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{}}}, "file"},
-		{&confighubv1.Sink{Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{}}}, "plugin"},
+		{&confighubv1.Sink{Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{}}}, ""}, // no kind owns it here
 		{&confighubv1.Sink{Kind: "log"}, "log"},
 		{&confighubv1.Sink{}, ""},
 	}
 	for _, c := range cases {
-		if got := KindOf(c.s); got != c.want {
+		if got := r.KindOf(c.s); got != c.want {
 			t.Errorf("KindOf(%v) = %q, want %q", c.s, got, c.want)
 		}
 	}

@@ -17,7 +17,7 @@ const Kind = "file"
 
 // Register adds the "file" kind to r.
 func Register(r *sink.Registry) error {
-	return r.Register(Kind, New)
+	return r.Register(Kind, New, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetFile() != nil }))
 }
 
 // Sink writes each configuration to a file atomically.

@@ -43,8 +43,8 @@ func newSink(t *testing.T, path string, f confighubv1.Format) sink.Sink {
 		t.Fatal("file kind not registered")
 	}
 	spec := &confighubv1.Sink{Name: "f", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: path, Format: f}}}
-	if sink.KindOf(spec) != "file" {
-		t.Fatalf("KindOf = %q", sink.KindOf(spec))
+	if r.KindOf(spec) != "file" {
+		t.Fatalf("KindOf = %q", r.KindOf(spec))
 	}
 	s, err := k.Factory(spec, sink.Deps{})
 	if err != nil {

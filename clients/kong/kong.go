@@ -42,7 +42,9 @@ const emptyHash = "00000000000000000000000000000000"
 const maxPollTimeout = 10 * time.Second
 
 // Register adds the "kong" kind to r.
-func Register(r *sink.Registry) error { return r.Register(Kind, New, sink.AsGateway()) }
+func Register(r *sink.Registry) error {
+	return r.Register(Kind, New, sink.AsGateway(), sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetKong() != nil }))
+}
 
 // Sink pushes configurations to one DB-less Kong gateway with POST /config.
 type Sink struct {

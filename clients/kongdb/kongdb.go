@@ -17,7 +17,7 @@ const DefaultConcurrency = 10
 
 // Register adds the "kong-db" kind to r.
 func Register(r *sink.Registry) error {
-	return r.Register(Kind, New, sink.AsGateway())
+	return r.Register(Kind, New, sink.AsGateway(), sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetKongDb() != nil }))
 }
 
 // New is the factory of the "kong-db" kind.

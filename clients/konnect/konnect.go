@@ -44,7 +44,8 @@ func Register(r *sink.Registry) error {
 			Gate:        confighubv1.Gate_GATE_ANY_GATEWAY,
 			Timeout:     durationpb.New(DefaultTimeout),
 		}),
-		sink.WithValidate(Validate))
+		sink.WithValidate(Validate),
+		sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetKonnect() != nil }))
 }
 
 // Validate rejects a min_interval below LowestMinInterval.

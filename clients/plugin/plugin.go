@@ -76,7 +76,7 @@ func RegisterWith(r *sink.Registry, opts ...Option) error {
 	}
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
-	}, sink.WithDefaults(&confighubv1.SinkOptions{
+	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }), sink.WithDefaults(&confighubv1.SinkOptions{
 		// A plugin that was down is retried at least every 30s (grpc's own
 		// reconnect cap), so a restarted plugin catches up soon.
 		Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)},

@@ -15,7 +15,6 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/sinksfile"
-	"github.com/confighub/confighub/sink"
 )
 
 func cmdSinks(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
@@ -73,7 +72,7 @@ func sinksList(ctx context.Context, g *globals, args []string, out, errw io.Writ
 		if st == "" {
 			st = "default"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), sink.KindOf(s), st, target(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), s.GetKind(), st, target(s))
 	}
 	return tw.Flush()
 }

@@ -23,9 +23,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func build(t *testing.T, r *sink.Registry, spec *confighubv1.Sink) (sink.Sink, error) {
 	t.Helper()
-	k, ok := r.Lookup(sink.KindOf(spec))
+	k, ok := r.Lookup(r.KindOf(spec))
 	if !ok {
-		t.Fatalf("kind %q not registered", sink.KindOf(spec))
+		t.Fatalf("kind %q not registered", r.KindOf(spec))
 	}
 	return k.Factory(spec, sink.Deps{})
 }

@@ -72,9 +72,10 @@
 //     StopSink does the same for a sink that goes on elsewhere (a replica
 //     hands it over) without logging it as deleted (TestStopSinkIsNotADelete);
 //     replacing restarts it, moving its status if its stream changed
-//     (TestReplaceSink). Specs are validated and normalised with the
-//     kind's defaults; errors wrap sink.ErrUnknownKind or
-//     sink.ErrInvalidSpec and change nothing (TestValidateSink).
+//     (TestReplaceSink). Specs are validated, normalised and resolved by
+//     package sinkspec (its guarantees are there); errors wrap
+//     sink.ErrUnknownKind or sink.ErrInvalidSpec and change nothing
+//     (TestValidateSink).
 //   - A Runner runs in a goroutine owned by the worker; Health(err) shows
 //     as last_error "unreachable: ..." while it lasts
 //     (TestHealthReflectedInStatus).

@@ -18,6 +18,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/sinkspec"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
@@ -124,6 +125,7 @@ func WithRandom(f func() float64) Option {
 // package doc for its guarantees.
 type Engine struct {
 	reg        *sink.Registry
+	specs      *sinkspec.Checker
 	clock      clockwork.Clock
 	log        *slog.Logger
 	redactMsg  func(string) string
@@ -240,6 +242,7 @@ const keepGenerations = status.DefaultGenerations
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
 		reg:          reg,
+		specs:        sinkspec.New(reg),
 		clock:        clockwork.NewRealClock(),
 		log:          slog.New(slog.DiscardHandler),
 		metrics:      NopMetrics{},
@@ -371,11 +374,10 @@ func (e *Engine) Current(streamName string) *config.Config {
 // sink closed first) unless the normalised spec is unchanged. A new sink
 // gets the stream's current generation at once.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	norm, kind, err := e.validate(spec)
+	norm, kind, opts, err := e.validate(spec)
 	if err != nil {
 		return nil, false, err
 	}
-	opts, _ := resolve(norm) // validate checked it
 	done, err := e.admin(norm.GetName())
 	if err != nil {
 		return nil, false, err
@@ -482,7 +484,7 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	}
 	e.sinks[w.name] = w
 	st.sinks[w.name] = w
-	st.waves[w.opts.wave]++
+	st.waves[w.opts.Wave]++
 	e.join(st, w.appliedGen)
 	if st.cur != nil {
 		// A new sink gets the current generation at once: no debounce.
@@ -503,8 +505,8 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	delete(e.sinks, w.name)
 	delete(st.sinks, w.name)
 	delete(st.waiters, w)
-	if st.waves[w.opts.wave]--; st.waves[w.opts.wave] == 0 {
-		delete(st.waves, w.opts.wave)
+	if st.waves[w.opts.Wave]--; st.waves[w.opts.Wave] == 0 {
+		delete(st.waves, w.opts.Wave)
 	}
 	e.leave(st, w.appliedGen)
 	if removeStatus {

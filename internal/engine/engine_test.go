@@ -822,7 +822,6 @@ func TestValidateSink(t *testing.T) {
 		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Wave: 101}}, sink.ErrInvalidSpec, "wave"},
 		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Initial: dur(time.Minute), Max: dur(time.Second)}}}, sink.ErrInvalidSpec, "backoff.max"},
 		{&confighubv1.Sink{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Multiplier: 0.5}}}, sink.ErrInvalidSpec, "multiplier"},
-		{&confighubv1.Sink{Name: "x", Kind: "kong", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "/tmp/x"}}}, sink.ErrInvalidSpec, "file spec"},
 	}
 	for _, c := range cases {
 		_, err := h.e.ValidateSink(c.spec)

@@ -14,7 +14,7 @@ import (
 // the gate (w then skips gen), or is empty when w must wait; reason is the
 // status reason. e.mu is held.
 func (e *Engine) gate(w *worker, gen uint64) (open bool, skipBy, reason string) {
-	switch w.opts.gate {
+	switch w.opts.Gate {
 	case confighubv1.Gate_GATE_NONE:
 		return true, "", ""
 	case confighubv1.Gate_GATE_ANY_GATEWAY:
@@ -75,7 +75,7 @@ func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
 func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 	lowerWaves := false
 	for wave := range w.st.waves {
-		if wave < w.opts.wave {
+		if wave < w.opts.Wave {
 			lowerWaves = true
 			break
 		}
@@ -86,7 +86,7 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 	var lower, applied int
 	var refused []string
 	for _, s := range w.st.sinks {
-		if s.opts.wave >= w.opts.wave {
+		if s.opts.Wave >= w.opts.Wave {
 			continue
 		}
 		lower++
@@ -97,7 +97,7 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 		}
 	}
 	for _, p := range w.st.peers {
-		if p.opts.wave >= w.opts.wave {
+		if p.opts.Wave >= w.opts.Wave {
 			continue
 		}
 		lower++
@@ -108,7 +108,7 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 		}
 	}
 	need := lower
-	if m := int(w.opts.waveMinApplied); m > 0 && m < lower {
+	if m := int(w.opts.WaveMinApplied); m > 0 && m < lower {
 		need = m
 	}
 	if applied >= need {
@@ -116,7 +116,7 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 	}
 	if lower-len(refused) < need {
 		sort.Strings(refused)
-		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.wave)
+		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.Wave)
 	}
-	return false, "", fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.wave, gen, applied)
+	return false, "", fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.Wave, gen, applied)
 }

@@ -5,6 +5,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/sinkspec"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -39,7 +40,7 @@ func WithOwnership(o Ownership) Option {
 type peer struct {
 	name    string
 	spec    *confighubv1.Sink
-	opts    options
+	opts    sinkspec.Options
 	gateway bool
 	st      *stream
 	status  *confighubv1.SinkStatus
@@ -70,7 +71,7 @@ func (e *Engine) addPeer(p *peer) {
 	}
 	e.peers[p.name] = p
 	p.st.peers[p.name] = p
-	p.st.waves[p.opts.wave]++
+	p.st.waves[p.opts.Wave]++
 	e.join(p.st, p.appliedGen())
 	e.kickWaiters(p.st)
 }
@@ -80,8 +81,8 @@ func (e *Engine) addPeer(p *peer) {
 func (e *Engine) removePeer(p *peer, removeStatus bool) {
 	delete(e.peers, p.name)
 	delete(p.st.peers, p.name)
-	if p.st.waves[p.opts.wave]--; p.st.waves[p.opts.wave] == 0 {
-		delete(p.st.waves, p.opts.wave)
+	if p.st.waves[p.opts.Wave]--; p.st.waves[p.opts.Wave] == 0 {
+		delete(p.st.waves, p.opts.Wave)
 	}
 	e.leave(p.st, p.appliedGen())
 	if removeStatus {
@@ -159,7 +160,7 @@ type OwnerNamer interface {
 
 // putPeer makes the sink of norm a peer (stopping its worker here, if
 // any). Its name lock is held.
-func (e *Engine) putPeer(norm *confighubv1.Sink, opts options, kind sink.Kind, old *worker) (*confighubv1.Sink, bool, error) {
+func (e *Engine) putPeer(norm *confighubv1.Sink, opts sinkspec.Options, kind sink.Kind, old *worker) (*confighubv1.Sink, bool, error) {
 	if old != nil {
 		e.removeWorker(old, true)
 		// It goes on running elsewhere: a hand-over, not a deletion.

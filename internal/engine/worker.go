@@ -13,6 +13,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/sinkspec"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
@@ -50,7 +51,7 @@ type worker struct {
 	name string
 	kind string
 	spec *confighubv1.Sink
-	opts options
+	opts sinkspec.Options
 	s    sink.Sink
 	caps sink.Capabilities
 	st   *stream
@@ -115,7 +116,7 @@ type worker struct {
 
 // newWorker builds the worker of s; caps is s.Describe(), asked before
 // e.mu was taken. e.mu is held.
-func newWorker(e *Engine, spec *confighubv1.Sink, opts options, s sink.Sink, caps sink.Capabilities) *worker {
+func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	pool := e.slots
 	if caps.Gateway {
@@ -158,7 +159,7 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 	if w.firstWaitAt.IsZero() {
 		w.firstWaitAt = now
 	}
-	if w.applyingGen != 0 && w.applyingGen < cfg.Generation && w.opts.cancelInFlight && w.cancelApply != nil {
+	if w.applyingGen != 0 && w.applyingGen < cfg.Generation && w.opts.CancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
 	}
 	if w.slotQueued {
@@ -251,7 +252,7 @@ func (w *worker) loop() {
 		w.emit()
 		e.mu.Unlock()
 
-		timer := e.clock.AfterFunc(w.opts.timeout, func() { cancelAttempt(errAttemptTimeout) })
+		timer := e.clock.AfterFunc(w.opts.Timeout, func() { cancelAttempt(errAttemptTimeout) })
 		start := e.clock.Now()
 		err := w.apply(attemptCtx, cfg)
 		dur := e.clock.Since(start)
@@ -353,21 +354,21 @@ func (w *worker) decide(now time.Time) action {
 		w.setState(stateBackoff, "the destination asked to wait (Retry-After)")
 		return action{wait: w.notBefore.Sub(now)}
 	}
-	if w.opts.minInterval > 0 && !w.lastStart.IsZero() {
-		if next := w.lastStart.Add(w.opts.minInterval); now.Before(next) {
-			w.setState(stateWaiting, fmt.Sprintf("min_interval %s: next apply at %s", w.opts.minInterval, next.UTC().Format(time.RFC3339Nano)))
+	if w.opts.MinInterval > 0 && !w.lastStart.IsZero() {
+		if next := w.lastStart.Add(w.opts.MinInterval); now.Before(next) {
+			w.setState(stateWaiting, fmt.Sprintf("min_interval %s: next apply at %s", w.opts.MinInterval, next.UTC().Format(time.RFC3339Nano)))
 			return action{wait: next.Sub(now)}
 		}
 	}
-	if w.opts.debounce > 0 && !w.desiredAt.IsZero() {
-		due := w.desiredAt.Add(w.opts.debounce)
-		if w.opts.maxDelay > 0 && !w.firstWaitAt.IsZero() {
-			if latest := w.firstWaitAt.Add(w.opts.maxDelay); latest.Before(due) {
+	if w.opts.Debounce > 0 && !w.desiredAt.IsZero() {
+		due := w.desiredAt.Add(w.opts.Debounce)
+		if w.opts.MaxDelay > 0 && !w.firstWaitAt.IsZero() {
+			if latest := w.firstWaitAt.Add(w.opts.MaxDelay); latest.Before(due) {
 				due = latest
 			}
 		}
 		if now.Before(due) {
-			w.setState(stateWaiting, fmt.Sprintf("debounce %s: applying at %s unless a newer generation arrives", w.opts.debounce, due.UTC().Format(time.RFC3339Nano)))
+			w.setState(stateWaiting, fmt.Sprintf("debounce %s: applying at %s unless a newer generation arrives", w.opts.Debounce, due.UTC().Format(time.RFC3339Nano)))
 			return action{wait: due.Sub(now)}
 		}
 	}
@@ -457,7 +458,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		se = &sink.Error{Err: err}
 	}
 	if cause == errAttemptTimeout {
-		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
+		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
 	se = e.redactError(se)
 	// Status reports a code of the closed set whatever the sink (a user's
@@ -482,7 +483,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		return
 	}
 	w.streak++
-	d := w.opts.backoff.delay(w.streak, e.rnd())
+	d := w.opts.Backoff.Delay(w.streak, e.rnd())
 	if se.RetryAfter > 0 {
 		w.notBefore = now.Add(se.RetryAfter)
 		d = max(d, se.RetryAfter)

@@ -391,7 +391,7 @@ type BackoffOptions struct {
 	Initial *durationpb.Duration `protobuf:"bytes,1,opt,name=initial,proto3" json:"initial,omitempty"`
 	// Default 5m.
 	Max *durationpb.Duration `protobuf:"bytes,2,opt,name=max,proto3" json:"max,omitempty"`
-	// Default 2.
+	// Default 2 (0 means the default); otherwise between 1 and 100.
 	Multiplier float64 `protobuf:"fixed64,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
 	// Fraction of random spread, 0..1. Default 0.2.
 	Jitter        float64 `protobuf:"fixed64,4,opt,name=jitter,proto3" json:"jitter,omitempty"`
@@ -1219,12 +1219,13 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\x04gate\x18\x06 \x01(\x0e2\x12.confighub.v1.GateB\b\xbaH\x05\x82\x01\x02\x10\x01R\x04gate\x126\n" +
 	"\abackoff\x18\a \x01(\v2\x1c.confighub.v1.BackoffOptionsR\abackoff\x12(\n" +
 	"\x10cancel_in_flight\x18\b \x01(\bR\x0ecancelInFlight\x12(\n" +
-	"\x10wave_min_applied\x18\t \x01(\rR\x0ewaveMinApplied\"\xf8\x01\n" +
+	"\x10wave_min_applied\x18\t \x01(\rR\x0ewaveMinApplied\"\xdc\x02\n" +
 	"\x0eBackoffOptions\x12A\n" +
 	"\ainitial\x18\x01 \x01(\v2\x19.google.protobuf.DurationB\f\xbaH\t\xaa\x01\x062\x04\x10\xc0\x84=R\ainitial\x129\n" +
-	"\x03max\x18\x02 \x01(\v2\x19.google.protobuf.DurationB\f\xbaH\t\xaa\x01\x062\x04\x10\xc0\x84=R\x03max\x127\n" +
+	"\x03max\x18\x02 \x01(\v2\x19.google.protobuf.DurationB\f\xbaH\t\xaa\x01\x062\x04\x10\xc0\x84=R\x03max\x12\x9a\x01\n" +
 	"\n" +
-	"multiplier\x18\x03 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00Y@)\x00\x00\x00\x00\x00\x00\x00\x00R\n" +
+	"multiplier\x18\x03 \x01(\x01Bz\xbaHw\xba\x01t\n" +
+	"\x12backoff.multiplier\x12/must be 0 (the default, 2) or between 1 and 100\x1a-this == 0.0 || (this >= 1.0 && this <= 100.0)R\n" +
 	"multiplier\x12/\n" +
 	"\x06jitter\x18\x04 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00R\x06jitter\"\xf4\x01\n" +
 	"\x03TLS\x12\x17\n" +

@@ -1,0 +1,222 @@
+package sinkspec
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// Engine-wide defaults of sink options; a kind's registered defaults come
+// first.
+const (
+	DefaultTimeout           = 30 * time.Second
+	DefaultBackoffInitial    = time.Second
+	DefaultBackoffMax        = 5 * time.Minute
+	DefaultBackoffMultiplier = 2.0
+	DefaultBackoffJitter     = 0.2
+)
+
+// Checker normalises and validates sink specs against a registry of kinds.
+type Checker struct {
+	reg *sink.Registry
+
+	once sync.Once // builds v at the first spec: compiling the rules costs
+	v    protovalidate.Validator
+	vErr error
+}
+
+// New returns a Checker for the kinds of reg.
+func New(reg *sink.Registry) *Checker { return &Checker{reg: reg} }
+
+func (c *Checker) validator() (protovalidate.Validator, error) {
+	c.once.Do(func() { c.v, c.vErr = protovalidate.New() })
+	return c.v, c.vErr
+}
+
+// Normalise returns a checked copy of spec and its kind: the kind resolved
+// (its kind field or the kind whose spec is set), the stream defaulted, the
+// kind's defaults filled into unset options, the proto's rules
+// (protovalidate) and the cross-field rules checked, and the kind's own
+// Validate run. Errors wrap sink.ErrInvalidSpec or sink.ErrUnknownKind and
+// name the sink. spec is not changed.
+func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kind, error) {
+	if spec == nil {
+		return nil, sink.Kind{}, fmt.Errorf("%w: the sink is missing", sink.ErrInvalidSpec)
+	}
+	s := proto.Clone(spec).(*confighubv1.Sink)
+	if s.GetName() == "" {
+		return nil, sink.Kind{}, fmt.Errorf("%w: name is required", sink.ErrInvalidSpec)
+	}
+	v, err := c.validator()
+	if err != nil {
+		return nil, sink.Kind{}, fmt.Errorf("sink spec validator: %w", err)
+	}
+	if err := v.Validate(s); err != nil {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)
+	}
+	kind := c.reg.KindOf(s)
+	if kind == "" {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q has neither a kind nor a spec (%v)", sink.ErrInvalidSpec, s.GetName(), c.reg.Kinds())
+	}
+	if specKind := c.reg.SpecKind(s); specKind != "" && specKind != kind {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q has kind %q but a %s spec", sink.ErrInvalidSpec, s.GetName(), kind, specKind)
+	}
+	k, ok := c.reg.Lookup(kind)
+	if !ok {
+		return nil, sink.Kind{}, fmt.Errorf("sink %q: %w %q (registered kinds: %v)", s.GetName(), sink.ErrUnknownKind, kind, c.reg.Kinds())
+	}
+	s.Kind = kind
+	if s.GetStream() == "" {
+		s.Stream = config.DefaultStream
+	}
+	s.Options = mergeOptions(s.GetOptions(), k.Defaults)
+	if _, err := Resolve(s); err != nil {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)
+	}
+	if k.Validate != nil {
+		if err := k.Validate(s); err != nil {
+			if errors.Is(err, sink.ErrInvalidSpec) {
+				return nil, sink.Kind{}, fmt.Errorf("sink %q: %w", s.GetName(), err)
+			}
+			return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)
+		}
+	}
+	return s, k, nil
+}
+
+// mergeOptions fills the unset fields of o from the kind's defaults d.
+func mergeOptions(o, d *confighubv1.SinkOptions) *confighubv1.SinkOptions {
+	if o == nil {
+		o = &confighubv1.SinkOptions{}
+	}
+	if d == nil {
+		return o
+	}
+	fill := func(dst **durationpb.Duration, src *durationpb.Duration) {
+		if *dst == nil && src != nil {
+			*dst = durationpb.New(src.AsDuration())
+		}
+	}
+	fill(&o.Timeout, d.Timeout)
+	fill(&o.MinInterval, d.MinInterval)
+	fill(&o.Debounce, d.Debounce)
+	fill(&o.MaxDelay, d.MaxDelay)
+	if o.Wave == 0 {
+		o.Wave = d.Wave
+	}
+	if o.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
+		o.Gate = d.Gate
+	}
+	if !o.CancelInFlight {
+		o.CancelInFlight = d.CancelInFlight
+	}
+	if o.WaveMinApplied == 0 {
+		o.WaveMinApplied = d.WaveMinApplied
+	}
+	if db := d.GetBackoff(); db != nil {
+		if o.Backoff == nil {
+			o.Backoff = &confighubv1.BackoffOptions{}
+		}
+		b := o.Backoff
+		fill(&b.Initial, db.Initial)
+		fill(&b.Max, db.Max)
+		if b.Multiplier == 0 {
+			b.Multiplier = db.Multiplier
+		}
+		if b.Jitter == 0 {
+			b.Jitter = db.Jitter
+		}
+	}
+	return o
+}
+
+// Options are a sink's options with every default resolved: what the
+// engine runs a sink with.
+type Options struct {
+	Timeout        time.Duration
+	MinInterval    time.Duration
+	Debounce       time.Duration
+	MaxDelay       time.Duration
+	Wave           uint32
+	WaveMinApplied uint32
+	Gate           confighubv1.Gate
+	CancelInFlight bool
+	Backoff        Backoff
+}
+
+// Backoff is the retry schedule after failures.
+type Backoff struct {
+	Initial, Max time.Duration
+	Multiplier   float64
+	Jitter       float64
+}
+
+// Resolve fills the engine defaults into the options of a spec that the
+// proto's rules accepted, and checks the rules that span fields (which
+// protovalidate's field rules cannot state).
+func Resolve(s *confighubv1.Sink) (Options, error) {
+	o := s.GetOptions()
+	b := o.GetBackoff()
+	r := Options{
+		Timeout:        orDefault(o.GetTimeout(), DefaultTimeout),
+		MinInterval:    orDefault(o.GetMinInterval(), 0),
+		Debounce:       orDefault(o.GetDebounce(), 0),
+		MaxDelay:       orDefault(o.GetMaxDelay(), 0),
+		Wave:           o.GetWave(),
+		WaveMinApplied: o.GetWaveMinApplied(),
+		Gate:           o.GetGate(),
+		CancelInFlight: o.GetCancelInFlight(),
+		Backoff: Backoff{
+			Initial:    orDefault(b.GetInitial(), DefaultBackoffInitial),
+			Max:        orDefault(b.GetMax(), DefaultBackoffMax),
+			Multiplier: b.GetMultiplier(),
+			Jitter:     b.GetJitter(),
+		},
+	}
+	if r.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
+		r.Gate = confighubv1.Gate_GATE_WAVE
+	}
+	if r.Backoff.Multiplier == 0 {
+		r.Backoff.Multiplier = DefaultBackoffMultiplier
+	}
+	if r.Backoff.Jitter == 0 {
+		r.Backoff.Jitter = DefaultBackoffJitter
+	}
+	switch {
+	case r.MaxDelay > 0 && r.Debounce == 0:
+		return r, errors.New("options.max_delay needs options.debounce")
+	case r.MaxDelay > 0 && r.MaxDelay < r.Debounce:
+		return r, fmt.Errorf("options.max_delay (%s) must be at least options.debounce (%s)", r.MaxDelay, r.Debounce)
+	case r.Backoff.Max < r.Backoff.Initial:
+		return r, fmt.Errorf("options.backoff.max (%s) must be at least backoff.initial (%s)", r.Backoff.Max, r.Backoff.Initial)
+	}
+	return r, nil
+}
+
+func orDefault(d *durationpb.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.AsDuration()
+}
+
+// Delay is the wait after the n-th consecutive failure (n >= 1); rnd is
+// uniform in [0,1).
+func (b Backoff) Delay(n int, rnd float64) time.Duration {
+	d := float64(b.Initial)
+	for i := 1; i < n && d < float64(b.Max); i++ {
+		d *= b.Multiplier
+	}
+	d = min(d, float64(b.Max))
+	d *= 1 + b.Jitter*(2*rnd-1)
+	return min(time.Duration(d), b.Max)
+}
