@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/sinksfile"
@@ -159,14 +158,7 @@ func sinksPut(ctx context.Context, g *globals, args []string, out, errw io.Write
 
 // parseSinks reads one sink (a mapping) or a list of them.
 func parseSinks(raw []byte) ([]*confighubv1.Sink, error) {
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
-	}
-	if t := strings.TrimSpace(string(js)); strings.HasPrefix(t, "{") {
-		js = []byte("[" + t + "]")
-	}
-	sinks, err := sinksfile.Parse(js)
+	sinks, err := sinksfile.ParseOneOrMany(raw) // errors point at the user's lines
 	if err != nil {
 		return nil, err
 	}
