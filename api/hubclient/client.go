@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -24,6 +25,19 @@ const DefaultUnaryLimit = 4 << 20
 
 // DefaultChunkBytes is the size of one upload chunk.
 const DefaultChunkBytes = 1 << 20
+
+// BearerToken sends token with every call, as the hub's --auth-tokens
+// expects: grpc.WithPerRPCCredentials(hubclient.BearerToken(tok)). It also
+// works over plaintext (a loopback hub); over a network use TLS.
+func BearerToken(token string) credentials.PerRPCCredentials { return bearer(token) }
+
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return false }
 
 // Client talks to one hub.
 type Client struct {

@@ -17,14 +17,17 @@
 //		}
 //	}
 //
-// Guarantees (each names the test that shows it):
+// Guarantees (each names the test that shows it; the tests that need a
+// real hub live in the root module, in test/hubclienttest, since this
+// module must not import the server; the others run on an in-process fake
+// ConfigHubService here):
 //   - Push above the unary limit uploads in chunks and reports progress; a
 //     rejected upload returns the hub's status, not io.EOF
-//     (TestPushSwitchesToUploadAboveTheUnaryLimit).
+//     (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
 //   - Watch reconnects with backoff and resumes from the last revision it
-//     saw (TestWatchResumesAfterDisconnect); NotFound, PermissionDenied,
-//     Unauthenticated, InvalidArgument and Unimplemented end it
-//     (TestWatchReturnsPermanentErrors).
+//     saw (hubclienttest.TestWatchResumesAfterDisconnect); NotFound,
+//     PermissionDenied, Unauthenticated, InvalidArgument and Unimplemented
+//     end it (hubclienttest.TestWatchReturnsPermanentErrors).
 //   - Wait returns once every sink of the stream has applied the
 //     generation or a later one, with every sink's status at that revision
 //     sorted by name; sinks added or removed meanwhile are counted in or
@@ -37,6 +40,10 @@
 //   - Wait resumes after a disconnect like Watch and does not start over
 //     (TestWaitResumesAfterDisconnect); it returns ErrNoSinks for a stream
 //     without sinks (TestWaitNoSinks), ctx's error when ctx ends
-//     (TestWaitEndsWithItsContext), and Watch's permanent errors
+//     (TestWaitEndsWithItsContext) with each sink's status so far
+//     (TestWaitTimeoutSaysWhoIsPending), and Watch's permanent errors
 //     (TestWaitReturnsPermanentWatchErrors).
+//   - Against the real hub, the Kong sink and the Kong Admin API emulator,
+//     a rejected entity reaches the caller with its k8s-* tags
+//     (examples/controller TestRejectedEntityMappedToItsObject).
 package hubclient

@@ -93,7 +93,9 @@ func Tag(tags []string, key string) (string, bool) {
 // a later one, and returns each sink's status. It returns a *RejectedError
 // as soon as a sink rejected gen (or a later generation before applying
 // gen), ErrNoSinks when the stream has no sink, and ctx's error when ctx
-// ends first. A sink added or removed meanwhile is counted in or out.
+// ends first, then with each sink's status at that point (to name the
+// sinks still applying) once the watch had started. A sink added or
+// removed meanwhile is counted in or out.
 func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, error) {
 	f := &fold{gen: gen, sinks: map[string]*confighubv1.SinkStatus{}}
 	var res *Result
@@ -101,6 +103,7 @@ func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, 
 	errDone := errors.New("done")
 	err := c.Watch(ctx, stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
 		f.apply(ev)
+		f.rev = ev.GetRevision()
 		if !f.ready {
 			return nil
 		}
@@ -127,6 +130,9 @@ func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, 
 		return nil, rej
 	case res != nil:
 		return res, nil
+	case f.ready && ctx.Err() != nil:
+		// What each sink had done when the time ran out.
+		return f.result(f.rev), err
 	}
 	return nil, err
 }
@@ -142,7 +148,7 @@ const (
 // fold keeps the sinks' newest statuses and how many of them have applied,
 // rejected, or not yet done either with the generation waited for.
 type fold struct {
-	gen               uint64
+	gen, rev          uint64
 	stream            string
 	sinks             map[string]*confighubv1.SinkStatus
 	pending, rejected int

@@ -210,6 +210,31 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	}
 }
 
+// TestWaitTimeoutSaysWhoIsPending: when ctx ends, Wait returns ctx's
+// error with what each sink had done, so a controller can name the sinks
+// still applying.
+func TestWaitTimeoutSaysWhoIsPending(t *testing.T) {
+	c, f := startFake(t,
+		script{events: []*confighubv1.WatchStatusResponse{snapshot(1, sinkAt("a", 1), sinkAt("b", 1)), sinkEv(2, sinkAt("a", 2))},
+			err: status.Error(codes.Unavailable, "restarting")},
+		script{}, // the resumed watch stays open
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-f.froms
+		<-f.froms // resuming from revision 2: Wait folded both events
+		cancel()
+	}()
+	res, err := c.Wait(ctx, "", 2)
+	if !errors.Is(err, context.Canceled) || res == nil {
+		t.Fatalf("Wait: %v %v, want context.Canceled with the sinks' statuses", res, err)
+	}
+	if res.Revision != 2 || res.Sinks[0].GetAppliedGeneration() != 2 || res.Sinks[1].GetAppliedGeneration() != 1 {
+		t.Fatalf("partial result %v, want a applied and b pending at revision 2", res)
+	}
+}
+
 // TestWaitReturnsPermanentWatchErrors: an unknown stream is not retried.
 func TestWaitReturnsPermanentWatchErrors(t *testing.T) {
 	c, _ := startFake(t, script{err: status.Error(codes.NotFound, "stream not found")})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -17,17 +16,6 @@ import (
 
 // maxRecv bounds answers (config get of a large configuration).
 const maxRecv = 512 << 20
-
-// bearer sends the token with every call.
-type bearer struct{ token string }
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + b.token}, nil
-}
-
-// RequireTransportSecurity is false so a token also works over plaintext to
-// a loopback hub; over a network use TLS.
-func (b bearer) RequireTransportSecurity() bool { return false }
 
 // dial connects to the hub as the globals say.
 func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), error) {
@@ -48,7 +36,7 @@ func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), erro
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)),
 	}
 	if g.token != "" {
-		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{token: g.token}))
+		dopts = append(dopts, grpc.WithPerRPCCredentials(hubclient.BearerToken(g.token)))
 	}
 	cc, err := grpc.NewClient(g.addr, dopts...)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,19 +81,7 @@ func startHub(t *testing.T, o hubOpts) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.GRPC.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.GRPC.Stop()
-		<-done
-		eng.Stop()
-		_ = st.Close()
-	})
-	return lis.Addr().String()
+	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() })
 }
 
 // ctl runs the CLI and returns its exit code, stdout and stderr.

@@ -7,6 +7,7 @@ import (
 	"debug/buildinfo"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,6 +205,27 @@ func StartHub(t testing.TB, bins *Binaries, args ...string) *Hub {
 	p := Start(t, bins.Path("confighub"), full...)
 	addr := p.WaitOutput(t, servingRE, 60*time.Second)
 	return &Hub{Process: p, Addr: addr, DataDir: dataDir}
+}
+
+// ServeGRPC serves srv on a free loopback port until the test ends and
+// returns its address. At cleanup srv stops, then each of after runs in
+// order (the engine's Stop, the store's Close of an in-process hub).
+func ServeGRPC(t testing.TB, srv *grpc.Server, after ...func()) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-done
+		for _, f := range after {
+			f()
+		}
+	})
+	return lis.Addr().String()
 }
 
 // Dial opens a gRPC client connection to addr (plaintext), closed at cleanup.

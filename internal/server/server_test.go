@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -54,19 +53,7 @@ func startServer(t *testing.T, opts ...server.Option) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.GRPC.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.GRPC.Stop()
-		<-done
-		eng.Stop()
-		_ = st.Close()
-	})
-	return lis.Addr().String()
+	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() })
 }
 
 // TestReflectionV1Alpha: a client that knows only grpc.reflection.v1alpha
