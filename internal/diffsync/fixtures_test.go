@@ -3,6 +3,7 @@ package diffsync
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -103,6 +104,7 @@ func TestEveryFixtureResyncsWithoutWrites(t *testing.T) {
 					return
 				}
 				assertMirrors(t, e.api, cp, raw)
+				assertGroups(t, base, raw)
 
 				e.api.ResetCounts()
 				res, err := s.Sync(ctxT(t), loadConfig(t, raw, 2))
@@ -171,11 +173,10 @@ func refusal(name string, konnect bool, msg string) string {
 		return "refused by the reconciler (degraphql route without service)"
 	case enterprise(name) && !konnect && strings.Contains(msg, "404"):
 		return "refused by Kong OSS (Enterprise entities: 404)"
-	case enterprise(name) && konnect && strings.Contains(msg, "404") &&
-		(strings.Contains(msg, "consumer-group") || strings.Contains(msg, "degraphql_routes")):
+	case enterprise(name) && konnect && strings.Contains(msg, "404") && strings.Contains(msg, "degraphql_routes"):
 		// Konnect has them; the emulator's control planes do not store
-		// consumer groups or degraphql routes (see the emulator's doc).
-		return "not emulated (Konnect consumer groups / degraphql routes)"
+		// degraphql routes (see the emulator's doc).
+		return "not emulated (Konnect degraphql routes)"
 	}
 	return ""
 }
@@ -208,5 +209,47 @@ func TestDBLessCollectionsReadAsDeck(t *testing.T) {
 	if len(content.CustomEntities) == 0 || *content.CustomEntities[0].Type != "degraphql_routes" ||
 		content.CustomEntities[0].Fields["service"] == nil {
 		t.Errorf("custom entities: %+v", content.CustomEntities)
+	}
+}
+
+// assertGroups fails unless each consumer group of raw's
+// consumer_group_consumers holds exactly its consumers at the destination
+// (GET /consumer_groups/<name>, which lists them).
+func assertGroups(t *testing.T, base string, raw []byte) {
+	t.Helper()
+	var root struct {
+		Members []struct {
+			Consumer string `json:"consumer"`
+			Group    string `json:"consumer_group"`
+		} `json:"consumer_group_consumers"`
+	}
+	if err := json.Unmarshal(raw, &root); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for _, m := range root.Members {
+		want[m.Group] = append(want[m.Group], m.Consumer)
+	}
+	for group, consumers := range want {
+		resp, err := http.Get(base + "/consumer_groups/" + group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Consumers []struct {
+				Username string `json:"username"`
+			} `json:"consumers"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		var names []string
+		for _, c := range got.Consumers {
+			names = append(names, c.Username)
+		}
+		sort.Strings(names)
+		sort.Strings(consumers)
+		if err != nil || fmt.Sprint(names) != fmt.Sprint(consumers) {
+			t.Errorf("consumer group %s holds %v (%v), want %v", group, names, err, consumers)
+		}
 	}
 }

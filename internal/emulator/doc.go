@@ -125,8 +125,12 @@
 //     workspaces DAO says generate_admin_api = false and no route serves
 //     it), as do the Enterprise /consumer_groups, /licenses, /partials,
 //     /degraphql_routes and /mtls-auths. A Konnect control plane has the
-//     Enterprise fields and collections (consumer groups listed empty).
-//     (TestEntityOSSCollections)
+//     Enterprise fields and collections: consumer groups are stored
+//     (/consumer_groups, GET /consumer_groups/<name> with its consumers,
+//     Konnect's /v1/consumer-groups answered as {"item": ...} and
+//     /v1/consumers/<c>/groups/<g>/members), the others listed empty.
+//     (TestEntityOSSCollections; clients' TestEveryFixtureResyncsWithoutWrites
+//     syncs consumer-group-example-ee to a control plane)
 //   - Router flavor: traditional_compatible (Kong 3.9's default) on the
 //     root, so a route's expression and priority are unknown fields;
 //     WithExpressionsRouter gives the "expressions" flavor. Konnect
@@ -141,9 +145,9 @@
 // patterns, hosts, paths, certificates, regexes), the shorthand fields
 // other than a service's url, the config of bundled plugins not listed in
 // kongplugins.go (their /schemas/plugins answer has a config record
-// without fields and the config is stored as sent), consumer groups
-// (also on Konnect control planes, where they exist), degraphql routes,
-// vaults, keys and filter chains as stored entities, RBAC, workspaces,
+// without fields and the config is stored as sent), consumer group
+// plugins and overrides, degraphql routes (Konnect has them), vaults,
+// keys and filter chains as stored entities, RBAC, workspaces,
 // and Kong Enterprise's encryption of credentials (basic-auth passwords
 // are hashed as Kong OSS does).
 //

@@ -35,12 +35,13 @@ var entityCollections = []string{
 	"services", "routes", "plugins", "consumers", "upstreams", "targets",
 	"certificates", "snis", "ca_certificates",
 	"acls", "basic-auths", "hmac-auths", "jwts", "key-auths", "mtls-auths", "oauth2",
+	"consumer_groups",
 }
 
 // entityEmpty are collections listed as always empty (entities the
 // reconciler dumps but a sync of KIC's output does not write).
 var entityEmpty = map[string]bool{
-	"consumer_groups": true, "key-sets": true, "keys": true, "vaults": true,
+	"key-sets": true, "keys": true, "vaults": true,
 	"partials": true, "filter-chains": true, "licenses": true, "degraphql_routes": true,
 }
 
@@ -86,7 +87,7 @@ var parentField = map[string]string{
 // its id.
 var entityNameField = map[string]string{
 	"services": "name", "routes": "name", "consumers": "username",
-	"upstreams": "name", "snis": "name", "key-auths": "key",
+	"upstreams": "name", "snis": "name", "key-auths": "key", "consumer_groups": "name",
 	"basic-auths": "username", "hmac-auths": "username", "jwts": "key",
 	"oauth2": "client_id",
 }
@@ -116,6 +117,9 @@ type entityReject struct {
 
 type entityScope struct {
 	cols map[string]map[string]map[string]any
+	// members are the consumers of each consumer group (Konnect):
+	// group id -> consumer id.
+	members map[string]map[string]bool
 	// unique indexes the unique keys of each collection: key -> id.
 	unique map[string]map[string]string
 }
@@ -301,7 +305,8 @@ func (a *EntityAPI) Len(controlPlane string) int {
 func (a *EntityAPI) scope(cp string) *entityScope {
 	s := a.scopes[cp]
 	if s == nil {
-		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{}}
+		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{},
+			members: map[string]map[string]bool{}}
 		for _, c := range entityCollections {
 			s.cols[c] = map[string]map[string]any{}
 			s.unique[c] = map[string]string{}
@@ -318,9 +323,11 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "unknown"
-	pluginName string
-	schemaName string
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "member", "unknown"
+	// konnectItem: Konnect's /v1/consumer-groups, answered as {"item": ...}.
+	konnectItem bool
+	pluginName  string
+	schemaName  string
 }
 
 func parseEntityPath(p string) entityRequest {
@@ -341,6 +348,16 @@ func parseEntityPath(p string) entityRequest {
 		r.special, r.schemaName = "schema", segs[1]
 	case segs[0] == "v1" && len(segs) == 4 && segs[1] == "schemas" && segs[2] == "json":
 		r.special, r.schemaName = "konnect-schema", segs[3]
+	case r.cp != "" && segs[0] == "v1" && len(segs) >= 2 && len(segs) <= 3 && segs[1] == "consumer-groups":
+		// Konnect's consumer group API (go-database-reconciler's
+		// pkg/konnect/consumer_group.go).
+		r.collection, r.konnectItem = "consumer_groups", true
+		if len(segs) == 3 {
+			r.key = segs[2]
+		}
+	case r.cp != "" && segs[0] == "v1" && len(segs) == 6 && segs[1] == "consumers" && segs[3] == "groups" && segs[5] == "members":
+		// /v1/consumers/<consumer>/groups/<group>/members
+		r.special, r.collection, r.parentKey, r.key = "member", "consumer_group_members", segs[2], segs[4]
 	case segs[0] == "tags" && len(segs) <= 2:
 		r.special = "tags"
 		if len(segs) == 2 {
@@ -493,7 +510,15 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if req.special == "member" {
+		status, body := a.scope(req.cp).member(r.Method, req.parentKey, req.key)
+		writeEntityJSON(w, status, body)
+		return
+	}
 	status, body := a.serveEntity(r, req)
+	if req.konnectItem && status < 300 && body != nil {
+		body = map[string]any{"item": body}
+	}
 	writeEntityJSON(w, status, body)
 }
 
@@ -532,6 +557,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		e := s.lookup(req.collection, req.key)
 		if e == nil || (parentID != "" && refID(e[parentField[req.parentCol]]) != parentID) {
 			return notFound()
+		}
+		if req.collection == "consumer_groups" && !req.konnectItem {
+			return http.StatusOK, s.groupObject(e)
 		}
 		return http.StatusOK, s.present(req.collection, e)
 	case r.Method == http.MethodDelete && req.key != "":
@@ -902,6 +930,14 @@ func (s *entityScope) deleteCascade(collection, id string) {
 		s.unindex(collection, id, old)
 	}
 	delete(s.cols[collection], id)
+	switch collection {
+	case "consumer_groups":
+		delete(s.members, id)
+	case "consumers":
+		for _, m := range s.members {
+			delete(m, id)
+		}
+	}
 	field := parentField[collection]
 	if field == "" {
 		return
@@ -984,6 +1020,42 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// groupObject is GET /consumer_groups/<name or id>: the group with its
+// consumers (Kong Enterprise's and Konnect's answer).
+func (s *entityScope) groupObject(g map[string]any) map[string]any {
+	id, _ := g["id"].(string)
+	consumers := []any{}
+	for _, c := range sortedByID(s.cols["consumers"]) {
+		if cid, _ := c["id"].(string); s.members[id][cid] {
+			consumers = append(consumers, c)
+		}
+	}
+	return map[string]any{"consumer_group": g, "consumers": consumers, "plugins": []any{}}
+}
+
+// member adds (POST) or removes (DELETE) a consumer of a consumer group,
+// Konnect's /v1/consumers/<consumer>/groups/<group>/members.
+func (s *entityScope) member(method, consumerKey, groupKey string) (int, any) {
+	c, g := s.lookup("consumers", consumerKey), s.lookup("consumer_groups", groupKey)
+	if c == nil || g == nil {
+		return notFound()
+	}
+	cid, _ := c["id"].(string)
+	gid, _ := g["id"].(string)
+	switch method {
+	case http.MethodPost:
+		if s.members[gid] == nil {
+			s.members[gid] = map[string]bool{}
+		}
+		s.members[gid][cid] = true
+		return http.StatusCreated, map[string]any{"consumer": map[string]any{"id": cid}, "consumer_group": map[string]any{"id": gid}}
+	case http.MethodDelete:
+		delete(s.members[gid], cid)
+		return http.StatusNoContent, nil
+	}
+	return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 }
 
 // present is an entity as Kong answers it: a certificate carries the

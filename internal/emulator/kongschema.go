@@ -339,6 +339,12 @@ var kongEntities = func() map[string]*entitySchema {
 			tagsField(),
 			fld("client_type", "string", req, dflt("confidential"), oneOf("confidential", "public")),
 		}},
+		// Consumer groups are Kong Enterprise's: Konnect only.
+		{name: "consumer_groups", endpointKey: "name", enterprise: true, konnectName: "consumer_group", fields: []*sfield{
+			idField(), tsField("created_at"), tsField("updated_at"),
+			fld("name", "string", req, uniq),
+			tagsField(),
+		}},
 		// mtls-auth is a Kong Enterprise plugin: Konnect only.
 		{name: "mtls_auth_credentials", enterprise: true, konnectName: "mtls-auth", fields: []*sfield{
 			idField(), tsField("created_at"), consumerRef(),
@@ -361,6 +367,7 @@ var collectionEntity = map[string]string{
 	"ca_certificates": "ca_certificates", "acls": "acls", "basic-auths": "basicauth_credentials",
 	"hmac-auths": "hmacauth_credentials", "jwts": "jwt_secrets", "key-auths": "keyauth_credentials",
 	"mtls-auths": "mtls_auth_credentials", "oauth2": "oauth2_credentials",
+	"consumer_groups": "consumer_groups",
 }
 
 // konnectEntity maps Konnect's /v1/schemas/json/<name> to an entity.
