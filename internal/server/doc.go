@@ -6,7 +6,13 @@
 //
 // It is the one place where errors become gRPC status codes (see
 // codeOf): the hub returns errors wrapped around its sentinels, and the
-// transport maps them once. A WatchStatus whose events end because the hub
+// transport maps them once, bounding the message to 4 KiB whatever input
+// it names (TestToStatusBoundsTheMessage). Requests are validated by the
+// rules of the .proto before any handler runs: labels bounded (64, key 128
+// bytes, value 1 KiB, 16 KiB in all) with a refusal naming the label
+// (TestLabelBounds); every stream and sink name, on read RPCs as on
+// pushes, by one rule each (rules.proto), with a short message
+// (TestReadRPCsValidateNames). A WatchStatus whose events end because the hub
 // stops (not the client) ends with Unavailable, so the client resumes
 // from its last revision.
 //

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,5 +42,17 @@ func TestToStatusMapsHubErrors(t *testing.T) {
 	}
 	if toStatus(nil) != nil {
 		t.Error("toStatus(nil) != nil")
+	}
+}
+
+// A hub error that names a large input becomes a bounded status message
+// that says how much was cut.
+func TestToStatusBoundsTheMessage(t *testing.T) {
+	long := strings.Repeat("é", 10<<10) // 20 KiB of 2-byte runes
+	st, _ := status.FromError(toStatus(fmt.Errorf("%w: sink %q: address %s", hub.ErrInvalid, "s", long)))
+	if st.Code() != codes.InvalidArgument || len(st.Message()) > maxMessageBytes+64 ||
+		!strings.HasPrefix(st.Message(), `invalid argument: sink "s": address éé`) || !strings.HasSuffix(st.Message(), "more bytes cut)") ||
+		!utf8.ValidString(st.Message()) {
+		t.Fatalf("%s, %d bytes: %.100q...%q", st.Code(), len(st.Message()), st.Message(), st.Message()[max(0, len(st.Message())-40):])
 	}
 }

@@ -966,13 +966,14 @@ var File_confighub_v1_hub_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\n" +
-	"\x16confighub/v1/hub.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x19confighub/v1/status.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x02\n" +
-	"\x11PushConfigRequest\x12:\n" +
-	"\x06stream\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18?2\x19^([a-z0-9][a-z0-9._-]*)?$R\x06stream\x12\x1f\n" +
+	"\x16confighub/v1/hub.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x18confighub/v1/rules.proto\x1a\x19confighub/v1/status.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcc\x02\n" +
+	"\x11PushConfigRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x1f\n" +
 	"\x06config\x18\x02 \x01(\fB\a\xbaH\x04z\x02\x10\x01R\x06config\x126\n" +
 	"\x06format\x18\x03 \x01(\x0e2\x14.confighub.v1.FormatB\b\xbaH\x05\x82\x01\x02\x10\x01R\x06format\x12/\n" +
-	"\x13expected_generation\x18\x04 \x01(\x04R\x12expectedGeneration\x12M\n" +
-	"\x06labels\x18\x05 \x03(\v2+.confighub.v1.PushConfigRequest.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10@R\x06labels\x1a9\n" +
+	"\x13expected_generation\x18\x04 \x01(\x04R\x12expectedGeneration\x12O\n" +
+	"\x06labels\x18\x05 \x03(\v2+.confighub.v1.PushConfigRequest.LabelsEntryB\n" +
+	"\xbaH\a\x9a\x01\x04\xb8\xe1!\x01R\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -985,15 +986,16 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\x13UploadConfigRequest\x124\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.confighub.v1.UploadHeaderH\x00R\x06header\x12\x16\n" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\f\n" +
-	"\x03msg\x12\x05\xbaH\x02\b\x01\"\x9c\x03\n" +
-	"\fUploadHeader\x12:\n" +
-	"\x06stream\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18?2\x19^([a-z0-9][a-z0-9._-]*)?$R\x06stream\x126\n" +
+	"\x03msg\x12\x05\xbaH\x02\b\x01\"\x85\x03\n" +
+	"\fUploadHeader\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x126\n" +
 	"\x06format\x18\x02 \x01(\x0e2\x14.confighub.v1.FormatB\b\xbaH\x05\x82\x01\x02\x10\x01R\x06format\x12&\n" +
 	"\n" +
 	"total_size\x18\x03 \x01(\x04B\a\xbaH\x042\x02 \x00R\ttotalSize\x12:\n" +
 	"\rexpected_hash\x18\x04 \x01(\tB\x15\xbaH\x12r\x102\x0e^[0-9a-f]{64}$R\fexpectedHash\x12/\n" +
-	"\x13expected_generation\x18\x05 \x01(\x04R\x12expectedGeneration\x12H\n" +
-	"\x06labels\x18\x06 \x03(\v2&.confighub.v1.UploadHeader.LabelsEntryB\b\xbaH\x05\x9a\x01\x02\x10@R\x06labels\x1a9\n" +
+	"\x13expected_generation\x18\x05 \x01(\x04R\x12expectedGeneration\x12J\n" +
+	"\x06labels\x18\x06 \x03(\v2&.confighub.v1.UploadHeader.LabelsEntryB\n" +
+	"\xbaH\a\x9a\x01\x04\xb8\xe1!\x01R\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"h\n" +
@@ -1002,10 +1004,10 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"V\n" +
-	"\x10GetConfigRequest\x12\x16\n" +
-	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
-	"\x04sink\x18\x02 \x01(\tR\x04sink\x12\x16\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"l\n" +
+	"\x10GetConfigRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x1d\n" +
+	"\x04sink\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xb0\xe1!\x01R\x04sink\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\bR\x06failed\"\xc7\x03\n" +
 	"\x11GetConfigResponse\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1e\n" +
@@ -1026,9 +1028,9 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\bredacted\x18\v \x01(\bR\bredacted\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"*\n" +
-	"\x10GetStatusRequest\x12\x16\n" +
-	"\x06stream\x18\x01 \x01(\tR\x06stream\"\xed\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\x10GetStatusRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\"\xed\x01\n" +
 	"\x11GetStatusResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x04R\brevision\x12\x1e\n" +
 	"\n" +
@@ -1037,9 +1039,9 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\x05sinks\x18\x03 \x03(\v2\x18.confighub.v1.SinkStatusR\x05sinks\x12\x16\n" +
 	"\x06stream\x18\x04 \x01(\tR\x06stream\x12\x12\n" +
 	"\x04hash\x18\x05 \x01(\tR\x04hash\x12@\n" +
-	"\vgenerations\x18\x06 \x03(\v2\x1e.confighub.v1.GenerationStatusR\vgenerations\"Q\n" +
-	"\x12WatchStatusRequest\x12\x16\n" +
-	"\x06stream\x18\x01 \x01(\tR\x06stream\x12#\n" +
+	"\vgenerations\x18\x06 \x03(\v2\x1e.confighub.v1.GenerationStatusR\vgenerations\"\\\n" +
+	"\x12WatchStatusRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12#\n" +
 	"\rfrom_revision\x18\x02 \x01(\x04R\ffromRevision\"\xb9\x02\n" +
 	"\x13WatchStatusResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x04R\brevision\x12=\n" +
@@ -1133,6 +1135,7 @@ func file_confighub_v1_hub_proto_init() {
 	if File_confighub_v1_hub_proto != nil {
 		return
 	}
+	file_confighub_v1_rules_proto_init()
 	file_confighub_v1_status_proto_init()
 	file_confighub_v1_hub_proto_msgTypes[2].OneofWrappers = []any{
 		(*UploadConfigRequest_Header)(nil),

@@ -1196,11 +1196,11 @@ var File_confighub_v1_sink_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\n" +
-	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x89\x04\n" +
-	"\x04Sink\x12<\n" +
-	"\x04name\x18\x01 \x01(\tB(\xbaH%r#\x10\x01\x18\x80\x012\x1c^[A-Za-z0-9][A-Za-z0-9._-]*$R\x04name\x12\x1b\n" +
-	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12:\n" +
-	"\x06stream\x18\x03 \x01(\tB\"\xbaH\x1fr\x1d\x18?2\x19^([a-z0-9][a-z0-9._-]*)?$R\x06stream\x123\n" +
+	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x18confighub/v1/rules.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd1\x03\n" +
+	"\x04Sink\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa8\xe1!\x01R\x04name\x12\x1b\n" +
+	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12!\n" +
+	"\x06stream\x18\x03 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x123\n" +
 	"\aoptions\x18\x04 \x01(\v2\x19.confighub.v1.SinkOptionsR\aoptions\x12,\n" +
 	"\x04kong\x18\n" +
 	" \x01(\v2\x16.confighub.v1.KongSpecH\x00R\x04kong\x123\n" +
@@ -1272,18 +1272,18 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"PluginSpec\x12!\n" +
 	"\aaddress\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\aaddress\x12#\n" +
 	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x123\n" +
-	"\bsettings\x18\x03 \x01(\v2\x17.google.protobuf.StructR\bsettings\"*\n" +
-	"\x10ListSinksRequest\x12\x16\n" +
-	"\x06stream\x18\x01 \x01(\tR\x06stream\"=\n" +
+	"\bsettings\x18\x03 \x01(\v2\x17.google.protobuf.StructR\bsettings\"5\n" +
+	"\x10ListSinksRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\"=\n" +
 	"\x11ListSinksResponse\x12(\n" +
 	"\x05sinks\x18\x01 \x03(\v2\x12.confighub.v1.SinkR\x05sinks\"@\n" +
 	"\x0ePutSinkRequest\x12.\n" +
 	"\x04sink\x18\x01 \x01(\v2\x12.confighub.v1.SinkB\x06\xbaH\x03\xc8\x01\x01R\x04sink\"S\n" +
 	"\x0fPutSinkResponse\x12&\n" +
 	"\x04sink\x18\x01 \x01(\v2\x12.confighub.v1.SinkR\x04sink\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"0\n" +
-	"\x11DeleteSinkRequest\x12\x1b\n" +
-	"\x04name\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\x04name\"\x14\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"2\n" +
+	"\x11DeleteSinkRequest\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa8\xe1!\x01R\x04name\"\x14\n" +
 	"\x12DeleteSinkResponse*P\n" +
 	"\x04Gate\x12\x14\n" +
 	"\x10GATE_UNSPECIFIED\x10\x00\x12\r\n" +
@@ -1380,6 +1380,7 @@ func file_confighub_v1_sink_proto_init() {
 		return
 	}
 	file_confighub_v1_hub_proto_init()
+	file_confighub_v1_rules_proto_init()
 	file_confighub_v1_sink_proto_msgTypes[0].OneofWrappers = []any{
 		(*Sink_Kong)(nil),
 		(*Sink_KongDb)(nil),

@@ -1,0 +1,130 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+)
+
+const validConfig = `{"_format_version":"3.0","services":[]}`
+
+func dialServer(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(startServer(t), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// wantRefused fails unless err is code with a message that says want and
+// is short (an error never echoes a large input).
+func wantRefused(t *testing.T, what string, err error, code codes.Code, want string) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	if st.Code() != code || !strings.Contains(st.Message(), want) {
+		t.Errorf("%s: %s %.300q, want %s saying %q", what, st.Code(), st.Message(), code, want)
+	}
+	if n := len(st.Message()); n > 1024 {
+		t.Errorf("%s: the error message is %d bytes", what, n)
+	}
+}
+
+func labelsOf(n, keyLen, valLen int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		k := fmt.Sprintf("%0*d", keyLen, i)
+		m[k] = strings.Repeat("v", valLen)
+	}
+	return m
+}
+
+// Labels are bounded (64, key 128 bytes, value 1 KiB, 16 KiB in all) on
+// both push paths, and a refusal names the label without echoing it.
+func TestLabelBounds(t *testing.T) {
+	conn := dialServer(t)
+	c := confighubv1.NewConfigHubServiceClient(conn)
+	ctx := context.Background()
+	big := labelsOf(1, 8, 60<<20/2) // a 30 MiB value
+	cases := []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"65 labels", labelsOf(65, 4, 1), "at most 64 labels (got 65)"},
+		{"empty key", map[string]string{"": "x"}, "a label key is empty"},
+		{"long key", map[string]string{strings.Repeat("k", 100<<10): "x"}, `label key "` + strings.Repeat("k", 64) + `..." is longer than 128 bytes`},
+		{"long value", map[string]string{"pod": "p", "commit": strings.Repeat("c", 1025)}, `label "commit": the value is 1025 bytes, at most 1024`},
+		{"huge value", big, "the value is 31457280 bytes, at most 1024"},
+		{"large in all", labelsOf(20, 24, 1000), "labels are 20480 bytes in all (keys and values), at most 16384"},
+	}
+	for _, tc := range cases {
+		_, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(validConfig), Labels: tc.labels})
+		wantRefused(t, "push: "+tc.name, err, codes.InvalidArgument, tc.want)
+		up, err := c.UploadConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = up.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{
+			TotalSize: uint64(len(validConfig)), ExpectedHash: config.Hash([]byte(validConfig)), Labels: tc.labels}}})
+		_, err = up.CloseAndRecv()
+		wantRefused(t, "upload: "+tc.name, err, codes.InvalidArgument, tc.want)
+	}
+	// At the bounds: accepted, and read back.
+	ok := labelsOf(64, 128, 127) // 64 x 255 = 16320 bytes
+	if _, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(validConfig), Labels: ok}); err != nil {
+		t.Fatalf("labels at the bounds: %v", err)
+	}
+	got, err := c.GetConfig(ctx, &confighubv1.GetConfigRequest{})
+	if err != nil || len(got.GetLabels()) != 64 {
+		t.Fatalf("GetConfig: %d labels, %v", len(got.GetLabels()), err)
+	}
+}
+
+// Every RPC that names a stream or a sink validates the name as a push
+// does: a 100 KB name is InvalidArgument with a short message (it was a
+// NotFound echoing the 100 KB).
+func TestReadRPCsValidateNames(t *testing.T) {
+	conn := dialServer(t)
+	c := confighubv1.NewConfigHubServiceClient(conn)
+	a := confighubv1.NewSinkAdminServiceClient(conn)
+	ctx := context.Background()
+	long := strings.Repeat("s", 100<<10)
+	_, err := c.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: long})
+	wantRefused(t, "GetStatus", err, codes.InvalidArgument, "a stream name is at most 63 characters (got 102400)")
+	_, err = c.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: long})
+	wantRefused(t, "GetConfig", err, codes.InvalidArgument, "a stream name is at most 63 characters")
+	_, err = c.GetConfig(ctx, &confighubv1.GetConfigRequest{Sink: long})
+	wantRefused(t, "GetConfig of a sink", err, codes.InvalidArgument, "a sink name is at most 128 characters")
+	_, err = c.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: "Bad/Name"})
+	wantRefused(t, "GetStatus", err, codes.InvalidArgument, "a stream name is made of a-z")
+	w, err := c.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: long})
+	if err == nil {
+		_, err = w.Recv()
+	}
+	wantRefused(t, "WatchStatus", err, codes.InvalidArgument, "a stream name is at most 63 characters")
+	_, err = a.ListSinks(ctx, &confighubv1.ListSinksRequest{Stream: long})
+	wantRefused(t, "ListSinks", err, codes.InvalidArgument, "a stream name is at most 63 characters")
+	_, err = a.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: long})
+	wantRefused(t, "DeleteSink", err, codes.InvalidArgument, "a sink name is at most 128 characters")
+	// Valid names still work: the default stream, an unknown one.
+	if _, err := c.GetStatus(ctx, &confighubv1.GetStatusRequest{}); err != nil {
+		t.Errorf("GetStatus of the default stream: %v", err)
+	}
+	_, err = c.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: "nope"})
+	wantRefused(t, "GetStatus of an unknown stream", err, codes.NotFound, `"nope"`)
+	if _, err := a.ListSinks(ctx, &confighubv1.ListSinksRequest{}); err != nil {
+		t.Errorf("ListSinks: %v", err)
+	}
+}
