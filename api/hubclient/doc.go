@@ -43,7 +43,11 @@
 //     (TestWaitEndsWithItsContext) with each sink's status so far
 //     (TestWaitTimeoutSaysWhoIsPending), and Watch's permanent errors
 //     (TestWaitReturnsPermanentWatchErrors).
-//   - Against the real hub, the Kong sink and the Kong Admin API emulator,
-//     a rejected entity reaches the caller with its k8s-* tags
-//     (examples/controller TestRejectedEntityMappedToItsObject).
+//   - Against the real hub, Wait returns every sink applied, then a
+//     rejection with its entity and tags (hubclienttest.TestWaitOnARealHub);
+//     with the Kong sink and the Kong Admin API emulator, a rejected entity
+//     reaches the caller with its k8s-* tags (examples/controller
+//     TestRejectedEntityMappedToItsObject).
+//   - A generation event never counts a sink's apply before that sink's
+//     APPLIED event came (hubclienttest.TestWatchNeverCountsAheadOfSinks).
 package hubclient

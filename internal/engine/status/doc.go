@@ -49,7 +49,8 @@
 //     that make it up: a count larger than the sinks whose published status
 //     has applied the generation is held (PutGeneration returns 0) and
 //     published right after the PutSink that catches up, for watchers and
-//     snapshots alike (TestGenerationNeverAheadOfSinks).
+//     snapshots alike (TestGenerationNeverAheadOfSinks; over the real hub
+//     and client, hubclienttest.TestWatchNeverCountsAheadOfSinks).
 //
 //   - A watcher's channel is closed when its context ends or the broker is
 //     closed, and its goroutine exits (TestWatchClosesOnCancel, goleak).
