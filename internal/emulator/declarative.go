@@ -401,16 +401,21 @@ func check(v any, o checkOptions) Result {
 			}
 		}
 	}
-	// A plugin is unique per name and scope (service, route, consumer,
-	// consumer group), as Kong's plugins cache key is.
+	// Kong gives a plugin without an id one derived from its cache key
+	// (name and scope), so two such plugins in one scope collide on the
+	// primary key (kong/db/schema/others/declarative_config.lua); plugins
+	// with their own ids do not.
 	seenPlugin := map[string]bool{}
 	for _, e := range byKey["plugins"] {
+		if e.str("id") != "" {
+			continue
+		}
 		key := e.str("name")
 		for _, f := range []string{"service", "route", "consumer", "consumer_group"} {
 			key += "|" + scopeKey(e, f)
 		}
 		if seenPlugin[key] {
-			e.entityErr(fmt.Sprintf("uniqueness violation: 'plugins' entity with name set to '%s' already declared for the same service, route, consumer and consumer_group", e.str("name")))
+			e.entityErr(fmt.Sprintf("uniqueness violation: 'plugins' entity with primary key set to '%s' already declared", derivedID(key)))
 		}
 		seenPlugin[key] = true
 	}
@@ -516,6 +521,16 @@ func check(v any, o checkOptions) Result {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
 	return Result{Hash: h, Counts: counts, Loaded: loaded}
+}
+
+// derivedID is a stable UUID-shaped id for a cache key (Kong derives a
+// UUIDv5 from its own namespace; the value differs, the shape does not).
+func derivedID(key string) string {
+	sum := md5.Sum([]byte(key))
+	sum[6] = sum[6]&0x0f | 0x50
+	sum[8] = sum[8]&0x3f | 0x80
+	h := hex.EncodeToString(sum[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // refKey is how Kong's validate_references keys an entity's errors: its

@@ -10,7 +10,8 @@
 //     _format_version, or a "config" field holding it as a string, in a JSON
 //     body or a form): parses the declarative configuration, checks
 //     _format_version, known collections and fields, ids (UUIDs), uniqueness
-//     (ids and names per entity type, a plugin per name and scope), references (a route's service, a
+//     (ids and names per entity type; two plugins without ids in one scope
+//     collide on the id Kong derives from their cache key), references (a route's service, a
 //     plugin's service/route/consumer/consumer_group, a target's upstream,
 //     an SNI's certificate, a credential's consumer) and a handful of field
 //     rules (a service needs a host or url, valid protocols, port and

@@ -224,7 +224,7 @@ func TestFieldRules(t *testing.T) {
 		{"unknown field", `{"services":[{"name":"s","host":"h","colour":"red"}]}`, "service", "colour: unknown field"},
 		{"bad id", `{"services":[{"name":"s","host":"h","id":"x"}]}`, "service", "id: expected a valid UUID"},
 		{"unknown plugin", `{"plugins":[{"name":"nope"}]}`, "plugin", "plugin 'nope' not enabled"},
-		{"same plugin twice on a route", `{"services":[{"name":"s","host":"h","routes":[{"name":"r","paths":["/"],"plugins":[{"name":"cors"},{"name":"cors"}]}]}]}`, "plugin", "uniqueness violation: 'plugins' entity with name set to 'cors'"},
+		{"same plugin twice on a route", `{"services":[{"name":"s","host":"h","routes":[{"name":"r","paths":["/"],"plugins":[{"name":"cors"},{"name":"cors"}]}]}]}`, "plugin", "uniqueness violation: 'plugins' entity with primary key set to '"},
 		{"consumer without name", `{"consumers":[{"tags":["a"]}]}`, "consumer", "custom_id"},
 	}
 	for _, c := range cases {
@@ -572,5 +572,17 @@ func TestEntityErrorShapes(t *testing.T) {
 		if string(got.Flat) != tc.want || got.Message != "declarative config is invalid: {}" {
 			t.Errorf("%s:\n%s\nwant flattened_errors\n%s\nand message \"declarative config is invalid: {}\"", tc.name, body, tc.want)
 		}
+	}
+}
+
+// TestPluginsWithOwnIDsShareAScope: Kong 3.9's declarative validation
+// checks plugin uniqueness through the id it derives from the cache key;
+// two plugins of one name and scope with their own ids load.
+func TestPluginsWithOwnIDsShareAScope(t *testing.T) {
+	_, u := start(t)
+	body := []byte(`{"_format_version":"3.0","services":[{"name":"s","host":"h","plugins":[
+	  {"name":"cors","id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a11"},{"name":"cors","id":"5e9c3c4e-1b0c-4f0e-9c43-7a0b2f3d9a12"}]}]}`)
+	if resp, b := post(t, u, "flatten_errors=1", body); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%d %s, want 201", resp.StatusCode, b)
 	}
 }
