@@ -134,7 +134,7 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 	if err != nil {
 		return nil, err
 	}
-	return &confighubv1.PushConfigResponse{Generation: res.GetGeneration(), Hash: res.GetHash(), Unchanged: res.GetUnchanged()}, nil
+	return &confighubv1.PushConfigResponse{Generation: res.GetGeneration(), Hash: res.GetHash(), Unchanged: res.GetUnchanged(), Sinks: res.Sinks}, nil
 }
 
 // uploadErr gets the server's real status when Send fails with io.EOF (the

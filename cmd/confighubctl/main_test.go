@@ -489,3 +489,21 @@ func TestSinksJSONIsOneDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestPushWarnsWithoutSinks: a push to a stream that has no sinks (a
+// misspelt --stream) is accepted, with a warning on stderr naming the
+// stream; a push to a stream with sinks warns nothing.
+func TestPushWarnsWithoutSinks(t *testing.T) {
+	addr := startHub(t, hubOpts{})
+	g := []string{"--addr", addr}
+	mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "sink.yaml", "name: out\nfile:\n  path: "+filepath.Join(t.TempDir(), "k.json")+"\n"))...)
+	cfg := writeFile(t, "kong.yaml", "_format_version: \"3.0\"\n")
+	code, out, errOut := ctl(t, append(g, "push", "-f", cfg, "--stream", "defualt")...)
+	if code != 0 || !strings.HasPrefix(out, "accepted: stream defualt generation 1") ||
+		!strings.Contains(errOut, `warning: stream defualt has no sinks: nothing applies this configuration until a sink of stream "defualt" is added`) {
+		t.Fatalf("push to a stream without sinks: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	if code, _, errOut := ctl(t, append(g, "push", "-f", cfg)...); code != 0 || strings.Contains(errOut, "warning") {
+		t.Fatalf("push to a stream with a sink: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -102,12 +102,17 @@ func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer
 	if err != nil {
 		return &cliError{"push", err}
 	}
-	if g.output == "json" {
-		return printJSON(out, res)
-	}
 	name := *stream
 	if name == "" {
 		name = "default"
+	}
+	// A stream without sinks is legitimate but is what a misspelt --stream
+	// gives; nil from a hub too old to say.
+	if res.Sinks != nil && res.GetSinks() == 0 {
+		fmt.Fprintf(errw, "warning: stream %s has no sinks: nothing applies this configuration until a sink of stream %q is added (confighubctl sinks list shows each sink's stream)\n", name, name)
+	}
+	if g.output == "json" {
+		return printJSON(out, res)
 	}
 	if res.GetUnchanged() {
 		fmt.Fprintf(out, "unchanged: stream %s stays at generation %d (hash %s)\n", name, res.GetGeneration(), short(res.GetHash()))

@@ -663,6 +663,19 @@ func (f *Fanout) DeleteSink(name string) error {
 	return nil
 }
 
+// SinkCount is how many stored sinks a stream has, wherever they run.
+func (f *Fanout) SinkCount(stream string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, s := range f.specs {
+		if s.GetStream() == stream {
+			n++
+		}
+	}
+	return n
+}
+
 // ListSinks lists every stored sink of a stream ("" = all), wherever it
 // runs.
 func (f *Fanout) ListSinks(stream string) []*confighubv1.Sink {

@@ -532,6 +532,17 @@ func closeSink(log *slog.Logger, name string, s sink.Sink) {
 	}
 }
 
+// SinkCount is how many sinks a stream has (run here or not).
+func (e *Engine) SinkCount(streamName string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.streams[streamName]
+	if st == nil {
+		return 0
+	}
+	return len(st.sinks) + len(st.peers)
+}
+
 // ListSinks returns the normalised specs of a stream's sinks ("" = all),
 // sorted by name.
 func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {

@@ -142,6 +142,9 @@ type PushResult struct {
 	Generation uint64
 	Hash       string
 	Unchanged  bool
+	// Sinks is how many sinks the stream had at the ack: 0 is legitimate
+	// but also what a misspelt stream name gives.
+	Sinks int
 }
 
 // Push checks, hashes and durably stores a configuration, then hands it to
@@ -231,8 +234,22 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		}
 		h.fan.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
 	}
-	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", len(in.Config), "unchanged", unchanged)
-	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged}, nil
+	sinks := h.sinkCount(stream)
+	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", len(in.Config), "unchanged", unchanged, "sinks", sinks)
+	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}, nil
+}
+
+// sinkCounter is an optional Fanout capability: how many sinks a stream
+// has, without copying their specs (asked on every ack).
+type sinkCounter interface {
+	SinkCount(stream string) int
+}
+
+func (h *Hub) sinkCount(stream string) int {
+	if c, ok := h.fan.(sinkCounter); ok {
+		return c.SinkCount(stream)
+	}
+	return len(h.fan.ListSinks(stream))
 }
 
 // Config returns a stream's current configuration.

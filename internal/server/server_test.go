@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"slices"
@@ -146,5 +148,46 @@ func TestPlumbingCallsLogAtDebug(t *testing.T) {
 		if !strings.Contains(lines, want) {
 			t.Errorf("no line %q in\n%s", want, lines)
 		}
+	}
+}
+
+// TestPushSaysHowManySinks: PushConfig and UploadConfig answer with the
+// number of sinks the stream had at the ack: 0 for a stream nobody applies
+// (a misspelt stream name), 2 once two sinks of it exist.
+func TestPushSaysHowManySinks(t *testing.T) {
+	conn := harness.Dial(t, startServer(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc, admin := confighubv1.NewConfigHubServiceClient(conn), confighubv1.NewSinkAdminServiceClient(conn)
+	res, err := hc.PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: "prod", Config: []byte(`{"_format_version":"3.0"}`)})
+	if err != nil || res.Sinks == nil || res.GetSinks() != 0 {
+		t.Fatalf("push to a stream without sinks: sinks=%v err=%v, want 0 (set)", res.Sinks, err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := admin.PutSink(ctx, &confighubv1.PutSinkRequest{Sink: &confighubv1.Sink{Name: name, Stream: "prod", Spec: &confighubv1.Sink_Custom{}, Kind: "nop"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err = hc.PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: "prod", Config: []byte(`{"_format_version":"3.0","services":[]}`)})
+	if err != nil || res.GetSinks() != 2 {
+		t.Fatalf("push: sinks=%d err=%v, want 2", res.GetSinks(), err)
+	}
+	up, err := hc.UploadConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"_format_version":"3.0","consumers":[]}`)
+	sum := sha256.Sum256(body)
+	for _, m := range []*confighubv1.UploadConfigRequest{
+		{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{Stream: "other", TotalSize: uint64(len(body)), ExpectedHash: hex.EncodeToString(sum[:])}}},
+		{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: body}},
+	} {
+		if err := up.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ures, err := up.CloseAndRecv()
+	if err != nil || ures.Sinks == nil || ures.GetSinks() != 0 {
+		t.Fatalf("upload to a stream without sinks: sinks=%v err=%v, want 0 (set)", ures.Sinks, err)
 	}
 }

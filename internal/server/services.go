@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -59,7 +60,7 @@ func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfig
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &confighubv1.PushConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged}, nil
+	return &confighubv1.PushConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged, Sinks: proto.Uint32(uint32(res.Sinks))}, nil
 }
 
 func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse]) error {
@@ -111,7 +112,7 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if err != nil {
 		return toStatus(err)
 	}
-	return stream.SendAndClose(&confighubv1.UploadConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged})
+	return stream.SendAndClose(&confighubv1.UploadConfigResponse{Generation: res.Generation, Hash: res.Hash, Unchanged: res.Unchanged, Sinks: proto.Uint32(uint32(res.Sinks))})
 }
 
 func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRequest) (*confighubv1.GetConfigResponse, error) {

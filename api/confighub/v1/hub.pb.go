@@ -164,7 +164,13 @@ type PushConfigResponse struct {
 	Hash string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
 	// True when the configuration equals the current one: no new generation
 	// was created and no sink is touched.
-	Unchanged     bool `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Unchanged bool `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// How many sinks the stream had when the push was acknowledged. 0 is
+	// legitimate (sinks may be added later and get the current generation at
+	// once) but is also what a misspelt stream name gives: nothing applies
+	// the configuration until a sink of that stream exists. Unset from a hub
+	// older than this field.
+	Sinks         *uint32 `protobuf:"varint,4,opt,name=sinks,proto3,oneof" json:"sinks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -218,6 +224,13 @@ func (x *PushConfigResponse) GetUnchanged() bool {
 		return x.Unchanged
 	}
 	return false
+}
+
+func (x *PushConfigResponse) GetSinks() uint32 {
+	if x != nil && x.Sinks != nil {
+		return *x.Sinks
+	}
+	return 0
 }
 
 type UploadConfigRequest struct {
@@ -391,10 +404,12 @@ func (x *UploadHeader) GetLabels() map[string]string {
 }
 
 type UploadConfigResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	Hash          string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
-	Unchanged     bool                   `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Generation uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Hash       string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	Unchanged  bool                   `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// As PushConfigResponse.sinks.
+	Sinks         *uint32 `protobuf:"varint,4,opt,name=sinks,proto3,oneof" json:"sinks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -448,6 +463,13 @@ func (x *UploadConfigResponse) GetUnchanged() bool {
 		return x.Unchanged
 	}
 	return false
+}
+
+func (x *UploadConfigResponse) GetSinks() uint32 {
+	if x != nil && x.Sinks != nil {
+		return *x.Sinks
+	}
+	return 0
 }
 
 type GetConfigRequest struct {
@@ -976,13 +998,15 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\xbaH\a\x9a\x01\x04\xb8\xe1!\x01R\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x01\n" +
 	"\x12PushConfigResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"q\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\x12\x19\n" +
+	"\x05sinks\x18\x04 \x01(\rH\x00R\x05sinks\x88\x01\x01B\b\n" +
+	"\x06_sinks\"q\n" +
 	"\x13UploadConfigRequest\x124\n" +
 	"\x06header\x18\x01 \x01(\v2\x1a.confighub.v1.UploadHeaderH\x00R\x06header\x12\x16\n" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\f\n" +
@@ -998,13 +1022,15 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\xbaH\a\x9a\x01\x04\xb8\xe1!\x01R\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"h\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
 	"\x14UploadConfigResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1c\n" +
-	"\tunchanged\x18\x03 \x01(\bR\tunchanged\"l\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\x12\x19\n" +
+	"\x05sinks\x18\x04 \x01(\rH\x00R\x05sinks\x88\x01\x01B\b\n" +
+	"\x06_sinks\"l\n" +
 	"\x10GetConfigRequest\x12!\n" +
 	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x1d\n" +
 	"\x04sink\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xb0\xe1!\x01R\x04sink\x12\x16\n" +
@@ -1137,10 +1163,12 @@ func file_confighub_v1_hub_proto_init() {
 	}
 	file_confighub_v1_rules_proto_init()
 	file_confighub_v1_status_proto_init()
+	file_confighub_v1_hub_proto_msgTypes[1].OneofWrappers = []any{}
 	file_confighub_v1_hub_proto_msgTypes[2].OneofWrappers = []any{
 		(*UploadConfigRequest_Header)(nil),
 		(*UploadConfigRequest_Chunk)(nil),
 	}
+	file_confighub_v1_hub_proto_msgTypes[4].OneofWrappers = []any{}
 	file_confighub_v1_hub_proto_msgTypes[10].OneofWrappers = []any{
 		(*WatchStatusResponse_Snapshot)(nil),
 		(*WatchStatusResponse_Sink)(nil),
