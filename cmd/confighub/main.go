@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/confighub/confighub/clients/builtin"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/sinksfile"
 	"github.com/confighub/confighub/internal/store"
@@ -112,6 +114,23 @@ func openStore(f flags) (store.Store, error) {
 	return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
 }
 
+// sinkSecrets keys the fingerprints of sink secrets with the store's key
+// (created at the first start), so that they stay the same across
+// restarts and replicas.
+func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, error) {
+	k, ok := st.(store.FingerprintKeyer)
+	if !ok {
+		return redact.NewSinkSecrets(nil), nil
+	}
+	fresh := make([]byte, redact.FingerprintKeyBytes)
+	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	key, err := k.FingerprintKey(ctx, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("read the fingerprint key of sink secrets: %w", err)
+	}
+	return redact.NewSinkSecrets(key), nil
+}
+
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	f, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -167,7 +186,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
-	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig))
+	secrets, err := sinkSecrets(ctx, st)
+	if err != nil {
+		return err
+	}
+	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets))
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)

@@ -145,8 +145,13 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 			}
 		}),
 	)
-	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig))
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	secrets, err := sinkSecrets(sctx, st)
+	if err != nil {
+		scancel()
+		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
+	}
+	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets))
 	err = h.Start(sctx, seed)
 	scancel()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
@@ -29,6 +30,17 @@ type Hub struct {
 	clock    clockwork.Clock
 	log      *slog.Logger
 	maxBytes int64
+	secrets  SinkSecrets
+}
+
+// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
+// implements it).
+type SinkSecrets interface {
+	// Redact returns a copy of s whose secrets show as placeholders.
+	Redact(s *confighubv1.Sink) *confighubv1.Sink
+	// Restore returns a copy of in whose placeholders are replaced by the
+	// values stored has at the same place; an error when one has none.
+	Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error)
 }
 
 // Option configures a Hub.
@@ -43,9 +55,14 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 // WithMaxConfigBytes bounds the size of a configuration (push or upload).
 func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n } }
 
+// WithSinkSecrets sets how sink secrets are hidden and restored. Default:
+// redact.SinkSecrets with a random key (fingerprints change at each start;
+// cmd/confighub keys it from the store).
+func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s } }
+
 // New returns a hub on st that fans out through fan.
 func New(st store.Store, fan Fanout, opts ...Option) *Hub {
-	h := &Hub{store: st, fan: fan, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes}
+	h := &Hub{store: st, fan: fan, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -63,6 +80,9 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	normalised := make([]*confighubv1.Sink, 0, len(seed))
 	seen := map[string]bool{}
 	for i, s := range seed {
+		if path, ok := redact.FindPlaceholder(s); ok {
+			return fmt.Errorf("sink %d (%q): %s holds a redacted placeholder: the sinks file must hold the value itself", i, s.GetName(), path)
+		}
 		n, err := h.fan.ValidateSink(s)
 		if err != nil {
 			return fmt.Errorf("sink %d (%q): %w", i, s.GetName(), err)
@@ -313,18 +333,32 @@ func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *con
 	return h.fan.Watch(ctx, streamName(stream), from)
 }
 
-// ListSinks lists the sinks of a stream ("" for all).
-func (h *Hub) ListSinks(stream string) []*confighubv1.Sink { return h.fan.ListSinks(stream) }
+// ListSinks lists the sinks of a stream ("" for all), their secrets
+// redacted.
+func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
+	sinks := h.fan.ListSinks(stream)
+	out := make([]*confighubv1.Sink, len(sinks))
+	for i, s := range sinks {
+		out[i] = h.secrets.Redact(s)
+	}
+	return out
+}
 
-// PutSink validates, stores, then starts a sink. A sink that does not
-// start (its kind's factory refuses the spec) is taken out of the store
-// again: a refused spec changes nothing.
+// PutSink validates, stores, then starts a sink, and returns it with its
+// secrets redacted. Redacted placeholders in spec (a spec read, changed
+// and sent back) stand for the values stored for the sink. A sink that
+// does not start (its kind's factory refuses the spec) is taken out of the
+// store again: a refused spec changes nothing.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	n, err := h.fan.ValidateSink(spec)
+	prev := h.sink(spec.GetName())
+	restored, err := h.secrets.Restore(spec, prev)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
+	}
+	n, err := h.fan.ValidateSink(restored)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, spec.GetName(), err)
 	}
-	prev := h.sink(n.GetName())
 	if err := h.store.PutSink(ctx, n); err != nil {
 		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
@@ -345,7 +379,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 		return nil, false, fmt.Errorf("%w: start sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
 	h.log.Info("sink put", "sink", out.GetName(), "kind", out.GetKind(), "stream", out.GetStream(), "created", created)
-	return out, created, nil
+	return h.secrets.Redact(out), created, nil
 }
 
 // DeleteSink stops a sink and forgets it. A sink listed in the sinks file

@@ -13,9 +13,12 @@ import (
 	"syscall"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/internal/store/memory"
@@ -424,5 +427,56 @@ func TestStartCountsEachSinkOnce(t *testing.T) {
 	}
 	if lines := strings.Join(rec.Lines(), "\n"); !strings.Contains(lines, "INFO hub started streams=0 sinks=2 seeded=1") {
 		t.Fatalf("want sinks=2 (seed and runtime, each once):\n%s", lines)
+	}
+}
+
+// TestSinkSecretsAreWriteOnly: PutSink's answer and ListSinks show a
+// secret as its placeholder; sending the spec back as read keeps the
+// stored secret; a placeholder that matches nothing stored is ErrInvalid
+// and changes nothing; the sinks file may not hold placeholders.
+func TestSinkSecretsAreWriteOnly(t *testing.T) {
+	ctx := context.Background()
+	st, fan := memory.New(), newFake()
+	h := New(st, fan, WithSinkSecrets(redact.NewSinkSecrets([]byte("k"))))
+	spec := &confighubv1.Sink{Name: "kn", Kind: "konnect", Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{ControlPlaneId: "cp", Token: "kpat_hunter2"}}}
+	out, _, err := h.PutSink(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := h.ListSinks("")
+	if len(listed) != 1 || !redact.IsPlaceholder(listed[0].GetKonnect().GetToken()) || !redact.IsPlaceholder(out.GetKonnect().GetToken()) {
+		t.Fatalf("PutSink answered %v, ListSinks %v: want the token as a placeholder", out, listed)
+	}
+	if fan.sinks["kn"].GetKonnect().GetToken() != "kpat_hunter2" {
+		t.Fatalf("the engine got %v", fan.sinks["kn"])
+	}
+	// Read, change something else, put back: the token stays.
+	back := listed[0]
+	back.GetKonnect().ControlPlaneId = "cp2"
+	if _, _, err := h.PutSink(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := st.ListSinks(ctx)
+	if len(stored) != 1 || stored[0].GetKonnect().GetToken() != "kpat_hunter2" || stored[0].GetKonnect().GetControlPlaneId() != "cp2" {
+		t.Fatalf("stored after a read-modify-write: %v", stored)
+	}
+	// A placeholder of another value, or for a sink with nothing stored.
+	wrong := proto.Clone(back).(*confighubv1.Sink)
+	wrong.GetKonnect().Token = redact.NewSinkSecrets([]byte("k")).Redact(&confighubv1.Sink{Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{Token: "other"}}}).GetKonnect().GetToken()
+	if _, _, err := h.PutSink(ctx, wrong); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "konnect.token") {
+		t.Fatalf("a placeholder of another value: %v", err)
+	}
+	fresh := proto.Clone(back).(*confighubv1.Sink)
+	fresh.Name = "kn2"
+	if _, _, err := h.PutSink(ctx, fresh); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a placeholder for a new sink: %v", err)
+	}
+	if stored, _ := st.ListSinks(ctx); len(stored) != 1 || stored[0].GetKonnect().GetToken() != "kpat_hunter2" {
+		t.Fatalf("refused puts changed the store: %v", stored)
+	}
+	// The sinks file holds values, never placeholders.
+	err = New(memory.New(), newFake()).Start(ctx, []*confighubv1.Sink{back})
+	if err == nil || !strings.Contains(err.Error(), "konnect.token holds a redacted placeholder") {
+		t.Fatalf("a placeholder in the sinks file: %v", err)
 	}
 }

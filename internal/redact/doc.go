@@ -27,4 +27,17 @@
 // and guessing would both miss some and hide useful ones; keep plugin
 // secrets in Kong vaults ({vault://...} references), which are not secrets
 // themselves.
+//
+// Sink specs (SinkSecrets): the fields marked (confighub.v1.secret) in
+// sink.proto are the one description of what is secret; the code walks
+// the spec by reflection and has no list of its own. A secret shows as
+// "<redacted:FP>", FP 12 hex digits of HMAC-SHA256(key, value): equal
+// values show equal placeholders, other values or another key other ones
+// (TestSinkSecretsFingerprint); every secret of every kind is hidden and
+// nothing else (TestSinkSecretsRedactEverySecret). Restore puts the stored
+// value back for a placeholder with its fingerprint, and refuses one that
+// matches nothing stored, or the bare "<redacted>", with ErrPlaceholder
+// naming the field (TestSinkSecretsRestore); FindPlaceholder finds one in
+// a spec that must hold values (TestFindPlaceholder). Plugin and custom
+// settings are secret by name (SecretName, TestSecretName).
 package redact

@@ -10,5 +10,8 @@
 // stream (the bolt store's commit is one fdatasync of the staged file),
 // or they are discarded if the check fails; staged bytes are never visible.
 // Each sink's applied generation and hash are recorded as they happen.
-// Sinks put at run time are stored too.
+// Sinks put at run time are stored too. The three backends implement
+// FingerprintKeyer: the key of the fingerprints shown in place of sink
+// secrets is made once and kept, so a fingerprint read before a restart
+// or from another replica still matches (storetest FingerprintKey).
 package store

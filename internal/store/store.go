@@ -90,6 +90,17 @@ type Store interface {
 	Close() error
 }
 
+// FingerprintKeyer is implemented by stores that keep the key of the
+// fingerprints shown in place of sink secrets, so that a fingerprint stays
+// the same across restarts and, on a shared store, across replicas (a
+// client may read a spec from one and put it back through another).
+type FingerprintKeyer interface {
+	// FingerprintKey returns the stored key; when none is stored yet it
+	// stores newKey (once: concurrent callers all get the first stored
+	// key) and returns it.
+	FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error)
+}
+
 // Stager is implemented by stores that can make a configuration's bytes
 // durable before it has been checked and hashed, so that the write
 // overlaps the check (the bolt store writes them to their own file). Staged

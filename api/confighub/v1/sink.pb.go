@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	descriptorpb "google.golang.org/protobuf/types/descriptorpb"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
@@ -566,7 +567,8 @@ type KongSpec struct {
 	// Admin API base URL, e.g. http://10.0.0.5:8001.
 	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
 	Tls     *TLS   `protobuf:"bytes,2,opt,name=tls,proto3" json:"tls,omitempty"`
-	// Extra headers on every request, e.g. Kong-Admin-Token.
+	// Extra headers on every request, e.g. Kong-Admin-Token. Every value is
+	// secret.
 	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// How often GET /status is polled to spot a restarted gateway. Default 10s.
 	StatusInterval *durationpb.Duration `protobuf:"bytes,4,opt,name=status_interval,json=statusInterval,proto3" json:"status_interval,omitempty"`
@@ -637,7 +639,9 @@ type KongDBSpec struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Address string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
 	Tls     *TLS                   `protobuf:"bytes,2,opt,name=tls,proto3" json:"tls,omitempty"`
-	Headers map[string]string      `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Extra headers on every request, e.g. Kong-Admin-Token. Every value is
+	// secret.
+	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Concurrent entity operations. Default 10.
 	Concurrency   uint32 `protobuf:"varint,4,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
 	Workspace     string `protobuf:"bytes,5,opt,name=workspace,proto3" json:"workspace,omitempty"`
@@ -870,7 +874,8 @@ type PluginSpec struct {
 	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
 	// TLS to the plugin; plaintext when unset.
 	Tls *TLS `protobuf:"bytes,2,opt,name=tls,proto3" json:"tls,omitempty"`
-	// Passed to the plugin with every Apply.
+	// Passed to the plugin with every Apply. Settings whose names mark them
+	// as secrets are redacted wherever the spec is shown.
 	Settings      *structpb.Struct `protobuf:"bytes,3,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1192,11 +1197,36 @@ func (*DeleteSinkResponse) Descriptor() ([]byte, []int) {
 	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{14}
 }
 
+var file_confighub_v1_sink_proto_extTypes = []protoimpl.ExtensionInfo{
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51414,
+		Name:          "confighub.v1.secret",
+		Tag:           "varint,51414,opt,name=secret",
+		Filename:      "confighub/v1/sink.proto",
+	},
+}
+
+// Extension fields to descriptorpb.FieldOptions.
+var (
+	// secret marks a field of a sink spec that holds a credential. Its value
+	// is write-only: every response, log line and error shows
+	// "<redacted:FINGERPRINT>" instead (see docs/api.md), and a PutSink
+	// that sends that placeholder back keeps the stored value. A string field
+	// is secret as a whole, a map field in each of its values, and a
+	// google.protobuf.Struct field in the values whose keys name a secret
+	// (token, password, secret, key, credential, ...).
+	//
+	// optional bool secret = 51414;
+	E_Secret = &file_confighub_v1_sink_proto_extTypes[0]
+)
+
 var File_confighub_v1_sink_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\n" +
-	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x18confighub/v1/rules.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd1\x03\n" +
+	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x18confighub/v1/rules.proto\x1a google/protobuf/descriptor.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd7\x03\n" +
 	"\x04Sink\x12\x1d\n" +
 	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa8\xe1!\x01R\x04name\x12\x1b\n" +
 	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12!\n" +
@@ -1207,8 +1237,8 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\akong_db\x18\v \x01(\v2\x18.confighub.v1.KongDBSpecH\x00R\x06kongDb\x125\n" +
 	"\akonnect\x18\f \x01(\v2\x19.confighub.v1.KonnectSpecH\x00R\akonnect\x12,\n" +
 	"\x04file\x18\r \x01(\v2\x16.confighub.v1.FileSpecH\x00R\x04file\x122\n" +
-	"\x06plugin\x18\x0e \x01(\v2\x18.confighub.v1.PluginSpecH\x00R\x06plugin\x121\n" +
-	"\x06custom\x18\x0f \x01(\v2\x17.google.protobuf.StructH\x00R\x06customB\x06\n" +
+	"\x06plugin\x18\x0e \x01(\v2\x18.confighub.v1.PluginSpecH\x00R\x06plugin\x127\n" +
+	"\x06custom\x18\x0f \x01(\v2\x17.google.protobuf.StructB\x04\xb0\x8d\x19\x01H\x00R\x06customB\x06\n" +
 	"\x04spec\"\xf6\x03\n" +
 	"\vSinkOptions\x12A\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationB\f\xbaH\t\xaa\x01\x062\x04\x10\xc0\x84=R\atimeout\x12F\n" +
@@ -1227,52 +1257,52 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\x01Bz\xbaHw\xba\x01t\n" +
 	"\x12backoff.multiplier\x12/must be 0 (the default, 2) or between 1 and 100\x1a-this == 0.0 || (this >= 1.0 && this <= 100.0)R\n" +
 	"multiplier\x12/\n" +
-	"\x06jitter\x18\x04 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00R\x06jitter\"\xf4\x01\n" +
+	"\x06jitter\x18\x04 \x01(\x01B\x17\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00R\x06jitter\"\xfa\x01\n" +
 	"\x03TLS\x12\x17\n" +
 	"\aca_file\x18\x01 \x01(\tR\x06caFile\x12\x15\n" +
 	"\x06ca_pem\x18\x02 \x01(\tR\x05caPem\x12\x1b\n" +
 	"\tcert_file\x18\x03 \x01(\tR\bcertFile\x12\x19\n" +
 	"\bkey_file\x18\x04 \x01(\tR\akeyFile\x12\x19\n" +
-	"\bcert_pem\x18\x05 \x01(\tR\acertPem\x12\x17\n" +
-	"\akey_pem\x18\x06 \x01(\tR\x06keyPem\x12\x1f\n" +
+	"\bcert_pem\x18\x05 \x01(\tR\acertPem\x12\x1d\n" +
+	"\akey_pem\x18\x06 \x01(\tB\x04\xb0\x8d\x19\x01R\x06keyPem\x12\x1f\n" +
 	"\vserver_name\x18\a \x01(\tR\n" +
 	"serverName\x120\n" +
-	"\x14insecure_skip_verify\x18\b \x01(\bR\x12insecureSkipVerify\"\x9c\x02\n" +
+	"\x14insecure_skip_verify\x18\b \x01(\bR\x12insecureSkipVerify\"\xa2\x02\n" +
 	"\bKongSpec\x12\"\n" +
 	"\aaddress\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x88\x01\x01R\aaddress\x12#\n" +
-	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12=\n" +
-	"\aheaders\x18\x03 \x03(\v2#.confighub.v1.KongSpec.HeadersEntryR\aheaders\x12L\n" +
+	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12C\n" +
+	"\aheaders\x18\x03 \x03(\v2#.confighub.v1.KongSpec.HeadersEntryB\x04\xb0\x8d\x19\x01R\aheaders\x12L\n" +
 	"\x0fstatus_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationB\b\xbaH\x05\xaa\x01\x022\x00R\x0estatusInterval\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa2\x02\n" +
 	"\n" +
 	"KongDBSpec\x12\"\n" +
 	"\aaddress\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x88\x01\x01R\aaddress\x12#\n" +
-	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12?\n" +
-	"\aheaders\x18\x03 \x03(\v2%.confighub.v1.KongDBSpec.HeadersEntryR\aheaders\x12*\n" +
+	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12E\n" +
+	"\aheaders\x18\x03 \x03(\v2%.confighub.v1.KongDBSpec.HeadersEntryB\x04\xb0\x8d\x19\x01R\aheaders\x12*\n" +
 	"\vconcurrency\x18\x04 \x01(\rB\b\xbaH\x05*\x03\x18\x80\x02R\vconcurrency\x12\x1c\n" +
 	"\tworkspace\x18\x05 \x01(\tR\tworkspace\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x02\n" +
 	"\vKonnectSpec\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x121\n" +
 	"\x10control_plane_id\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\x0econtrolPlaneId\x12#\n" +
-	"\x03tls\x18\x03 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\tR\x05token\x12\x1d\n" +
+	"\x03tls\x18\x03 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12\x1a\n" +
+	"\x05token\x18\x04 \x01(\tB\x04\xb0\x8d\x19\x01R\x05token\x12\x1d\n" +
 	"\n" +
 	"token_file\x18\x05 \x01(\tR\ttokenFile\x12)\n" +
 	"\vconcurrency\x18\x06 \x01(\rB\a\xbaH\x04*\x02\x18@R\vconcurrency\x12%\n" +
 	"\x0edrop_consumers\x18\a \x01(\bR\rdropConsumers\"_\n" +
 	"\bFileSpec\x12\x1b\n" +
 	"\x04path\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\x04path\x126\n" +
-	"\x06format\x18\x02 \x01(\x0e2\x14.confighub.v1.FormatB\b\xbaH\x05\x82\x01\x02\x10\x01R\x06format\"\x89\x01\n" +
+	"\x06format\x18\x02 \x01(\x0e2\x14.confighub.v1.FormatB\b\xbaH\x05\x82\x01\x02\x10\x01R\x06format\"\x8f\x01\n" +
 	"\n" +
 	"PluginSpec\x12!\n" +
 	"\aaddress\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\aaddress\x12#\n" +
-	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x123\n" +
-	"\bsettings\x18\x03 \x01(\v2\x17.google.protobuf.StructR\bsettings\"5\n" +
+	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x129\n" +
+	"\bsettings\x18\x03 \x01(\v2\x17.google.protobuf.StructB\x04\xb0\x8d\x19\x01R\bsettings\"5\n" +
 	"\x10ListSinksRequest\x12!\n" +
 	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\"=\n" +
 	"\x11ListSinksResponse\x12(\n" +
@@ -1294,7 +1324,8 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\tListSinks\x12\x1e.confighub.v1.ListSinksRequest\x1a\x1f.confighub.v1.ListSinksResponse\x12F\n" +
 	"\aPutSink\x12\x1c.confighub.v1.PutSinkRequest\x1a\x1d.confighub.v1.PutSinkResponse\x12O\n" +
 	"\n" +
-	"DeleteSink\x12\x1f.confighub.v1.DeleteSinkRequest\x1a .confighub.v1.DeleteSinkResponseB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
+	"DeleteSink\x12\x1f.confighub.v1.DeleteSinkRequest\x1a .confighub.v1.DeleteSinkResponse:7\n" +
+	"\x06secret\x12\x1d.google.protobuf.FieldOptions\x18֑\x03 \x01(\bR\x06secretB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
 
 var (
 	file_confighub_v1_sink_proto_rawDescOnce sync.Once
@@ -1311,27 +1342,28 @@ func file_confighub_v1_sink_proto_rawDescGZIP() []byte {
 var file_confighub_v1_sink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_confighub_v1_sink_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_confighub_v1_sink_proto_goTypes = []any{
-	(Gate)(0),                   // 0: confighub.v1.Gate
-	(*Sink)(nil),                // 1: confighub.v1.Sink
-	(*SinkOptions)(nil),         // 2: confighub.v1.SinkOptions
-	(*BackoffOptions)(nil),      // 3: confighub.v1.BackoffOptions
-	(*TLS)(nil),                 // 4: confighub.v1.TLS
-	(*KongSpec)(nil),            // 5: confighub.v1.KongSpec
-	(*KongDBSpec)(nil),          // 6: confighub.v1.KongDBSpec
-	(*KonnectSpec)(nil),         // 7: confighub.v1.KonnectSpec
-	(*FileSpec)(nil),            // 8: confighub.v1.FileSpec
-	(*PluginSpec)(nil),          // 9: confighub.v1.PluginSpec
-	(*ListSinksRequest)(nil),    // 10: confighub.v1.ListSinksRequest
-	(*ListSinksResponse)(nil),   // 11: confighub.v1.ListSinksResponse
-	(*PutSinkRequest)(nil),      // 12: confighub.v1.PutSinkRequest
-	(*PutSinkResponse)(nil),     // 13: confighub.v1.PutSinkResponse
-	(*DeleteSinkRequest)(nil),   // 14: confighub.v1.DeleteSinkRequest
-	(*DeleteSinkResponse)(nil),  // 15: confighub.v1.DeleteSinkResponse
-	nil,                         // 16: confighub.v1.KongSpec.HeadersEntry
-	nil,                         // 17: confighub.v1.KongDBSpec.HeadersEntry
-	(*structpb.Struct)(nil),     // 18: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 19: google.protobuf.Duration
-	(Format)(0),                 // 20: confighub.v1.Format
+	(Gate)(0),                         // 0: confighub.v1.Gate
+	(*Sink)(nil),                      // 1: confighub.v1.Sink
+	(*SinkOptions)(nil),               // 2: confighub.v1.SinkOptions
+	(*BackoffOptions)(nil),            // 3: confighub.v1.BackoffOptions
+	(*TLS)(nil),                       // 4: confighub.v1.TLS
+	(*KongSpec)(nil),                  // 5: confighub.v1.KongSpec
+	(*KongDBSpec)(nil),                // 6: confighub.v1.KongDBSpec
+	(*KonnectSpec)(nil),               // 7: confighub.v1.KonnectSpec
+	(*FileSpec)(nil),                  // 8: confighub.v1.FileSpec
+	(*PluginSpec)(nil),                // 9: confighub.v1.PluginSpec
+	(*ListSinksRequest)(nil),          // 10: confighub.v1.ListSinksRequest
+	(*ListSinksResponse)(nil),         // 11: confighub.v1.ListSinksResponse
+	(*PutSinkRequest)(nil),            // 12: confighub.v1.PutSinkRequest
+	(*PutSinkResponse)(nil),           // 13: confighub.v1.PutSinkResponse
+	(*DeleteSinkRequest)(nil),         // 14: confighub.v1.DeleteSinkRequest
+	(*DeleteSinkResponse)(nil),        // 15: confighub.v1.DeleteSinkResponse
+	nil,                               // 16: confighub.v1.KongSpec.HeadersEntry
+	nil,                               // 17: confighub.v1.KongDBSpec.HeadersEntry
+	(*structpb.Struct)(nil),           // 18: google.protobuf.Struct
+	(*durationpb.Duration)(nil),       // 19: google.protobuf.Duration
+	(Format)(0),                       // 20: confighub.v1.Format
+	(*descriptorpb.FieldOptions)(nil), // 21: google.protobuf.FieldOptions
 }
 var file_confighub_v1_sink_proto_depIdxs = []int32{
 	2,  // 0: confighub.v1.Sink.options:type_name -> confighub.v1.SinkOptions
@@ -1361,16 +1393,17 @@ var file_confighub_v1_sink_proto_depIdxs = []int32{
 	1,  // 24: confighub.v1.ListSinksResponse.sinks:type_name -> confighub.v1.Sink
 	1,  // 25: confighub.v1.PutSinkRequest.sink:type_name -> confighub.v1.Sink
 	1,  // 26: confighub.v1.PutSinkResponse.sink:type_name -> confighub.v1.Sink
-	10, // 27: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
-	12, // 28: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
-	14, // 29: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
-	11, // 30: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
-	13, // 31: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
-	15, // 32: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
-	30, // [30:33] is the sub-list for method output_type
-	27, // [27:30] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
+	21, // 27: confighub.v1.secret:extendee -> google.protobuf.FieldOptions
+	10, // 28: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
+	12, // 29: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
+	14, // 30: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
+	11, // 31: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
+	13, // 32: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
+	15, // 33: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
+	31, // [31:34] is the sub-list for method output_type
+	28, // [28:31] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	27, // [27:28] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name
 }
 
@@ -1396,13 +1429,14 @@ func file_confighub_v1_sink_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_sink_proto_rawDesc), len(file_confighub_v1_sink_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   17,
-			NumExtensions: 0,
+			NumExtensions: 1,
 			NumServices:   1,
 		},
 		GoTypes:           file_confighub_v1_sink_proto_goTypes,
 		DependencyIndexes: file_confighub_v1_sink_proto_depIdxs,
 		EnumInfos:         file_confighub_v1_sink_proto_enumTypes,
 		MessageInfos:      file_confighub_v1_sink_proto_msgTypes,
+		ExtensionInfos:    file_confighub_v1_sink_proto_extTypes,
 	}.Build()
 	File_confighub_v1_sink_proto = out.File
 	file_confighub_v1_sink_proto_goTypes = nil

@@ -56,6 +56,8 @@ var (
 	bucketConverged = []byte("converged")
 	keyLayout       = []byte("layout")
 	keyMeta         = []byte("meta")
+	// keyFingerprint (in bucketInfo) holds the fingerprint key.
+	keyFingerprint = []byte("fingerprint-key")
 	// keyConfig holds a layout 1 stream's config bytes inline.
 	keyConfig = []byte("config")
 )
@@ -819,6 +821,29 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return s.wrapNil(s.db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketSinks).Put([]byte(sp.GetName()), raw)
 	}))
+}
+
+var _ store.FingerprintKeyer = (*Store)(nil)
+
+// FingerprintKey implements store.FingerprintKeyer.
+func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var key []byte
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		info := tx.Bucket(bucketInfo)
+		if v := info.Get(keyFingerprint); len(v) > 0 {
+			key = append([]byte(nil), v...)
+			return nil
+		}
+		key = append([]byte(nil), newKey...)
+		return info.Put(keyFingerprint, key)
+	})
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return key, nil
 }
 
 func (s *Store) wrapNil(err error) error {

@@ -489,6 +489,34 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return nil
 }
 
+var _ store.FingerprintKeyer = (*Store)(nil)
+
+// FingerprintKey implements store.FingerprintKeyer: the first replica to
+// ask stores its key (a create-if-absent transaction); every other gets
+// that one.
+func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	key := s.prefix + "fingerprint-key"
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(newKey))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return nil, fmt.Errorf("etcd store: fingerprint key: %w", err)
+	}
+	if resp.Succeeded {
+		return append([]byte(nil), newKey...), nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("etcd store: fingerprint key %s vanished", key)
+	}
+	return kvs[0].Value, nil
+}
+
 // DeleteSink implements store.Store: it removes the spec and the applied
 // record in one transaction; ErrNotFound when neither exists.
 func (s *Store) DeleteSink(ctx context.Context, name string) error {

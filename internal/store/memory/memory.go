@@ -28,6 +28,7 @@ type Store struct {
 	sinks   map[string]*confighubv1.Sink
 	applied map[string]store.Applied
 	conv    map[string]store.Converged
+	fpKey   []byte
 }
 
 // New returns an empty store.
@@ -215,4 +216,19 @@ func (m *Store) Close() error {
 func copyStream(s store.Stream) store.Stream {
 	s.Labels = maps.Clone(s.Labels)
 	return s
+}
+
+var _ store.FingerprintKeyer = (*Store)(nil)
+
+// FingerprintKey implements store.FingerprintKeyer.
+func (m *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fpKey == nil {
+		m.fpKey = append([]byte(nil), newKey...)
+	}
+	return append([]byte(nil), m.fpKey...), nil
 }

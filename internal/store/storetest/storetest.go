@@ -63,6 +63,35 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	if o.reopen != nil {
 		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
 	}
+	t.Run("FingerprintKey", func(t *testing.T) { testFingerprintKey(t, newStore(t), o.reopen) })
+}
+
+// testFingerprintKey: a store that keeps the fingerprint key stores the
+// first key offered and returns it to every later caller, also after a
+// reopen (fingerprints of sink secrets stay the same across restarts).
+func testFingerprintKey(t *testing.T, s store.Store, reopen func(*testing.T, store.Store) store.Store) {
+	k, ok := s.(store.FingerprintKeyer)
+	if !ok {
+		t.Skip("the store keeps no fingerprint key (the hub draws one at each start)")
+	}
+	ctx := context.Background()
+	first, err := k.FingerprintKey(ctx, []byte("first-key"))
+	if err != nil || string(first) != "first-key" {
+		t.Fatalf("first FingerprintKey = %q, %v", first, err)
+	}
+	if again, err := k.FingerprintKey(ctx, []byte("second-key")); err != nil || string(again) != "first-key" {
+		t.Fatalf("second FingerprintKey = %q, %v: want the stored first-key", again, err)
+	}
+	if reopen == nil {
+		return
+	}
+	s2, ok := reopen(t, s).(store.FingerprintKeyer)
+	if !ok {
+		t.Fatal("the reopened store keeps no fingerprint key")
+	}
+	if got, err := s2.FingerprintKey(ctx, []byte("third-key")); err != nil || string(got) != "first-key" {
+		t.Fatalf("FingerprintKey after reopen = %q, %v: want first-key", got, err)
+	}
 }
 
 // Cfg returns a small valid Kong JSON config distinct for each n.

@@ -1,0 +1,368 @@
+package redact
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// ErrPlaceholder: a sink spec holds a redacted placeholder where no stored
+// value with that fingerprint exists (or where none may be: the sinks file).
+var ErrPlaceholder = errors.New("redacted placeholder")
+
+// FingerprintKeyBytes is the size of a fingerprint key.
+const FingerprintKeyBytes = 32
+
+// fingerprintHex is how many hex digits of the HMAC a placeholder shows: 48
+// bits tell two values apart; the key keeps them from being guessed.
+const fingerprintHex = 12
+
+// placeholderRE matches a placeholder as SinkSecrets writes it.
+var placeholderRE = regexp.MustCompile(`^<redacted:([0-9a-f]{12})>$`)
+
+// SinkSecrets hides the secrets of sink specs: every field marked
+// (confighub.v1.secret) in the proto, wherever it is nested. A secret shows
+// as "<redacted:FP>", FP the first 12 hex digits of HMAC-SHA256(key, value):
+// equal values show equal fingerprints, so an operator can tell two values
+// apart, and without the key a fingerprint gives no way to test guesses of
+// a short value offline. Safe for concurrent use.
+type SinkSecrets struct {
+	key []byte
+}
+
+// NewSinkSecrets returns the redactor keyed with key; a nil key draws a
+// random one (fingerprints then change at every start).
+func NewSinkSecrets(key []byte) *SinkSecrets {
+	if len(key) == 0 {
+		key = make([]byte, FingerprintKeyBytes)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+	}
+	return &SinkSecrets{key: append([]byte(nil), key...)}
+}
+
+// placeholder is what a secret value shows as.
+func (r *SinkSecrets) placeholder(v *structpb.Value) string {
+	m := hmac.New(sha256.New, r.key)
+	if s, ok := v.GetKind().(*structpb.Value_StringValue); ok {
+		m.Write([]byte(s.StringValue))
+	} else {
+		// A whole object or list under a secret setting name: its JSON
+		// (encoding/json sorts object keys, so equal values hash equal).
+		b, _ := json.Marshal(v.AsInterface()) // a structpb.Value always encodes
+		m.Write(b)
+	}
+	return "<redacted:" + hex.EncodeToString(m.Sum(nil))[:fingerprintHex] + ">"
+}
+
+// Redact returns a copy of s with every secret set replaced by its
+// placeholder; empty values stay empty (they show that nothing is set).
+func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
+	if s == nil {
+		return nil
+	}
+	out := proto.Clone(s).(*confighubv1.Sink)
+	_ = secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+		if isSet(l.val) {
+			l.set(structpb.NewStringValue(r.placeholder(l.val)))
+		}
+		return nil
+	})
+	return out
+}
+
+// Restore returns a copy of in with each placeholder replaced by the value
+// stored has at the same place, if its fingerprint matches: a client that
+// read a spec (redacted) and sends it back keeps the secrets. A placeholder
+// with no matching stored value is an error wrapping ErrPlaceholder that
+// names the field. stored may be nil.
+func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error) {
+	if in == nil {
+		return nil, nil
+	}
+	old := map[string]*structpb.Value{}
+	if stored != nil {
+		_ = secretLeaves(proto.Clone(stored).ProtoReflect(), "", func(l leaf) error {
+			old[l.path] = l.val
+			return nil
+		})
+	}
+	out := proto.Clone(in).(*confighubv1.Sink)
+	err := secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+		if l.val.GetStringValue() == Placeholder {
+			return fmt.Errorf("%w: %s is %s without a fingerprint: send the value itself, or the placeholder as read", ErrPlaceholder, l.path, Placeholder)
+		}
+		if !IsPlaceholder(l.val.GetStringValue()) {
+			return nil
+		}
+		prev, ok := old[l.path]
+		switch {
+		case !ok || !isSet(prev):
+			return fmt.Errorf("%w: %s is %s but the sink stores no value there: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
+		case r.placeholder(prev) != l.val.GetStringValue():
+			return fmt.Errorf("%w: %s is %s, which is not the fingerprint of the stored value: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
+		}
+		l.set(prev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FindPlaceholder names the first secret field of s that holds a
+// placeholder, for specs that must hold the values themselves (the sinks
+// file).
+func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
+	var found string
+	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+		if IsPlaceholder(l.val.GetStringValue()) || l.val.GetStringValue() == Placeholder {
+			found = l.path
+			return errStop
+		}
+		return nil
+	})
+	return found, found != ""
+}
+
+var errStop = errors.New("stop")
+
+// IsPlaceholder reports whether v is a fingerprinted placeholder.
+func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
+
+// SecretValues returns every secret value set in s, for scrubbing text that
+// may quote one (an error from the destination).
+func SecretValues(s *confighubv1.Sink) []string {
+	var vals []string
+	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+		if str, ok := l.val.GetKind().(*structpb.Value_StringValue); ok && str.StringValue != "" {
+			vals = append(vals, str.StringValue)
+		}
+		return nil
+	})
+	return vals
+}
+
+func isSet(v *structpb.Value) bool {
+	switch k := v.GetKind().(type) {
+	case nil, *structpb.Value_NullValue:
+		return false
+	case *structpb.Value_StringValue:
+		return k.StringValue != ""
+	}
+	return true
+}
+
+// leaf is one secret value: its path in the spec (as field names, map keys
+// and setting names), the value, and how to replace it.
+type leaf struct {
+	path string
+	val  *structpb.Value
+	set  func(*structpb.Value)
+}
+
+// secretLeaves calls visit for every secret value of m, in a stable order.
+// What is secret comes from the (confighub.v1.secret) field option only.
+func secretLeaves(m protoreflect.Message, path string, visit func(leaf) error) error {
+	var err error
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len() && err == nil; i++ {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		p := join(path, string(fd.Name()))
+		if isSecret(fd) {
+			err = secretField(m, fd, p, visit)
+			continue
+		}
+		switch {
+		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.MessageKind:
+			m.Get(fd).Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				err = secretLeaves(v.Message(), p+"["+strconv.Quote(k.String())+"]", visit)
+				return err == nil
+			})
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			l := m.Get(fd).List()
+			for j := 0; j < l.Len() && err == nil; j++ {
+				err = secretLeaves(l.Get(j).Message(), p+"["+strconv.Itoa(j)+"]", visit)
+			}
+		case !fd.IsMap() && !fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			err = secretLeaves(m.Mutable(fd).Message(), p, visit)
+		}
+	}
+	return err
+}
+
+func isSecret(fd protoreflect.FieldDescriptor) bool {
+	opts := fd.Options()
+	return opts != nil && proto.GetExtension(opts, confighubv1.E_Secret).(bool)
+}
+
+// secretField visits the values of a field marked secret: a string, each
+// value of a map of strings, each string of a list, or the settings of a
+// google.protobuf.Struct whose names mark them as secret.
+func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path string, visit func(leaf) error) error {
+	switch {
+	case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
+		mp := m.Mutable(fd).Map()
+		keys := make([]protoreflect.MapKey, 0, mp.Len())
+		mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+			keys = append(keys, k)
+			return true
+		})
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			if err := visit(leaf{
+				path: path + "[" + strconv.Quote(k.String()) + "]",
+				val:  structpb.NewStringValue(mp.Get(k).String()),
+				set:  func(v *structpb.Value) { mp.Set(k, protoreflect.ValueOfString(v.GetStringValue())) },
+			}); err != nil {
+				return err
+			}
+		}
+	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
+		l := m.Mutable(fd).List()
+		for j := 0; j < l.Len(); j++ {
+			if err := visit(leaf{
+				path: path + "[" + strconv.Itoa(j) + "]",
+				val:  structpb.NewStringValue(l.Get(j).String()),
+				set:  func(v *structpb.Value) { l.Set(j, protoreflect.ValueOfString(v.GetStringValue())) },
+			}); err != nil {
+				return err
+			}
+		}
+	case fd.Kind() == protoreflect.StringKind:
+		return visit(leaf{
+			path: path,
+			val:  structpb.NewStringValue(m.Get(fd).String()),
+			set:  func(v *structpb.Value) { m.Set(fd, protoreflect.ValueOfString(v.GetStringValue())) },
+		})
+	case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Struct":
+		st, ok := m.Mutable(fd).Message().Interface().(*structpb.Struct)
+		if !ok {
+			return nil
+		}
+		return structLeaves(st, path, visit)
+	}
+	return nil
+}
+
+// structLeaves visits the values of st under secret names; other values
+// are searched for nested secret names.
+func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) error {
+	keys := make([]string, 0, len(st.GetFields()))
+	for k := range st.GetFields() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := st.Fields[k]
+		p := join(path, k)
+		if SecretName(k) {
+			if err := visit(leaf{path: p, val: v, set: func(nv *structpb.Value) { st.Fields[k] = nv }}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := valueLeaves(v, p, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func valueLeaves(v *structpb.Value, path string, visit func(leaf) error) error {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		return structLeaves(k.StructValue, path, visit)
+	case *structpb.Value_ListValue:
+		for i, e := range k.ListValue.GetValues() {
+			if err := valueLeaves(e, path+"["+strconv.Itoa(i)+"]", visit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// secretWords mark a setting name as secret when they are one of its words
+// (split at '_', '-', '.', and lower-to-upper case changes).
+var secretWords = map[string]bool{
+	"token": true, "tokens": true, "secret": true, "secrets": true, "password": true, "passwd": true,
+	"pwd": true, "passphrase": true, "key": true, "keys": true, "apikey": true, "credential": true,
+	"credentials": true, "auth": true, "authorization": true, "bearer": true, "cookie": true,
+	"private": true, "signature": true, "pat": true, "pem": true,
+}
+
+// secretParts mark a setting name as secret when it contains them anywhere
+// (names written without separators: "apitoken", "clientsecret").
+var secretParts = []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"}
+
+// SecretName reports whether a plugin or custom setting's name marks its
+// value as secret: one of its words is a secret word (token, secret,
+// password, key, credential, auth, private, ...), or it contains token,
+// secret, passw, credential, apikey, privatekey or authorization. Wrongly
+// hiding a harmless setting costs less than showing a credential.
+func SecretName(name string) bool {
+	lower := strings.ToLower(name)
+	for _, p := range secretParts {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	for _, w := range words(name) {
+		if secretWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+func words(name string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	var prev rune
+	for _, c := range name {
+		switch {
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			flush()
+		case unicode.IsUpper(c) && unicode.IsLower(prev):
+			flush()
+			cur = append(cur, c)
+		default:
+			cur = append(cur, c)
+		}
+		prev = c
+	}
+	flush()
+	return out
+}
