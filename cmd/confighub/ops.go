@@ -168,7 +168,7 @@ func (o *ops) engineOptions() []engine.Option {
 	// Secrets a destination quotes in its errors never reach status or
 	// logs, whatever --diagnostics-include-secrets says (that flag is about
 	// GetConfig's configurations and raw bodies).
-	opts := []engine.Option{engine.WithMessageRedactor(redact.Message)}
+	opts := []engine.Option{engine.WithMessageRedactor(redact.Message), engine.WithSecretValues(redact.SecretValues)}
 	if o.metrics != nil {
 		opts = append(opts, engine.WithMetrics(o.metrics.Engine))
 	}

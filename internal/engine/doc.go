@@ -44,7 +44,10 @@
 //     sink's own code stays in last_error (TestErrorCodesAreClosed).
 //   - A sink's error text (message, entity error messages) passes through
 //     WithMessageRedactor before status, logs and LastFailed; the raw body
-//     is kept (TestErrorTextRedacted).
+//     is kept (TestErrorTextRedacted). The sink's own secrets
+//     (WithSecretValues: its token, header values) are replaced by
+//     "<redacted>" in that text, the raw body, a Runner's health report
+//     and a panic's log line (TestSinkSecretsScrubbed).
 //   - Pacing: options.min_interval between apply starts
 //     (TestMinInterval); options.debounce with options.max_delay
 //     (TestDebounce, TestDebounceMaxDelay).

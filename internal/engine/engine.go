@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +69,38 @@ func WithMessageRedactor(f func(string) string) Option {
 	return func(e *Engine) { e.redactMsg = f }
 }
 
+// WithSecretValues sets how the secrets of a sink's spec are found (a
+// Konnect token, a Kong header value): a destination or plugin that quotes
+// one in an error, or in what its Runner reports, has it replaced by
+// "<redacted>" before status, logs and GetConfig see the text. Default:
+// none.
+func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
+	return func(e *Engine) { e.secrets = f }
+}
+
+// minScrubbed is the shortest secret value scrubbed from error texts:
+// replacing every "a" of a message would leave nothing to read.
+const minScrubbed = 4
+
+// scrubber returns what replaces spec's secret values in a text, nil when
+// it has none.
+func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
+	if e.secrets == nil {
+		return nil
+	}
+	vals := slices.DeleteFunc(e.secrets(spec), func(v string) bool { return len(v) < minScrubbed })
+	if len(vals) == 0 {
+		return nil
+	}
+	// Longest first: a value that contains another is replaced whole.
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "<redacted>")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
 // WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
 // each pool (gateway sinks; every other sink).
 func WithMaxConcurrentApplies(n int) Option {
@@ -124,11 +157,13 @@ func WithRandom(f func() float64) Option {
 // Engine fans each stream's newest configuration out to its sinks. See the
 // package doc for its guarantees.
 type Engine struct {
-	reg        *sink.Registry
-	specs      *sinkspec.Checker
-	clock      clockwork.Clock
-	log        *slog.Logger
-	redactMsg  func(string) string
+	reg       *sink.Registry
+	specs     *sinkspec.Checker
+	clock     clockwork.Clock
+	log       *slog.Logger
+	redactMsg func(string) string
+	// secrets finds a sink's secrets (scrubbed from its error texts).
+	secrets    func(*confighubv1.Sink) []string
 	metrics    Metrics
 	recorder   AppliedRecorder
 	maxApplies int
@@ -808,14 +843,27 @@ func (g *genTrack) proto() *confighubv1.GenerationStatus {
 	return p
 }
 
-// redactError returns se with its messages passed through the redactor: a
-// copy, so the sink's own value is left alone.
-func (e *Engine) redactError(se *sink.Error) *sink.Error {
-	if e.redactMsg == nil {
+// redactError returns se with its messages passed through the redactor
+// and scrubbed of the sink's secrets (scrub may be nil): a copy, so the
+// sink's own value is left alone. The raw body is scrubbed too.
+func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Error {
+	if e.redactMsg == nil && scrub == nil {
 		return se
 	}
+	clean := func(s string) string {
+		if e.redactMsg != nil {
+			s = e.redactMsg(s)
+		}
+		if scrub != nil {
+			s = scrub.Replace(s)
+		}
+		return s
+	}
 	out := *se
-	out.Message, out.Err = e.redactMsg(se.Error()), nil
+	out.Message, out.Err = clean(se.Error()), nil
+	if scrub != nil && len(se.Body) > 0 {
+		out.Body = []byte(scrub.Replace(string(se.Body)))
+	}
 	if se.Code != "" {
 		// Error() prefixes the code; keep Message without it.
 		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
@@ -824,7 +872,7 @@ func (e *Engine) redactError(se *sink.Error) *sink.Error {
 	for i, ee := range se.EntityErrors {
 		c := proto.Clone(ee).(*confighubv1.EntityError)
 		for _, fe := range c.GetErrors() {
-			fe.Message = e.redactMsg(fe.GetMessage())
+			fe.Message = clean(fe.GetMessage())
 		}
 		out.EntityErrors[i] = c
 	}

@@ -1167,3 +1167,43 @@ func TestErrorCodesAreClosed(t *testing.T) {
 		t.Fatalf("last error %q code %q, want code rejected and the sink's own code in the text", st.GetLastError(), st.GetLastErrorCode())
 	}
 }
+
+// TestSinkSecretsScrubbed: a destination that quotes the sink's own
+// secret (its token, a header value) in an error, its body or a health
+// report has it replaced before status, logs and GetConfig see the text;
+// a value shorter than 4 bytes is left (it would blank the message).
+func TestSinkSecretsScrubbed(t *testing.T) {
+	var logs ihar.SyncBuffer
+	h := newHarness(t,
+		engine.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		engine.WithSecretValues(func(s *confighubv1.Sink) []string {
+			if s.GetName() == "gw" {
+				return []string{"kpat_0123", "kpat_0123456789", "ab"}
+			}
+			return nil
+		}))
+	gw := h.put("gw", kindRunner, nil)
+	gw.Set(enginetest.Behavior{Err: &sink.Error{Code: sink.CodeUnauthorized, Message: "token kpat_0123456789 is not valid (ab)",
+		Body:         []byte(`{"message":"bad token kpat_0123456789"}`),
+		EntityErrors: []*confighubv1.EntityError{{Errors: []*confighubv1.FieldError{{Message: "kpat_0123 again"}}}}}})
+	h.pushN(1)
+	st := h.awaitSink("gw", "unauthorized", func(s *confighubv1.SinkStatus) bool { return s.GetLastErrorCode() == "unauthorized" })
+	if st.GetLastError() != "unauthorized: token <redacted> is not valid (ab)" || st.GetEntityErrors()[0].GetErrors()[0].GetMessage() != "<redacted> again" {
+		t.Fatalf("last_error %q, entity error %v", st.GetLastError(), st.GetEntityErrors())
+	}
+	_, se, ok := h.e.LastFailed("gw")
+	if !ok || strings.Contains(se.Error(), "kpat_") || strings.Contains(string(se.Body), "kpat_") {
+		t.Fatalf("LastFailed: %v body %q", se, se.Body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := h.fleet.Runner("gw").Notifier(ctx)
+	must(t, err)
+	n.Health(errors.New("401 for token kpat_0123456789"))
+	h.awaitSink("gw", "unreachable, scrubbed", func(s *confighubv1.SinkStatus) bool {
+		return s.GetLastError() == "unreachable: 401 for token <redacted>"
+	})
+	if strings.Contains(logs.String(), "kpat_") {
+		t.Fatalf("the log shows the secret:\n%s", logs.String())
+	}
+}

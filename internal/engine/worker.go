@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,8 @@ type worker struct {
 	st   *stream
 	// pool is the apply-slot pool of the sink: gateways' or the others'.
 	pool *slotPool
+	// scrub replaces the spec's secrets in error texts; nil when none.
+	scrub *strings.Replacer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -123,6 +126,7 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		pool = e.gatewaySlots
 	}
 	return &worker{
+		scrub:  e.scrubber(spec),
 		pool:   pool,
 		e:      e,
 		name:   spec.GetName(),
@@ -138,6 +142,14 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		done:   make(chan struct{}),
 		state:  statePending,
 	}
+}
+
+// scrubText replaces the sink's secrets in s.
+func (w *worker) scrubText(s string) string {
+	if w.scrub == nil {
+		return s
+	}
+	return w.scrub.Replace(s)
 }
 
 // wake signals the goroutine to look at its slot again; never blocks.
@@ -190,7 +202,7 @@ func (w *worker) start() {
 func (w *worker) runRunner(r sink.Runner) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.e.log.Error("sink runner panicked", "sink", w.name, "panic", p, "stack", string(debug.Stack()))
+			w.e.log.Error("sink runner panicked", "sink", w.name, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			notifier{w}.Health(fmt.Errorf("runner panicked: %v", p))
 		}
 	}()
@@ -398,7 +410,7 @@ func (w *worker) startAttempt(cfg *config.Config, cancel context.CancelCauseFunc
 func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.e.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", p, "stack", string(debug.Stack()))
+			w.e.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			err = &sink.Error{Code: sink.CodeInternal, Message: fmt.Sprintf("the sink panicked: %v", p), Err: errSinkPanicked}
 		}
 	}()
@@ -460,7 +472,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	if cause == errAttemptTimeout {
 		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
-	se = e.redactError(se)
+	se = e.redactError(se, w.scrub)
 	// Status reports a code of the closed set whatever the sink (a user's
 	// in-process one included) set; the sink's own code stays in the text.
 	msg := se.Error()
@@ -656,6 +668,7 @@ func (n notifier) Health(err error) {
 		if h == "" {
 			h = "unreachable"
 		}
+		h = w.scrubText(h)
 	}
 	if h == w.health {
 		return
