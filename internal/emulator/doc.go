@@ -37,7 +37,9 @@
 //     which Kong's flattening cannot place: with flatten_errors those of a
 //     collection given as a top-level list are dropped (Kong answers
 //     fields {}, flattened_errors {}), those of a collection given only
-//     nested stay in fields; without it, fields holds them all. An empty
+//     nested stay in fields; without it, fields holds them all (the other
+//     errors there keyed by entity type and name, where Kong nests them by
+//     position in the input). An empty
 //     flattened_errors is {} (Kong 3.9.1's cjson default; Kong/kong#14019,
 //     after 3.9.1, makes it []). The message is
 //     Kong's pretty print of fields. (TestBrokenReferences,

@@ -52,8 +52,6 @@ type sfield struct {
 	// abstract is the plugin entity's config: its fields come from the
 	// plugin's schema.
 	abstract bool
-	// optional is a record declared required = false.
-	optional bool
 	// expressions fields exist under router_flavor "expressions" only.
 	expressions bool
 }
@@ -65,8 +63,9 @@ func fld(name, typ string, opts ...fopt) *sfield {
 	for _, o := range opts {
 		o(f)
 	}
-	// kong/db/schema/entity.lua: records are required unless they say not.
-	if typ == "record" && !f.abstract && !f.optional {
+	// kong/db/schema/entity.lua: records are required unless they say not
+	// (none of the transcribed ones does).
+	if typ == "record" && !f.abstract {
 		f.required = true
 	}
 	return f
@@ -74,7 +73,6 @@ func fld(name, typ string, opts ...fopt) *sfield {
 
 var (
 	req        fopt = func(f *sfield) { f.required = true }
-	optional   fopt = func(f *sfield) { f.optional = true }
 	exprOnly   fopt = func(f *sfield) { f.expressions = true }
 	autoF      fopt = func(f *sfield) { f.auto = true }
 	uniq       fopt = func(f *sfield) { f.unique = true }
@@ -572,8 +570,9 @@ func schemaViolation(errs fieldErrors) map[string]any {
 // fillContext carries what filling an entity needs besides its schema.
 type fillContext struct {
 	now time.Time
-	ee  bool
-	// update keeps fields as they are (PATCH merges onto the stored row).
+	// ee: Enterprise fields exist (a Konnect control plane).
+	ee bool
+	// errs collects the schema violations, by field path.
 	errs fieldErrors
 }
 
