@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
@@ -15,21 +19,42 @@ import (
 // Kind is the registered kind name.
 const Kind = "file"
 
-// Register adds the "file" kind to r.
-func Register(r *sink.Registry) error {
-	return r.Register(Kind, New, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetFile() != nil }))
+// Register adds the "file" kind to r: every file sink of r writes under
+// root (see Factory).
+func Register(r *sink.Registry, root string) error {
+	f, err := Factory(root)
+	if err != nil {
+		return err
+	}
+	return r.Register(Kind, f, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetFile() != nil }))
 }
 
 // Sink writes each configuration to a file atomically.
 type Sink struct {
-	path   string
+	root   string // absolute; created on the first write if missing
+	rel    string // the file, relative to root and local to it
 	format confighubv1.Format
 }
 
 var _ sink.Sink = (*Sink)(nil)
 
-// New is the factory of the "file" kind.
-func New(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
+// Factory returns the factory of the "file" kind for sinks confined to the
+// directory root. A sink's file.path is relative to root, or an absolute
+// path inside it; a path that leaves root (../, an absolute path
+// elsewhere, or a symbolic link that resolves outside it) is
+// sink.ErrInvalidSpec.
+func Factory(root string) (sink.Factory, error) {
+	if root == "" {
+		return nil, errors.New("file sinks: the root directory is empty")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("file sinks: root %s: %w", root, err)
+	}
+	return func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) { return newSink(abs, spec) }, nil
+}
+
+func newSink(root string, spec *confighubv1.Sink) (sink.Sink, error) {
 	fs := spec.GetFile()
 	if fs == nil {
 		return nil, fmt.Errorf("%w: sink %q of kind file needs a file spec (file: {path: ...})", sink.ErrInvalidSpec, spec.GetName())
@@ -42,13 +67,67 @@ func New(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
 	default:
 		return nil, fmt.Errorf("%w: sink %q: file.format %d is not a known format", sink.ErrInvalidSpec, spec.GetName(), fs.GetFormat())
 	}
-	return &Sink{path: filepath.Clean(fs.GetPath()), format: fs.GetFormat()}, nil
+	rel, err := confine(root, fs.GetPath())
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
+	}
+	return &Sink{root: root, rel: rel, format: fs.GetFormat()}, nil
+}
+
+// confine returns path relative to root, or why it is not a file inside
+// root: lexically (../, an absolute path elsewhere), then on disk, where
+// os.Root follows symbolic links and refuses one that leaves root. A path
+// whose folders do not exist yet is accepted: the first write creates
+// them.
+func confine(root, path string) (string, error) {
+	rel, ok := filepath.Clean(path), true
+	if filepath.IsAbs(rel) {
+		rel, ok = relativeTo(root, rel)
+	}
+	if !ok || !filepath.IsLocal(rel) || rel == "." {
+		return "", fmt.Errorf("not a file inside the file sink root %s (a path relative to it, or an absolute path under it)", root)
+	}
+	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rel, nil // nothing on disk to resolve yet
+	}
+	if err != nil {
+		return "", fmt.Errorf("file sink root: %w", err)
+	}
+	defer r.Close()
+	fi, err := r.Stat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return rel, nil
+	case err != nil:
+		// "path escapes from parent": a link on the way leads out of root.
+		return "", fmt.Errorf("resolves outside the file sink root %s, or cannot be resolved: %w", root, err)
+	case fi.IsDir():
+		return "", fmt.Errorf("is a directory under the file sink root %s", root)
+	}
+	return rel, nil
+}
+
+// relativeTo returns abs relative to root, also when root's own path goes
+// through a symbolic link (abs may use either spelling); false when abs is
+// outside root.
+func relativeTo(root, abs string) (string, bool) {
+	if rel, err := filepath.Rel(root, abs); err == nil && filepath.IsLocal(rel) {
+		return rel, true
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		if rel, err := filepath.Rel(real, abs); err == nil && filepath.IsLocal(rel) {
+			return rel, true
+		}
+	}
+	return "", false
 }
 
 // Describe: a file takes any format and size.
 func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
-// Apply renders cfg and replaces the file atomically.
+// Apply renders cfg and replaces the file atomically, creating the root
+// and any missing folder under it.
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	b, err := Render(cfg, s.format)
 	if err != nil {
@@ -57,10 +136,24 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := WriteAtomic(s.path, b, 0o600); err != nil {
+	if err := s.write(b); err != nil {
 		return &sink.Error{Code: sink.CodeUnavailable, Message: err.Error(), Err: err}
 	}
 	return nil
+}
+
+func (s *Sink) write(b []byte) error {
+	if err := os.MkdirAll(s.root, 0o750); err != nil {
+		return fmt.Errorf("create the file sink root: %w", err)
+	}
+	// Every step resolves inside the root (os.Root): a folder swapped for
+	// a link out of it after PutSink fails the write instead of escaping.
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return fmt.Errorf("open the file sink root: %w", err)
+	}
+	defer r.Close()
+	return WriteAtomic(r, s.rel, b, 0o600)
 }
 
 // Render returns cfg in format f: JSON, YAML, or the bytes as pushed for
@@ -84,25 +177,31 @@ func Render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
 	}
 }
 
-// WriteAtomic replaces path with b: temp file in the same directory, write,
-// fsync, rename, fsync the directory (so the rename itself is durable).
-func WriteAtomic(path string, b []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// WriteAtomic replaces name (a path local to root) with b: missing
+// folders are created (each new entry's parent fsynced), then a temporary
+// file in the same folder is written, fsynced and renamed over name, and
+// the folder is fsynced (so the rename itself is durable). Nothing
+// resolves outside root.
+func WriteAtomic(root *os.Root, name string, b []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(name)
+	if err := mkdirAll(root, dir); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(name)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("create temporary file in %s: %w", dir, err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = os.Remove(tmp)
+			_ = root.Remove(tmp)
 		}
 	}()
 	if _, err = f.Write(b); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = f.Chmod(perm); err != nil {
+	if err = f.Chmod(perm); err != nil { // exactly perm, whatever the umask
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
 	if err = f.Sync(); err != nil {
@@ -111,17 +210,47 @@ func WriteAtomic(path string, b []byte, perm os.FileMode) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	if err = root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, name, err)
 	}
-	if d, derr := os.Open(dir); derr == nil {
-		serr := d.Sync()
-		_ = d.Close()
-		// Some filesystems refuse fsync on a directory; the rename is done,
-		// so only a real I/O error is reported.
-		if serr != nil && !errors.Is(serr, os.ErrInvalid) {
-			return fmt.Errorf("fsync directory %s: %w", dir, serr)
+	return syncDir(root, dir)
+}
+
+// mkdirAll creates the missing folders of dir under root, fsyncing the
+// parent of each one it creates so the new entry survives a power loss.
+func mkdirAll(root *os.Root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	parent := "."
+	for _, part := range strings.Split(dir, string(filepath.Separator)) {
+		p := filepath.Join(parent, part)
+		err := root.Mkdir(p, 0o750)
+		switch {
+		case errors.Is(err, fs.ErrExist):
+		case err != nil:
+			return fmt.Errorf("create folder %s: %w", p, err)
+		default:
+			if err := syncDir(root, parent); err != nil {
+				return err
+			}
 		}
+		parent = p
+	}
+	return nil
+}
+
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open folder %s: %w", dir, err)
+	}
+	serr := d.Sync()
+	_ = d.Close()
+	// Some filesystems refuse fsync on a directory; the entry is written,
+	// so only a real I/O error is reported.
+	if serr != nil && !errors.Is(serr, os.ErrInvalid) {
+		return fmt.Errorf("fsync folder %s: %w", dir, serr)
 	}
 	return nil
 }

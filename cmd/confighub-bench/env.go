@@ -59,7 +59,7 @@ func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
 		return nil, fmt.Errorf("open bolt store: %w", err)
 	}
 	reg := sink.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
+	if err := builtin.Register(reg, filepath.Join(e.dir, "out")); err != nil {
 		return nil, err
 	}
 	if err := registerBench(reg, e.applies); err != nil {

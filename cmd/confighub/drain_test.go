@@ -34,7 +34,7 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", "",
-			"--sinks", sinks, "--shutdown-timeout", "1h"}, &logs)
+			"--sinks", sinks, "--file-sink-root", dir, "--shutdown-timeout", "1h"}, &logs)
 	}()
 	addrRE := regexp.MustCompile(`msg="confighub serving" listen=(127\.0\.0\.1:[0-9]+)`)
 	var addr string

@@ -44,6 +44,7 @@ func main() {
 type flags struct {
 	listen          string
 	dataDir         string
+	fileSinkRoot    string
 	storeKind       string
 	sinks           string
 	logLevel        string
@@ -65,7 +66,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "gRPC listen address")
-	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory of the embedded bbolt store (--store bolt)")
+	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory of the embedded bbolt store (--store bolt) and of the default --file-sink-root")
+	fs.StringVar(&f.fileSinkRoot, "file-sink-root", "", "directory that file sinks write under (default <data-dir>/out): a file.path is relative to it or an absolute path inside it; a path that leaves it is refused")
 	fs.StringVar(&f.storeKind, "store", "bolt", "store backend: bolt (embedded, durable), etcd (replicas sharing etcd, see --etcd-*) or memory (tests only: loses everything on exit)")
 	addReplicaFlags(fs, &f.replica)
 	fs.StringVar(&f.sinks, "sinks", "", "YAML file with a list of sinks (the shape of PutSink's sink); put at every start")
@@ -84,6 +86,14 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	return f, nil
+}
+
+// fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
+func (f flags) fileSinkRootDir() string {
+	if f.fileSinkRoot != "" {
+		return f.fileSinkRoot
+	}
+	return filepath.Join(f.dataDir, "out")
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -163,7 +173,8 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		seed = s
 	}
 	reg := sink.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
+	// The root is created by the first file sink write.
+	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
 	o, err := startOps(f, log)
@@ -205,7 +216,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if f.storeKind == "bolt" { // the memory store has no data dir
 		attrs = append(attrs, "data_dir", f.dataDir)
 	}
-	return listenAndServe(ctx, f, log, o, srv, append(attrs, "sink_kinds", reg.Kinds())...)
+	return listenAndServe(ctx, f, log, o, srv, append(attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }
 
 // listenAndServe serves gRPC on --listen until ctx ends, then shuts down:

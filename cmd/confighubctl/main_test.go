@@ -53,7 +53,9 @@ type hubOpts struct {
 func startHub(t *testing.T, o hubOpts) string {
 	t.Helper()
 	reg := sink.NewRegistry()
-	if err := file.Register(reg); err != nil {
+	// The tests' files are under their own t.TempDir(), all under the
+	// system's temporary folder.
+	if err := file.Register(reg, os.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Register("reject", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return rejectSink{}, nil }); err != nil {

@@ -55,7 +55,7 @@ func TestCrashResume(t *testing.T) {
 	var acks []pushAck
 	n := 0
 	for cycle := 0; cycle < cycles; cycle++ {
-		h := harness.StartHub(t, bins, "--data-dir", dataDir, "--sinks", sinks)
+		h := harness.StartHub(t, bins, "--data-dir", dataDir, "--sinks", sinks, "--file-sink-root", filepath.Dir(out))
 		cl := hubclient.New(harness.Dial(t, h.Addr))
 		ctx := context.Background()
 
@@ -117,7 +117,7 @@ func TestCrashResume(t *testing.T) {
 		<-done
 	}
 	// A final restart: every sink converges on the last acknowledged generation.
-	h := harness.StartHub(t, bins, "--data-dir", dataDir, "--sinks", sinks)
+	h := harness.StartHub(t, bins, "--data-dir", dataDir, "--sinks", sinks, "--file-sink-root", filepath.Dir(out))
 	cl := hubclient.New(harness.Dial(t, h.Addr))
 	cur, err := cl.Hub.GetConfig(context.Background(), &confighubv1.GetConfigRequest{})
 	if err != nil {
@@ -144,7 +144,7 @@ func TestCrashResume(t *testing.T) {
 // whose hash is the acknowledged one.
 func TestLargeConfigUpload(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"))
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out))
 	cl := hubclient.New(harness.Dial(t, h.Addr))
 	body := genConfig(1, 20<<20)
 	res, err := cl.Push(context.Background(), hubclient.Push{Config: body})
@@ -166,7 +166,7 @@ func TestLargeConfigUpload(t *testing.T) {
 // sink was not touched.
 func TestBadInputChangesNothing(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
-	h := harness.StartHub(t, bins, "--max-config-bytes", "65536", "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"))
+	h := harness.StartHub(t, bins, "--max-config-bytes", "65536", "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out))
 	cc := harness.Dial(t, h.Addr)
 	cl := hubclient.New(cc, hubclient.WithUnaryLimit(1<<10), hubclient.WithChunkBytes(512))
 	ctx := context.Background()

@@ -30,7 +30,7 @@ func TestHungSinkDelaysNobody(t *testing.T) {
 	hung.Hang()
 	out := filepath.Join(t.TempDir(), "out.json")
 	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, fmt.Sprintf(
-		"- name: hung\n  kong: {address: %q}\n  options: {timeout: 1h}\n- name: healthy\n  file: {path: %q}\n", u, out)))
+		"- name: hung\n  kong: {address: %q}\n  options: {timeout: 1h}\n- name: healthy\n  file: {path: %q}\n", u, out)), "--file-sink-root", filepath.Dir(out))
 	cl := hubclient.New(harness.Dial(t, h.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -30,13 +30,13 @@ func writeSinks(t *testing.T, body string) string {
 // the file sink applying it, and a watch sees the push.
 func TestGrpcurlTour(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"))
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out))
 
 	list, err := harness.Grpcurl(t, "-plaintext", h.Addr, "list")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, svc := range []string{"confighub.v1.ConfigHubService", "confighub.v1.SinkAdminService", "confighub.sink.v1.SinkPluginService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+	for _, svc := range []string{"confighub.v1.ConfigHubService", "confighub.v1.SinkAdminService", "confighub.sink.v1.SinkPluginService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} {
 		if !strings.Contains(list, svc) {
 			t.Errorf("grpcurl list does not show %s:\n%s", svc, list)
 		}

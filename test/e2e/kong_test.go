@@ -32,7 +32,7 @@ type fleet struct {
 func startFleet(t *testing.T, n int, timeout string) *fleet {
 	t.Helper()
 	reg := sink.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
+	if err := builtin.Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := reg.Lookup("kong"); !ok {

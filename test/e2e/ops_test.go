@@ -120,7 +120,7 @@ func TestTokensReloadOnSIGHUP(t *testing.T) {
 // collectors; a deleted sink's series go.
 func TestMetricsAfterPush(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--metrics-listen", "127.0.0.1:0")
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out), "--metrics-listen", "127.0.0.1:0")
 	maddr := h.WaitOutput(t, metricsRE, 10*time.Second)
 	if _, err := harness.GrpcurlStdin(t, pushBody(), "-plaintext", "-d", "@", h.Addr, "confighub.v1.ConfigHubService/PushConfig"); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ var servingRE = regexp.MustCompile(`confighub serving.* listen=(\S+)`)
 // configuration; the hub's log never shows a credential.
 func TestCtlAgainstRealHub(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.yaml")
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--metrics-listen", "", "--log-level", "debug")
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out), "--metrics-listen", "", "--log-level", "debug")
 	ctl := func(args ...string) (string, string, error) {
 		cmd := exec.Command(bins.Path("confighubctl"), append([]string{"--addr", h.Addr}, args...)...)
 		var o, e strings.Builder
@@ -252,7 +252,7 @@ func TestStatusWatchRedrawsOnATerminal(t *testing.T) {
 		t.Skip("needs util-linux script for a pseudo-terminal")
 	}
 	out := filepath.Join(t.TempDir(), "out.json")
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--metrics-listen", "")
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, "- name: out\n  file:\n    path: "+out+"\n"), "--file-sink-root", filepath.Dir(out), "--metrics-listen", "")
 	cmd := "'" + bins.Path("confighubctl") + "' --addr " + h.Addr + " status --watch"
 	p := harness.Start(t, scriptBin, "-q", "-e", "-c", cmd, "/dev/null")
 	p.WaitOutput(t, regexp.MustCompile(`WAITING`), 20*time.Second)

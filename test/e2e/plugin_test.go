@@ -127,7 +127,7 @@ func TestWebhookPluginProcess(t *testing.T) {
       initial: 0.1s
       max: 0.5s
 `, out, plugAddr)
-	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, sinks))
+	h := harness.StartHub(t, bins, "--sinks", writeSinks(t, sinks), "--file-sink-root", filepath.Dir(out))
 
 	// A second sink on the same plugin, wired at run time with the grpcurl
 	// command of docs/plugins.md.

@@ -64,7 +64,7 @@ func startReplicaSet(t *testing.T) *replicaSet {
 func (rs *replicaSet) start(id string) *harness.Hub {
 	rs.t.Helper()
 	h := harness.StartHub(rs.t, bins, "--store", "etcd", "--etcd-endpoints", rs.etcd.Endpoints()[0],
-		"--etcd-prefix", "/e2e", "--replica-id", id, "--lease-ttl", replicaTTL)
+		"--etcd-prefix", "/e2e", "--replica-id", id, "--lease-ttl", replicaTTL, "--file-sink-root", rs.outDir)
 	c := confighubv1.NewConfigHubServiceClient(harness.Dial(rs.t, h.Addr))
 	rs.mu.Lock()
 	rs.hubs[id], rs.clients[id] = h, c

@@ -815,7 +815,11 @@ func (x *KonnectSpec) GetDropConsumers() bool {
 // FileSpec writes each generation atomically to a path.
 type FileSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The file, relative to the hub's --file-sink-root (default
+	// <data-dir>/out) or an absolute path inside it; missing folders are
+	// created. A path that leaves the root (../, an absolute path elsewhere, a
+	// symbolic link out of it) is InvalidArgument.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	// Render as JSON or YAML; unspecified writes the bytes as pushed.
 	Format        Format `protobuf:"varint,2,opt,name=format,proto3,enum=confighub.v1.Format" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
