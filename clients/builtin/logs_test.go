@@ -23,7 +23,7 @@ import (
 func TestLogLinesNameEachAttributeOnce(t *testing.T) {
 	rec := harness.NewLogRecorder(t, slog.LevelDebug)
 	reg := sink.NewRegistry()
-	if err := Register(reg); err != nil {
+	if err := Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	gw := emulator.New()
@@ -40,7 +40,7 @@ func TestLogLinesNameEachAttributeOnce(t *testing.T) {
 	for _, s := range []*confighubv1.Sink{
 		{Name: "gw", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: gwURL, Tls: insecure}}},
 		{Name: "db", Spec: &confighubv1.Sink_KongDb{KongDb: &confighubv1.KongDBSpec{Address: db.URL, Tls: insecure}}},
-		{Name: "out", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: t.TempDir() + "/kong.json"}}},
+		{Name: "out", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "kong.json"}}},
 	} {
 		if _, _, err := e.PutSink(s); err != nil {
 			t.Fatal(err)

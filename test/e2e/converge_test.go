@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ var convergedCountRE = regexp.MustCompile(`confighub_stream_convergence_seconds_
 // it again (the downtime would count in ConfighubSlowConvergence).
 func TestConvergenceSurvivesRestart(t *testing.T) {
 	dataDir := t.TempDir()
-	sinks := writeSinks(t, "- name: out\n  file:\n    path: "+filepath.Join(t.TempDir(), "out.json")+"\n")
+	sinks := writeSinks(t, "- name: out\n  file:\n    path: out.json\n") // under <data-dir>/out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
