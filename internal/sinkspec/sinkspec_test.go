@@ -17,7 +17,7 @@ import (
 func checker(t *testing.T) *Checker {
 	t.Helper()
 	reg := sink.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
+	if err := builtin.Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	return New(reg)
