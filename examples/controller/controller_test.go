@@ -37,7 +37,7 @@ func startHub(t *testing.T) *hubclient.Client {
 	}
 	t.Cleanup(func() { _ = gw.Close() })
 	reg := sink.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
+	if err := builtin.Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	eng := engine.New(reg)
