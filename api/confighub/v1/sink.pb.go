@@ -84,6 +84,63 @@ func (Gate) EnumDescriptor() ([]byte, []int) {
 	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{0}
 }
 
+// OnReject is what a gateway's rejection of a generation does.
+type OnReject int32
+
+const (
+	// The default: ON_REJECT_KEEP_LAST.
+	OnReject_ON_REJECT_UNSPECIFIED OnReject = 0
+	// The gateway keeps its last applied configuration; the sink is FAILED
+	// until a new generation (Kong's own behaviour).
+	OnReject_ON_REJECT_KEEP_LAST OnReject = 1
+	// The sink applies the generation without the rejected entities and
+	// every entity that depends on them, keeping an excluded entity's last
+	// applied version where its dependencies allow (at most 3 rounds); the
+	// sink is DEGRADED with the excluded entities in its status.
+	OnReject_ON_REJECT_FALLBACK OnReject = 2
+)
+
+// Enum value maps for OnReject.
+var (
+	OnReject_name = map[int32]string{
+		0: "ON_REJECT_UNSPECIFIED",
+		1: "ON_REJECT_KEEP_LAST",
+		2: "ON_REJECT_FALLBACK",
+	}
+	OnReject_value = map[string]int32{
+		"ON_REJECT_UNSPECIFIED": 0,
+		"ON_REJECT_KEEP_LAST":   1,
+		"ON_REJECT_FALLBACK":    2,
+	}
+)
+
+func (x OnReject) Enum() *OnReject {
+	p := new(OnReject)
+	*p = x
+	return p
+}
+
+func (x OnReject) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OnReject) Descriptor() protoreflect.EnumDescriptor {
+	return file_confighub_v1_sink_proto_enumTypes[1].Descriptor()
+}
+
+func (OnReject) Type() protoreflect.EnumType {
+	return &file_confighub_v1_sink_proto_enumTypes[1]
+}
+
+func (x OnReject) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OnReject.Descriptor instead.
+func (OnReject) EnumDescriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{1}
+}
+
 // Sink is one destination. The same shape is used in the --sinks YAML file.
 type Sink struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -572,8 +629,11 @@ type KongSpec struct {
 	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// How often GET /status is polled to spot a restarted gateway. Default 10s.
 	StatusInterval *durationpb.Duration `protobuf:"bytes,4,opt,name=status_interval,json=statusInterval,proto3" json:"status_interval,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What a rejection with entity errors does. Default: keep the last
+	// applied configuration (the gateway refuses the whole generation).
+	OnReject      OnReject `protobuf:"varint,5,opt,name=on_reject,json=onReject,proto3,enum=confighub.v1.OnReject" json:"on_reject,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *KongSpec) Reset() {
@@ -632,6 +692,13 @@ func (x *KongSpec) GetStatusInterval() *durationpb.Duration {
 		return x.StatusInterval
 	}
 	return nil
+}
+
+func (x *KongSpec) GetOnReject() OnReject {
+	if x != nil {
+		return x.OnReject
+	}
+	return OnReject_ON_REJECT_UNSPECIFIED
 }
 
 // KongDBSpec is a Kong gateway with a database, synced entity by entity.
@@ -1271,12 +1338,13 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\akey_pem\x18\x06 \x01(\tB\x04\xb0\x8d\x19\x01R\x06keyPem\x12\x1f\n" +
 	"\vserver_name\x18\a \x01(\tR\n" +
 	"serverName\x120\n" +
-	"\x14insecure_skip_verify\x18\b \x01(\bR\x12insecureSkipVerify\"\xa2\x02\n" +
+	"\x14insecure_skip_verify\x18\b \x01(\bR\x12insecureSkipVerify\"\xe1\x02\n" +
 	"\bKongSpec\x12\"\n" +
 	"\aaddress\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x88\x01\x01R\aaddress\x12#\n" +
 	"\x03tls\x18\x02 \x01(\v2\x11.confighub.v1.TLSR\x03tls\x12C\n" +
 	"\aheaders\x18\x03 \x03(\v2#.confighub.v1.KongSpec.HeadersEntryB\x04\xb0\x8d\x19\x01R\aheaders\x12L\n" +
-	"\x0fstatus_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationB\b\xbaH\x05\xaa\x01\x022\x00R\x0estatusInterval\x1a:\n" +
+	"\x0fstatus_interval\x18\x04 \x01(\v2\x19.google.protobuf.DurationB\b\xbaH\x05\xaa\x01\x022\x00R\x0estatusInterval\x12=\n" +
+	"\ton_reject\x18\x05 \x01(\x0e2\x16.confighub.v1.OnRejectB\b\xbaH\x05\x82\x01\x02\x10\x01R\bonReject\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa2\x02\n" +
@@ -1323,7 +1391,11 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\x10GATE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tGATE_NONE\x10\x01\x12\x14\n" +
 	"\x10GATE_ANY_GATEWAY\x10\x02\x12\r\n" +
-	"\tGATE_WAVE\x10\x032\xf9\x01\n" +
+	"\tGATE_WAVE\x10\x03*V\n" +
+	"\bOnReject\x12\x19\n" +
+	"\x15ON_REJECT_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13ON_REJECT_KEEP_LAST\x10\x01\x12\x16\n" +
+	"\x12ON_REJECT_FALLBACK\x10\x022\xf9\x01\n" +
 	"\x10SinkAdminService\x12L\n" +
 	"\tListSinks\x12\x1e.confighub.v1.ListSinksRequest\x1a\x1f.confighub.v1.ListSinksResponse\x12F\n" +
 	"\aPutSink\x12\x1c.confighub.v1.PutSinkRequest\x1a\x1d.confighub.v1.PutSinkResponse\x12O\n" +
@@ -1343,72 +1415,74 @@ func file_confighub_v1_sink_proto_rawDescGZIP() []byte {
 	return file_confighub_v1_sink_proto_rawDescData
 }
 
-var file_confighub_v1_sink_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_confighub_v1_sink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_confighub_v1_sink_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_confighub_v1_sink_proto_goTypes = []any{
 	(Gate)(0),                         // 0: confighub.v1.Gate
-	(*Sink)(nil),                      // 1: confighub.v1.Sink
-	(*SinkOptions)(nil),               // 2: confighub.v1.SinkOptions
-	(*BackoffOptions)(nil),            // 3: confighub.v1.BackoffOptions
-	(*TLS)(nil),                       // 4: confighub.v1.TLS
-	(*KongSpec)(nil),                  // 5: confighub.v1.KongSpec
-	(*KongDBSpec)(nil),                // 6: confighub.v1.KongDBSpec
-	(*KonnectSpec)(nil),               // 7: confighub.v1.KonnectSpec
-	(*FileSpec)(nil),                  // 8: confighub.v1.FileSpec
-	(*PluginSpec)(nil),                // 9: confighub.v1.PluginSpec
-	(*ListSinksRequest)(nil),          // 10: confighub.v1.ListSinksRequest
-	(*ListSinksResponse)(nil),         // 11: confighub.v1.ListSinksResponse
-	(*PutSinkRequest)(nil),            // 12: confighub.v1.PutSinkRequest
-	(*PutSinkResponse)(nil),           // 13: confighub.v1.PutSinkResponse
-	(*DeleteSinkRequest)(nil),         // 14: confighub.v1.DeleteSinkRequest
-	(*DeleteSinkResponse)(nil),        // 15: confighub.v1.DeleteSinkResponse
-	nil,                               // 16: confighub.v1.KongSpec.HeadersEntry
-	nil,                               // 17: confighub.v1.KongDBSpec.HeadersEntry
-	(*structpb.Struct)(nil),           // 18: google.protobuf.Struct
-	(*durationpb.Duration)(nil),       // 19: google.protobuf.Duration
-	(Format)(0),                       // 20: confighub.v1.Format
-	(*descriptorpb.FieldOptions)(nil), // 21: google.protobuf.FieldOptions
+	(OnReject)(0),                     // 1: confighub.v1.OnReject
+	(*Sink)(nil),                      // 2: confighub.v1.Sink
+	(*SinkOptions)(nil),               // 3: confighub.v1.SinkOptions
+	(*BackoffOptions)(nil),            // 4: confighub.v1.BackoffOptions
+	(*TLS)(nil),                       // 5: confighub.v1.TLS
+	(*KongSpec)(nil),                  // 6: confighub.v1.KongSpec
+	(*KongDBSpec)(nil),                // 7: confighub.v1.KongDBSpec
+	(*KonnectSpec)(nil),               // 8: confighub.v1.KonnectSpec
+	(*FileSpec)(nil),                  // 9: confighub.v1.FileSpec
+	(*PluginSpec)(nil),                // 10: confighub.v1.PluginSpec
+	(*ListSinksRequest)(nil),          // 11: confighub.v1.ListSinksRequest
+	(*ListSinksResponse)(nil),         // 12: confighub.v1.ListSinksResponse
+	(*PutSinkRequest)(nil),            // 13: confighub.v1.PutSinkRequest
+	(*PutSinkResponse)(nil),           // 14: confighub.v1.PutSinkResponse
+	(*DeleteSinkRequest)(nil),         // 15: confighub.v1.DeleteSinkRequest
+	(*DeleteSinkResponse)(nil),        // 16: confighub.v1.DeleteSinkResponse
+	nil,                               // 17: confighub.v1.KongSpec.HeadersEntry
+	nil,                               // 18: confighub.v1.KongDBSpec.HeadersEntry
+	(*structpb.Struct)(nil),           // 19: google.protobuf.Struct
+	(*durationpb.Duration)(nil),       // 20: google.protobuf.Duration
+	(Format)(0),                       // 21: confighub.v1.Format
+	(*descriptorpb.FieldOptions)(nil), // 22: google.protobuf.FieldOptions
 }
 var file_confighub_v1_sink_proto_depIdxs = []int32{
-	2,  // 0: confighub.v1.Sink.options:type_name -> confighub.v1.SinkOptions
-	5,  // 1: confighub.v1.Sink.kong:type_name -> confighub.v1.KongSpec
-	6,  // 2: confighub.v1.Sink.kong_db:type_name -> confighub.v1.KongDBSpec
-	7,  // 3: confighub.v1.Sink.konnect:type_name -> confighub.v1.KonnectSpec
-	8,  // 4: confighub.v1.Sink.file:type_name -> confighub.v1.FileSpec
-	9,  // 5: confighub.v1.Sink.plugin:type_name -> confighub.v1.PluginSpec
-	18, // 6: confighub.v1.Sink.custom:type_name -> google.protobuf.Struct
-	19, // 7: confighub.v1.SinkOptions.timeout:type_name -> google.protobuf.Duration
-	19, // 8: confighub.v1.SinkOptions.min_interval:type_name -> google.protobuf.Duration
-	19, // 9: confighub.v1.SinkOptions.debounce:type_name -> google.protobuf.Duration
-	19, // 10: confighub.v1.SinkOptions.max_delay:type_name -> google.protobuf.Duration
+	3,  // 0: confighub.v1.Sink.options:type_name -> confighub.v1.SinkOptions
+	6,  // 1: confighub.v1.Sink.kong:type_name -> confighub.v1.KongSpec
+	7,  // 2: confighub.v1.Sink.kong_db:type_name -> confighub.v1.KongDBSpec
+	8,  // 3: confighub.v1.Sink.konnect:type_name -> confighub.v1.KonnectSpec
+	9,  // 4: confighub.v1.Sink.file:type_name -> confighub.v1.FileSpec
+	10, // 5: confighub.v1.Sink.plugin:type_name -> confighub.v1.PluginSpec
+	19, // 6: confighub.v1.Sink.custom:type_name -> google.protobuf.Struct
+	20, // 7: confighub.v1.SinkOptions.timeout:type_name -> google.protobuf.Duration
+	20, // 8: confighub.v1.SinkOptions.min_interval:type_name -> google.protobuf.Duration
+	20, // 9: confighub.v1.SinkOptions.debounce:type_name -> google.protobuf.Duration
+	20, // 10: confighub.v1.SinkOptions.max_delay:type_name -> google.protobuf.Duration
 	0,  // 11: confighub.v1.SinkOptions.gate:type_name -> confighub.v1.Gate
-	3,  // 12: confighub.v1.SinkOptions.backoff:type_name -> confighub.v1.BackoffOptions
-	19, // 13: confighub.v1.BackoffOptions.initial:type_name -> google.protobuf.Duration
-	19, // 14: confighub.v1.BackoffOptions.max:type_name -> google.protobuf.Duration
-	4,  // 15: confighub.v1.KongSpec.tls:type_name -> confighub.v1.TLS
-	16, // 16: confighub.v1.KongSpec.headers:type_name -> confighub.v1.KongSpec.HeadersEntry
-	19, // 17: confighub.v1.KongSpec.status_interval:type_name -> google.protobuf.Duration
-	4,  // 18: confighub.v1.KongDBSpec.tls:type_name -> confighub.v1.TLS
-	17, // 19: confighub.v1.KongDBSpec.headers:type_name -> confighub.v1.KongDBSpec.HeadersEntry
-	4,  // 20: confighub.v1.KonnectSpec.tls:type_name -> confighub.v1.TLS
-	20, // 21: confighub.v1.FileSpec.format:type_name -> confighub.v1.Format
-	4,  // 22: confighub.v1.PluginSpec.tls:type_name -> confighub.v1.TLS
-	18, // 23: confighub.v1.PluginSpec.settings:type_name -> google.protobuf.Struct
-	1,  // 24: confighub.v1.ListSinksResponse.sinks:type_name -> confighub.v1.Sink
-	1,  // 25: confighub.v1.PutSinkRequest.sink:type_name -> confighub.v1.Sink
-	1,  // 26: confighub.v1.PutSinkResponse.sink:type_name -> confighub.v1.Sink
-	21, // 27: confighub.v1.secret:extendee -> google.protobuf.FieldOptions
-	10, // 28: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
-	12, // 29: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
-	14, // 30: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
-	11, // 31: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
-	13, // 32: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
-	15, // 33: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
-	31, // [31:34] is the sub-list for method output_type
-	28, // [28:31] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	27, // [27:28] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	4,  // 12: confighub.v1.SinkOptions.backoff:type_name -> confighub.v1.BackoffOptions
+	20, // 13: confighub.v1.BackoffOptions.initial:type_name -> google.protobuf.Duration
+	20, // 14: confighub.v1.BackoffOptions.max:type_name -> google.protobuf.Duration
+	5,  // 15: confighub.v1.KongSpec.tls:type_name -> confighub.v1.TLS
+	17, // 16: confighub.v1.KongSpec.headers:type_name -> confighub.v1.KongSpec.HeadersEntry
+	20, // 17: confighub.v1.KongSpec.status_interval:type_name -> google.protobuf.Duration
+	1,  // 18: confighub.v1.KongSpec.on_reject:type_name -> confighub.v1.OnReject
+	5,  // 19: confighub.v1.KongDBSpec.tls:type_name -> confighub.v1.TLS
+	18, // 20: confighub.v1.KongDBSpec.headers:type_name -> confighub.v1.KongDBSpec.HeadersEntry
+	5,  // 21: confighub.v1.KonnectSpec.tls:type_name -> confighub.v1.TLS
+	21, // 22: confighub.v1.FileSpec.format:type_name -> confighub.v1.Format
+	5,  // 23: confighub.v1.PluginSpec.tls:type_name -> confighub.v1.TLS
+	19, // 24: confighub.v1.PluginSpec.settings:type_name -> google.protobuf.Struct
+	2,  // 25: confighub.v1.ListSinksResponse.sinks:type_name -> confighub.v1.Sink
+	2,  // 26: confighub.v1.PutSinkRequest.sink:type_name -> confighub.v1.Sink
+	2,  // 27: confighub.v1.PutSinkResponse.sink:type_name -> confighub.v1.Sink
+	22, // 28: confighub.v1.secret:extendee -> google.protobuf.FieldOptions
+	11, // 29: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
+	13, // 30: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
+	15, // 31: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
+	12, // 32: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
+	14, // 33: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
+	16, // 34: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
+	32, // [32:35] is the sub-list for method output_type
+	29, // [29:32] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	28, // [28:29] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_confighub_v1_sink_proto_init() }
@@ -1431,7 +1505,7 @@ func file_confighub_v1_sink_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_sink_proto_rawDesc), len(file_confighub_v1_sink_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   17,
 			NumExtensions: 1,
 			NumServices:   1,

@@ -45,6 +45,12 @@ const (
 	// The generation was not applied on purpose: its hash was already there,
 	// or an earlier wave rejected it.
 	SinkState_SINK_STATE_SKIPPED SinkState = 7
+	// The destination rejected the desired generation and runs a fallback of
+	// it instead: the generation without the rejected entities and what
+	// depends on them (excluded_entities). Not converged; a later generation
+	// the destination takes whole returns the sink to APPLIED. Only a sink
+	// with on_reject: ON_REJECT_FALLBACK reaches it.
+	SinkState_SINK_STATE_DEGRADED SinkState = 8
 )
 
 // Enum value maps for SinkState.
@@ -58,6 +64,7 @@ var (
 		5: "SINK_STATE_BACKOFF",
 		6: "SINK_STATE_WAITING",
 		7: "SINK_STATE_SKIPPED",
+		8: "SINK_STATE_DEGRADED",
 	}
 	SinkState_value = map[string]int32{
 		"SINK_STATE_UNSPECIFIED": 0,
@@ -68,6 +75,7 @@ var (
 		"SINK_STATE_BACKOFF":     5,
 		"SINK_STATE_WAITING":     6,
 		"SINK_STATE_SKIPPED":     7,
+		"SINK_STATE_DEGRADED":    8,
 	}
 )
 
@@ -133,8 +141,15 @@ type SinkStatus struct {
 	// the sink applied without a failure in between.
 	PreviousError     string `protobuf:"bytes,20,opt,name=previous_error,json=previousError,proto3" json:"previous_error,omitempty"`
 	PreviousErrorCode string `protobuf:"bytes,21,opt,name=previous_error_code,json=previousErrorCode,proto3" json:"previous_error_code,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// DEGRADED: the entities the fallback running on the destination leaves
+	// out of desired_generation (or holds at their last applied version).
+	ExcludedEntities []*ExcludedEntity `protobuf:"bytes,22,rep,name=excluded_entities,json=excludedEntities,proto3" json:"excluded_entities,omitempty"`
+	// DEGRADED: the generation the running fallback was built from, and the
+	// hash of the fallback itself (what the destination holds).
+	FallbackGeneration uint64 `protobuf:"varint,23,opt,name=fallback_generation,json=fallbackGeneration,proto3" json:"fallback_generation,omitempty"`
+	FallbackHash       string `protobuf:"bytes,24,opt,name=fallback_hash,json=fallbackHash,proto3" json:"fallback_hash,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SinkStatus) Reset() {
@@ -314,6 +329,127 @@ func (x *SinkStatus) GetPreviousErrorCode() string {
 	return ""
 }
 
+func (x *SinkStatus) GetExcludedEntities() []*ExcludedEntity {
+	if x != nil {
+		return x.ExcludedEntities
+	}
+	return nil
+}
+
+func (x *SinkStatus) GetFallbackGeneration() uint64 {
+	if x != nil {
+		return x.FallbackGeneration
+	}
+	return 0
+}
+
+func (x *SinkStatus) GetFallbackHash() string {
+	if x != nil {
+		return x.FallbackHash
+	}
+	return ""
+}
+
+// ExcludedEntity is one entity a fallback left out of its generation.
+type ExcludedEntity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kong's entity type, singular: "route", "service", "plugin", ...
+	EntityType string   `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
+	EntityName string   `protobuf:"bytes,2,opt,name=entity_name,json=entityName,proto3" json:"entity_name,omitempty"`
+	EntityId   string   `protobuf:"bytes,3,opt,name=entity_id,json=entityId,proto3" json:"entity_id,omitempty"`
+	EntityTags []string `protobuf:"bytes,4,rep,name=entity_tags,json=entityTags,proto3" json:"entity_tags,omitempty"`
+	// The destination's error for this entity; empty for an entity excluded
+	// only because it depends on one that was (see depends_on).
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The excluded entity this one depends on ("route foo"), empty for an
+	// entity the destination rejected itself.
+	DependsOn string `protobuf:"bytes,6,opt,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	// The fallback holds the entity's version of the last applied
+	// configuration instead of the new one (its own dependencies are there).
+	PreviousVersionKept bool `protobuf:"varint,7,opt,name=previous_version_kept,json=previousVersionKept,proto3" json:"previous_version_kept,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ExcludedEntity) Reset() {
+	*x = ExcludedEntity{}
+	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExcludedEntity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExcludedEntity) ProtoMessage() {}
+
+func (x *ExcludedEntity) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExcludedEntity.ProtoReflect.Descriptor instead.
+func (*ExcludedEntity) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExcludedEntity) GetEntityType() string {
+	if x != nil {
+		return x.EntityType
+	}
+	return ""
+}
+
+func (x *ExcludedEntity) GetEntityName() string {
+	if x != nil {
+		return x.EntityName
+	}
+	return ""
+}
+
+func (x *ExcludedEntity) GetEntityId() string {
+	if x != nil {
+		return x.EntityId
+	}
+	return ""
+}
+
+func (x *ExcludedEntity) GetEntityTags() []string {
+	if x != nil {
+		return x.EntityTags
+	}
+	return nil
+}
+
+func (x *ExcludedEntity) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ExcludedEntity) GetDependsOn() string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return ""
+}
+
+func (x *ExcludedEntity) GetPreviousVersionKept() bool {
+	if x != nil {
+		return x.PreviousVersionKept
+	}
+	return false
+}
+
 type EntityError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EntityType    string                 `protobuf:"bytes,1,opt,name=entity_type,json=entityType,proto3" json:"entity_type,omitempty"`
@@ -327,7 +463,7 @@ type EntityError struct {
 
 func (x *EntityError) Reset() {
 	*x = EntityError{}
-	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	mi := &file_confighub_v1_status_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +475,7 @@ func (x *EntityError) String() string {
 func (*EntityError) ProtoMessage() {}
 
 func (x *EntityError) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	mi := &file_confighub_v1_status_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +488,7 @@ func (x *EntityError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntityError.ProtoReflect.Descriptor instead.
 func (*EntityError) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{1}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EntityError) GetEntityType() string {
@@ -402,7 +538,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_confighub_v1_status_proto_msgTypes[2]
+	mi := &file_confighub_v1_status_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +550,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[2]
+	mi := &file_confighub_v1_status_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +563,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{2}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FieldError) GetType() string {
@@ -468,7 +604,7 @@ type GenerationStatus struct {
 
 func (x *GenerationStatus) Reset() {
 	*x = GenerationStatus{}
-	mi := &file_confighub_v1_status_proto_msgTypes[3]
+	mi := &file_confighub_v1_status_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +616,7 @@ func (x *GenerationStatus) String() string {
 func (*GenerationStatus) ProtoMessage() {}
 
 func (x *GenerationStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[3]
+	mi := &file_confighub_v1_status_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +629,7 @@ func (x *GenerationStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationStatus.ProtoReflect.Descriptor instead.
 func (*GenerationStatus) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{3}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GenerationStatus) GetGeneration() uint64 {
@@ -549,7 +685,7 @@ var File_confighub_v1_status_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_status_proto_rawDesc = "" +
 	"\n" +
-	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
+	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\b\n" +
 	"\n" +
 	"SinkStatus\x12\x12\n" +
 	"\x04sink\x18\x01 \x01(\tR\x04sink\x12\x12\n" +
@@ -574,7 +710,22 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x13rejected_generation\x18\x12 \x01(\x04R\x12rejectedGeneration\x12#\n" +
 	"\rapplies_total\x18\x13 \x01(\x04R\fappliesTotal\x12%\n" +
 	"\x0eprevious_error\x18\x14 \x01(\tR\rpreviousError\x12.\n" +
-	"\x13previous_error_code\x18\x15 \x01(\tR\x11previousErrorCode\"\xbf\x01\n" +
+	"\x13previous_error_code\x18\x15 \x01(\tR\x11previousErrorCode\x12I\n" +
+	"\x11excluded_entities\x18\x16 \x03(\v2\x1c.confighub.v1.ExcludedEntityR\x10excludedEntities\x12/\n" +
+	"\x13fallback_generation\x18\x17 \x01(\x04R\x12fallbackGeneration\x12#\n" +
+	"\rfallback_hash\x18\x18 \x01(\tR\ffallbackHash\"\xfd\x01\n" +
+	"\x0eExcludedEntity\x12\x1f\n" +
+	"\ventity_type\x18\x01 \x01(\tR\n" +
+	"entityType\x12\x1f\n" +
+	"\ventity_name\x18\x02 \x01(\tR\n" +
+	"entityName\x12\x1b\n" +
+	"\tentity_id\x18\x03 \x01(\tR\bentityId\x12\x1f\n" +
+	"\ventity_tags\x18\x04 \x03(\tR\n" +
+	"entityTags\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\x06 \x01(\tR\tdependsOn\x122\n" +
+	"\x15previous_version_kept\x18\a \x01(\bR\x13previousVersionKept\"\xbf\x01\n" +
 	"\vEntityError\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1f\n" +
@@ -603,7 +754,7 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x06labels\x18\a \x03(\v2*.confighub.v1.GenerationStatus.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xcf\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xe8\x01\n" +
 	"\tSinkState\x12\x1a\n" +
 	"\x16SINK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SINK_STATE_PENDING\x10\x01\x12\x17\n" +
@@ -612,7 +763,8 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x11SINK_STATE_FAILED\x10\x04\x12\x16\n" +
 	"\x12SINK_STATE_BACKOFF\x10\x05\x12\x16\n" +
 	"\x12SINK_STATE_WAITING\x10\x06\x12\x16\n" +
-	"\x12SINK_STATE_SKIPPED\x10\aB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
+	"\x12SINK_STATE_SKIPPED\x10\a\x12\x17\n" +
+	"\x13SINK_STATE_DEGRADED\x10\bB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
 
 var (
 	file_confighub_v1_status_proto_rawDescOnce sync.Once
@@ -627,32 +779,34 @@ func file_confighub_v1_status_proto_rawDescGZIP() []byte {
 }
 
 var file_confighub_v1_status_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_confighub_v1_status_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_confighub_v1_status_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_confighub_v1_status_proto_goTypes = []any{
 	(SinkState)(0),                // 0: confighub.v1.SinkState
 	(*SinkStatus)(nil),            // 1: confighub.v1.SinkStatus
-	(*EntityError)(nil),           // 2: confighub.v1.EntityError
-	(*FieldError)(nil),            // 3: confighub.v1.FieldError
-	(*GenerationStatus)(nil),      // 4: confighub.v1.GenerationStatus
-	nil,                           // 5: confighub.v1.GenerationStatus.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 7: google.protobuf.Duration
+	(*ExcludedEntity)(nil),        // 2: confighub.v1.ExcludedEntity
+	(*EntityError)(nil),           // 3: confighub.v1.EntityError
+	(*FieldError)(nil),            // 4: confighub.v1.FieldError
+	(*GenerationStatus)(nil),      // 5: confighub.v1.GenerationStatus
+	nil,                           // 6: confighub.v1.GenerationStatus.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
 }
 var file_confighub_v1_status_proto_depIdxs = []int32{
-	0, // 0: confighub.v1.SinkStatus.state:type_name -> confighub.v1.SinkState
-	2, // 1: confighub.v1.SinkStatus.entity_errors:type_name -> confighub.v1.EntityError
-	6, // 2: confighub.v1.SinkStatus.next_retry_time:type_name -> google.protobuf.Timestamp
-	7, // 3: confighub.v1.SinkStatus.last_apply_duration:type_name -> google.protobuf.Duration
-	6, // 4: confighub.v1.SinkStatus.last_applied_time:type_name -> google.protobuf.Timestamp
-	3, // 5: confighub.v1.EntityError.errors:type_name -> confighub.v1.FieldError
-	6, // 6: confighub.v1.GenerationStatus.accept_time:type_name -> google.protobuf.Timestamp
-	6, // 7: confighub.v1.GenerationStatus.converge_time:type_name -> google.protobuf.Timestamp
-	5, // 8: confighub.v1.GenerationStatus.labels:type_name -> confighub.v1.GenerationStatus.LabelsEntry
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	0,  // 0: confighub.v1.SinkStatus.state:type_name -> confighub.v1.SinkState
+	3,  // 1: confighub.v1.SinkStatus.entity_errors:type_name -> confighub.v1.EntityError
+	7,  // 2: confighub.v1.SinkStatus.next_retry_time:type_name -> google.protobuf.Timestamp
+	8,  // 3: confighub.v1.SinkStatus.last_apply_duration:type_name -> google.protobuf.Duration
+	7,  // 4: confighub.v1.SinkStatus.last_applied_time:type_name -> google.protobuf.Timestamp
+	2,  // 5: confighub.v1.SinkStatus.excluded_entities:type_name -> confighub.v1.ExcludedEntity
+	4,  // 6: confighub.v1.EntityError.errors:type_name -> confighub.v1.FieldError
+	7,  // 7: confighub.v1.GenerationStatus.accept_time:type_name -> google.protobuf.Timestamp
+	7,  // 8: confighub.v1.GenerationStatus.converge_time:type_name -> google.protobuf.Timestamp
+	6,  // 9: confighub.v1.GenerationStatus.labels:type_name -> confighub.v1.GenerationStatus.LabelsEntry
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_confighub_v1_status_proto_init() }
@@ -666,7 +820,7 @@ func file_confighub_v1_status_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_status_proto_rawDesc), len(file_confighub_v1_status_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,283 @@
+package kongraph
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Excluded is one entity a fallback leaves out of its configuration (or
+// holds at its previous version).
+type Excluded struct {
+	Entity
+	// Rejected: the gateway named this entity; otherwise it depends on one
+	// that was excluded (DependsOn).
+	Rejected  bool
+	DependsOn string
+	// PreviousKept: the fallback holds the entity's version of the
+	// previous configuration.
+	PreviousKept bool
+}
+
+// Closure returns the entities excluded with the rejected ones (indexes
+// in d): each maps to the index of the excluded entity it depends on (-1
+// for a rejected one). An entity nested in an excluded one, or whose
+// foreign key names one, is excluded, transitively.
+func (d *Doc) Closure(rejected []int) map[int]int {
+	users := make(map[int][]int, len(d.nodes))
+	for _, n := range d.nodes {
+		for _, dep := range d.deps(n) {
+			users[dep.Index] = append(users[dep.Index], n.Index)
+		}
+	}
+	out := map[int]int{}
+	queue := make([]int, 0, len(rejected))
+	for _, r := range rejected {
+		if r < 0 || r >= len(d.nodes) {
+			continue
+		}
+		if _, ok := out[r]; !ok {
+			out[r] = -1
+			queue = append(queue, r)
+		}
+	}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, u := range users[x] {
+			if _, ok := out[u]; !ok {
+				out[u] = x
+				queue = append(queue, u)
+			}
+		}
+	}
+	return out
+}
+
+// Fallback builds the configuration without the rejected entities
+// (indexes in d) and every entity depending on them (Closure). prev, the
+// configuration the gateway last applied, may be nil; where it holds a
+// version of an excluded entity whose own foreign keys resolve in the
+// result, that version is kept (flat, with its parent as a foreign key),
+// and an excluded dependant whose foreign keys resolve again (its
+// dependency's previous version was kept) gets its new version back.
+// Nothing left in the result names an entity that is not in it. The
+// result is JSON; excluded lists, in walk order, what it leaves out or
+// holds at a previous version.
+func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Excluded, err error) {
+	closure := d.Closure(rejected)
+	present := map[string]bool{}
+	for _, n := range d.nodes {
+		if _, out := closure[n.Index]; !out {
+			addIdentity(present, n.Entity)
+		}
+	}
+	// restored: the new version is back (inserted flat); kept: the
+	// previous version is.
+	restored := map[int]bool{}
+	kept := map[int]*node{}
+	for changed := true; changed; {
+		changed = false
+		for _, n := range d.nodes {
+			dep, out := closure[n.Index]
+			if !out || restored[n.Index] || kept[n.Index] != nil {
+				continue
+			}
+			if dep >= 0 && resolves(present, n) {
+				restored[n.Index] = true
+				addIdentity(present, n.Entity)
+				changed = true
+				continue
+			}
+			if prev == nil {
+				continue
+			}
+			if p := prev.versionOf(n.Entity); p != nil && resolves(present, p) && !taken(present, p.Entity) {
+				kept[n.Index] = p
+				addIdentity(present, p.Entity)
+				changed = true
+			}
+		}
+	}
+
+	root, err := decode(d.raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := make([]*node, 0, len(d.nodes))
+	walk(root, func(n *node) { fresh = append(fresh, n) })
+	if len(fresh) != len(d.nodes) {
+		return nil, nil, fmt.Errorf("kongraph: the configuration changed while building its fallback")
+	}
+	var add []*node
+	for i, n := range fresh {
+		if _, out := closure[i]; !out {
+			continue
+		}
+		n.obj[dropMark] = true
+		switch {
+		case restored[i]:
+			add = append(add, n)
+		case kept[i] != nil:
+			add = append(add, kept[i])
+			excluded = append(excluded, excludedOf(d, closure, i, true))
+		default:
+			excluded = append(excluded, excludedOf(d, closure, i, false))
+		}
+	}
+	prune(root)
+	for _, n := range add {
+		key := collectionOf(n.Type)
+		list, _ := root[key].([]any)
+		root[key] = append(list, flatten(n))
+	}
+	body, err = json.Marshal(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kongraph: %w", err)
+	}
+	return body, excluded, nil
+}
+
+func excludedOf(d *Doc, closure map[int]int, i int, keptPrev bool) Excluded {
+	x := Excluded{Entity: d.nodes[i].Entity, PreviousKept: keptPrev}
+	if dep := closure[i]; dep >= 0 {
+		x.DependsOn = d.nodes[dep].Key()
+	} else {
+		x.Rejected = true
+	}
+	return x
+}
+
+// dropMark marks an object to be pruned; a JSON key cannot hold a NUL
+// coming from a decoded configuration that also survives here, and the
+// mark is removed before the result is encoded.
+const dropMark = "\x00kongraph-drop"
+
+// prune removes the marked objects from every entity list.
+func prune(root map[string]any) {
+	for key, v := range root {
+		if _, ok := collections[key]; !ok {
+			continue
+		}
+		root[key] = pruneList(collections[key], v)
+	}
+}
+
+func pruneList(typ string, v any) any {
+	list, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := list[:0]
+	for _, x := range list {
+		obj, ok := x.(map[string]any)
+		if ok && obj[dropMark] != nil {
+			continue
+		}
+		if ok {
+			for key := range nested[typ] {
+				if c, ok := obj[key]; ok {
+					obj[key] = pruneList(childType(typ, key), c)
+				}
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// flatten is n's object for a top-level list: without its nested
+// entities (each is placed on its own), with its parent as a foreign key.
+func flatten(n *node) map[string]any {
+	out := make(map[string]any, len(n.obj)+1)
+	kids := nested[n.Type]
+	for k, v := range n.obj {
+		if _, isKid := kids[k]; isKid || k == dropMark {
+			continue
+		}
+		out[k] = v
+	}
+	if n.Type == "consumer_group_consumer" && n.parent != nil {
+		// A nested membership is the other side's reference.
+		other := "consumer_group"
+		if n.parent.Type == "consumer_group" {
+			other = "consumer"
+		}
+		vals := refValues(map[string]any(n.obj))
+		out = map[string]any{}
+		if len(vals) > 0 {
+			out[other] = vals[0]
+		}
+		out[n.parentField] = ref(n.parent.Entity)
+		return out
+	}
+	if n.parent != nil {
+		out[n.parentField] = map[string]any{refKey(n.parent.Entity): ref(n.parent.Entity)}
+	}
+	return out
+}
+
+func ref(e Entity) string {
+	if e.ID != "" {
+		return e.ID
+	}
+	return e.Name
+}
+
+func refKey(e Entity) string {
+	if e.ID != "" {
+		return "id"
+	}
+	if e.Type == "consumer" {
+		return "username"
+	}
+	return "name"
+}
+
+func collectionOf(typ string) string {
+	for k, t := range collections {
+		if t == typ {
+			return k
+		}
+	}
+	return typ
+}
+
+func addIdentity(m map[string]bool, e Entity) {
+	if e.ID != "" {
+		m[e.Type+"\x00"+e.ID] = true
+	}
+	if e.Name != "" {
+		m[e.Type+"\x00"+e.Name] = true
+	}
+}
+
+// taken: another entity of the result has e's id or name.
+func taken(m map[string]bool, e Entity) bool {
+	return (e.ID != "" && m[e.Type+"\x00"+e.ID]) || (e.Name != "" && m[e.Type+"\x00"+e.Name])
+}
+
+// resolves: each of n's foreign keys and its parent name an entity of the
+// result.
+func resolves(present map[string]bool, n *node) bool {
+	if n.parent != nil && !present[n.parent.Type+"\x00"+ref(n.parent.Entity)] {
+		return false
+	}
+	for _, r := range foreignKeys(n) {
+		if !present[r.typ+"\x00"+r.value] {
+			return false
+		}
+	}
+	return true
+}
+
+// versionOf is the entity of d with e's type and id (or name when e has
+// no id).
+func (d *Doc) versionOf(e Entity) *node {
+	if e.ID != "" {
+		return d.byID[e.Type][e.ID]
+	}
+	if e.Name != "" {
+		return d.byKey[e.Type][e.Name]
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package kongraph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// collections maps a top-level key of a declarative configuration to the
+// type of its entities (Kong's schema name: the credentials' schema names
+// are plural).
+var collections = map[string]string{
+	"services":                 "service",
+	"routes":                   "route",
+	"plugins":                  "plugin",
+	"consumers":                "consumer",
+	"consumer_groups":          "consumer_group",
+	"consumer_group_consumers": "consumer_group_consumer",
+	"upstreams":                "upstream",
+	"targets":                  "target",
+	"certificates":             "certificate",
+	"snis":                     "sni",
+	"ca_certificates":          "ca_certificate",
+	"keyauth_credentials":      "keyauth_credentials",
+	"basicauth_credentials":    "basicauth_credentials",
+	"hmacauth_credentials":     "hmacauth_credentials",
+	"jwt_secrets":              "jwt_secrets",
+	"acls":                     "acls",
+	"mtls_auth_credentials":    "mtls_auth_credentials",
+	"oauth2_credentials":       "oauth2_credentials",
+	"degraphql_routes":         "degraphql_routes",
+	"vaults":                   "vault",
+	"key_sets":                 "key_set",
+	"keys":                     "key",
+	"filter_chains":            "filter_chain",
+}
+
+// credentials are the consumer's credential collections.
+var credentials = []string{"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
+	"jwt_secrets", "acls", "mtls_auth_credentials", "oauth2_credentials"}
+
+// nested maps a type to its nested collections: the child's key and the
+// foreign key field the nesting stands for.
+var nested = map[string]map[string]string{
+	"service":        {"routes": "service", "plugins": "service", "filter_chains": "service", "degraphql_routes": "service"},
+	"route":          {"plugins": "route", "filter_chains": "route"},
+	"consumer":       consumerChildren(),
+	"consumer_group": {"plugins": "consumer_group", "consumers": "consumer_group"},
+	"upstream":       {"targets": "upstream"},
+	"certificate":    {"snis": "certificate"},
+	"key_set":        {"keys": "set"},
+}
+
+func consumerChildren() map[string]string {
+	m := map[string]string{"plugins": "consumer", "groups": "consumer"}
+	for _, c := range credentials {
+		m[c] = "consumer"
+	}
+	return m
+}
+
+// refs are the foreign keys each type holds: field -> referenced type.
+var refs = map[string]map[string]string{
+	"route":                   {"service": "service"},
+	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
+	"target":                  {"upstream": "upstream"},
+	"sni":                     {"certificate": "certificate"},
+	"service":                 {"client_certificate": "certificate", "ca_certificates": "ca_certificate"},
+	"upstream":                {"client_certificate": "certificate"},
+	"consumer_group_consumer": {"consumer": "consumer", "consumer_group": "consumer_group"},
+	"degraphql_routes":        {"service": "service"},
+	"key":                     {"set": "key_set"},
+	"filter_chain":            {"service": "service", "route": "route"},
+}
+
+func init() {
+	for _, c := range credentials {
+		refs[c] = map[string]string{"consumer": "consumer"}
+	}
+}
+
+// childType is the type of an entity nested under parentType at key:
+// a consumer's groups and a group's consumers are memberships.
+func childType(parentType, key string) string {
+	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
+		return "consumer_group_consumer"
+	}
+	return collections[key]
+}
+
+// Entity is one entity of a configuration.
+type Entity struct {
+	// Type is Kong's schema name ("route", "keyauth_credentials", ...).
+	Type string
+	ID   string
+	// Name is the entity's endpoint key: name, a consumer's username, a
+	// target's target.
+	Name string
+	Tags []string
+	// Index is the entity's position in the document's walk order.
+	Index int
+}
+
+// Key names the entity for people: "route foo", "plugin 1b2c...".
+func (e Entity) Key() string {
+	switch {
+	case e.Name != "":
+		return e.Type + " " + e.Name
+	case e.ID != "":
+		return e.Type + " " + e.ID
+	}
+	return fmt.Sprintf("%s #%d", e.Type, e.Index)
+}
+
+type node struct {
+	Entity
+	obj map[string]any
+	// parent is the entity this one is nested in, nil at the top level;
+	// parentField is the foreign key the nesting stands for.
+	parent      *node
+	parentField string
+}
+
+// Doc is a parsed declarative configuration and its entity graph. It is
+// never modified: Fallback builds a new document.
+type Doc struct {
+	raw   []byte
+	nodes []*node
+	byID  map[string]map[string]*node // type -> id
+	byKey map[string]map[string]*node // type -> name
+}
+
+// Parse reads a declarative configuration (JSON) and its entities, in the
+// nested and the flat forms.
+func Parse(raw []byte) (*Doc, error) {
+	root, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	d := &Doc{raw: raw, byID: map[string]map[string]*node{}, byKey: map[string]map[string]*node{}}
+	walk(root, func(n *node) {
+		n.Index = len(d.nodes)
+		d.nodes = append(d.nodes, n)
+		if n.ID != "" {
+			index(d.byID, n.Type, n.ID, n)
+		}
+		if n.Name != "" {
+			index(d.byKey, n.Type, n.Name, n)
+		}
+	})
+	return d, nil
+}
+
+func index(m map[string]map[string]*node, typ, k string, n *node) {
+	if m[typ] == nil {
+		m[typ] = map[string]*node{}
+	}
+	if _, dup := m[typ][k]; !dup {
+		m[typ][k] = n
+	}
+}
+
+func decode(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("kongraph: %w", err)
+	}
+	if root == nil {
+		return nil, errors.New("kongraph: the configuration is not a JSON object")
+	}
+	return root, nil
+}
+
+// walk visits every entity in a fixed order: top-level collections sorted
+// by key, each entity before its nested ones (sorted by key).
+func walk(root map[string]any, visit func(*node)) {
+	for _, key := range sortedKeys(root) {
+		typ, ok := collections[key]
+		if !ok {
+			continue
+		}
+		list, _ := root[key].([]any)
+		for _, v := range list {
+			if obj, ok := v.(map[string]any); ok {
+				walkEntity(typ, obj, nil, "", visit)
+			}
+		}
+	}
+}
+
+func walkEntity(typ string, obj map[string]any, parent *node, parentField string, visit func(*node)) {
+	n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
+	visit(n)
+	kids := nested[typ]
+	for _, key := range sortedKeys(obj) {
+		field, ok := kids[key]
+		if !ok {
+			continue
+		}
+		list, _ := obj[key].([]any)
+		ct := childType(typ, key)
+		for _, v := range list {
+			if o, ok := v.(map[string]any); ok {
+				walkEntity(ct, o, n, field, visit)
+			}
+		}
+	}
+}
+
+func identify(typ string, obj map[string]any) Entity {
+	e := Entity{Type: typ, ID: str(obj["id"])}
+	switch typ {
+	case "consumer":
+		e.Name = str(obj["username"])
+		if e.Name == "" {
+			e.Name = str(obj["custom_id"])
+		}
+	case "target":
+		e.Name = str(obj["target"])
+	case "keyauth_credentials":
+		e.Name = str(obj["key"])
+	case "basicauth_credentials":
+		e.Name = str(obj["username"])
+	case "hmacauth_credentials":
+		e.Name = str(obj["username"])
+	case "jwt_secrets":
+		e.Name = str(obj["key"])
+	case "acls":
+		e.Name = str(obj["group"])
+	case "oauth2_credentials":
+		e.Name = str(obj["client_id"])
+	case "vault":
+		e.Name = str(obj["prefix"])
+	default:
+		e.Name = str(obj["name"])
+	}
+	if tags, ok := obj["tags"].([]any); ok {
+		for _, t := range tags {
+			if s, ok := t.(string); ok {
+				e.Tags = append(e.Tags, s)
+			}
+		}
+	}
+	return e
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Entities lists the configuration's entities in walk order.
+func (d *Doc) Entities() []Entity {
+	out := make([]Entity, len(d.nodes))
+	for i, n := range d.nodes {
+		out[i] = n.Entity
+	}
+	return out
+}
+
+// Find returns the index of the entity a gateway's error names: by id,
+// else by name, with its type given as Kong spells it (singular or
+// plural). ok is false when no entity matches.
+func (d *Doc) Find(typ, id, name string) (int, bool) {
+	for _, t := range typeSpellings(typ) {
+		if id != "" {
+			if n := d.byID[t][id]; n != nil {
+				return n.Index, true
+			}
+		}
+		if name != "" {
+			if n := d.byKey[t][name]; n != nil {
+				return n.Index, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// typeSpellings are the types an error's entity_type may mean: Kong's
+// schema names, and the collection keys (referenceErrors trims an "s").
+func typeSpellings(typ string) []string {
+	out := []string{typ}
+	if t, ok := collections[typ]; ok {
+		out = append(out, t)
+	}
+	if t, ok := collections[typ+"s"]; ok {
+		out = append(out, t)
+	}
+	return out
+}
+
+// deps are the entities n depends on: its parent and what its foreign
+// keys resolve to. A foreign key that resolves to nothing is not a
+// dependency (it was dangling already: the gateway reports it).
+func (d *Doc) deps(n *node) []*node {
+	var out []*node
+	if n.parent != nil {
+		out = append(out, n.parent)
+	}
+	for _, r := range foreignKeys(n) {
+		if t := d.resolve(r.typ, r.value); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// fk is one foreign key value: the referenced type and its id or name.
+type fk struct{ typ, value string }
+
+// foreignKeys are n's own foreign keys (not the one its nesting stands
+// for). A membership nested in a consumer or a group is itself the
+// reference to the other side.
+func foreignKeys(n *node) []fk {
+	var out []fk
+	if n.Type == "consumer_group_consumer" && n.parent != nil {
+		other := "consumer_group"
+		if n.parent.Type == "consumer_group" {
+			other = "consumer"
+		}
+		for _, v := range refValues(map[string]any(n.obj)) {
+			out = append(out, fk{other, v})
+		}
+		return out
+	}
+	for _, field := range sortedKeys(toAny(refs[n.Type])) {
+		if field == n.parentField && n.parent != nil {
+			continue
+		}
+		for _, v := range refValues(n.obj[field]) {
+			out = append(out, fk{refs[n.Type][field], v})
+		}
+	}
+	return out
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// refValues reads a foreign key: "name-or-id", {"id": ...}, {"name": ...}
+// ({"username": ...} for a consumer), or a list of them (ca_certificates).
+func refValues(v any) []string {
+	switch r := v.(type) {
+	case string:
+		if r != "" {
+			return []string{r}
+		}
+	case map[string]any:
+		for _, k := range []string{"id", "name", "username"} {
+			if s := str(r[k]); s != "" {
+				return []string{s}
+			}
+		}
+	case []any:
+		var out []string
+		for _, x := range r {
+			out = append(out, refValues(x)...)
+		}
+		return out
+	}
+	return nil
+}
+
+func (d *Doc) resolve(typ, ref string) *node {
+	if n := d.byID[typ][ref]; n != nil {
+		return n
+	}
+	return d.byKey[typ][ref]
+}
