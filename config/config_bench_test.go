@@ -99,6 +99,19 @@ func BenchmarkCheckAndHash(b *testing.B) {
 	}
 }
 
+// scanPieces runs the streaming Scanner over raw in 1 MiB pieces, as an
+// upload's chunks arrive.
+func scanPieces(raw []byte) bool {
+	s := config.NewScanner()
+	for off := 0; off < len(raw); off += 1 << 20 {
+		if _, err := s.Write(raw[off:min(off+1<<20, len(raw))]); err != nil {
+			return false
+		}
+	}
+	_, err := s.Close()
+	return err == nil
+}
+
 // BenchmarkValid is the JSON well-formedness pass alone, against
 // encoding/json.Valid's contract (config.Valid) and gjson.ValidBytes.
 func BenchmarkValid(b *testing.B) {
@@ -106,7 +119,7 @@ func BenchmarkValid(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		fn   func([]byte) bool
-	}{{"config.Valid", config.Valid}, {"gjson.ValidBytes", gjson.ValidBytes}} {
+	}{{"config.Valid", config.Valid}, {"gjson.ValidBytes", gjson.ValidBytes}, {"config.Scanner (1 MiB pieces)", scanPieces}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {

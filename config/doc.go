@@ -29,6 +29,13 @@
 //     document and nesting over MaxDepth are refused
 //     (TestCheckRejectsWithClearMessage).
 //
+// An upload's chunks are checked as they arrive by a Scanner: the same
+// verdict, strictness (duplicate keys, UTF-8, MaxDepth) and
+// _format_version as Check for JSON, whatever the cuts
+// (TestScannerTable, TestScannerMatchesCheck, TestScannerFixtures: a
+// differential test against Check and Scan on random pieces), holding only
+// the open objects' keys, and failing at the first bad byte.
+//
 // A Config is immutable once built and is shared by every sink of its
 // stream: sinks must never modify Raw or the bytes JSON and YAML return.
 package config

@@ -91,26 +91,32 @@ func TestValidTable(t *testing.T) {
 	}
 }
 
+// fixtureJSON is the fixture at f converted to JSON, compact and indented.
+func fixtureJSON(t *testing.T, f string) (js, indented []byte) {
+	t.Helper()
+	y, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js, err = yaml.YAMLToJSON(y); err != nil {
+		t.Fatal(err)
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, js, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return js, ind.Bytes()
+}
+
 // Every KIC fixture (converted to JSON), and every prefix-truncated and
 // byte-flipped variant of a few, is judged like encoding/json judges it.
 func TestValidFixtures(t *testing.T) {
 	for n, f := range fixtures(t) {
-		y, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := yaml.YAMLToJSON(y)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js, ind := fixtureJSON(t, f)
 		if !Valid(js) {
 			t.Fatalf("%s: a valid config is rejected", f)
 		}
-		var ind bytes.Buffer
-		if err := json.Indent(&ind, js, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if !Valid(ind.Bytes()) {
+		if !Valid(ind) {
 			t.Fatalf("%s (indented): a valid config is rejected", f)
 		}
 		if n%10 != 0 {

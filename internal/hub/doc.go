@@ -11,9 +11,18 @@
 //     and never delays the ack.
 //   - A push that is rejected stores nothing and touches no sink: its
 //     staged bytes are discarded.
-//   - An upload is assembled from chunks with its size bounded and its
-//     SHA-256 computed during receipt; a mismatch or truncation stores
-//     nothing.
+//   - An upload's size is bounded by its header and its SHA-256 computed
+//     during receipt; a mismatch, a truncation or a failed check stores
+//     nothing. A JSON upload on a store that stages streams (the bolt
+//     store) is checked (config.Scanner), hashed and written to disk chunk
+//     by chunk as it arrives, by two workers while the transport receives
+//     the next chunk, so the ack follows the last chunk by about one
+//     flush, a bad byte ends the upload without waiting for the rest, and
+//     the bytes are held in memory once, read back after the commit for
+//     the sinks (TestUploadStoresThenPublishes, TestBadUploadChangesNothing;
+//     peak RSS in docs/performance.md, scenario 1). A YAML upload (its
+//     check converts the whole document) or one on another store is
+//     assembled in memory and pushed.
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it); the sinks
 //     file is put at every start (it is the start-up seed and wins for the

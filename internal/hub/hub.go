@@ -241,22 +241,33 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	} else {
 		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
 	}
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		return PushResult{}, fmt.Errorf("%w: stream %q: %v", ErrStale, stream, err)
-	case err != nil:
-		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
+	if err != nil {
+		return PushResult{}, commitErr(stream, err)
 	}
+	var js []byte
+	if checked.Format == config.FormatYAML {
+		js = checked.JSON
+	}
+	return h.accepted(stream, stored, unchanged, js, len(in.Config)), nil
+}
+
+// commitErr maps a store's commit error to the hub's sentinels.
+func commitErr(stream string, err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: stream %q: %v", ErrStale, stream, err)
+	}
+	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
+}
+
+// accepted hands a committed generation to the engine (js is the YAML
+// form's JSON, nil for JSON) and returns what the push acknowledges.
+func (h *Hub) accepted(stream string, stored store.Stream, unchanged bool, js []byte, size int) PushResult {
 	if !unchanged {
-		var js []byte
-		if checked.Format == config.FormatYAML {
-			js = checked.JSON
-		}
 		h.fan.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
 	}
 	sinks := h.sinkCount(stream)
-	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", len(in.Config), "unchanged", unchanged, "sinks", sinks)
-	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}, nil
+	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", size, "unchanged", unchanged, "sinks", sinks)
+	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
 }
 
 // sinkCounter is an optional Fanout capability: how many sinks a stream

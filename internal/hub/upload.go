@@ -1,10 +1,16 @@
 package hub
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
+	"sync"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
 )
 
 // preallocBytes bounds what an upload header reserves before any bytes.
@@ -20,17 +26,25 @@ type Assembler struct {
 	h        hash.Hash
 }
 
+// checkHeader checks an upload header's size against limit and its hash.
+func checkHeader(totalSize uint64, expectedHash string, limit int64) error {
+	if totalSize == 0 {
+		return fmt.Errorf("%w: upload header: total_size must be > 0", ErrInvalid)
+	}
+	if limit > 0 && totalSize > uint64(limit) {
+		return fmt.Errorf("%w: upload of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, totalSize, limit)
+	}
+	if len(expectedHash) != 64 {
+		return fmt.Errorf("%w: upload header: expected_hash must be 64 hex characters", ErrInvalid)
+	}
+	return nil
+}
+
 // NewAssembler checks an upload header's size against limit and returns an
 // assembler for it.
 func NewAssembler(totalSize uint64, expectedHash string, limit int64) (*Assembler, error) {
-	if totalSize == 0 {
-		return nil, fmt.Errorf("%w: upload header: total_size must be > 0", ErrInvalid)
-	}
-	if limit > 0 && totalSize > uint64(limit) {
-		return nil, fmt.Errorf("%w: upload of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, totalSize, limit)
-	}
-	if len(expectedHash) != 64 {
-		return nil, fmt.Errorf("%w: upload header: expected_hash must be 64 hex characters", ErrInvalid)
+	if err := checkHeader(totalSize, expectedHash, limit); err != nil {
+		return nil, err
 	}
 	// A header alone must not reserve the whole limit (up to 256 MiB): the
 	// buffer starts at the announced size only up to preallocBytes (which
@@ -63,4 +77,239 @@ func (a *Assembler) Finish() ([]byte, string, error) {
 		return nil, "", fmt.Errorf("%w: upload hash mismatch: expected_hash %s, bytes hash to %s", ErrInvalid, a.expected, got)
 	}
 	return a.buf, got, nil
+}
+
+// Upload is one UploadConfig under way. A JSON configuration on a store
+// that stages streams (store.StreamStager) is checked (config.Scanner),
+// hashed and written to disk chunk by chunk as it arrives, so the ack
+// follows the last chunk by about one flush and the bytes are in memory
+// once, read back after the commit for the sinks. A YAML one (its check
+// converts the whole document), or one on another store, is assembled in
+// memory and pushed (Assembler, Push).
+type Upload struct {
+	h      *Hub
+	ctx    context.Context
+	in     PushInput
+	stream string
+	total  int64
+	want   string
+	got    int64
+	// lead holds the leading whitespace of a document whose format is not
+	// known yet (FormatUnknown: the first other byte tells).
+	lead    []byte
+	decided bool
+	// streamed: two workers take each chunk, one hashes it, the other
+	// checks and stages it, while the transport receives the next.
+	sum     hash.Hash
+	scan    *config.Scanner
+	w       store.StageWriter
+	toHash  chan []byte
+	toStage chan []byte
+	workers sync.WaitGroup
+	mu      sync.Mutex
+	werr    error // the first error of a worker
+	// assembled
+	asm *Assembler
+}
+
+// pipeDepth is how many chunks each worker may have queued.
+const pipeDepth = 4
+
+// BeginUpload checks an upload's header (in without Config) and returns
+// the Upload its chunks go to; ctx bounds the upload.
+func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, expectedHash string) (*Upload, error) {
+	if err := checkHeader(totalSize, expectedHash, h.maxBytes); err != nil {
+		return nil, err
+	}
+	u := &Upload{h: h, ctx: ctx, in: in, stream: streamName(in.Stream), total: int64(totalSize), want: expectedHash}
+	switch in.Format {
+	case config.FormatJSON:
+		return u, u.decide(config.FormatJSON)
+	case config.FormatYAML:
+		return u, u.decide(config.FormatYAML)
+	}
+	return u, nil
+}
+
+// decide starts the streamed path for JSON on a store that stages
+// streams, the assembled path otherwise.
+func (u *Upload) decide(f config.Format) error {
+	u.decided = true
+	if ss, ok := u.h.store.(store.StreamStager); ok && f == config.FormatJSON {
+		w, err := ss.StageStream(u.ctx, u.stream, u.total)
+		if err != nil {
+			return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
+		}
+		u.w, u.scan, u.sum = w, config.NewScanner(), sha256.New()
+		u.in.Format = config.FormatJSON
+		toHash, toStage := make(chan []byte, pipeDepth), make(chan []byte, pipeDepth)
+		u.toHash, u.toStage = toHash, toStage
+		u.workers.Go(func() {
+			for b := range toHash {
+				u.sum.Write(b)
+			}
+		})
+		u.workers.Go(func() {
+			for b := range toStage {
+				if u.failed() == nil {
+					u.setErr(u.stage(b))
+				}
+			}
+		})
+		return nil
+	}
+	asm, err := NewAssembler(uint64(u.total), u.want, u.h.maxBytes)
+	u.asm = asm
+	return err
+}
+
+// Received is the number of bytes so far.
+func (u *Upload) Received() int64 { return u.got }
+
+// Write takes the next chunk. An error ends the upload (Abort it).
+func (u *Upload) Write(chunk []byte) error {
+	if u.got+int64(len(chunk)) > u.total {
+		return fmt.Errorf("%w: upload sent more than the announced total_size of %d bytes", ErrInvalid, u.total)
+	}
+	u.got += int64(len(chunk))
+	if !u.decided {
+		i := 0
+		for i < len(chunk) && (chunk[i] == ' ' || chunk[i] == '\t' || chunk[i] == '\r' || chunk[i] == '\n') {
+			i++
+		}
+		if i == len(chunk) {
+			u.lead = append(u.lead, chunk...)
+			return nil
+		}
+		f := config.FormatYAML
+		if chunk[i] == '{' {
+			f = config.FormatJSON
+		}
+		if err := u.decide(f); err != nil {
+			return err
+		}
+		lead := u.lead
+		u.lead = nil
+		if err := u.write(lead); err != nil {
+			return err
+		}
+	}
+	return u.write(chunk)
+}
+
+func (u *Upload) write(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if u.asm != nil {
+		return u.asm.Write(b)
+	}
+	if err := u.failed(); err != nil {
+		return err
+	}
+	u.toHash <- b // the transport does not reuse a received chunk
+	u.toStage <- b
+	return nil
+}
+
+// stage checks a chunk and writes it to the stage.
+func (u *Upload) stage(b []byte) error {
+	if _, err := u.scan.Write(b); err != nil {
+		return fmt.Errorf("%w: stream %q: %w", ErrInvalid, u.stream, err)
+	}
+	if _, err := u.w.Write(b); err != nil {
+		return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
+	}
+	return nil
+}
+
+func (u *Upload) failed() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.werr
+}
+
+func (u *Upload) setErr(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.werr == nil {
+		u.werr = err
+	}
+}
+
+// drain waits for the workers to finish what was queued and returns their
+// first error.
+func (u *Upload) drain() error {
+	if u.toHash != nil {
+		close(u.toHash)
+		close(u.toStage)
+		u.toHash, u.toStage = nil, nil
+		u.workers.Wait()
+	}
+	return u.failed()
+}
+
+// Finish checks that every byte arrived with the announced hash, then
+// commits (streamed) or pushes (assembled) the configuration.
+func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
+	if u.got != u.total {
+		return PushResult{}, fmt.Errorf("%w: upload truncated: got %d of %d bytes", ErrInvalid, u.got, u.total)
+	}
+	if !u.decided { // whitespace only
+		if err := u.decide(config.FormatYAML); err != nil {
+			return PushResult{}, err
+		}
+		if err := u.asm.Write(u.lead); err != nil {
+			return PushResult{}, err
+		}
+	}
+	if u.asm != nil {
+		raw, sum, err := u.asm.Finish()
+		if err != nil {
+			return PushResult{}, err
+		}
+		in := u.in
+		in.Config, in.Hash = raw, sum
+		return u.h.Push(ctx, in)
+	}
+	defer u.Abort()
+	if err := u.drain(); err != nil {
+		return PushResult{}, err
+	}
+	if got := hex.EncodeToString(u.sum.Sum(nil)); got != u.want {
+		return PushResult{}, fmt.Errorf("%w: upload hash mismatch: expected_hash %s, bytes hash to %s", ErrInvalid, u.want, got)
+	}
+	if _, err := u.scan.Close(); err != nil {
+		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, u.stream, err)
+	}
+	w := u.w
+	u.w = nil
+	staged, err := w.Staged()
+	if err != nil {
+		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
+	}
+	defer func() { _ = staged.Discard() }() // a no-op after Commit
+	stored, unchanged, err := staged.Commit(ctx, store.Stream{
+		Name:       u.stream,
+		Hash:       u.want,
+		Format:     config.FormatJSON,
+		Labels:     u.in.Labels,
+		AcceptTime: u.h.clock.Now(),
+	}, u.in.ExpectedGeneration)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {
+			return PushResult{}, fmt.Errorf("%w: stream %q: upload abandoned: %v", ErrUnavailable, u.stream, ctx.Err())
+		}
+		return PushResult{}, commitErr(u.stream, err)
+	}
+	return u.h.accepted(u.stream, stored, unchanged, nil, int(u.total)), nil
+}
+
+// Abort drops what a streamed upload staged (a no-op after Finish).
+func (u *Upload) Abort() {
+	_ = u.drain()
+	if u.w != nil {
+		_ = u.w.Discard()
+		u.w = nil
+	}
 }

@@ -75,10 +75,16 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if hdr == nil {
 		return status.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
 	}
-	asm, err := hub.NewAssembler(hdr.GetTotalSize(), hdr.GetExpectedHash(), s.hub.MaxConfigBytes())
+	up, err := s.hub.BeginUpload(stream.Context(), hub.PushInput{
+		Stream:             hdr.GetStream(),
+		Format:             formatIn(hdr.GetFormat()),
+		ExpectedGeneration: hdr.GetExpectedGeneration(),
+		Labels:             hdr.GetLabels(),
+	}, hdr.GetTotalSize(), hdr.GetExpectedHash())
 	if err != nil {
 		return toStatus(err)
 	}
+	defer up.Abort() // whatever was staged goes when the upload does not finish
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -86,29 +92,18 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 		}
 		if err != nil {
 			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
-				return status.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", asm.Received(), hdr.GetTotalSize())
+				return status.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", up.Received(), hdr.GetTotalSize())
 			}
 			return err
 		}
 		if msg.GetHeader() != nil {
 			return status.Error(codes.InvalidArgument, "upload: a second header arrived; only the first message is a header")
 		}
-		if err := asm.Write(msg.GetChunk()); err != nil {
+		if err := up.Write(msg.GetChunk()); err != nil {
 			return toStatus(err)
 		}
 	}
-	raw, sum, err := asm.Finish()
-	if err != nil {
-		return toStatus(err)
-	}
-	res, err := s.hub.Push(stream.Context(), hub.PushInput{
-		Stream:             hdr.GetStream(),
-		Config:             raw,
-		Format:             formatIn(hdr.GetFormat()),
-		ExpectedGeneration: hdr.GetExpectedGeneration(),
-		Labels:             hdr.GetLabels(),
-		Hash:               sum,
-	})
+	res, err := up.Finish(stream.Context())
 	if err != nil {
 		return toStatus(err)
 	}

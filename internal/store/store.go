@@ -128,6 +128,30 @@ type Staged interface {
 	Discard() error
 }
 
+// StreamStager is implemented by stores that can stage a configuration
+// that arrives in pieces (an upload's chunks) as each piece arrives, so
+// the bytes are on their way to disk before the last one came and are not
+// held in memory meanwhile.
+type StreamStager interface {
+	// StageStream opens a stage of size bytes for stream.
+	StageStream(ctx context.Context, stream string, size int64) (StageWriter, error)
+}
+
+// StageWriter receives a streamed stage's bytes in order. Exactly one of
+// Staged or Discard ends it.
+type StageWriter interface {
+	// Write writes the next bytes; more than the announced size is an
+	// error.
+	Write(p []byte) (int, error)
+	// Staged returns the handle of the stage once all its bytes were
+	// written. Its Commit takes a Stream whose Config is nil and returns
+	// the stored stream with the committed bytes read back (nil when
+	// unchanged): the bytes are in memory once, after the commit.
+	Staged() (Staged, error)
+	// Discard removes what was written.
+	Discard() error
+}
+
 // Event is a change seen by a Watcher.
 type Event struct {
 	// Stream is set when a stream got a new generation.

@@ -148,6 +148,10 @@ func (s *Store) recycle(name string) {
 	defer s.blobMu.Unlock()
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
+	if s.pins[name] > 0 {
+		s.deferred = append(s.deferred, name) // recycled at unpin
+		return
+	}
 	if len(s.pool) < s.poolLimit() && isNamed(name, recExt) {
 		s.pool = append(s.pool, name)
 		return

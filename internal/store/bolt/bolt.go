@@ -118,6 +118,10 @@ type Store struct {
 	pool       []string
 	staging    int
 	peakStaged int
+	// pins counts the streamed commits reading a record file back; a
+	// pinned file due for recycling waits in deferred until unpinned.
+	pins     map[string]int
+	deferred []string
 
 	// The flusher's queue (group.go), under gcMu; clog is the commit log,
 	// written by the flusher only.
@@ -186,7 +190,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
-		pending: map[string]streamMeta{}, logged: map[string]bool{},
+		pending: map[string]streamMeta{}, logged: map[string]bool{}, pins: map[string]int{},
 		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
 		gcDone: make(chan struct{})}
 	s.bgIdle = sync.NewCond(&s.bgMu)

@@ -92,6 +92,12 @@
 //   - A record names its stream in its meta, and Open assigns it by that
 //     name, so the store refuses a stream name or label that is not valid
 //     UTF-8 (JSON would store another one).
+//   - A streamed stage (store.StreamStager, an upload's chunks) writes
+//     each piece at its offset as it arrives, takes no more than its
+//     announced size and ends only whole (TestStageStreamSize); its
+//     Commit reads the bytes back after the ack (TestStageStreamCommits),
+//     and the record file it reads is not recycled before the read ends
+//     (TestPinnedFileWaitsForRecycling).
 //   - Nothing unchecked is stored: the hub commits only after its check
 //     passed; a failed check, a conflict or an unchanged hash returns the
 //     staged file to the pool without a header.

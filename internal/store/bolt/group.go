@@ -302,7 +302,7 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) {
 	var small, own []*flushReq
 	for _, r := range recs {
-		if len(r.data) <= logMaxEntry && len(recs) > 1 && s.clog != nil {
+		if r.m.Size <= logMaxEntry && len(recs) > 1 && s.clog != nil {
 			small = append(small, r)
 		} else {
 			own = append(own, r)

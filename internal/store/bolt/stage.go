@@ -181,35 +181,50 @@ type staged struct {
 	mu   sync.Mutex
 	f    *os.File
 	done bool
+	// streamed is a stage written by a streamWriter: Commit takes no bytes
+	// and reads them back after the ack; data holds them when small enough
+	// for the commit log.
+	streamed bool
+	data     []byte
 }
 
 var _ store.Staged = (*staged)(nil)
+
+// openStage checks a stage's stream name and takes a record file for it,
+// counted as under way (begin): the caller calls end.
+func (s *Store) openStage(ctx context.Context, stream string) (f *os.File, name string, fresh bool, err error) {
+	if stream == "" {
+		return nil, "", false, errors.New("bolt store: stream name is empty")
+	}
+	if !utf8.ValidString(stream) {
+		// The record's JSON meta would hold another name (U+FFFD for each
+		// bad byte): Open could not match it to its stream, and two such
+		// streams would share one name.
+		return nil, "", false, fmt.Errorf("bolt store: stream name %q is not valid UTF-8", stream)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, "", false, err
+	}
+	if err := s.begin(); err != nil {
+		return nil, "", false, err
+	}
+	if f, name, fresh, err = s.takeFile(); err != nil {
+		s.end()
+		return nil, "", false, fmt.Errorf("store %s: %w", s.path, err)
+	}
+	return f, name, fresh, nil
+}
 
 // StageConfig implements store.Stager: it writes raw into a free record
 // file (feeding tee as it goes) and starts its write-back, without a
 // flush. Nothing refers to the bytes until Commit writes their header; a
 // crash leaves a file without a valid header, and the next Open removes it.
 func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
-	if stream == "" {
-		return nil, errors.New("bolt store: stream name is empty")
-	}
-	if !utf8.ValidString(stream) {
-		// The record's JSON meta would hold another name (U+FFFD for each
-		// bad byte): Open could not match it to its stream, and two such
-		// streams would share one name.
-		return nil, fmt.Errorf("bolt store: stream name %q is not valid UTF-8", stream)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := s.begin(); err != nil {
+	f, name, fresh, err := s.openStage(ctx, stream)
+	if err != nil {
 		return nil, err
 	}
 	defer s.end()
-	f, name, fresh, err := s.takeFile()
-	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", s.path, err)
-	}
 	var dirSynced chan error
 	if fresh {
 		// A new file's name must be durable before its record is acked:
@@ -265,7 +280,7 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 		return store.Stream{}, false, err
 	}
 	defer s.end()
-	if st.Name != g.stream || len(st.Config) != g.size {
+	if st.Name != g.stream || (!g.streamed || st.Config != nil) && len(st.Config) != g.size {
 		s.release(g.f, g.name)
 		return store.Stream{}, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Name, len(st.Config), g.stream, g.size)
 	}
@@ -278,11 +293,20 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 	if err != nil {
 		return store.Stream{}, false, err
 	}
-	if err := <-req.done; err != nil {
+	err = <-req.done
+	if g.streamed && req.f != nil {
+		defer s.unpin(g.name)
+	}
+	if err != nil {
 		return store.Stream{}, false, err
 	}
 	if req.f == nil { // unchanged: the record it returns is durable now
 		return out, true, nil
+	}
+	if g.streamed {
+		if out.Config, err = s.readBack(g.name, g.size); err != nil {
+			return store.Stream{}, false, err
+		}
 	}
 	return out, false, nil
 }
@@ -325,7 +349,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 		Generation: cur.Generation + 1,
 		Hash:       st.Hash,
 		Format:     st.Format.String(),
-		Size:       len(st.Config),
+		Size:       g.size,
 		Labels:     cloneLabels(st.Labels),
 		AcceptTime: st.AcceptTime,
 		Blob:       g.name,
@@ -340,7 +364,12 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 	if exists {
 		prev = cur.Blob
 	}
-	req := &flushReq{f: g.f, m: m, data: st.Config, prev: prev, ss: ss, done: make(chan error, 1)}
+	data := st.Config
+	if g.streamed {
+		data = g.data
+		s.pin(g.name) // read back after the ack
+	}
+	req := &flushReq{f: g.f, m: m, data: data, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()
 	ss.head, ss.headExists = m, true
 	s.mu.Unlock()

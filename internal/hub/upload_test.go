@@ -1,0 +1,158 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// upload sends raw to h in chunks of n bytes, as UploadConfig does, and
+// says at which chunk it failed (-1 for Finish).
+func upload(h *Hub, in PushInput, raw []byte, n int, hash string) (PushResult, int, error) {
+	ctx := context.Background()
+	u, err := h.BeginUpload(ctx, in, uint64(len(raw)), hash)
+	if err != nil {
+		return PushResult{}, 0, err
+	}
+	defer u.Abort()
+	for i := 0; i*n < len(raw); i++ {
+		if err := u.Write(raw[i*n : min((i+1)*n, len(raw))]); err != nil {
+			return PushResult{}, i, err
+		}
+	}
+	res, err := u.Finish(ctx)
+	return res, -1, err
+}
+
+// bigConfig is a valid JSON configuration of about n bytes.
+func bigConfig(n int, tag string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"_format_version":"3.0","services":[`)
+	for i := 0; b.Len() < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"svc-%d-%s","host":"h%d.default.svc","port":80,"tags":["k8s-name:x"]}`, i, tag, i)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// An upload, JSON (detected or said) or YAML, small or large, is stored
+// and handed to the engine with exactly its bytes, in one generation each.
+func TestUploadStoresThenPublishes(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		fan := newFake()
+		h := New(st, fan)
+		yml := []byte("_format_version: \"3.0\"\nservices: []\n")
+		for i, c := range []struct {
+			raw []byte
+			f   config.Format
+		}{
+			{bigConfig(1<<20, "a"), config.FormatJSON},
+			{append([]byte(" \n\t"), bigConfig(300<<10, "b")...), config.FormatUnknown},
+			{bigConfig(100, "c"), config.FormatUnknown},
+			{yml, config.FormatUnknown},
+			{yml, config.FormatYAML},
+		} {
+			res, at, err := upload(h, PushInput{Format: c.f, Labels: map[string]string{"n": fmt.Sprint(i)}}, c.raw, 64<<10, config.Hash(c.raw))
+			wantGen := uint64(i + 1)
+			if i == 4 {
+				wantGen = 4 // the same bytes again: unchanged
+			}
+			if err != nil || res.Generation != wantGen {
+				t.Fatalf("upload %d: %+v, %v (chunk %d); want generation %d", i, res, err, at, wantGen)
+			}
+			s, err := st.GetStream(context.Background(), config.DefaultStream)
+			if err != nil || !bytes.Equal(s.Config, c.raw) || s.Hash != config.Hash(c.raw) {
+				t.Fatalf("upload %d: stored %d bytes (%v), want its %d", i, len(s.Config), err, len(c.raw))
+			}
+			last := fan.Current(config.DefaultStream)
+			if !bytes.Equal(last.Raw, c.raw) || last.Generation != min(wantGen, 4) {
+				t.Fatalf("upload %d: engine got generation %d of %d bytes", i, last.Generation, len(last.Raw))
+			}
+		}
+		if len(fan.published) != 4 {
+			t.Fatalf("published %d generations, want 4 (the last upload is unchanged)", len(fan.published))
+		}
+	}, oneBlob)
+}
+
+// A bad upload stores nothing and publishes nothing; streamed, invalid
+// JSON is refused once the chunk that holds the first bad byte was
+// checked, without waiting for the end; the staged bytes are gone.
+func TestBadUploadChangesNothing(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		fan := newFake()
+		h := New(st, fan, WithMaxConfigBytes(4<<20))
+		good := bigConfig(1<<20, "good")
+		if _, _, err := upload(h, PushInput{}, good, 64<<10, config.Hash(good)); err != nil {
+			t.Fatal(err)
+		}
+		bad := bigConfig(1<<20, "bad")
+		bad[200<<10] = 0x01 // a control byte: invalid in a string and out of one
+		noFV := bigConfig(1<<20, "nofv")
+		copy(noFV, `{"_format_version":`)
+		noFV = bytes.Replace(noFV, []byte(`{"_format_version":"3.0",`), []byte(`{"_formt_version":"3.0", `), 1)
+		other := bigConfig(1<<20, "other")
+		for _, c := range []struct {
+			name    string
+			raw     []byte
+			hash    string
+			f       config.Format
+			want    error
+			msg     string
+			atChunk int
+		}{
+			{"bad byte", bad, config.Hash(bad), config.FormatJSON, config.ErrInvalid, "not valid JSON", 3},
+			{"no _format_version", noFV, config.Hash(noFV), config.FormatUnknown, config.ErrInvalid, "_format_version is missing", -1},
+			{"hash mismatch", other, config.Hash(good), config.FormatJSON, ErrInvalid, "hash mismatch", -1},
+			{"stale", other, config.Hash(other), config.FormatJSON, ErrStale, "generation", -1},
+		} {
+			in := PushInput{Format: c.f}
+			if c.name == "stale" {
+				in.ExpectedGeneration = 7
+			}
+			if _, streamed := st.(store.StreamStager); !streamed {
+				c.atChunk = -1 // assembled, checked once complete
+			}
+			_, at, err := upload(h, in, c.raw, 64<<10, c.hash)
+			// Streamed, the chunks are checked while the next ones arrive:
+			// the error comes with a later chunk or at the end, never before.
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) || (at != c.atChunk && (c.atChunk < 0 || at >= 0 && at < c.atChunk)) {
+				t.Fatalf("%s: %v at chunk %d; want %v naming %q at chunk %d", c.name, err, at, c.want, c.msg, c.atChunk)
+			}
+		}
+		s, err := st.GetStream(context.Background(), config.DefaultStream)
+		if err != nil || s.Generation != 1 || !bytes.Equal(s.Config, good) || len(fan.published) != 1 {
+			t.Fatalf("a bad upload changed something: gen %d (%v), published %d", s.Generation, err, len(fan.published))
+		}
+		// A truncated upload and one that sends too much.
+		u, err := h.BeginUpload(context.Background(), PushInput{}, 10, config.Hash(good))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write([]byte(`{"_format_`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Write([]byte(`x`)); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("an 11th byte of 10: %v", err)
+		}
+		u.Abort()
+		u, err = h.BeginUpload(context.Background(), PushInput{}, 10, config.Hash(good))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.Finish(context.Background()); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "truncated") {
+			t.Fatalf("0 of 10 bytes: %v", err)
+		}
+		u.Abort()
+	}, func(t *testing.T, blobs []os.DirEntry) { oneBlob(t, blobs) })
+}
