@@ -15,6 +15,10 @@
 // never skips it (TestFixturesFromAnyPackage,
 // TestFixturesWalkPastNestedModules, TestMissingFixturesFail).
 //
+// Logs: NewLogRecorder is a slog.Handler that keeps every line and fails
+// the test at its end if a line carried a key twice, counting the
+// logger's own attributes and groups (TestLogRecorderFindsDuplicateKeys).
+//
 // Usage from a test package:
 //
 //	var bins *harness.Binaries
