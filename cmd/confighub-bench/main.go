@@ -31,6 +31,8 @@ type opts struct {
 	smallSpan   time.Duration
 	smallRounds int
 	hubChild    bool // child mode: a bare hub for memory figures
+	hogs        int  // CPU hog processes beside the run
+	hogChild    bool // child mode: one busy core
 	gateways    int
 	konnect     time.Duration
 	burst       time.Duration
@@ -55,7 +57,7 @@ func main() {
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	fs.IntVar(&o.runs, "runs", 0, "repetitions of the fast scenarios (default 10, quick 3)")
 	fs.IntVar(&o.samples, "samples", 0, "interleaved hub/baseline samples of scenario 1 (default 21, quick 5)")
-	fs.IntVar(&o.bigSamples, "big-samples", 0, "samples of scenario 1's largest upload (default 21, quick 3)")
+	fs.IntVar(&o.bigSamples, "big-samples", 0, "samples of scenario 1's largest upload (default 7, quick 3)")
 	uploadMiB := fs.Int("upload-mib", 0, "scenario 1's largest upload in MiB (default 200, quick 50)")
 	fs.DurationVar(&o.smallSpan, "small-span", time.Second, "length of one round of scenario 7")
 	fs.IntVar(&o.smallRounds, "small-rounds", 0, "rounds of scenario 7 (default 9, quick 3)")
@@ -67,10 +69,16 @@ func main() {
 	fs.BoolVar(&o.verbose, "v", false, "log progress details")
 	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
 	fs.StringVar(&o.memChild, "mem-child", "", "internal: scenario 2 memory run against the fleet URLs in this file")
+	fs.IntVar(&o.hogs, "hog", 0, "run N busy-loop processes (a CPU hog) beside the whole run")
+	fs.BoolVar(&o.hogChild, "hog-child", false, "internal: keep one core busy until stdin closes")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
 
+	if o.hogChild {
+		runHog(os.Stdin)
+		return
+	}
 	if o.hubChild {
 		if err := runHubChild(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "hub-child:", err)
@@ -100,7 +108,7 @@ func main() {
 		}
 	}
 	o.samples = orDefault(o.samples, o.quick, 21, 5)
-	o.bigSamples = orDefault(o.bigSamples, o.quick, 21, 3)
+	o.bigSamples = orDefault(o.bigSamples, o.quick, 7, 3)
 	o.smallRounds = orDefault(o.smallRounds, o.quick, 9, 3)
 	o.uploadMax = orDefault(*uploadMiB, o.quick, 200, 50) << 20
 	if o.gateways == 0 {
@@ -191,6 +199,7 @@ func run(ctx context.Context, o opts) error {
 		{"5", "1,000 watchers, one stalled", scenarioWatchers},
 		{"6", "KIC's serial loop", scenarioSerial},
 		{"7", "5 KiB pushes, 32 clients, vs the serial fdatasync floor", scenarioSmall},
+		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
@@ -201,9 +210,16 @@ func run(ctx context.Context, o opts) error {
 	log := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(o.startTime).Seconds(), fmt.Sprintf(format, a...))
 	}
+	if o.hogs > 0 {
+		stopHogs, err := startHogs(o.hogs)
+		if err != nil {
+			return err
+		}
+		defer stopHogs()
+	}
 	o.loadStart = loadAvg()
-	fmt.Fprintf(os.Stderr, "confighub-bench: %s/%s, %d CPUs, %s, quick=%v runs=%d samples=%d gateways=%d, load average %s\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.samples, o.gateways, o.loadStart)
+	fmt.Fprintf(os.Stderr, "confighub-bench: %s/%s, %d CPUs, %s, quick=%v runs=%d samples=%d gateways=%d, CPU hogs %d, load average %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.quick, o.runs, o.samples, o.gateways, o.hogs, o.loadStart)
 	var rows []Row
 	for _, s := range scenarios {
 		if len(want) > 0 && !want[s.id] {
@@ -221,7 +237,7 @@ func run(ctx context.Context, o opts) error {
 		runtime.GC()
 	}
 	printTable(os.Stdout, rows)
-	fmt.Printf("\nload average (1 5 15 min): %s at the start, %s at the end\n", o.loadStart, loadAvg())
+	fmt.Printf("\nload average (1 5 15 min): %s at the start, %s at the end; CPU hog processes beside the run: %d\n", o.loadStart, loadAvg(), o.hogs)
 	fmt.Printf("total %.0fs\n", time.Since(o.startTime).Seconds())
 	return writeJSON(o, rows)
 }
