@@ -51,6 +51,7 @@ type flags struct {
 	logFormat       string
 	maxMsg          int
 	maxConfig       int64
+	uploadBudget    int64
 	maxConcurrent   int
 	shutdownTimeout time.Duration
 	replica         replicaFlags // --store etcd (replicated.go)
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.IntVar(&f.maxMsg, "max-message-bytes", server.DefaultMaxMessageBytes, "largest gRPC message; larger configs must use UploadConfig")
 	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
+	fs.Int64Var(&f.uploadBudget, "upload-budget-bytes", hub.DefaultUploadBudgetBytes, "hub-wide budget of bytes held by UploadConfig streams in flight (the sum of their announced total_size): an upload that would exceed it is refused with ResourceExhausted before its bytes are read; at least --max-config-bytes, 0 for no budget")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
 	addOpsFlags(fs, &f.ops)
@@ -84,6 +86,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Visit(func(fl *flag.Flag) { f.ops.metricsListenSet = f.ops.metricsListenSet || fl.Name == "metrics-listen" })
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if f.uploadBudget != 0 && f.uploadBudget < f.maxConfig {
+		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}
 	return f, nil
 }
@@ -201,7 +206,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets))
+	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)

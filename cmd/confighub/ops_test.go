@@ -160,3 +160,21 @@ func TestExplicitMetricsListenInUse(t *testing.T) {
 		}
 	}
 }
+
+// --upload-budget-bytes defaults to two of the largest configurations and
+// may not be smaller than one (0: no budget).
+func TestUploadBudgetFlag(t *testing.T) {
+	d, err := parseFlags(nil, &strings.Builder{})
+	if err != nil || d.uploadBudget != 2*d.maxConfig {
+		t.Fatalf("default %d (max config %d): %v", d.uploadBudget, d.maxConfig, err)
+	}
+	if _, err := parseFlags([]string{"--upload-budget-bytes", "1000", "--max-config-bytes", "2000"}, &strings.Builder{}); err == nil ||
+		!strings.Contains(err.Error(), "--upload-budget-bytes 1000 is smaller than --max-config-bytes 2000") {
+		t.Fatalf("a budget below the largest config: %v", err)
+	}
+	for _, args := range [][]string{{"--upload-budget-bytes", "0"}, {"--upload-budget-bytes", "2000", "--max-config-bytes", "2000"}} {
+		if _, err := parseFlags(args, &strings.Builder{}); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

@@ -151,7 +151,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 		scancel()
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
-	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets))
+	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
 	err = h.Start(sctx, seed)
 	scancel()
 	if err != nil {

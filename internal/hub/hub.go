@@ -31,6 +31,7 @@ type Hub struct {
 	log      *slog.Logger
 	maxBytes int64
 	secrets  SinkSecrets
+	uploads  uploadBudget
 }
 
 // SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
@@ -63,6 +64,7 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 // New returns a hub on st that fans out through fan.
 func New(st store.Store, fan Fanout, opts ...Option) *Hub {
 	h := &Hub{store: st, fan: fan, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
+	h.uploads.limit = DefaultUploadBudgetBytes
 	for _, o := range opts {
 		o(h)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -13,6 +14,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/internal/hub"
 )
 
 const validConfig = `{"_format_version":"3.0","services":[]}`
@@ -127,4 +130,88 @@ func TestReadRPCsValidateNames(t *testing.T) {
 	if _, err := a.ListSinks(ctx, &confighubv1.ListSinksRequest{}); err != nil {
 		t.Errorf("ListSinks: %v", err)
 	}
+}
+
+// configOf returns a valid configuration of exactly n bytes.
+func configOf(n int) []byte {
+	const head, tail = `{"_format_version":"3.0","x":"`, `"}`
+	return []byte(head + strings.Repeat("a", n-len(head)-len(tail)) + tail)
+}
+
+// upload sends an UploadConfig header for raw, then the chunks from
+// raw[:sent], and returns the open stream.
+func upload(t *testing.T, c confighubv1.ConfigHubServiceClient, raw []byte, sent int) grpc.ClientStreamingClient[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse] {
+	t.Helper()
+	up, err := c.UploadConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{
+		TotalSize: uint64(len(raw)), ExpectedHash: config.Hash(raw)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if sent > 0 {
+		if err := up.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: raw[:sent]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return up
+}
+
+// The uploads in flight share one budget (--upload-budget-bytes): an
+// upload whose announced size does not fit is ResourceExhausted, saying
+// so, from its header alone (before any of its bytes); the budget comes
+// back when an upload ends.
+func TestUploadBudget(t *testing.T) {
+	addr, h := startServerWith(t, []hub.Option{hub.WithUploadBudgetBytes(100_000)})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := confighubv1.NewConfigHubServiceClient(conn)
+
+	// Larger than the budget on its own (but within --max-config-bytes).
+	_, err = upload(t, c, configOf(100_001), 0).CloseAndRecv()
+	wantRefused(t, "upload over the budget", err, codes.ResourceExhausted,
+		"an upload of 100001 bytes does not fit the hub's budget of 100000 bytes for uploads in flight (--upload-budget-bytes): 0 bytes are held by 0 upload(s)")
+
+	// A holds 60,000 bytes of the budget while its bytes trickle in.
+	a := configOf(60_000)
+	upA := upload(t, c, a, 1000)
+	harness.Eventually(t, 10*time.Second, func() bool {
+		held, n := h.UploadsInFlight()
+		return held == 60_000 && n == 1
+	}, "upload A's header never took its share of the budget")
+	b := configOf(50_000)
+	_, err = upload(t, c, b, 0).CloseAndRecv()
+	wantRefused(t, "upload while another holds the budget", err, codes.ResourceExhausted,
+		"an upload of 50000 bytes does not fit the hub's budget of 100000 bytes for uploads in flight (--upload-budget-bytes): 60000 bytes are held by 1 upload(s)")
+
+	// A finishes and is acked; its share comes back, so B fits now.
+	if err := upA.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: a[1000:]}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := upA.CloseAndRecv(); err != nil || res.GetGeneration() != 1 {
+		t.Fatalf("upload A: %v, %v", res, err)
+	}
+	upB := upload(t, c, b, len(b))
+	if res, err := upB.CloseAndRecv(); err != nil || res.GetGeneration() != 2 {
+		t.Fatalf("upload B after A: %v, %v", res, err)
+	}
+	// A refused or abandoned upload gives its share back too.
+	upC := upload(t, c, configOf(90_000), 10)
+	_ = upC.CloseSend()
+	if _, err := upC.CloseAndRecv(); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("truncated upload: %v", err)
+	}
+	if _, err := upload(t, c, configOf(90_000), 90_000).CloseAndRecv(); err != nil {
+		t.Fatalf("upload after a truncated one: %v", err)
+	}
+	// The handler gives the share back as it returns, just after the
+	// answer left.
+	harness.Eventually(t, 10*time.Second, func() bool {
+		held, n := h.UploadsInFlight()
+		return held == 0 && n == 0
+	}, "the budget was not given back after every upload ended")
 }

@@ -41,13 +41,21 @@ func (nopSink) Describe() sink.Capabilities                 { return sink.Capabi
 // its address.
 func startServer(t *testing.T, opts ...server.Option) string {
 	t.Helper()
+	addr, _ := startServerWith(t, nil, opts...)
+	return addr
+}
+
+// startServerWith is startServer with options of the hub; it returns the
+// hub too.
+func startServerWith(t *testing.T, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub) {
+	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	st := memory.New()
 	eng := engine.New(reg, engine.WithRecorder(st))
-	h := hub.New(st, eng)
+	h := hub.New(st, eng, hubOpts...)
 	if err := h.Start(context.Background(), []*confighubv1.Sink{{Name: "s", Kind: "nop"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +63,7 @@ func startServer(t *testing.T, opts ...server.Option) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() })
+	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() }), h
 }
 
 // TestReflectionV1Alpha: a client that knows only grpc.reflection.v1alpha

@@ -75,6 +75,13 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if hdr == nil {
 		return status.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
 	}
+	// The budget is taken before any chunk is read, and holds until the
+	// upload ends: ack, refusal or a client that went away.
+	release, err := s.hub.ReserveUpload(hdr.GetTotalSize())
+	if err != nil {
+		return toStatus(err)
+	}
+	defer release()
 	up, err := s.hub.BeginUpload(stream.Context(), hub.PushInput{
 		Stream:             hdr.GetStream(),
 		Format:             formatIn(hdr.GetFormat()),
