@@ -48,17 +48,6 @@ func (b *uploadBudget) reserve(n int64) (func(), error) {
 // together (their announced total_size); 0 removes the bound.
 func WithUploadBudgetBytes(n int64) Option { return func(h *Hub) { h.uploads.limit = n } }
 
-// ReserveUpload takes an upload's announced size from the hub-wide budget
-// before any of its bytes are read; over the budget it is ErrTooLarge
-// (ResourceExhausted) saying so. The returned release must be called when
-// the upload ends, whatever its outcome.
-func (h *Hub) ReserveUpload(totalSize uint64) (release func(), err error) {
-	if h.maxBytes > 0 && totalSize > uint64(h.maxBytes) {
-		return nil, fmt.Errorf("%w: upload of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, totalSize, h.maxBytes)
-	}
-	return h.uploads.reserve(int64(totalSize))
-}
-
 // UploadsInFlight is what the uploads in flight hold of the budget: bytes
 // announced and how many uploads.
 func (h *Hub) UploadsInFlight() (bytes int64, uploads int) {

@@ -23,12 +23,12 @@
 //     peak RSS in docs/performance.md, scenario 1). A YAML upload (its
 //     check converts the whole document) or one on another store is
 //     assembled in memory and pushed.
-//   - The uploads in flight share one budget of bytes (ReserveUpload,
+//   - The uploads in flight share one budget of bytes (BeginUpload,
 //     WithUploadBudgetBytes, default DefaultUploadBudgetBytes): an upload's
 //     announced total_size is taken from its header before any chunk is
 //     read, an upload that does not fit is ErrTooLarge saying so, and the
-//     share comes back when the upload ends, acked, refused or abandoned
-//     (server TestUploadBudget).
+//     share comes back when the upload ends (Abort), acked, refused or
+//     abandoned (server TestUploadBudget).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it); the sinks
 //     file is put at every start (it is the start-up seed and wins for the

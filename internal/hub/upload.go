@@ -110,6 +110,8 @@ type Upload struct {
 	werr    error // the first error of a worker
 	// assembled
 	asm *Assembler
+	// release gives the upload's share of the budget back (Abort).
+	release func()
 }
 
 // pipeDepth is how many chunks each worker may have queued.
@@ -121,7 +123,13 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	if err := checkHeader(totalSize, expectedHash, h.maxBytes); err != nil {
 		return nil, err
 	}
-	u := &Upload{h: h, ctx: ctx, in: in, stream: streamName(in.Stream), total: int64(totalSize), want: expectedHash}
+	// The announced size is taken from the hub-wide budget before any
+	// chunk is read; Abort gives it back.
+	release, err := h.uploads.reserve(int64(totalSize))
+	if err != nil {
+		return nil, err
+	}
+	u := &Upload{h: h, ctx: ctx, in: in, stream: streamName(in.Stream), total: int64(totalSize), want: expectedHash, release: release}
 	switch in.Format {
 	case config.FormatJSON:
 		return u, u.decide(config.FormatJSON)
@@ -305,11 +313,14 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	return u.h.accepted(u.stream, stored, unchanged, nil, int(u.total)), nil
 }
 
-// Abort drops what a streamed upload staged (a no-op after Finish).
+// Abort drops what a streamed upload staged (a no-op after Finish) and
+// gives the upload's share of the budget back: call it once the upload
+// ended, whatever its outcome.
 func (u *Upload) Abort() {
 	_ = u.drain()
 	if u.w != nil {
 		_ = u.w.Discard()
 		u.w = nil
 	}
+	u.release()
 }

@@ -75,13 +75,6 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if hdr == nil {
 		return status.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
 	}
-	// The budget is taken before any chunk is read, and holds until the
-	// upload ends: ack, refusal or a client that went away.
-	release, err := s.hub.ReserveUpload(hdr.GetTotalSize())
-	if err != nil {
-		return toStatus(err)
-	}
-	defer release()
 	up, err := s.hub.BeginUpload(stream.Context(), hub.PushInput{
 		Stream:             hdr.GetStream(),
 		Format:             formatIn(hdr.GetFormat()),
@@ -91,7 +84,9 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if err != nil {
 		return toStatus(err)
 	}
-	defer up.Abort() // whatever was staged goes when the upload does not finish
+	// Whatever was staged goes when the upload does not finish, and its
+	// share of the budget of uploads in flight comes back in any case.
+	defer up.Abort()
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
