@@ -11,6 +11,10 @@
 //     the sinks file): a name, stream, wave, timeout or backoff outside its
 //     range is refused with sink.ErrInvalidSpec naming the sink and the field
 //     (TestProtoRulesEnforced).
+//   - A kong, kong_db or konnect address with credentials
+//     (user:password@host) is refused without quoting it: credentials go in
+//     the fields marked secret, which are write-only
+//     (TestAddressWithoutCredentials).
 //   - Cross-field rules: max_delay needs debounce and is at least it;
 //     backoff.max is at least backoff.initial (TestCrossFieldRules).
 //   - A kind's defaults fill only unset options, and the spec passed in is

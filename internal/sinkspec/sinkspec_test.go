@@ -59,6 +59,29 @@ func TestProtoRulesEnforced(t *testing.T) {
 	}
 }
 
+// TestAddressWithoutCredentials: an address with user:password@ is
+// refused without quoting it (the password would show wherever the
+// address does: ListSinks, logs, status); credentials go in the fields
+// marked secret.
+func TestAddressWithoutCredentials(t *testing.T) {
+	c := checker(t)
+	const u = "http://admin:hunter2@127.0.0.1:8001"
+	for _, s := range []*confighubv1.Sink{
+		{Name: "k", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: u}}},
+		{Name: "d", Spec: &confighubv1.Sink_KongDb{KongDb: &confighubv1.KongDBSpec{Address: u}}},
+		{Name: "c", Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{Address: u, ControlPlaneId: "cp", Token: "t"}}},
+	} {
+		_, _, err := c.Normalise(s)
+		if !errors.Is(err, sink.ErrInvalidSpec) || !strings.Contains(err.Error(), "carries credentials") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v; want ErrInvalidSpec saying it carries credentials, without them", s.GetName(), err)
+		}
+	}
+	ok := &confighubv1.Sink{Name: "k", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: "http://127.0.0.1:8001/path@x"}}}
+	if _, _, err := c.Normalise(ok); err != nil {
+		t.Errorf("an @ after the host: %v", err)
+	}
+}
+
 // TestCrossFieldRules: the rules across fields, which protovalidate's field
 // rules do not state.
 func TestCrossFieldRules(t *testing.T) {

@@ -49,6 +49,14 @@ var file_confighub_v1_rules_proto_extTypes = []protoimpl.ExtensionInfo{
 		Filename:      "confighub/v1/rules.proto",
 	},
 	{
+		ExtendedType:  (*validate.StringRules)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         69149,
+		Name:          "confighub.v1.url_without_credentials",
+		Tag:           "varint,69149,opt,name=url_without_credentials",
+		Filename:      "confighub/v1/rules.proto",
+	},
+	{
 		ExtendedType:  (*validate.MapRules)(nil),
 		ExtensionType: (*bool)(nil),
 		Field:         69143,
@@ -75,6 +83,12 @@ var (
 	//
 	// optional bool optional_sink_name = 69142;
 	E_OptionalSinkName = &file_confighub_v1_rules_proto_extTypes[2]
+	// A URL without credentials (user:password@host): a password there
+	// would be shown wherever the address is (ListSinks, logs, status);
+	// credentials belong in the fields marked (confighub.v1.secret).
+	//
+	// optional bool url_without_credentials = 69149;
+	E_UrlWithoutCredentials = &file_confighub_v1_rules_proto_extTypes[3]
 )
 
 // Extension fields to validate.MapRules.
@@ -84,7 +98,7 @@ var (
 	// by GetConfig and by every status snapshot, so they stay small.
 	//
 	// optional bool labels = 69143;
-	E_Labels = &file_confighub_v1_rules_proto_extTypes[3]
+	E_Labels = &file_confighub_v1_rules_proto_extTypes[4]
 )
 
 var File_confighub_v1_rules_proto protoreflect.FileDescriptor
@@ -101,7 +115,10 @@ const file_confighub_v1_rules_proto_rawDesc = "" +
 	"\x10string.sink_name\x1a\xa7\x02!rule ? '' : size(this) == 0 ? 'a sink name is required' : size(this) > 128 ? 'a sink name is at most 128 characters (got ' + string(size(this)) + ')' : !this.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$') ? 'a sink name is made of A-Z, a-z, 0-9, \".\", \"_\" and \"-\", starting with a letter or digit' : ''R\bsinkName:\xf8\x02\n" +
 	"\x12optional_sink_name\x12\x19.buf.validate.StringRules\x18\x96\x9c\x04 \x01(\bB\xac\x02\xc2H\xa8\x02\n" +
 	"\xa5\x02\n" +
-	"\x19string.optional_sink_name\x1a\x87\x02!rule || this == '' ? '' : size(this) > 128 ? 'a sink name is at most 128 characters (got ' + string(size(this)) + ')' : !this.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$') ? 'a sink name is made of A-Z, a-z, 0-9, \".\", \"_\" and \"-\", starting with a letter or digit' : ''R\x10optionalSinkName:\x8e\x06\n" +
+	"\x19string.optional_sink_name\x1a\x87\x02!rule || this == '' ? '' : size(this) > 128 ? 'a sink name is at most 128 characters (got ' + string(size(this)) + ')' : !this.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$') ? 'a sink name is made of A-Z, a-z, 0-9, \".\", \"_\" and \"-\", starting with a letter or digit' : ''R\x10optionalSinkName:\xb0\x02\n" +
+	"\x17url_without_credentials\x12\x19.buf.validate.StringRules\x18\x9d\x9c\x04 \x01(\bB\xda\x01\xc2H\xd6\x01\n" +
+	"\xd3\x01\n" +
+	"\x1estring.url_without_credentials\x1a\xb0\x01!rule || !this.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@') ? '' : 'the URL carries credentials (user:password@host): put them in a header or the token, which are write-only'R\x15urlWithoutCredentials:\x8e\x06\n" +
 	"\x06labels\x12\x16.buf.validate.MapRules\x18\x97\x9c\x04 \x01(\bB\xdb\x05\xc2H\xd7\x05\n" +
 	"\xd4\x05\n" +
 	"\n" +
@@ -115,11 +132,12 @@ var file_confighub_v1_rules_proto_depIdxs = []int32{
 	0, // 0: confighub.v1.stream_name:extendee -> buf.validate.StringRules
 	0, // 1: confighub.v1.sink_name:extendee -> buf.validate.StringRules
 	0, // 2: confighub.v1.optional_sink_name:extendee -> buf.validate.StringRules
-	1, // 3: confighub.v1.labels:extendee -> buf.validate.MapRules
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	0, // [0:4] is the sub-list for extension extendee
+	0, // 3: confighub.v1.url_without_credentials:extendee -> buf.validate.StringRules
+	1, // 4: confighub.v1.labels:extendee -> buf.validate.MapRules
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	0, // [0:5] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -135,7 +153,7 @@ func file_confighub_v1_rules_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_rules_proto_rawDesc), len(file_confighub_v1_rules_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   0,
-			NumExtensions: 4,
+			NumExtensions: 5,
 			NumServices:   0,
 		},
 		GoTypes:           file_confighub_v1_rules_proto_goTypes,
