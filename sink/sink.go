@@ -235,3 +235,32 @@ func Permanent(code Code, err error) error {
 func RetryAfter(d time.Duration, err error) error {
 	return &Error{Code: CodeRateLimited, RetryAfter: d, Err: err}
 }
+
+// Degraded is what Apply returns when the destination rejected cfg whole
+// and holds a fallback of it instead: cfg without some entities (a kong
+// sink with on_reject: ON_REJECT_FALLBACK). The engine shows the sink
+// DEGRADED: the generation is not applied, and not retried until a new
+// generation or a resync. It is not an *Error (AsError does not match it).
+type Degraded struct {
+	// Hash identifies the fallback configuration the destination holds.
+	Hash string
+	// Excluded are the entities the fallback leaves out or holds at their
+	// previous version.
+	Excluded []*confighubv1.ExcludedEntity
+	// Rejection is the destination's refusal of cfg whole (its entity
+	// errors included).
+	Rejection *Error
+}
+
+func (d *Degraded) Error() string {
+	return fmt.Sprintf("applied a fallback without %d entities: %v", len(d.Excluded), d.Rejection)
+}
+
+// AsDegraded returns the *Degraded in err's chain, if any.
+func AsDegraded(err error) (*Degraded, bool) {
+	var d *Degraded
+	if errors.As(err, &d) {
+		return d, true
+	}
+	return nil, false
+}

@@ -56,7 +56,17 @@ type Sink struct {
 	clock    clockwork.Clock
 	logger   *slog.Logger
 
+	// fallback: a rejection with entity errors applies a fallback
+	// (on_reject: ON_REJECT_FALLBACK).
+	fallback bool
+
 	mu sync.Mutex
+	// held is the body the gateway last accepted (whole or a fallback): a
+	// fallback keeps its excluded entities' versions from it.
+	held []byte
+	// running is the fallback the gateway holds, nil when it holds a
+	// generation whole.
+	running *runningFallback
 	// appliedSinceResync is set by a successful Apply and cleared when a
 	// resync is asked for: an empty gateway after it means a restart.
 	appliedSinceResync bool
@@ -124,6 +134,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	return &Sink{
 		name: spec.GetName(), address: addr, client: client, http: hc,
 		interval: interval, clock: clock, logger: logger,
+		fallback: ks.GetOnReject() == confighubv1.OnReject_ON_REJECT_FALLBACK,
 	}, nil
 }
 
@@ -146,15 +157,47 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 		return &sink.Error{Code: sink.CodeInvalid, Permanent: true, Err: err,
 			Message: fmt.Sprintf("generation %d cannot be converted to JSON: %v", cfg.Generation, err)}
 	}
-	rec := &answer{}
-	err = s.client.ReloadDeclarativeRawConfig(withAnswer(ctx, rec), bytes.NewReader(body), true, true)
+	s.mu.Lock()
+	run := s.running
+	s.mu.Unlock()
+	if run != nil && run.forHash == cfg.Hash {
+		// The gateway runs (or ran, before a restart) this generation's
+		// fallback: send it again, not the whole it rejected.
+		if err := s.post(ctx, run.body); err != nil {
+			return err
+		}
+		s.accepted(run.body, run)
+		return run.result
+	}
+	err = s.post(ctx, body)
 	if err == nil {
-		s.mu.Lock()
-		s.appliedSinceResync = true
-		s.mu.Unlock()
+		s.accepted(body, nil)
+		return nil
+	}
+	se, ok := sink.AsError(err)
+	if !s.fallback || !ok || se.Code != sink.CodeRejected || len(se.EntityErrors) == 0 {
+		return err
+	}
+	return s.applyFallback(ctx, cfg, body, se)
+}
+
+// post sends one body with POST /config.
+func (s *Sink) post(ctx context.Context, body []byte) error {
+	rec := &answer{}
+	err := s.client.ReloadDeclarativeRawConfig(withAnswer(ctx, rec), bytes.NewReader(body), true, true)
+	if err == nil {
 		return nil
 	}
 	return s.mapError(ctx, err, rec, len(body))
+}
+
+// accepted records what the gateway now holds.
+func (s *Sink) accepted(body []byte, run *runningFallback) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.appliedSinceResync = true
+	s.held = body
+	s.running = run
 }
 
 // mapError turns a failed POST /config into a *sink.Error.

@@ -18,6 +18,9 @@ const (
 	ResultRejected = "rejected"
 	// ResultCancelled: a newer generation cancelled the apply in flight.
 	ResultCancelled = "cancelled"
+	// ResultDegraded: the destination rejected the generation and took a
+	// fallback of it (sink.Degraded).
+	ResultDegraded = "degraded"
 )
 
 // Metrics receives the engine's measurements. Implementations must be safe
@@ -37,6 +40,9 @@ type Metrics interface {
 	// EntityErrors sets the number of per-entity errors of the sink's last
 	// failed apply (0 after a success).
 	EntityErrors(sink, kind string, n int)
+	// ExcludedEntities sets the number of entities the fallback the sink
+	// runs leaves out (0 when it runs no fallback).
+	ExcludedEntities(sink, kind string, n int)
 	// LastSuccess sets the time of the sink's last successful apply.
 	LastSuccess(sink, kind string, t time.Time)
 	// StreamGeneration sets a stream's current generation.
@@ -57,6 +63,7 @@ func (NopMetrics) ApplyDone(string, string, string, string, time.Duration, int) 
 func (NopMetrics) StateChanged(string, string, confighubv1.SinkState, confighubv1.SinkState) {}
 func (NopMetrics) Coalesced(string, string)                                                  {}
 func (NopMetrics) EntityErrors(string, string, int)                                          {}
+func (NopMetrics) ExcludedEntities(string, string, int)                                      {}
 func (NopMetrics) LastSuccess(string, string, time.Time)                                     {}
 func (NopMetrics) StreamGeneration(string, uint64)                                           {}
 func (NopMetrics) StreamConverged(string, uint64, time.Duration)                             {}

@@ -41,6 +41,7 @@ const (
 	stateBackoff  = confighubv1.SinkState_SINK_STATE_BACKOFF
 	stateWaiting  = confighubv1.SinkState_SINK_STATE_WAITING
 	stateSkipped  = confighubv1.SinkState_SINK_STATE_SKIPPED
+	stateDegraded = confighubv1.SinkState_SINK_STATE_DEGRADED
 )
 
 // worker owns one sink: one goroutine that applies the newest generation of
@@ -115,6 +116,7 @@ type worker struct {
 	prevErr         string // the error the last successful apply cleared
 	prevErrCode     string
 	published       *confighubv1.SinkStatus
+	fallback        fallbackState // DEGRADED: the fallback the destination runs
 }
 
 // newWorker builds the worker of s; caps is s.Describe(), asked before
@@ -316,8 +318,10 @@ func (w *worker) decide(now time.Time) action {
 		w.attempts = 0
 	}
 	// A rejected generation stays FAILED until a newer one arrives.
-	if cfg.Generation == w.rejectedGen {
-		w.setState(stateFailed, "")
+	// A degraded one too (it runs a fallback), unless a resync asks to
+	// send that fallback again.
+	if cfg.Generation == w.rejectedGen && !(w.fallback.gen == cfg.Generation && w.resync) {
+		w.setRejectedState()
 		return action{}
 	}
 	if !w.resync {
@@ -332,6 +336,7 @@ func (w *worker) decide(now time.Time) action {
 			w.appliedGen = cfg.Generation
 			w.lastAppliedCfg = cfg
 			w.dropFailed()
+			w.fallback = fallbackState{}
 			w.firstWaitAt = time.Time{}
 			w.retryGen, w.nextRetry = 0, time.Time{}
 			w.setState(stateSkipped, fmt.Sprintf("hash %s already applied (generation %d)", short(cfg.Hash), prev))
@@ -447,16 +452,22 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 			w.prevErr, w.prevErrCode = msg, code
 		}
 		w.applyErr, w.applyErrCode, w.entityErrors = "", "", nil
+		w.fallback = fallbackState{}
 		w.health = ""
 		w.setState(stateApplied, "")
 		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
 		e.metrics.ApplyDone(w.name, w.kind, ResultApplied, "", dur, cfg.Size())
 		e.metrics.LastSuccess(w.name, w.kind, now)
 		e.metrics.EntityErrors(w.name, w.kind, 0)
+		e.metrics.ExcludedEntities(w.name, w.kind, 0)
 		log.Info("apply", "result", ResultApplied)
 		if prev != w.appliedGen {
 			e.appliedChanged(w, prev)
 		}
+		return
+	}
+	if d, ok := sink.AsDegraded(err); ok {
+		w.degraded(cfg, d, dur, log)
 		return
 	}
 	if cause == errSuperseded {
@@ -583,6 +594,9 @@ func (w *worker) status() *confighubv1.SinkStatus {
 		AppliesTotal:       w.appliesTotal,
 		PreviousError:      w.prevErr,
 		PreviousErrorCode:  w.prevErrCode,
+		ExcludedEntities:   w.fallback.excluded,
+		FallbackGeneration: w.fallback.gen,
+		FallbackHash:       w.fallback.hash,
 	}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.nextRetry.IsZero() {
@@ -614,7 +628,8 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.LastError != b.LastError || a.LastErrorCode != b.LastErrorCode || a.Coalesced != b.Coalesced ||
 		a.Reason != b.Reason || a.RejectedGeneration != b.RejectedGeneration || a.AppliesTotal != b.AppliesTotal ||
 		a.PreviousError != b.PreviousError || a.PreviousErrorCode != b.PreviousErrorCode ||
-		len(a.EntityErrors) != len(b.EntityErrors) {
+		len(a.EntityErrors) != len(b.EntityErrors) || a.FallbackGeneration != b.FallbackGeneration ||
+		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) {
 		return false
 	}
 	if len(a.EntityErrors) > 0 && a.EntityErrors[0] != b.EntityErrors[0] {

@@ -33,6 +33,7 @@ type Engine struct {
 	configBytes   *prometheus.GaugeVec
 	lastSuccess   *prometheus.GaugeVec
 	entityErrors  *prometheus.GaugeVec
+	excluded      *prometheus.GaugeVec
 	coalesced     *prometheus.CounterVec
 	state         *prometheus.GaugeVec
 	generation    *prometheus.GaugeVec
@@ -107,7 +108,7 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 		kinds: map[string]string{}, reasons: map[string]map[string]bool{},
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_applies_total",
-			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, cancelled) and reason (the error code of a failure, why a skip).",
+			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, degraded, cancelled) and reason (the error code of a failure, why a skip).",
 		}, []string{"sink", "kind", "result", "reason"}),
 		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "confighub_sink_apply_duration_seconds",
@@ -125,6 +126,10 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 		entityErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "confighub_sink_entity_errors",
 			Help: "Per-entity errors the destination reported for the sink's last failed apply (0 after a success).",
+		}, sinkLabels),
+		excluded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "confighub_sink_excluded_entities",
+			Help: "Entities the fallback the sink's destination runs leaves out of the desired generation (0 when it runs no fallback; on_reject: ON_REJECT_FALLBACK).",
 		}, sinkLabels),
 		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_coalesced_total",
@@ -144,7 +149,7 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 			Buckets: DurationBuckets,
 		}, []string{"stream"}),
 	}
-	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.coalesced, m.state, m.generation, m.convergence} {
+	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state, m.generation, m.convergence} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
 		}
@@ -168,6 +173,7 @@ func (m *Engine) deleteSeries(l prometheus.Labels) {
 	m.configBytes.DeletePartialMatch(l)
 	m.lastSuccess.DeletePartialMatch(l)
 	m.entityErrors.DeletePartialMatch(l)
+	m.excluded.DeletePartialMatch(l)
 	m.coalesced.DeletePartialMatch(l)
 	m.state.DeletePartialMatch(l)
 }
@@ -213,6 +219,15 @@ func (m *Engine) EntityErrors(sink, kind string, n int) {
 	defer m.mu.Unlock()
 	m.track(sink, kind)
 	m.entityErrors.WithLabelValues(sink, kind).Set(float64(n))
+}
+
+// ExcludedEntities sets the number of entities the sink's running
+// fallback leaves out.
+func (m *Engine) ExcludedEntities(sink, kind string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.track(sink, kind)
+	m.excluded.WithLabelValues(sink, kind).Set(float64(n))
 }
 
 // LastSuccess sets the last success timestamp.

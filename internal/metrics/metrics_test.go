@@ -43,6 +43,7 @@ func TestSeries(t *testing.T) {
 	m.Coalesced("gw-0", "kong")
 	m.Coalesced("gw-0", "kong")
 	m.EntityErrors("gw-0", "kong", 3)
+	m.ExcludedEntities("gw-0", "kong", 2)
 	m.LastSuccess("gw-0", "kong", time.Unix(1700000000, 500_000_000))
 	m.StreamGeneration("default", 7)
 	m.StreamConverged("default", 7, 1500*time.Millisecond)
@@ -57,6 +58,7 @@ func TestSeries(t *testing.T) {
 		`confighub_sink_config_bytes{kind="kong",sink="gw-0"} 1024`,
 		`confighub_sink_config_bytes{kind="kong",sink="gw-1"} 2048`,
 		`confighub_sink_entity_errors{kind="kong",sink="gw-0"} 3`,
+		`confighub_sink_excluded_entities{kind="kong",sink="gw-0"} 2`,
 		`confighub_sink_last_success_timestamp_seconds{kind="kong",sink="gw-0"} 1.7000000005e+09`,
 		`confighub_sink_state{kind="kong",sink="gw-0",state="applied"} 0`,
 		`confighub_sink_state{kind="kong",sink="gw-0",state="applying"} 0`,
@@ -78,8 +80,8 @@ func TestSeries(t *testing.T) {
 			t.Errorf("missing %s in:\n%s", line, text)
 		}
 	}
-	if n := strings.Count(text, "confighub_sink_state{"); n != 7 {
-		t.Errorf("confighub_sink_state has %d series, want one per state (7)", n)
+	if n := strings.Count(text, "confighub_sink_state{"); n != 8 {
+		t.Errorf("confighub_sink_state has %d series, want one per state (8)", n)
 	}
 
 	// A deleted sink's series go; the other sink's stay.

@@ -31,6 +31,13 @@ type fleet struct {
 // backoff.
 func startFleet(t *testing.T, n int, timeout string) *fleet {
 	t.Helper()
+	return startFleetWith(t, n, timeout, "")
+}
+
+// startFleetWith is startFleet with more kong spec fields (YAML lines
+// indented by four spaces) on every sink.
+func startFleetWith(t *testing.T, n int, timeout, kongExtra string) *fleet {
+	t.Helper()
 	reg := sink.NewRegistry()
 	if err := builtin.Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
@@ -49,7 +56,7 @@ func startFleet(t *testing.T, n int, timeout string) *fleet {
 		}
 		t.Cleanup(func() { _ = g.Close() })
 		f.gws = append(f.gws, g)
-		fmt.Fprintf(&sinks, "- name: gw-%d\n  kong:\n    address: %s\n    status_interval: 0.2s\n  options:\n    timeout: %s\n    backoff: {initial: 0.05s, max: 0.5s}\n", i, u, timeout)
+		fmt.Fprintf(&sinks, "- name: gw-%d\n  kong:\n    address: %s\n    status_interval: 0.2s\n%s  options:\n    timeout: %s\n    backoff: {initial: 0.05s, max: 0.5s}\n", i, u, kongExtra, timeout)
 	}
 	f.hub = harness.StartHub(t, bins, "--sinks", writeSinks(t, sinks.String()))
 	f.api = confighubv1.NewConfigHubServiceClient(harness.Dial(t, f.hub.Addr))

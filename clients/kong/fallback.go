@@ -1,0 +1,126 @@
+package kong
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/kongraph"
+	"github.com/confighub/confighub/sink"
+)
+
+// MaxFallbackRounds bounds the fallbacks tried for one rejection: a
+// fallback the gateway rejects with errors naming further entities is
+// rebuilt without them, at most this many times.
+const MaxFallbackRounds = 3
+
+// runningFallback is the fallback the gateway holds for one generation.
+type runningFallback struct {
+	forHash string
+	body    []byte
+	result  *sink.Degraded
+}
+
+// applyFallback builds and applies the fallback of cfg after the gateway
+// rejected it whole with rejection. It returns a *sink.Degraded when the
+// gateway took a fallback, else the rejection (the message says why no
+// fallback ran).
+func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byte, rejection *sink.Error) error {
+	doc, err := kongraph.Parse(body)
+	if err != nil {
+		return withNote(rejection, "no fallback: "+err.Error())
+	}
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	var prev *kongraph.Doc
+	if held != nil {
+		prev, _ = kongraph.Parse(held) // unreadable: no previous versions
+	}
+	messages := map[int]string{}
+	var rejected []int
+	add := func(errs []*confighubv1.EntityError) (added int, keptNamed bool) {
+		for _, ee := range errs {
+			i, ok := doc.Find(ee.GetEntityType(), ee.GetEntityId(), ee.GetEntityName())
+			if !ok {
+				continue
+			}
+			if _, seen := messages[i]; seen {
+				// A fallback's entity named again: its previous version
+				// was kept and is refused too.
+				keptNamed = true
+				continue
+			}
+			messages[i] = entityMessage(ee)
+			rejected = append(rejected, i)
+			added++
+		}
+		return added, keptNamed
+	}
+	if n, _ := add(rejection.EntityErrors); n == 0 {
+		return withNote(rejection, "no fallback: the gateway's errors name no entity of the configuration")
+	}
+	var last error
+	for round := 1; round <= MaxFallbackRounds; round++ {
+		fb, excluded, err := doc.Fallback(rejected, prev)
+		if err != nil {
+			return withNote(rejection, "no fallback: "+err.Error())
+		}
+		err = s.post(ctx, fb)
+		if err == nil {
+			d := &sink.Degraded{Hash: config.Hash(fb), Excluded: toProto(excluded, messages), Rejection: rejection}
+			s.accepted(fb, &runningFallback{forHash: cfg.Hash, body: fb, result: d})
+			s.logger.Warn("gateway runs a fallback", "address", s.address, "generation", cfg.Generation,
+				"excluded", len(excluded), "round", round)
+			return d
+		}
+		last = err
+		se, ok := sink.AsError(err)
+		if !ok || se.Code != sink.CodeRejected {
+			// Not a refusal of the fallback (unreachable, timeout): the
+			// engine retries the generation.
+			return err
+		}
+		added, keptNamed := add(se.EntityErrors)
+		if keptNamed {
+			prev = nil // a kept previous version was refused: keep none
+		}
+		if added == 0 && !keptNamed {
+			break
+		}
+	}
+	return withNote(rejection, fmt.Sprintf("the gateway rejected its fallback too (%v)", last))
+}
+
+// withNote is a copy of e whose message ends with note.
+func withNote(e *sink.Error, note string) *sink.Error {
+	c := *e
+	c.Message = e.Message + "; " + note
+	return &c
+}
+
+// entityMessage is one line of an entity's errors: "field: message; ...".
+func entityMessage(ee *confighubv1.EntityError) string {
+	parts := make([]string, 0, len(ee.GetErrors()))
+	for _, fe := range ee.GetErrors() {
+		if fe.GetField() != "" {
+			parts = append(parts, fe.GetField()+": "+fe.GetMessage())
+		} else {
+			parts = append(parts, fe.GetMessage())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func toProto(xs []kongraph.Excluded, messages map[int]string) []*confighubv1.ExcludedEntity {
+	out := make([]*confighubv1.ExcludedEntity, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, &confighubv1.ExcludedEntity{
+			EntityType: x.Type, EntityName: x.Name, EntityId: x.ID, EntityTags: x.Tags,
+			Message: messages[x.Index], DependsOn: x.DependsOn, PreviousVersionKept: x.PreviousKept,
+		})
+	}
+	return out
+}
