@@ -126,7 +126,7 @@ func checkListenPolicy(f flags) error {
 	if f.ops.metricsListen == "" {
 		return nil
 	}
-	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream and sink name, address and state from /metrics")
+	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream name, sink name, kind and state from /metrics")
 }
 
 // requireLoopback refuses addr (the value of flag) when it is not on the
