@@ -73,7 +73,7 @@ func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
 		eopts = append(eopts, engine.WithWatchBuffer(eo.watchBuffer))
 	}
 	e.eng = engine.New(reg, eopts...)
-	e.hub = hub.New(e.store, e.eng)
+	e.hub = hub.New(e.store, hub.PortsOf(e.eng))
 	if err := e.hub.Start(ctx, nil); err != nil {
 		return nil, fmt.Errorf("start hub: %w", err)
 	}

@@ -206,7 +206,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := hub.New(st, eng, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(st, hub.PortsOf(eng), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)

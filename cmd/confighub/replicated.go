@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -36,6 +39,7 @@ type replicaFlags struct {
 	prefix    string
 	replicaID string
 	leaseTTL  time.Duration
+	opTimeout time.Duration
 }
 
 func addReplicaFlags(fs *flag.FlagSet, r *replicaFlags) {
@@ -49,6 +53,7 @@ func addReplicaFlags(fs *flag.FlagSet, r *replicaFlags) {
 	fs.StringVar(&r.prefix, "etcd-prefix", "/confighub", "key prefix in etcd; hubs with different prefixes share an etcd cluster independently")
 	fs.StringVar(&r.replicaID, "replica-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this replica's member id (unique among the replicas)")
 	fs.DurationVar(&r.leaseTTL, "lease-ttl", cluster.DefaultLeaseTTL, "membership lease TTL: how soon the sinks of a dead or hung replica move")
+	fs.DurationVar(&r.opTimeout, "etcd-op-timeout", cluster.DefaultOpTimeout, "bound of each etcd call: a push in flight when etcd becomes unreachable fails with Unavailable after it, and the readiness probe reports NOT_SERVING")
 }
 
 func (r replicaFlags) clientConfig() (clientv3.Config, error) {
@@ -63,6 +68,9 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	}
 	if r.leaseTTL < time.Second {
 		return clientv3.Config{}, fmt.Errorf("--lease-ttl %s: at least 1s (etcd leases count whole seconds)", r.leaseTTL)
+	}
+	if r.opTimeout <= 0 {
+		return clientv3.Config{}, fmt.Errorf("--etcd-op-timeout %s: must be positive", r.opTimeout)
 	}
 	password := r.password
 	if password == "" {
@@ -80,6 +88,13 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 		// The hub logs what matters (lease lost, etcd unreachable); the
 		// client's own retry chatter stays out of it.
 		Logger: zap.NewNop(),
+		// Reconnect to a restarted etcd within a second, not after gRPC's
+		// default backoff of up to two minutes: the replicas serve again
+		// within about a probe interval of etcd being back.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: r.opTimeout,
+		})},
 	}
 	if r.ca != "" || r.cert != "" || r.key != "" {
 		if (r.cert == "") != (r.key == "") {
@@ -116,21 +131,27 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	log = log.With("replica", r.replicaID)
 
 	var (
-		fan    *cluster.Fanout
+		rep    *cluster.Replica
 		health atomic.Pointer[server.Server]
 	)
-	ready := func() bool { return fan.Ready() }
-	guarded := cluster.Guard(st, ready, r.leaseTTL)
+	ready := func() bool { return rep.Ready() }
+	guarded := cluster.Guard(st, ready, r.opTimeout)
+	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
+	// One engine path in both modes: the engine keeps every sink and runs
+	// the ones the replica owns; statuses go to etcd through a writer that
+	// watches the engine's broker, and come back through the mirror, which
+	// is the status view every replica serves.
+	place := cluster.NewPlacement(r.replicaID)
 	eng := engine.New(reg, append([]engine.Option{
 		engine.WithLogger(log),
 		engine.WithRecorder(guarded),
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
+		engine.WithOwnership(place),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
-	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
-	fan = cluster.New(eng, st, st, cli, mem, prefix,
+	rep = cluster.New(eng, place, st, st, cli, mem, prefix,
 		cluster.WithLogger(log),
-		cluster.WithOpTimeout(r.leaseTTL),
+		cluster.WithOpTimeout(r.opTimeout),
 		cluster.WithReadiness(func(ok bool) {
 			s := health.Load()
 			if s == nil {
@@ -145,13 +166,15 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 			}
 		}),
 	)
+	ports := hub.PortsOf(eng)
+	ports.Status = rep.View()
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	secrets, err := sinkSecrets(sctx, st)
 	if err != nil {
 		scancel()
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
-	h := hub.New(guarded, fan, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(guarded, ports, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
 	err = h.Start(sctx, seed)
 	scancel()
 	if err != nil {
@@ -163,11 +186,11 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	}
 	health.Store(srv)
 	runCtx, runCancel := context.WithCancel(ctx)
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); fan.Run(runCtx) }()
+	var wg sync.WaitGroup
+	wg.Go(func() { rep.Run(runCtx) })
 	// On every exit: leave the membership (the others take the sinks at
 	// once) before the engine stops.
-	defer func() { runCancel(); <-runDone }()
+	defer func() { runCancel(); wg.Wait() }()
 
 	return listenAndServe(ctx, f, log, o, srv, "store", "etcd", "etcd_endpoints", r.endpoints,
 		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())

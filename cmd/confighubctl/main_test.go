@@ -63,7 +63,7 @@ func startHub(t *testing.T, o hubOpts) string {
 	}
 	st := memory.New()
 	eng := engine.New(reg, engine.WithRecorder(st))
-	h := hub.New(st, eng)
+	h := hub.New(st, hub.PortsOf(eng))
 	if err := h.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}

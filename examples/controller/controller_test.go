@@ -41,7 +41,7 @@ func startHub(t *testing.T) *hubclient.Client {
 		t.Fatal(err)
 	}
 	eng := engine.New(reg)
-	h := hub.New(memory.New(), eng)
+	h := hub.New(memory.New(), hub.PortsOf(eng))
 	if err := h.Start(context.Background(), []*confighubv1.Sink{{Name: "gw", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: u}}}}); err != nil {
 		t.Fatal(err)
 	}

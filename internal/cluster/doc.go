@@ -1,25 +1,27 @@
-// Package cluster runs confighub as several replicas on etcd: it owns the
-// membership of the replicas, the partition of the sinks among them, and
-// the status every replica serves. It implements hub.Fanout around the
-// local engine, so the hub and the server are the same as on one node.
+// Package cluster runs confighub as several replicas on etcd with the same
+// engine path as one node: it keeps the membership of the replicas,
+// places the sinks among them (the engine's ownership predicate), and
+// follows the shared store into the local engine. The engine runs the
+// sinks this replica owns; the status view is etcd's (etcdstatus).
 //
 // How it works:
 //   - Any replica accepts pushes: the hub commits to the shared etcd store,
 //     whose transaction assigns the generation (so expected_generation holds
 //     across replicas). Every replica follows the store's Watch and
 //     publishes each new generation to its local engine, which ignores a
-//     generation it already has.
+//     generation it already has; sink specs go to the engine the same way.
 //   - Each replica keeps <prefix>/members/<id> under a lease of --lease-ttl
-//     (Membership) and watches every member's key. Sinks are placed on the
-//     live members by rendezvous hashing (Owner); a replica runs engine
-//     workers only for the sinks it owns. The sinks of a stream with gates
-//     (waves, or konnect waiting for a gateway) are placed together, by the
-//     stream's name, because the engine evaluates gates locally.
-//   - The owner of a sink writes its latest SinkStatus to
-//     <prefix>/status/<sink>, coalesced (at most once per interval, latest
-//     wins). Every replica mirrors those keys: GetStatus and WatchStatus
-//     answer from them with etcd revisions, so a controller connected to any
-//     replica sees every sink and resumes on any replica.
+//     (Membership) and watches every member's key. Placement is the
+//     engine's Ownership: a sink runs on its rendezvous owner among the
+//     live members ("sink/<name>"), a stream is led by the owner of
+//     "stream/<name>" (Owner). Every sink is placed on its own, gated ones
+//     included: the engine evaluates gates over the shared statuses.
+//   - The engine's broker holds this replica's sinks' statuses (and the
+//     peers' as etcd has them); an etcdstatus.Writer watching it writes
+//     the owned sinks' statuses and the led streams' generation statuses
+//     to etcd. The etcdstatus.Mirror reads every status back: it is the
+//     status view GetStatus and WatchStatus serve on every replica, and it
+//     tells the engine what the sinks run elsewhere did (ObserveSink).
 //
 // Guarantees:
 //   - Stable, balanced, minimal placement: every replica computes the same
@@ -32,34 +34,31 @@
 //     (TestMembershipSeesJoinAndLeave, TestMembershipReRegistersAfterLeaseLoss).
 //   - Every sink runs on exactly one live replica once membership settled,
 //     and moves when its owner leaves; a gained sink is seeded with its
-//     stored applied generation and hash before it starts, so the hash skip
-//     and resume hold across a handover (TestFanoutPartitionsAndMovesSinks).
+//     stored applied record or its last shared status, so the hash skip
+//     holds across a handover (TestReplicasPartitionAndMoveSinks).
+//   - The convergence metric counts each generation once summed over the
+//     replicas, and GetStatus answers the same on every replica
+//     (TestConvergenceCountedOnceAcrossReplicas); GetConfig of a sink's
+//     failed config answers on every replica (TestFailedConfigOnEveryReplica).
+//   - A watch resumes on another replica from a revision of the first
+//     (TestWatchResumesAcrossReplicas).
 //   - A sink this replica gives up while it still exists is logged as
-//     "cluster: sink handed over ... to=<owner>" (or "sink released" when
-//     this replica stops serving), never as "sink deleted"; lines do not
-//     repeat the replica, which the logger names (TestHandOverIsLoggedAsSuch).
+//     "sink handed over ... to=<owner>" (Placement names the owner), never
+//     as "sink deleted"; lines do not repeat the replica, which the logger
+//     names (TestHandOverIsLoggedAsSuch).
 //   - During a handover two replicas may briefly apply the same sink (the
 //     old owner has not yet noticed that its lease is gone). Applies are
 //     idempotent: the same generation has the same bytes and hash, the hash
 //     skip avoids a second apply where the state is known, and the kong
-//     sink sends check_hash.
-//   - A replica whose lease is gone cannot write statuses: status writes are
-//     transactions conditional on its member key's lease.
-//   - Status from any replica: GetStatus lists every stored sink of the
-//     stream with its owner's latest status; WatchStatus sends a snapshot at
-//     etcd revision R, then the changes from R+1; from a revision it
-//     resumes with the changes after it, or a snapshot with reason
-//     "resume-gap" when etcd compacted them; a watcher too slow for its
-//     buffer gets a snapshot with reason "slow-watcher" and never blocks
-//     anything else (TestFanoutPartitionsAndMovesSinks, TestWatchResumesAcrossReplicas,
-//     TestSlowWatcherGetsSnapshot).
-//   - Readiness: while a linearizable read of etcd fails the readiness
-//     callback is told false (the command sets gRPC health NOT_SERVING) and
-//     the guarded store fails every call at once (pushes get Unavailable);
-//     it is told true when etcd answers again (TestGuardFailsFastWhenNotReady).
-//
-// Generation statuses on a replica are derived from the sinks' statuses
-// (applied = sinks whose applied generation reached it); their converge
-// time is approximate (the latest apply time among the sinks at that
-// generation).
+//     sink sends check_hash. A replica whose lease is gone cannot write
+//     statuses: status writes are transactions conditional on its member
+//     key's lease (etcdstatus.TestWriterNeedsItsLease).
+//   - Readiness: while a linearizable read of etcd fails (bounded by
+//     --etcd-op-timeout, default 2 s) the readiness callback is told false
+//     (the command sets gRPC health NOT_SERVING) and the guarded store
+//     fails every call at once (pushes get Unavailable); every call is
+//     bounded by the same timeout, so a push in flight when etcd goes
+//     fails after it, not after --lease-ttl; it is told true at the first
+//     probe (every 500 ms) that etcd answers again
+//     (TestGuardFailsFastWhenNotReady; test/e2e TestReplicasEtcdRestart).
 package cluster

@@ -204,6 +204,8 @@ type Engine struct {
 	conv        map[string]store.Converged
 	convKick    chan struct{}
 	convRunning bool
+	// ownedLogged is the set of sinks run here last logged (replicas).
+	ownedLogged string
 	// names serialises PutSink and DeleteSink per sink name: they wait for
 	// the old worker outside mu, and a sink that ignores its ctx must hold
 	// up the calls for its own name only.
@@ -408,14 +410,30 @@ func (e *Engine) Current(streamName string) *config.Config {
 // its worker. A sink of the same name is replaced (its worker stopped and the
 // sink closed first) unless the normalised spec is unchanged. A new sink
 // gets the stream's current generation at once.
+//
+// With an Ownership, a sink not owned here is kept as a peer. A change of
+// ownership during the call (Reown may have looked before the sink was
+// registered) is caught by deciding again once it is registered.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	norm, kind, opts, err := e.validate(spec)
 	if err != nil {
 		return nil, false, err
 	}
+	created := false
+	defer e.logOwned()
+	for {
+		out, c, owned, err := e.putSink(norm, opts, kind)
+		created = created || c
+		if err != nil || e.own.OwnsSink(norm.GetName()) == owned {
+			return out, created, err
+		}
+	}
+}
+
+func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sink.Kind) (*confighubv1.Sink, bool, bool, error) {
 	done, err := e.admin(norm.GetName())
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	defer done()
 
@@ -425,19 +443,20 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 	prevPeer := e.peers[norm.GetName()]
 	if (owned && old != nil && proto.Equal(old.spec, norm)) || (!owned && prevPeer != nil && proto.Equal(prevPeer.spec, norm)) {
 		e.mu.Unlock()
-		return proto.Clone(norm).(*confighubv1.Sink), false, nil
+		return proto.Clone(norm).(*confighubv1.Sink), false, owned, nil
 	}
 	e.mu.Unlock()
 	if !owned {
-		return e.putPeer(norm, opts, kind, old)
+		out, created, err := e.putPeer(norm, opts, kind, old)
+		return out, created, owned, err
 	}
 
 	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
 	if err != nil {
 		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
-			return nil, false, fmt.Errorf("sink %q: %w", norm.GetName(), err)
+			return nil, false, owned, fmt.Errorf("sink %q: %w", norm.GetName(), err)
 		}
-		return nil, false, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
+		return nil, false, owned, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}
 	if old != nil {
 		// The new worker's first status replaces the old one, unless the
@@ -451,7 +470,7 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 	if e.stopped {
 		e.mu.Unlock()
 		closeSink(e.log, norm.GetName(), s)
-		return nil, false, ErrStopped
+		return nil, false, owned, ErrStopped
 	}
 	w := newWorker(e, norm, opts, s, caps)
 	var seed *confighubv1.SinkStatus
@@ -464,7 +483,7 @@ func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error
 	e.addWorker(w, seed)
 	e.mu.Unlock()
 	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil || prevPeer != nil)
-	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prevPeer == nil, nil
+	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prevPeer == nil, owned, nil
 }
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
@@ -480,6 +499,7 @@ func (e *Engine) StopSink(name string) error {
 }
 
 func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
+	defer e.logOwned()
 	done, err := e.admin(name)
 	if err != nil {
 		return err
@@ -878,3 +898,7 @@ func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Erro
 	}
 	return &out
 }
+
+// View is the engine's status broker as a status.View (the hub's status
+// port on one node).
+func (e *Engine) View() status.View { return e.broker }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
@@ -39,27 +38,9 @@ func (r replicaOf) OwnsSink(name string) bool {
 
 func (r replicaOf) OwnsStream(string) bool { return r.p.leader == r.id }
 
-type convergedCount struct {
-	engine.NopMetrics
-	mu sync.Mutex
-	n  map[uint64]int
-}
-
-func (c *convergedCount) StreamConverged(_ string, gen uint64, _ time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n[gen]++
-}
-
-func (c *convergedCount) get(gen uint64) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[gen]
-}
-
 type replica struct {
 	*harness
-	m *convergedCount
+	m *enginetest.Converged
 }
 
 // twoReplicas runs engines A and B over the same sinks, each told the
@@ -67,7 +48,7 @@ type replica struct {
 // replicas).
 func twoReplicas(t *testing.T, p *placement) (a, b replica) {
 	mk := func(id string) replica {
-		m := &convergedCount{n: map[uint64]int{}}
+		m := &enginetest.Converged{}
 		return replica{newHarness(t, engine.WithOwnership(replicaOf{p, id}), engine.WithMetrics(m)), m}
 	}
 	a, b = mk("A"), mk("B")
@@ -129,8 +110,8 @@ func TestOwnershipSplitsGatedStream(t *testing.T) {
 			return len(g) == 1 && g[0].GetSinksApplied() == 3 && g[0].GetSinksTotal() == 3
 		})
 	}
-	if a.m.get(1) != 1 || b.m.get(1) != 0 {
-		t.Fatalf("convergence recorded %d times on the leader, %d on the other; want once in all", a.m.get(1), b.m.get(1))
+	if a.m.Count(1) != 1 || b.m.Count(1) != 0 {
+		t.Fatalf("convergence recorded %d times on the leader, %d on the other; want once in all", a.m.Count(1), b.m.Count(1))
 	}
 }
 

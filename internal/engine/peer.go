@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"slices"
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -143,6 +146,7 @@ func (e *Engine) Reown() map[string]error {
 	}
 	e.mu.Unlock()
 	errs := map[string]error{}
+	defer e.logOwned()
 	for _, s := range change {
 		if _, _, err := e.PutSink(s); err != nil {
 			errs[s.GetName()] = err
@@ -210,4 +214,26 @@ func peerFailed(p *peer) (*config.Config, *sink.Error, bool) {
 		return nil, nil, false
 	}
 	return cur, &sink.Error{Message: st.GetLastError(), EntityErrors: st.GetEntityErrors(), Permanent: st.GetRejectedGeneration() == gen}, true
+}
+
+// logOwned logs the sinks run here when the set changed, on replicas
+// (with an Ownership) only.
+func (e *Engine) logOwned() {
+	if _, all := e.own.(ownAll); all {
+		return
+	}
+	e.mu.Lock()
+	names := make([]string, 0, len(e.sinks))
+	for name := range e.sinks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	line := strings.Join(names, ",")
+	changed := line != e.ownedLogged
+	e.ownedLogged = line
+	peers := len(e.peers)
+	e.mu.Unlock()
+	if changed {
+		e.log.Info("sinks owned", "count", len(names), "owned", "["+line+"]", "peers", peers)
+	}
 }

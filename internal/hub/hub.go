@@ -15,6 +15,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
@@ -26,7 +27,10 @@ const DefaultMaxConfigBytes = 256 << 20
 // Hub orders the operations behind every RPC. Safe for concurrent use.
 type Hub struct {
 	store    store.Store
-	fan      Fanout
+	pub      Publisher
+	sinks    SinkAdmin
+	view     status.View
+	diag     Diagnostics
 	clock    clockwork.Clock
 	log      *slog.Logger
 	maxBytes int64
@@ -61,9 +65,9 @@ func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n }
 // cmd/confighub keys it from the store).
 func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s } }
 
-// New returns a hub on st that fans out through fan.
-func New(st store.Store, fan Fanout, opts ...Option) *Hub {
-	h := &Hub{store: st, fan: fan, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
+// New returns a hub on st that hands configurations and sinks to p.
+func New(st store.Store, p Ports, opts ...Option) *Hub {
+	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
 	for _, o := range opts {
 		o(h)
@@ -85,7 +89,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		if path, ok := redact.FindPlaceholder(s); ok {
 			return fmt.Errorf("sink %d (%q): %s holds a redacted placeholder: the sinks file must hold the value itself", i, s.GetName(), path)
 		}
-		n, err := h.fan.ValidateSink(s)
+		n, err := h.sinks.ValidateSink(s)
 		if err != nil {
 			return fmt.Errorf("sink %d (%q): %w", i, s.GetName(), err)
 		}
@@ -99,9 +103,9 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	if err != nil {
 		return fmt.Errorf("load applied records: %w", err)
 	}
-	h.fan.Restore(applied)
+	h.pub.Restore(applied)
 	if cs, ok := h.store.(store.ConvergedStore); ok {
-		if cr, ok := h.fan.(ConvergedRestorer); ok {
+		if cr, ok := h.pub.(ConvergedRestorer); ok {
 			conv, err := cs.ListConverged(ctx)
 			if err != nil {
 				return fmt.Errorf("load convergence records: %w", err)
@@ -114,7 +118,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load streams: %w", err)
 	}
 	for _, s := range streams {
-		h.fan.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
+		h.pub.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
 	}
 	stored, err := h.store.ListSinks(ctx)
 	if err != nil {
@@ -130,7 +134,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		if seen[s.GetName()] {
 			continue
 		}
-		if _, _, err := h.fan.PutSink(s); err == nil {
+		if _, _, err := h.sinks.PutSink(s); err == nil {
 			running++
 		} else {
 			// A stored sink whose kind is gone (e.g. a plugin kind no longer
@@ -139,7 +143,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		}
 	}
 	for _, s := range normalised {
-		if _, _, err := h.fan.PutSink(s); err != nil {
+		if _, _, err := h.sinks.PutSink(s); err != nil {
 			return fmt.Errorf("start sink %q: %w", s.GetName(), err)
 		}
 	}
@@ -265,30 +269,30 @@ func commitErr(stream string, err error) error {
 // form's JSON, nil for JSON) and returns what the push acknowledges.
 func (h *Hub) accepted(stream string, stored store.Stream, unchanged bool, js []byte, size int) PushResult {
 	if !unchanged {
-		h.fan.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
+		h.pub.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
 	}
 	sinks := h.sinkCount(stream)
 	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", size, "unchanged", unchanged, "sinks", sinks)
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
 }
 
-// sinkCounter is an optional Fanout capability: how many sinks a stream
+// sinkCounter is an optional SinkAdmin capability: how many sinks a stream
 // has, without copying their specs (asked on every ack).
 type sinkCounter interface {
 	SinkCount(stream string) int
 }
 
 func (h *Hub) sinkCount(stream string) int {
-	if c, ok := h.fan.(sinkCounter); ok {
+	if c, ok := h.sinks.(sinkCounter); ok {
 		return c.SinkCount(stream)
 	}
-	return len(h.fan.ListSinks(stream))
+	return len(h.sinks.ListSinks(stream))
 }
 
 // Config returns a stream's current configuration.
 func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error) {
 	stream = streamName(stream)
-	if c := h.fan.Current(stream); c != nil {
+	if c := h.pub.Current(stream); c != nil {
 		return c, nil
 	}
 	s, err := h.store.GetStream(ctx, stream)
@@ -308,13 +312,13 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
 	}
 	if failed {
-		c, e, ok := h.fan.LastFailed(name)
+		c, e, ok := h.diag.LastFailed(name)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: sink %q has no failed apply", ErrNotFound, name)
 		}
 		return c, e, nil
 	}
-	c, ok := h.fan.LastApplied(name)
+	c, ok := h.diag.LastApplied(name)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: sink %q has applied nothing yet", ErrNotFound, name)
 	}
@@ -323,7 +327,7 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 
 // sink returns the spec of a running sink, nil if none.
 func (h *Hub) sink(name string) *confighubv1.Sink {
-	for _, s := range h.fan.ListSinks("") {
+	for _, s := range h.sinks.ListSinks("") {
 		if s.GetName() == name {
 			return s
 		}
@@ -334,7 +338,7 @@ func (h *Hub) sink(name string) *confighubv1.Sink {
 // Status returns a consistent snapshot of a stream's sinks.
 func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
 	stream = streamName(stream)
-	st, ok := h.fan.Status(stream)
+	st, ok := h.view.Snapshot(stream)
 	if !ok {
 		return nil, fmt.Errorf("%w: stream %q has no configuration and no sinks", ErrNotFound, stream)
 	}
@@ -343,13 +347,13 @@ func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
 
 // Watch streams a stream's status changes (see engine.Engine.Watch).
 func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
-	return h.fan.Watch(ctx, streamName(stream), from)
+	return h.view.Watch(ctx, streamName(stream), from)
 }
 
 // ListSinks lists the sinks of a stream ("" for all), their secrets
 // redacted.
 func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
-	sinks := h.fan.ListSinks(stream)
+	sinks := h.sinks.ListSinks(stream)
 	out := make([]*confighubv1.Sink, len(sinks))
 	for i, s := range sinks {
 		out[i] = h.secrets.Redact(s)
@@ -368,14 +372,14 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
 	}
-	n, err := h.fan.ValidateSink(restored)
+	n, err := h.sinks.ValidateSink(restored)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, spec.GetName(), err)
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {
 		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
-	out, created, err := h.fan.PutSink(n)
+	out, created, err := h.sinks.PutSink(n)
 	if err != nil {
 		var rerr error
 		if prev != nil {
@@ -398,7 +402,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 // DeleteSink stops a sink and forgets it. A sink listed in the sinks file
 // comes back at the next start.
 func (h *Hub) DeleteSink(ctx context.Context, name string) error {
-	engErr := h.fan.DeleteSink(name)
+	engErr := h.sinks.DeleteSink(name)
 	stErr := h.store.DeleteSink(ctx, name)
 	if engErr != nil && errors.Is(stErr, store.ErrNotFound) {
 		return fmt.Errorf("%w: sink %q", ErrNotFound, name)

@@ -25,8 +25,8 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// fakeFanout records what the hub hands to the engine.
-type fakeFanout struct {
+// fakeEngine records what the hub hands to the engine.
+type fakeEngine struct {
 	mu        sync.Mutex
 	published []*config.Config
 	sinks     map[string]*confighubv1.Sink
@@ -34,17 +34,23 @@ type fakeFanout struct {
 	putErr    error
 }
 
-var _ Fanout = (*fakeFanout)(nil)
+var (
+	_ Publisher = (*fakeEngine)(nil)
+	_ SinkAdmin = (*fakeEngine)(nil)
+)
 
-func newFake() *fakeFanout { return &fakeFanout{sinks: map[string]*confighubv1.Sink{}} }
+// ports: these tests publish and admin sinks; no status or diagnostics.
+func (f *fakeEngine) ports() Ports { return Ports{Publisher: f, Sinks: f} }
 
-func (f *fakeFanout) Restore(a []store.Applied) { f.restored = a }
-func (f *fakeFanout) Publish(c *config.Config) {
+func newFake() *fakeEngine { return &fakeEngine{sinks: map[string]*confighubv1.Sink{}} }
+
+func (f *fakeEngine) Restore(a []store.Applied) { f.restored = a }
+func (f *fakeEngine) Publish(c *config.Config) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.published = append(f.published, c)
 }
-func (f *fakeFanout) Current(stream string) *config.Config {
+func (f *fakeEngine) Current(stream string) *config.Config {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := len(f.published) - 1; i >= 0; i-- {
@@ -54,13 +60,13 @@ func (f *fakeFanout) Current(stream string) *config.Config {
 	}
 	return nil
 }
-func (f *fakeFanout) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {
+func (f *fakeEngine) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {
 	if s.GetKind() == "bad" {
 		return nil, sink.ErrUnknownKind
 	}
 	return s, nil
 }
-func (f *fakeFanout) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+func (f *fakeEngine) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	if f.putErr != nil {
 		return nil, false, f.putErr
 	}
@@ -71,26 +77,20 @@ func (f *fakeFanout) PutSink(s *confighubv1.Sink) (*confighubv1.Sink, bool, erro
 	f.sinks[s.GetName()] = s
 	return s, !had, nil
 }
-func (f *fakeFanout) DeleteSink(n string) error {
+func (f *fakeEngine) DeleteSink(n string) error {
 	if _, ok := f.sinks[n]; !ok {
 		return errors.New("no such sink")
 	}
 	delete(f.sinks, n)
 	return nil
 }
-func (f *fakeFanout) ListSinks(string) []*confighubv1.Sink {
+func (f *fakeEngine) ListSinks(string) []*confighubv1.Sink {
 	var out []*confighubv1.Sink
 	for _, s := range f.sinks {
 		out = append(out, s)
 	}
 	return out
 }
-func (f *fakeFanout) Status(string) (*confighubv1.GetStatusResponse, bool) { return nil, false }
-func (f *fakeFanout) Watch(context.Context, string, uint64) <-chan *confighubv1.WatchStatusResponse {
-	return nil
-}
-func (f *fakeFanout) LastApplied(string) (*config.Config, bool)             { return nil, false }
-func (f *fakeFanout) LastFailed(string) (*config.Config, *sink.Error, bool) { return nil, nil, false }
 
 const good = `{"_format_version":"3.0","services":[]}`
 
@@ -137,7 +137,7 @@ func TestPushStoresThenPublishes(t *testing.T) { eachStore(t, testPushStoresThen
 func testPushStoresThenPublishes(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	fan := newFake()
-	h := New(st, fan)
+	h := New(st, fan.ports())
 	res, err := h.Push(ctx, PushInput{Config: []byte(good), Labels: map[string]string{"by": "kic"}})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestRejectedPushChangesNothing(t *testing.T) {
 func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	fan := newFake()
-	h := New(st, fan, WithMaxConfigBytes(64))
+	h := New(st, fan.ports(), WithMaxConfigBytes(64))
 	if _, err := h.Push(ctx, PushInput{Config: []byte(good)}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 func TestStartResumesStoredStreamsAndSeedsSinks(t *testing.T) {
 	ctx := context.Background()
 	st := memory.New()
-	if _, err := New(st, newFake()).Push(ctx, PushInput{Stream: "a", Config: []byte(good)}); err != nil {
+	if _, err := New(st, newFake().ports()).Push(ctx, PushInput{Stream: "a", Config: []byte(good)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutSink(ctx, &confighubv1.Sink{Name: "runtime", Kind: "file"}); err != nil {
@@ -218,7 +218,7 @@ func TestStartResumesStoredStreamsAndSeedsSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	fan := newFake()
-	if err := New(st, fan).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
+	if err := New(st, fan.ports()).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fan.published) != 1 || fan.published[0].Stream != "a" || fan.published[0].Generation != 1 {
@@ -229,7 +229,7 @@ func TestStartResumesStoredStreamsAndSeedsSinks(t *testing.T) {
 	}
 	// A bad seed fails the start and stores nothing.
 	fan2 := newFake()
-	err := New(st, fan2).Start(ctx, []*confighubv1.Sink{{Name: "x", Kind: "bad"}})
+	err := New(st, fan2.ports()).Start(ctx, []*confighubv1.Sink{{Name: "x", Kind: "bad"}})
 	if err == nil || len(fan2.sinks) != 0 {
 		t.Fatalf("bad seed: %v sinks=%v", err, fan2.sinks)
 	}
@@ -301,7 +301,7 @@ func FuzzAssembler(f *testing.F) {
 func TestPutSinkRefusedByFactoryChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	st, fan := memory.New(), newFake()
-	h := New(st, fan)
+	h := New(st, fan.ports())
 	old := &confighubv1.Sink{Name: "gw", Kind: "test", Stream: "default"}
 	if _, _, err := h.PutSink(ctx, old); err != nil {
 		t.Fatal(err)
@@ -372,11 +372,11 @@ func TestFailedFlushIsUnavailable(t *testing.T) {
 	}
 	defer func() { _ = bs.Close() }()
 	fan := newFake()
-	first, err := New(bs, fan).Push(ctx, PushInput{Config: []byte(good)})
+	first, err := New(bs, fan.ports()).Push(ctx, PushInput{Config: []byte(good)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(&eioStore{Store: bs}, fan)
+	h := New(&eioStore{Store: bs}, fan.ports())
 	for i := range 2 {
 		_, err := h.Push(ctx, PushInput{Config: fmt.Appendf(nil, `{"_format_version":"3.0","x":%d}`, i)})
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "input/output error") {
@@ -422,7 +422,7 @@ func TestStartCountsEachSinkOnce(t *testing.T) {
 		}
 	}
 	rec := harness.NewLogRecorder(t, slog.LevelInfo)
-	if err := New(st, newFake(), WithLogger(rec.Logger())).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
+	if err := New(st, newFake().ports(), WithLogger(rec.Logger())).Start(ctx, []*confighubv1.Sink{{Name: "seed", Kind: "file"}}); err != nil {
 		t.Fatal(err)
 	}
 	if lines := strings.Join(rec.Lines(), "\n"); !strings.Contains(lines, "INFO hub started streams=0 sinks=2 seeded=1") {
@@ -437,7 +437,7 @@ func TestStartCountsEachSinkOnce(t *testing.T) {
 func TestSinkSecretsAreWriteOnly(t *testing.T) {
 	ctx := context.Background()
 	st, fan := memory.New(), newFake()
-	h := New(st, fan, WithSinkSecrets(redact.NewSinkSecrets([]byte("k"))))
+	h := New(st, fan.ports(), WithSinkSecrets(redact.NewSinkSecrets([]byte("k"))))
 	spec := &confighubv1.Sink{Name: "kn", Kind: "konnect", Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{ControlPlaneId: "cp", Token: "kpat_hunter2"}}}
 	out, _, err := h.PutSink(ctx, spec)
 	if err != nil {
@@ -475,7 +475,7 @@ func TestSinkSecretsAreWriteOnly(t *testing.T) {
 		t.Fatalf("refused puts changed the store: %v", stored)
 	}
 	// The sinks file holds values, never placeholders.
-	err = New(memory.New(), newFake()).Start(ctx, []*confighubv1.Sink{back})
+	err = New(memory.New(), newFake().ports()).Start(ctx, []*confighubv1.Sink{back})
 	if err == nil || !strings.Contains(err.Error(), "konnect.token holds a redacted placeholder") {
 		t.Fatalf("a placeholder in the sinks file: %v", err)
 	}

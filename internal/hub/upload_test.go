@@ -50,7 +50,7 @@ func bigConfig(n int, tag string) []byte {
 func TestUploadStoresThenPublishes(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		fan := newFake()
-		h := New(st, fan)
+		h := New(st, fan.ports())
 		yml := []byte("_format_version: \"3.0\"\nservices: []\n")
 		for i, c := range []struct {
 			raw []byte
@@ -91,7 +91,7 @@ func TestUploadStoresThenPublishes(t *testing.T) {
 func TestBadUploadChangesNothing(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		fan := newFake()
-		h := New(st, fan, WithMaxConfigBytes(4<<20))
+		h := New(st, fan.ports(), WithMaxConfigBytes(4<<20))
 		good := bigConfig(1<<20, "good")
 		if _, _, err := upload(h, PushInput{}, good, 64<<10, config.Hash(good)); err != nil {
 			t.Fatal(err)

@@ -55,7 +55,7 @@ func startServerWith(t *testing.T, hubOpts []hub.Option, opts ...server.Option) 
 	}
 	st := memory.New()
 	eng := engine.New(reg, engine.WithRecorder(st))
-	h := hub.New(st, eng, hubOpts...)
+	h := hub.New(st, hub.PortsOf(eng), hubOpts...)
 	if err := h.Start(context.Background(), []*confighubv1.Sink{{Name: "s", Kind: "nop"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func (rs *replicaSet) live() map[string]confighubv1.ConfigHubServiceClient {
 	return out
 }
 
-var ownedRE = regexp.MustCompile(`cluster: sinks owned.* owned=\[([^\]]*)\]`)
+var ownedRE = regexp.MustCompile(`sinks owned.* owned=\[([^\]]*)\]`)
 
 // owned is what a replica last logged as the sinks it runs.
 func owned(h *harness.Hub) []string {

@@ -40,7 +40,7 @@ type testHub struct {
 func startHub(t *testing.T, addr string, first ...[]byte) *testHub {
 	t.Helper()
 	eng := engine.New(sink.NewRegistry())
-	h := hub.New(memory.New(), eng, hub.WithMaxConfigBytes(1<<30))
+	h := hub.New(memory.New(), hub.PortsOf(eng), hub.WithMaxConfigBytes(1<<30))
 	for _, c := range first {
 		if _, err := h.Push(context.Background(), hub.PushInput{Config: c}); err != nil {
 			t.Fatal(err)

@@ -48,7 +48,7 @@ func startSinkHub(t *testing.T, names ...string) *hubclient.Client {
 		seed = append(seed, &confighubv1.Sink{Name: n, Kind: "picky"})
 	}
 	eng := engine.New(reg)
-	h := hub.New(memory.New(), eng)
+	h := hub.New(memory.New(), hub.PortsOf(eng))
 	if err := h.Start(context.Background(), seed); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -347,4 +348,30 @@ func (f *Fleet) Builds() int {
 func Config(stream string, gen uint64, content string, accepted time.Time) *config.Config {
 	raw := []byte(fmt.Sprintf(`{"_format_version":"3.0","content":%q}`, content))
 	return config.New(stream, gen, config.Hash(raw), config.FormatJSON, raw, nil, nil, accepted)
+}
+
+// Converged is an engine.Metrics that counts StreamConverged per
+// generation (what the convergence histogram observes); the rest is
+// discarded.
+type Converged struct {
+	engine.NopMetrics
+	mu sync.Mutex
+	n  map[uint64]int
+}
+
+// Count is how many times generation gen was observed converged.
+func (c *Converged) Count(gen uint64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[gen]
+}
+
+// StreamConverged implements engine.Metrics.
+func (c *Converged) StreamConverged(_ string, gen uint64, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[uint64]int{}
+	}
+	c.n[gen]++
 }

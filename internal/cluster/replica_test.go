@@ -10,15 +10,19 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
 	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
 	"github.com/confighub/confighub/sink"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // applies records which replica applied which generation to which sink.
@@ -39,6 +43,7 @@ func (a *applies) of(sinkName string) []string {
 	return append([]string(nil), a.log[sinkName]...)
 }
 
+// recSink records its applies; a sink named "bad..." rejects every config.
 type recSink struct {
 	name, replica string
 	a             *applies
@@ -47,24 +52,32 @@ type recSink struct {
 func (s *recSink) Describe() sink.Capabilities { return sink.Capabilities{} }
 func (s *recSink) Apply(_ context.Context, cfg *config.Config) error {
 	s.a.add(s.name, s.replica, cfg.Generation)
+	if strings.HasPrefix(s.name, "bad") {
+		return &sink.Error{Code: "rejected", Message: "route r1 is invalid", Permanent: true, Body: []byte(`{"message":"invalid"}`)}
+	}
 	return nil
 }
 
 type replica struct {
 	id   string
-	fan  *Fanout
+	rep  *Replica
+	mem  *Membership
 	hub  *hub.Hub
+	m    *enginetest.Converged
 	stop func()
 }
 
-func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, opts ...Option) *replica {
+// startReplica wires one replica as the command does: the engine with the
+// placement as its ownership, the replica driving it, the hub on the
+// engine's ports with the replica's shared status view.
+func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, opts ...status.Option) *replica {
 	t.Helper()
 	return startReplicaLog(t, id, st, cli, a, slog.New(slog.DiscardHandler), opts...)
 }
 
 // startReplicaLog is startReplica logging to log, as cmd/confighub does: one
-// logger, naming the replica, for the engine, hub, membership and fan-out.
-func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...Option) *replica {
+// logger, naming the replica, for the engine, hub, membership and replica.
+func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...status.Option) *replica {
 	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("rec", func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
@@ -72,18 +85,23 @@ func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Cli
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(reg, engine.WithRecorder(st), engine.WithLogger(log))
+	m := &enginetest.Converged{}
+	place := NewPlacement(id)
+	eng := engine.New(reg, engine.WithRecorder(st), engine.WithOwnership(place), engine.WithMetrics(m), engine.WithLogger(log))
 	mem := NewMembership(cli, "/t", id, 2*time.Second, WithMembershipLogger(log))
-	fan := New(eng, st, st, cli, mem, "/t", append([]Option{WithStatusInterval(20 * time.Millisecond), WithWatchBuffer(64), WithLogger(log)}, opts...)...)
-	h := hub.New(st, fan, hub.WithLogger(log))
+	rep := New(eng, place, st, st, cli, mem, "/t", WithLogger(log),
+		WithStatusOptions(etcdstatus.WithInterval(20*time.Millisecond), etcdstatus.WithBrokerOptions(opts...)))
+	ports := hub.PortsOf(eng)
+	ports.Status = rep.View()
+	h := hub.New(st, ports, hub.WithLogger(log))
 	if err := h.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { fan.Run(ctx) })
+	wg.Go(func() { rep.Run(ctx) })
 	var once sync.Once
-	r := &replica{id: id, fan: fan, hub: h, stop: func() { once.Do(func() { cancel(); wg.Wait(); eng.Stop() }) }}
+	r := &replica{id: id, rep: rep, mem: mem, hub: h, m: m, stop: func() { once.Do(func() { cancel(); wg.Wait(); eng.Stop() }) }}
 	t.Cleanup(r.stop)
 	return r
 }
@@ -95,12 +113,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	harness.Eventually(t, 20*time.Second, cond, "%s", what)
 }
 
-func waitBothMembers(t *testing.T, rs ...*replica) {
+func waitReplicas(t *testing.T, rs ...*replica) {
 	t.Helper()
 	for _, r := range rs {
-		eventually(t, r.id+" sees every replica", func() bool {
-			ms, reg := r.fan.mem.Members()
-			return reg && len(ms) == len(rs)
+		eventually(t, r.id+" placed the sinks over every replica", func() bool {
+			p := r.rep.place
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.member && len(p.members) == len(rs)
 		})
 	}
 }
@@ -127,21 +147,38 @@ func push(t *testing.T, h *hub.Hub, n int) hub.PushResult {
 	return res
 }
 
-func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
-	e := etcdtest.Start(t)
-	cli := e.Client(t)
-	st := newSharedStore()
-	a := &applies{log: map[string][]string{}}
-	r1 := startReplica(t, "r1", st, cli, a)
-	r2 := startReplica(t, "r2", st, cli, a)
-	const n = 8
-	for i := range n {
-		if _, _, err := r1.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
+func putSinks(t *testing.T, h *hub.Hub, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, _, err := h.PutSink(context.Background(), &confighubv1.Sink{Name: name, Kind: "rec"}); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func sinkNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("s%d", i)
+	}
+	return out
+}
+
+// startPair starts replicas r1 and r2 on one etcd and shared store.
+func startPair(t *testing.T) (r1, r2 *replica, a *applies) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	st := newSharedStore()
+	a = &applies{log: map[string][]string{}}
+	return startReplica(t, "r1", st, cli, a), startReplica(t, "r2", st, cli, a), a
+}
+
+func TestReplicasPartitionAndMoveSinks(t *testing.T) {
+	r1, r2, a := startPair(t)
+	const n = 8
+	putSinks(t, r1.hub, sinkNames(n)...)
 	eventually(t, "both replicas list every sink", func() bool { return len(r2.hub.ListSinks("")) == n })
-	waitBothMembers(t, r1, r2)
+	waitReplicas(t, r1, r2)
 	g1 := push(t, r2.hub, 1)
 	// Status of every sink is visible from both replicas, whoever owns it.
 	eventually(t, "every sink applied generation 1 (seen from r1)", func() bool { return allApplied(r1, n, g1.Generation) })
@@ -149,8 +186,7 @@ func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
 
 	owner := map[string]string{}
 	onR2 := 0
-	for i := range n {
-		name := fmt.Sprintf("s%d", i)
+	for _, name := range sinkNames(n) {
 		got := a.of(name)
 		if len(got) != 1 {
 			t.Fatalf("sink %s applied %v, want generation 1 applied once, by one replica", name, got)
@@ -172,17 +208,17 @@ func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
 	r2.stop()
 	g2 := push(t, r1.hub, 2)
 	eventually(t, "every sink applied generation 2", func() bool { return allApplied(r1, n, g2.Generation) })
-	for i := range n {
-		name := fmt.Sprintf("s%d", i)
+	for _, name := range sinkNames(n) {
 		want := []string{owner[name] + ":1", "r1:2"}
 		if got := a.of(name); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("sink %s applies %v, want %v", name, got, want)
 		}
 	}
-	st2, _ := r1.hub.Status("")
-	if g := st2.GetGenerations(); len(g) == 0 || g[len(g)-1].GetGeneration() != g2.Generation || g[len(g)-1].GetSinksApplied() != n {
-		t.Errorf("generation status %v, want generation %d applied by %d sinks", g, g2.Generation, n)
-	}
+	eventually(t, "generation 2 applied by every sink in the shared generation status", func() bool {
+		s, _ := r1.hub.Status("")
+		g := s.GetGenerations()
+		return len(g) > 0 && g[len(g)-1].GetGeneration() == g2.Generation && g[len(g)-1].GetSinksApplied() == n
+	})
 
 	// A deleted sink disappears from the status of every replica.
 	if err := r1.hub.DeleteSink(context.Background(), "s0"); err != nil {
@@ -192,31 +228,70 @@ func TestFanoutPartitionsAndMovesSinks(t *testing.T) {
 		s, _ := r1.hub.Status("")
 		return len(s.GetSinks()) == n-1
 	})
-	if err := r1.fan.DeleteSink("s0"); !errors.Is(err, engine.ErrSinkNotFound) {
-		t.Errorf("deleting an unknown sink: %v", err)
+}
+
+// The convergence metric counts each generation once over all replicas,
+// whichever replica runs the sinks; GetStatus answers the same on both.
+func TestConvergenceCountedOnceAcrossReplicas(t *testing.T) {
+	r1, r2, _ := startPair(t)
+	const n = 9
+	putSinks(t, r1.hub, sinkNames(n)...)
+	waitReplicas(t, r1, r2)
+	var last uint64
+	for i := 1; i <= 5; i++ {
+		last = push(t, r1.hub, i).Generation
+		eventually(t, fmt.Sprintf("generation %d converged (seen from r2)", last), func() bool {
+			s, _ := r2.hub.Status("")
+			g := s.GetGenerations()
+			return len(g) > 0 && g[len(g)-1].GetGeneration() == last && g[len(g)-1].GetConvergeTime() != nil
+		})
+	}
+	for gen := uint64(1); gen <= last; gen++ {
+		if c := r1.m.Count(gen) + r2.m.Count(gen); c != 1 {
+			t.Errorf("generation %d: convergence observed %d times (r1 %d, r2 %d), want once", gen, c, r1.m.Count(gen), r2.m.Count(gen))
+		}
+	}
+	eventually(t, "both replicas answer GetStatus the same", func() bool {
+		s1, _ := r1.hub.Status("")
+		s2, _ := r2.hub.Status("")
+		return s1.GetRevision() == s2.GetRevision() && fmt.Sprint(s1) == fmt.Sprint(s2)
+	})
+}
+
+// GetConfig of a sink's failed config answers the same on every replica.
+func TestFailedConfigOnEveryReplica(t *testing.T) {
+	r1, r2, _ := startPair(t)
+	waitReplicas(t, r1, r2)
+	putSinks(t, r1.hub, "bad0", "bad1", "bad2", "bad3")
+	g := push(t, r2.hub, 1)
+	for _, r := range []*replica{r1, r2} {
+		for _, name := range []string{"bad0", "bad1", "bad2", "bad3"} {
+			eventually(t, r.id+" knows "+name+" failed", func() bool {
+				_, _, err := r.hub.SinkConfig(name, true)
+				return err == nil
+			})
+			cfg, serr, _ := r.hub.SinkConfig(name, true)
+			if cfg.Generation != g.Generation || serr.Error() != "rejected: route r1 is invalid" {
+				t.Errorf("%s on %s: generation %d, error %q", name, r.id, cfg.Generation, serr.Error())
+			}
+			if _, _, err := r.hub.SinkConfig(name, false); !errors.Is(err, hub.ErrNotFound) {
+				t.Errorf("%s on %s: applied config %v, want none", name, r.id, err)
+			}
+		}
 	}
 }
 
 func TestWatchResumesAcrossReplicas(t *testing.T) {
-	e := etcdtest.Start(t)
-	cli := e.Client(t)
-	st := newSharedStore()
-	a := &applies{log: map[string][]string{}}
-	r1 := startReplica(t, "r1", st, cli, a)
-	r2 := startReplica(t, "r2", st, cli, a)
-	for i := range 4 {
-		if _, _, err := r1.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitBothMembers(t, r1, r2)
+	r1, r2, _ := startPair(t)
+	putSinks(t, r1.hub, sinkNames(4)...)
+	waitReplicas(t, r1, r2)
 	g1 := push(t, r1.hub, 1)
 	eventually(t, "generation 1 applied", func() bool { return allApplied(r1, 4, g1.Generation) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	w := r1.hub.Watch(ctx, "", 0)
 	first := <-w
-	if first.GetSnapshotReason() != ReasonStart || len(first.GetSnapshot().GetSinks()) != 4 {
+	if first.GetSnapshotReason() != status.ReasonStart || len(first.GetSnapshot().GetSinks()) != 4 {
 		t.Fatalf("first message %v, want a start snapshot of 4 sinks", first)
 	}
 	from := first.GetRevision()
@@ -249,22 +324,6 @@ func TestWatchResumesAcrossReplicas(t *testing.T) {
 			t.Fatalf("resumed watch saw generation 2 applied by %d sinks, want 4", len(applied))
 		}
 	}
-	cancel2()
-
-	// Once etcd compacted past a revision, resuming from it is a gap.
-	rev, err := cli.Get(context.Background(), "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(context.Background(), rev.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
-	ctx3, cancel3 := context.WithCancel(context.Background())
-	defer cancel3()
-	m := <-r2.hub.Watch(ctx3, "", from)
-	if m.GetSnapshotReason() != ReasonResumeGap || len(m.GetSnapshot().GetSinks()) != 4 {
-		t.Fatalf("resume from a compacted revision: %v, want a resume-gap snapshot", m)
-	}
 }
 
 func TestGuardFailsFastWhenNotReady(t *testing.T) {
@@ -284,62 +343,6 @@ func TestGuardFailsFastWhenNotReady(t *testing.T) {
 	}
 }
 
-// TestSlowWatcherGetsSnapshot: a watcher that does not read is never waited
-// for; once it reads it gets a "slow-watcher" snapshot and then the changes,
-// ending on the current state.
-func TestSlowWatcherGetsSnapshot(t *testing.T) {
-	e := etcdtest.Start(t)
-	cli := e.Client(t)
-	st := newSharedStore()
-	a := &applies{log: map[string][]string{}}
-	r := startReplica(t, "r1", st, cli, a, WithWatchBuffer(4))
-	waitBothMembers(t, r)
-	for i := range 4 {
-		if _, _, err := r.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g := push(t, r.hub, 1)
-	eventually(t, "generation 1 applied", func() bool { return allApplied(r, 4, g.Generation) })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	slow := r.hub.Watch(ctx, "", 0)
-	for i := 2; i <= 6; i++ {
-		g = push(t, r.hub, i)
-		eventually(t, fmt.Sprintf("generation %d applied", g.Generation), func() bool { return allApplied(r, 4, g.Generation) })
-	}
-	state := map[string]uint64{}
-	sawSlow := false
-	done := func() bool {
-		for i := range 4 {
-			if state[fmt.Sprintf("s%d", i)] != g.Generation {
-				return false
-			}
-		}
-		return true
-	}
-	for !done() {
-		select {
-		case m := <-slow:
-			if snap := m.GetSnapshot(); snap != nil {
-				sawSlow = sawSlow || m.GetSnapshotReason() == ReasonSlowWatcher
-				clear(state)
-				for _, s := range snap.GetSinks() {
-					state[s.GetSink()] = s.GetAppliedGeneration()
-				}
-			}
-			if s := m.GetSink(); s != nil {
-				state[s.GetSink()] = s.GetAppliedGeneration()
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("the slow watcher never reached generation %d: %v", g.Generation, state)
-		}
-	}
-	if !sawSlow {
-		t.Fatal("a watcher with a buffer of 4 that read nothing during 5 pushes got no slow-watcher snapshot")
-	}
-}
-
 // TestHandOverIsLoggedAsSuch: when a replica joins, the sinks the first one
 // gives it are logged there as handed over to the new owner, never as
 // deleted (they go on running), and no line names the replica twice.
@@ -350,17 +353,13 @@ func TestHandOverIsLoggedAsSuch(t *testing.T) {
 	a := &applies{log: map[string][]string{}}
 	rec := harness.NewLogRecorder(t, slog.LevelDebug)
 	r1 := startReplicaLog(t, "r1", st, cli, a, rec.Logger().With("replica", "r1"))
-	waitBothMembers(t, r1)
+	waitReplicas(t, r1)
 	const n = 6
-	for i := range n {
-		if _, _, err := r1.hub.PutSink(context.Background(), &confighubv1.Sink{Name: fmt.Sprintf("s%d", i), Kind: "rec"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putSinks(t, r1.hub, sinkNames(n)...)
 	g := push(t, r1.hub, 1)
 	eventually(t, "r1 applied every sink", func() bool { return allApplied(r1, n, g.Generation) })
 	r2 := startReplica(t, "r2", st, cli, a)
-	waitBothMembers(t, r1, r2)
+	waitReplicas(t, r1, r2)
 	var moved []string
 	for i := range n {
 		if name := fmt.Sprintf("s%d", i); Owner("sink/"+name, []string{"r1", "r2"}) == "r2" {
@@ -373,7 +372,7 @@ func TestHandOverIsLoggedAsSuch(t *testing.T) {
 	eventually(t, "r1 handed its sinks over", func() bool {
 		lines := strings.Join(rec.Lines(), "\n")
 		for _, name := range moved {
-			if !strings.Contains(lines, "INFO cluster: sink handed over replica=r1 sink="+name+" stream=default to=r2") {
+			if !strings.Contains(lines, "INFO sink handed over replica=r1 sink="+name+" kind=rec stream=default to=r2") {
 				return false
 			}
 		}

@@ -1,0 +1,390 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// Defaults of the Replica's options.
+const (
+	DefaultOpTimeout     = 2 * time.Second
+	DefaultProbeInterval = 500 * time.Millisecond
+)
+
+// Engine is what a replica drives: the local engine (engine.Engine), which
+// keeps every sink and runs the ones Owns says are this replica's.
+type Engine interface {
+	Publish(cfg *config.Config)
+	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
+	DeleteSink(name string) error
+	ListSinks(stream string) []*confighubv1.Sink
+	Restore(applied []store.Applied)
+	Reown() map[string]error
+	ObserveSink(name string, st *confighubv1.SinkStatus)
+	// View is the engine's status broker, which the etcd writer watches.
+	View() status.View
+}
+
+// Option configures a Replica.
+type Option func(*Replica)
+
+// WithClock sets the clock of the probes and retries.
+func WithClock(c clockwork.Clock) Option { return func(r *Replica) { r.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(r *Replica) { r.log = l } }
+
+// WithOpTimeout bounds each etcd call the replica makes, and how long the
+// readiness probe waits (so etcd's loss is noticed within it).
+func WithOpTimeout(d time.Duration) Option {
+	return func(r *Replica) {
+		if d > 0 {
+			r.opTimeout = d
+		}
+	}
+}
+
+// WithProbeInterval sets how often etcd's reachability is checked.
+func WithProbeInterval(d time.Duration) Option {
+	return func(r *Replica) {
+		if d > 0 {
+			r.probeEvery = d
+		}
+	}
+}
+
+// WithStatusOptions configures the status writer and mirror (interval,
+// watch buffer and history, ...).
+func WithStatusOptions(opts ...etcdstatus.Option) Option {
+	return func(r *Replica) { r.statusOpts = append(r.statusOpts, opts...) }
+}
+
+// WithReadiness sets the function told when etcd becomes reachable (true)
+// or unreachable (false); the command points it at the gRPC health status.
+func WithReadiness(fn func(ready bool)) Option { return func(r *Replica) { r.onReady = fn } }
+
+// Replica runs this hub as one of several sharing etcd. It keeps the
+// membership, places the sinks by rendezvous hashing (OwnsSink, the
+// engine's ownership predicate), follows the store's changes made by any
+// replica into the engine, and feeds the engine the other replicas' sink
+// statuses from the shared status view. See the package doc.
+type Replica struct {
+	eng        Engine
+	st         store.Store
+	watcher    store.Watcher
+	cli        *clientv3.Client
+	mem        *Membership
+	writer     *etcdstatus.Writer
+	mirror     *etcdstatus.Mirror
+	statusOpts []etcdstatus.Option
+	clock      clockwork.Clock
+	log        *slog.Logger
+
+	opTimeout  time.Duration
+	probeEvery time.Duration
+	onReady    func(bool)
+
+	place *Placement
+
+	mu    sync.Mutex
+	ready bool
+	owned string // last logged member set, to log changes only
+}
+
+// Placement is the engine's ownership predicate on a replica: a sink runs
+// on its rendezvous owner among the live members, a stream is led by its
+// own (see Owner). It changes only when the replica takes a new member set
+// (then the engine's Reown follows).
+type Placement struct {
+	id       string
+	mu       sync.Mutex
+	members  []string
+	member   bool // registered
+	stopping bool
+}
+
+// NewPlacement returns the placement of replica id; it owns nothing until
+// the replica registered.
+func NewPlacement(id string) *Placement { return &Placement{id: id} }
+
+// OwnsSink says whether this replica runs a sink.
+func (p *Placement) OwnsSink(name string) bool { return p.owns("sink/" + name) }
+
+// OwnsStream says whether this replica leads a stream: it writes the
+// stream's generation statuses and records its convergence.
+func (p *Placement) OwnsStream(name string) bool { return p.owns("stream/" + name) }
+
+func (p *Placement) owns(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.member && !p.stopping && Owner(key, p.members) == p.id
+}
+
+func (p *Placement) set(members []string, registered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.members, p.member = members, registered
+}
+
+func (p *Placement) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopping = true
+}
+
+// New returns the replica whose membership is mem, driving eng, whose
+// ownership predicate is place. st is the shared (etcd) store and w
+// follows its changes; the status keys live under prefix. Run starts it.
+func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
+	r := &Replica{
+		eng: eng, place: place, st: st, watcher: w, cli: cli, mem: mem,
+		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
+		opTimeout: DefaultOpTimeout, probeEvery: DefaultProbeInterval, onReady: func(bool) {}, ready: true,
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	common := append([]etcdstatus.Option{etcdstatus.WithLogger(r.log), etcdstatus.WithOpTimeout(r.opTimeout), etcdstatus.WithClock(r.clock)}, r.statusOpts...)
+	// The engine's broker is the source of this replica's statuses; the
+	// mirror is the view every replica serves, and tells the engine what
+	// the sinks run elsewhere did.
+	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, common...)
+	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common,
+		etcdstatus.WithOnSink(func(_, name string, st *confighubv1.SinkStatus) { eng.ObserveSink(name, st) }))...)
+	return r
+}
+
+// View is the status view of every sink of every replica (etcd): the
+// hub's status port on a replica.
+func (r *Replica) View() status.View { return r.mirror }
+
+// Ready says whether etcd answered the last probe.
+func (r *Replica) Ready() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready
+}
+
+// Run follows the store, the membership and etcd's reachability until ctx
+// ends. Then it stops the owned workers and leaves the membership
+// (revoking the lease, so the others take over at once).
+func (r *Replica) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
+	wg.Go(func() { r.mem.Run(mctx) })
+	wg.Go(func() { r.mirror.Run(ctx) })
+	wg.Go(func() { r.writer.Run(ctx) })
+	wg.Go(func() { r.followStore(ctx) })
+	wg.Go(func() { r.followMembers(ctx) })
+	wg.Go(func() { r.probe(ctx) })
+	<-ctx.Done()
+	r.place.stop()
+	r.reown(context.WithoutCancel(ctx))
+	mcancel()
+	wg.Wait()
+	r.mirror.Close()
+}
+
+// probe checks etcd with a linearizable read (it needs a quorum) and tells
+// onReady about every change.
+func (r *Replica) probe(ctx context.Context) {
+	for {
+		tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+		_, err := r.cli.Get(tctx, r.mem.Key(), clientv3.WithCountOnly())
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		ok := err == nil
+		r.mu.Lock()
+		changed := ok != r.ready
+		r.ready = ok
+		r.mu.Unlock()
+		if changed {
+			if ok {
+				r.log.Info("cluster: etcd reachable again; serving")
+			} else {
+				r.log.Warn("cluster: etcd unreachable; not serving", "error", err)
+			}
+			r.onReady(ok)
+		}
+		if !r.wait(ctx, r.probeEvery) {
+			return
+		}
+	}
+}
+
+func (r *Replica) wait(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.clock.After(d):
+		return true
+	}
+}
+
+// followMembers re-places the sinks at every membership change.
+func (r *Replica) followMembers(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.mem.Changes():
+			r.reown(ctx)
+		}
+	}
+}
+
+// reown takes the current member set as the placement, seeds the engine
+// with the stored applied records (a sink moved here resumes from what
+// its previous owner recorded) and lets it start and stop workers.
+func (r *Replica) reown(ctx context.Context) {
+	members, registered := r.mem.Members()
+	r.place.set(members, registered)
+	if registered && ctx.Err() == nil {
+		tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+		applied, err := r.st.ListApplied(tctx)
+		cancel()
+		if err != nil {
+			r.log.Warn("cluster: reading applied records failed; sinks taken over resume from their shared status", "error", err)
+		} else {
+			r.eng.Restore(applied)
+		}
+	}
+	r.eng.Reown()
+	r.logMembers(members, registered)
+}
+
+// logMembers logs the member set when it changed (the engine logs the
+// sinks it runs).
+func (r *Replica) logMembers(members []string, registered bool) {
+	line := fmt.Sprint(registered, members)
+	r.mu.Lock()
+	changed := line != r.owned
+	r.owned = line
+	r.mu.Unlock()
+	if changed {
+		r.log.Info("cluster: members", "registered", registered, "members", strings.Join(members, ","))
+	}
+}
+
+// followStore applies the store's changes made by any replica: new
+// generations and sink specs go to the local engine.
+func (r *Replica) followStore(ctx context.Context) {
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(ctx)
+		ch := r.watcher.Watch(wctx)
+		// List after the watch started: the events that follow are applied
+		// on top of the listing, so none is missed.
+		if err := r.resync(ctx); err != nil {
+			cancel()
+			r.log.Warn("cluster: reading the store failed; retrying", "error", err)
+			if !r.wait(ctx, r.probeEvery) {
+				return
+			}
+			continue
+		}
+		for ev := range ch {
+			r.apply(ctx, ev)
+		}
+		cancel()
+		if ctx.Err() == nil {
+			r.log.Warn("cluster: store watch ended; watching again")
+			if !r.wait(ctx, r.probeEvery) {
+				return
+			}
+		}
+	}
+}
+
+func (r *Replica) resync(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+	defer cancel()
+	streams, err := r.st.ListStreams(tctx)
+	if err != nil {
+		return fmt.Errorf("list streams: %w", err)
+	}
+	sinks, err := r.st.ListSinks(tctx)
+	if err != nil {
+		return fmt.Errorf("list sinks: %w", err)
+	}
+	for _, s := range streams {
+		r.publish(s)
+	}
+	stored := map[string]bool{}
+	for _, s := range sinks {
+		stored[s.GetName()] = true
+		r.putSink(s)
+	}
+	for _, s := range r.eng.ListSinks("") {
+		if !stored[s.GetName()] {
+			r.deleteSink(ctx, s.GetName())
+		}
+	}
+	return nil
+}
+
+func (r *Replica) apply(ctx context.Context, ev store.Event) {
+	switch {
+	case ev.Stream != nil:
+		r.publish(*ev.Stream)
+	case ev.SinkPut != nil:
+		r.putSink(ev.SinkPut)
+	case ev.SinkDeleted != "":
+		r.deleteSink(ctx, ev.SinkDeleted)
+	}
+}
+
+func (r *Replica) publish(s store.Stream) {
+	r.follow(s.Name)
+	r.eng.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
+}
+
+func (r *Replica) putSink(s *confighubv1.Sink) {
+	r.follow(s.GetStream())
+	if _, _, err := r.eng.PutSink(s); err != nil {
+		r.log.Error("cluster: a stored sink was not taken", "sink", s.GetName(), "error", err)
+	}
+}
+
+// deleteSink forgets a sink and removes its status key (its owner may be
+// gone).
+func (r *Replica) deleteSink(ctx context.Context, name string) {
+	_ = r.eng.DeleteSink(name) // not known here: nothing to stop
+	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+	defer cancel()
+	if err := r.writer.Remove(tctx, name); err != nil {
+		r.log.Warn("cluster: deleting a sink's status failed", "sink", name, "error", err)
+	}
+}
+
+func (r *Replica) follow(stream string) {
+	if stream == "" {
+		stream = config.DefaultStream
+	}
+	r.writer.Follow(stream)
+}
+
+// OwnerOf names the replica that runs a sink ("" when this replica does not
+// place sinks now): the engine names it when it hands a sink over.
+func (p *Placement) OwnerOf(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.member || p.stopping {
+		return ""
+	}
+	return Owner("sink/"+name, p.members)
+}

@@ -1,0 +1,62 @@
+package hub
+
+import (
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine/status"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/sink"
+)
+
+// Publisher takes what the store accepted: the applied records and
+// streams loaded at start, and every new generation.
+type Publisher interface {
+	Restore(applied []store.Applied)
+	Publish(cfg *config.Config)
+	Current(stream string) *config.Config
+}
+
+// ConvergedRestorer is an optional capability of a Publisher: it takes the
+// convergences a store kept (store.ConvergedStore) before the streams are
+// published, so a restart shows them as they were observed.
+type ConvergedRestorer interface {
+	RestoreConverged(cs []store.Converged)
+}
+
+// SinkAdmin validates, starts, stops and lists sinks.
+type SinkAdmin interface {
+	ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
+	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
+	DeleteSink(name string) error
+	ListSinks(stream string) []*confighubv1.Sink
+}
+
+// Diagnostics answers GetConfig of a sink: what it last applied, or failed
+// to apply.
+type Diagnostics interface {
+	LastApplied(sinkName string) (*config.Config, bool)
+	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
+}
+
+// Ports are what the hub needs, by role. A port a caller never uses may be
+// nil (a test fake implements only what its test needs).
+type Ports struct {
+	Publisher   Publisher
+	Sinks       SinkAdmin
+	Status      status.View
+	Diagnostics Diagnostics
+}
+
+// Engine is every port at once, as engine.Engine offers them.
+type Engine interface {
+	Publisher
+	SinkAdmin
+	Diagnostics
+	View() status.View
+}
+
+// PortsOf returns the ports of one engine: on one node the engine serves
+// them all; a replica replaces Status with the shared (etcd) view.
+func PortsOf(e Engine) Ports {
+	return Ports{Publisher: e, Sinks: e, Status: e.View(), Diagnostics: e}
+}
