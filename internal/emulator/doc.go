@@ -132,7 +132,7 @@
 //     (/consumer_groups, GET /consumer_groups/<name> with its consumers,
 //     Konnect's /v1/consumer-groups answered as {"item": ...} and
 //     /v1/consumers/<c>/groups/<g>/members), the others listed empty.
-//     (TestEntityOSSCollections; clients' TestEveryFixtureResyncsWithoutWrites
+//     (TestEntityOSSCollections; diffsync's TestEveryFixtureResyncsWithoutWrites
 //     syncs consumer-group-example-ee to a control plane)
 //   - Router flavor: traditional_compatible (Kong 3.9's default) on the
 //     root, so a route's expression and priority are unknown fields;
@@ -141,7 +141,7 @@
 //     path_handling or regex_priority default (Konnect's one route schema
 //     for both flavors; go-database-reconciler strips those defaults from
 //     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
-//     in clients/diffsync)
+//     in internal/diffsync)
 //
 // Left out: entity_checks (conditional rules, at_least_one_of beyond
 // consumers, mutually exclusive fields), field validators (between,

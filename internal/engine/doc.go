@@ -31,7 +31,7 @@
 //   - Per-attempt timeout, options.timeout, default 30s
 //     (TestAttemptTimeout).
 //   - Retryable failures back off exponentially with jitter up to a cap
-//     (TestBackoffGrowsAndCaps, TestBackoffDelay); a new generation interrupts the wait and
+//     (TestBackoffGrowsAndCaps, sinkspec's TestBackoffDelay); a new generation interrupts the wait and
 //     is tried at once (TestNewGenerationInterruptsBackoff);
 //     sink.Error.RetryAfter is honoured (TestRetryAfterHonoured).
 //   - A permanent error (sink.Error.Permanent) leaves the sink FAILED with

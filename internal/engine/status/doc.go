@@ -11,7 +11,8 @@
 // etcdstatus), which checks the snapshot, watch, resume, resume-gap,
 // slow-watcher and cancel guarantees below.
 //
-// Guarantees (each has a named test in broker_test.go):
+// Guarantees (each has a named test in broker_test.go; TestConformance/X
+// is the subtest X of the conformance suite):
 //
 //   - Every change (PutSink, RemoveSink, PutGeneration) gets a revision one
 //     higher than the previous change of any stream
@@ -24,16 +25,17 @@
 //     revision (TestSnapshotIsConsistentWithEvents).
 //
 //   - Watch sends a snapshot (reason "start"), then every change of the
-//     stream in revision order (TestWatchSendsSnapshotThenChanges).
+//     stream in revision order (TestConformance/WatchSendsSnapshotThenChanges).
 //
 //   - Watch from a revision still in the history replays the changes after
-//     it without a snapshot (TestWatchResumesFromRevision); otherwise it
-//     sends a snapshot with reason "resume-gap" (TestWatchResumeGap).
+//     it without a snapshot (TestConformance/WatchResumesFromRevision); otherwise it
+//     sends a snapshot with reason "resume-gap" (TestConformance/WatchResumeGap).
 //
 //   - A watcher whose buffer is full is never waited for: its pending
 //     changes are dropped and it gets a fresh snapshot with reason
 //     "slow-watcher" (etcd's victim pattern), while other watchers get
-//     every change (TestSlowWatcherIsCutOver, TestManyWatchersOneStalled).
+//     every change (TestConformance/SlowWatcherIsCutOver,
+//     TestManyWatchersOneStalled).
 //
 //   - A change costs its caller O(1) whatever the number of watchers: the
 //     fan-out runs in the broker's dispatcher goroutine, which batches the
