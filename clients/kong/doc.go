@@ -23,6 +23,20 @@
 //     (refused, reset, dropped) -> code "unavailable", both retried with
 //     backoff; 401/403 -> code "unauthorized", retried (the credentials,
 //     not the configuration, are wrong); other 4xx -> Permanent "rejected".
+//   - on_reject: ON_REJECT_FALLBACK (off by default, docs/fallback.md): a
+//     400 whose entity errors name entities of the configuration is
+//     followed by a fallback built by internal/kongraph (the generation
+//     without them and their dependants, an excluded entity kept at the
+//     version the gateway last accepted where its references allow); a
+//     fallback rejected with errors naming further entities is rebuilt
+//     without them, at most MaxFallbackRounds (3) times, then the
+//     rejection is returned as without fallback. A fallback the gateway
+//     takes is returned as *sink.Degraded with the excluded entities
+//     (type, name, id, tags, the gateway's message, depends_on, previous
+//     version kept) and the fallback's hash; the same generation applied
+//     again (a restarted gateway's resync) sends that fallback, not the
+//     rejected whole (e2e TestKongFallbackAppliesEverythingElse,
+//     TestFallbackRounds).
 //   - Admin API options (KongSpec): address, TLS (CA bundle file or PEM,
 //     client certificate, server name; insecure_skip_verify only when set,
 //     and then a warning is logged), extra headers on every request (e.g.

@@ -509,3 +509,31 @@ func TestPushWarnsWithoutSinks(t *testing.T) {
 		t.Fatalf("push to a stream with a sink: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestStatusShowsExcludedEntities: a DEGRADED sink's row counts the
+// excluded entities, and each is listed under the table with its
+// Kubernetes object, the gateway's message or what it depends on, and
+// whether its previous version was kept.
+func TestStatusShowsExcludedEntities(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &confighubv1.GetStatusResponse{Stream: "default", Generation: 3, Sinks: []*confighubv1.SinkStatus{
+		{Sink: "gw-0", Kind: "kong", State: confighubv1.SinkState_SINK_STATE_DEGRADED, DesiredGeneration: 3, AppliedGeneration: 2,
+			RejectedGeneration: 3, FallbackGeneration: 3, FallbackHash: strings.Repeat("cd", 32), LastError: "rejected: gateway rejected",
+			ExcludedEntities: []*confighubv1.ExcludedEntity{
+				{EntityType: "route", EntityName: "default.echo.0", EntityTags: []string{"k8s-name:echo", "k8s-namespace:default", "k8s-kind:Ingress"},
+					Message: "colour: unknown field", PreviousVersionKept: true},
+				{EntityType: "plugin", EntityId: "61a22b86-f859-5c8a-a23c-97b92b14b635", DependsOn: "route default.echo.0"},
+			}},
+	}}
+	out := renderStatus(st, now, 0)
+	for _, want := range []string{
+		"DEGRADED (2 excluded)",
+		"gw-0 runs a fallback of generation 3 (cdcdcdcdcdcd) without 2 entities:\n",
+		"  route default.echo.0 (Ingress default/echo): colour: unknown field [previous version kept]\n",
+		"  plugin 61a22b86-f859-5c8a-a23c-97b92b14b635: depends on route default.echo.0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -224,6 +224,9 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 		fmt.Fprintln(tw, "(no sinks)")
 	}
 	_ = tw.Flush()
+	for _, s := range sinks {
+		writeExcluded(&b, s)
+	}
 	if width <= 0 {
 		return b.String()
 	}
@@ -241,10 +244,66 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 
 func stateName(s *confighubv1.SinkStatus) string {
 	name := strings.TrimPrefix(s.GetState().String(), "SINK_STATE_")
+	if s.GetState() == confighubv1.SinkState_SINK_STATE_DEGRADED {
+		return fmt.Sprintf("%s (%d excluded)", name, len(s.GetExcludedEntities()))
+	}
 	if s.GetReason() != "" && (s.GetState() == confighubv1.SinkState_SINK_STATE_WAITING || s.GetState() == confighubv1.SinkState_SINK_STATE_SKIPPED) {
 		name += " (" + s.GetReason() + ")"
 	}
 	return name
+}
+
+// writeExcluded lists the entities a DEGRADED sink's fallback leaves out,
+// one a line, named as the controller's objects when they carry k8s-* tags.
+func writeExcluded(b *strings.Builder, s *confighubv1.SinkStatus) {
+	ex := s.GetExcludedEntities()
+	if len(ex) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "%s runs a fallback of generation %d (%s) without %d entities:\n", s.GetSink(), s.GetFallbackGeneration(), short(s.GetFallbackHash()), len(ex))
+	for _, x := range ex {
+		name := x.GetEntityName()
+		if name == "" {
+			name = x.GetEntityId()
+		}
+		line := x.GetEntityType() + " " + name
+		if obj := k8sObject(x.GetEntityTags()); obj != "" {
+			line += " (" + obj + ")"
+		}
+		switch {
+		case x.GetMessage() != "":
+			line += ": " + x.GetMessage()
+		case x.GetDependsOn() != "":
+			line += ": depends on " + x.GetDependsOn()
+		}
+		if x.GetPreviousVersionKept() {
+			line += " [previous version kept]"
+		}
+		b.WriteString("  " + strings.Join(strings.Fields(line), " ") + "\n")
+	}
+}
+
+// k8sObject names the Kubernetes object of KIC's k8s-* tags: "Ingress
+// default/echo"; "" without them.
+func k8sObject(tags []string) string {
+	var kind, ns, name string
+	for _, t := range tags {
+		switch {
+		case strings.HasPrefix(t, "k8s-kind:"):
+			kind = strings.TrimPrefix(t, "k8s-kind:")
+		case strings.HasPrefix(t, "k8s-namespace:"):
+			ns = strings.TrimPrefix(t, "k8s-namespace:")
+		case strings.HasPrefix(t, "k8s-name:"):
+			name = strings.TrimPrefix(t, "k8s-name:")
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	if ns != "" {
+		name = ns + "/" + name
+	}
+	return strings.TrimSpace(kind + " " + name)
 }
 
 // age is the time since the sink last applied a configuration.

@@ -37,6 +37,14 @@
 //   - A permanent error (sink.Error.Permanent) leaves the sink FAILED with
 //     rejected_generation set; that generation is not retried, a new one is
 //     (TestPermanentNotRetried).
+//   - A sink.Degraded from Apply (the destination rejected the generation
+//     and took a fallback of it) leaves the sink DEGRADED: rejected_generation
+//     is the generation (not converged, later waves skip it, not retried
+//     until a new generation; a resync applies it again), excluded_entities
+//     and fallback_generation/fallback_hash show the fallback, applied_hash
+//     is the fallback's (no hash skip against the last whole), and a later
+//     generation applied whole returns it to APPLIED with the fallback
+//     fields cleared (TestDegradedSinkIsNotConverged).
 //   - A panic in Apply is recovered, reported FAILED with code "internal" and
 //     a next_retry_time, and retried with backoff (TestPanicRecovered).
 //   - last_error_code is always one of the closed set sink.Codes: a code
