@@ -454,7 +454,7 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
 	if err != nil {
 		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
-			return nil, false, owned, fmt.Errorf("sink %q: %w", norm.GetName(), err)
+			return nil, false, owned, err // a factory names the sink (sink.Factory)
 		}
 		return nil, false, owned, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}

@@ -833,6 +833,15 @@ func TestValidateSink(t *testing.T) {
 	if _, _, err := h.e.PutSink(&confighubv1.Sink{Name: "x", Kind: kindTest, Spec: &confighubv1.Sink_Custom{Custom: mustStruct(t, map[string]any{"invalid": true})}}); !errors.Is(err, sink.ErrInvalidSpec) {
 		t.Fatalf("factory error: %v", err)
 	}
+	// Each layer that knows the name says it once, not once per layer.
+	for _, spec := range []*confighubv1.Sink{
+		{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{Wave: 101}},
+		{Name: "x", Kind: kindTest, Options: &confighubv1.SinkOptions{MaxDelay: dur(time.Second)}},
+	} {
+		if _, _, err := h.e.PutSink(spec); err == nil || strings.Count(err.Error(), `"x"`) != 1 {
+			t.Errorf("PutSink(%v) = %v: want the sink named once", spec, err)
+		}
+	}
 	if len(h.e.ListSinks("")) != 0 {
 		t.Fatal("a failed put left a sink")
 	}

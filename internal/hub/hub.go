@@ -374,7 +374,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 	}
 	n, err := h.sinks.ValidateSink(restored)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, spec.GetName(), err)
+		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {
 		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
@@ -391,7 +391,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 			h.log.Error("restoring the stored sink after a failed start failed", "sink", n.GetName(), "error", rerr)
 		}
 		if errors.Is(err, sink.ErrInvalidSpec) || errors.Is(err, sink.ErrUnknownKind) {
-			return nil, false, fmt.Errorf("%w: sink %q: %w", ErrInvalid, n.GetName(), err)
+			return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the kind's factory names the sink
 		}
 		return nil, false, fmt.Errorf("%w: start sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
