@@ -88,14 +88,15 @@ func TestDocsMakeTargetsExist(t *testing.T) {
 }
 
 // externalFlags are flags of other programs the documents show (kubectl,
-// git, etcd), and the arrow of a diagram.
+// git, etcd, Kong Ingress Controller), and the arrow of a diagram.
 var externalFlags = map[string]string{
-	"from-file":                 "kubectl create secret",
-	"short":                     "git rev-parse",
-	"auto-compaction-retention": "etcd",
-	"quota-backend-bytes":       "etcd",
-	"max-request-bytes":         "etcd",
-	"check":                     "docs/architecture.md's diagram: --check || stage+hash-->",
+	"from-file":                          "kubectl create secret",
+	"short":                              "git rev-parse",
+	"auto-compaction-retention":          "etcd",
+	"quota-backend-bytes":                "etcd",
+	"max-request-bytes":                  "etcd",
+	"use-last-valid-config-for-fallback": "Kong Ingress Controller (docs/fallback.md compares it)",
+	"check":                              "docs/architecture.md's diagram: --check || stage+hash-->",
 }
 
 // TestDocsMentionExistingFlags: every --flag the documents mention is a
