@@ -17,7 +17,7 @@ GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: all run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: test-etcd all run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -118,3 +118,13 @@ demo:
 
 clean:
 	rm -rf $(BIN) data bench/results
+
+## test-etcd: the replica e2e tests (takeover after kill -9, etcd restart and
+## unreachable, the convergence metric over replicas) against a real etcd
+## server process: Debian's etcd-server, installed with apt-get when missing
+test-etcd: $(TOOLS)
+	@if ! command -v etcd >/dev/null; then \
+		echo "etcd not found: apt-get install -y etcd-server"; \
+		apt-get install -y etcd-server || { apt-get update && apt-get install -y etcd-server; }; fi
+	CONFIGHUB_ETCD_BIN=$$(command -v etcd) CONFIGHUB_TIMING=strict \
+		$(GO) test -count=1 -timeout 15m -v -run 'TestReplicas' ./test/e2e
