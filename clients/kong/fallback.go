@@ -40,6 +40,9 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		prev, _ = kongraph.Parse(held) // unreadable: no previous versions
 	}
 	messages := map[int]string{}
+	// errTags are the tags the gateway gave for an entity, shown when the
+	// configuration's own entity has none.
+	errTags := map[int][]string{}
 	var rejected []int
 	add := func(errs []*confighubv1.EntityError) (added int, keptNamed bool) {
 		for _, ee := range errs {
@@ -54,6 +57,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 				continue
 			}
 			messages[i] = entityMessage(ee)
+			errTags[i] = ee.GetEntityTags()
 			rejected = append(rejected, i)
 			added++
 		}
@@ -70,7 +74,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		}
 		err = s.post(ctx, fb)
 		if err == nil {
-			d := &sink.Degraded{Hash: config.Hash(fb), Excluded: toProto(excluded, messages), Rejection: rejection}
+			d := &sink.Degraded{Hash: config.Hash(fb), Excluded: toProto(excluded, messages, errTags), Rejection: rejection}
 			s.accepted(fb, &runningFallback{forHash: cfg.Hash, body: fb, result: d})
 			s.logger.Warn("gateway runs a fallback", "address", s.address, "generation", cfg.Generation,
 				"excluded", len(excluded), "round", round)
@@ -114,11 +118,15 @@ func entityMessage(ee *confighubv1.EntityError) string {
 	return strings.Join(parts, "; ")
 }
 
-func toProto(xs []kongraph.Excluded, messages map[int]string) []*confighubv1.ExcludedEntity {
+func toProto(xs []kongraph.Excluded, messages map[int]string, errTags map[int][]string) []*confighubv1.ExcludedEntity {
 	out := make([]*confighubv1.ExcludedEntity, 0, len(xs))
 	for _, x := range xs {
+		tags := x.Tags
+		if len(tags) == 0 {
+			tags = errTags[x.Index]
+		}
 		out = append(out, &confighubv1.ExcludedEntity{
-			EntityType: x.Type, EntityName: x.Name, EntityId: x.ID, EntityTags: x.Tags,
+			EntityType: x.Type, EntityName: x.Name, EntityId: x.ID, EntityTags: tags,
 			Message: messages[x.Index], DependsOn: x.DependsOn, PreviousVersionKept: x.PreviousKept,
 		})
 	}

@@ -27,7 +27,8 @@ func rejectRoute(name string) emulator.Step {
 // TestFallbackRounds: a fallback the gateway rejects naming another
 // route is rebuilt without it; the third fallback rejected too ends in the
 // rejection (4 posts in all); a fallback taken is a *sink.Degraded naming
-// each excluded route with the gateway's message.
+// each excluded route with the gateway's message (and its tags, the
+// configuration's entity having none).
 func TestFallbackRounds(t *testing.T) {
 	g, u := startGW(t)
 	s := newSink(t, &confighubv1.KongSpec{Address: u, OnReject: confighubv1.OnReject_ON_REJECT_FALLBACK}, sink.Deps{})
@@ -52,7 +53,7 @@ func TestFallbackRounds(t *testing.T) {
 	for _, x := range d.Excluded {
 		got = append(got, x.GetEntityName()+"="+x.GetMessage()+"/"+strings.Join(x.GetEntityTags(), ","))
 	}
-	if strings.Join(got, " ") != "r1=paths: bad path/ r2=paths: bad path/" {
+	if strings.Join(got, " ") != "r1=paths: bad path/k8s-name:r1 r2=paths: bad path/k8s-name:r2" {
 		t.Fatalf("excluded %v", got)
 	}
 	if c := g.Counts(); c["routes"] != 3 || c["services"] != 1 {

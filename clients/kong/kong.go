@@ -196,7 +196,11 @@ func (s *Sink) accepted(body []byte, run *runningFallback) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appliedSinceResync = true
-	s.held = body
+	if s.fallback {
+		// Only a fallback reads it: without one, holding the body would
+		// keep an old generation alive.
+		s.held = body
+	}
 	s.running = run
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,19 @@ func TestKongFallbackAppliesEverythingElse(t *testing.T) {
 	}
 	t.Logf("%s with route %s broken: %d entities sent whole, %d in the fallback", fallbackFixture, brokenRoute, len(all), len(all)-len(ex))
 
+	// The metric and confighubctl status show them.
+	maddr := f.hub.WaitOutput(t, metricsRE, 10*time.Second)
+	if m := scrape(t, maddr); !strings.Contains(m, `confighub_sink_excluded_entities{kind="kong",sink="gw-0"} 2`+"\n") ||
+		!strings.Contains(m, `confighub_sink_state{kind="kong",sink="gw-0",state="degraded"} 1`+"\n") {
+		t.Fatalf("metrics lack the excluded entities of gw-0:\n%s", m)
+	}
+	ctl, err := exec.Command(bins.Path("confighubctl"), "--addr", f.hub.Addr, "status").CombinedOutput()
+	t.Logf("confighubctl status:\n%s", ctl)
+	if err != nil || !strings.Contains(string(ctl), "DEGRADED (2 excluded)") ||
+		!strings.Contains(string(ctl), "  route "+brokenRoute+" (Ingress default/httpbin): colour: unknown field\n") {
+		t.Fatalf("confighubctl status (%v):\n%s", err, ctl)
+	}
+
 	// A restarted gateway gets the fallback again, without a new 400.
 	fbHash := f.gws[1].Hash()
 	before := rejections(f.gws[1])
@@ -171,6 +185,9 @@ func TestKongFallbackAppliesEverythingElse(t *testing.T) {
 	waitHash(t, f.gws, emulator.ConfigHash(good), "the fixed configuration")
 	if st := sinkStatus(t, f.api, "gw-0"); len(st.GetExcludedEntities()) != 0 || st.GetFallbackHash() != "" || st.GetAppliedGeneration() != gen {
 		t.Fatalf("after the fix: %v", st)
+	}
+	if m := scrape(t, maddr); !strings.Contains(m, `confighub_sink_excluded_entities{kind="kong",sink="gw-0"} 0`+"\n") {
+		t.Fatalf("after the fix the metric still counts excluded entities:\n%s", m)
 	}
 
 	// Broken again with a new path: its previous version (/httpbin) and
