@@ -1,6 +1,6 @@
 // Package kongdb is the built-in "kong-db" sink: a Kong gateway that runs
 // with a database, synced entity by entity with go-database-reconciler (see
-// clients/diffsync for the pipeline and its guarantees).
+// internal/diffsync for the pipeline and its guarantees).
 //
 // Spec (KongDBSpec): address (Admin API URL, required), tls (custom CA,
 // client certificate; insecure_skip_verify only when set, with a warning

@@ -1,6 +1,6 @@
 // Package konnect is the built-in "konnect" sink: a Kong Konnect control
 // plane, synced entity by entity with go-database-reconciler as the Kong
-// Ingress Controller does (see clients/diffsync for the pipeline and its
+// Ingress Controller does (see internal/diffsync for the pipeline and its
 // guarantees).
 //
 // Spec (KonnectSpec): address (default https://us.kic.api.konghq.com),

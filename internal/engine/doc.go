@@ -1,7 +1,7 @@
 // Package engine fans each stream's newest configuration out to its sinks:
 // one goroutine and one latest-wins slot per sink, with hash skip, retries
 // with backoff, pacing, gating by waves, and a status broker
-// (engine/status) that publishes every change as a revisioned event.
+// (internal/engine/status) that publishes every change as a revisioned event.
 //
 // The hub calls Publish after a configuration is durably accepted, and
 // PutSink/DeleteSink for the sinks file and the admin RPCs. Publish never

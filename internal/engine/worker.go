@@ -521,7 +521,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 
 // dropFailed forgets the last failed apply once a generation at least as
 // new is applied: the failure is over, and keeping its config would hold
-// one old config per sink for ever (engine/doc.go, Memory). e.mu is held.
+// one old config per sink for ever (internal/engine/doc.go, Memory). e.mu is held.
 func (w *worker) dropFailed() {
 	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.appliedGen {
 		w.lastFailedCfg, w.lastFailedErr = nil, nil

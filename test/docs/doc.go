@@ -15,4 +15,7 @@
 //     registers, lists every state and result label value, and the
 //     documents name no series the code does not register
 //     (TestMetricsDocumented).
+//   - The micro-benchmark table of docs/performance.md lists every
+//     benchmark of the repository under a package that declares it
+//     (TestBenchmarkTableIsComplete).
 package docs

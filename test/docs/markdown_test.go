@@ -2,6 +2,7 @@ package docs
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -174,4 +175,49 @@ func report(t *testing.T, what string, bad []string) {
 	sort.Strings(bad)
 	bad = slices.Compact(bad)
 	t.Errorf("the documents name %s (%d):\n  %s", what, len(bad), strings.Join(bad, "\n  "))
+}
+
+var benchRow = regexp.MustCompile("(?m)^\\| (`[^|]+`) \\| ([^|]+) \\|")
+
+// TestBenchmarkTableIsComplete: the micro-benchmark table of
+// docs/performance.md names every benchmark of the repository, each in a
+// package (a folder) that declares it.
+func TestBenchmarkTableIsComplete(t *testing.T) {
+	root := repoRoot(t)
+	declared := map[string][]string{} // benchmark -> folders
+	walkGo(t, root, func(rel string, body []byte) {
+		if strings.HasSuffix(rel, "_test.go") {
+			for _, m := range funcDecl.FindAllSubmatch(body, -1) {
+				if strings.HasPrefix(string(m[1]), "Benchmark") {
+					declared[string(m[1])] = append(declared[string(m[1])], path.Dir(rel))
+				}
+			}
+		}
+	})
+	b, err := os.ReadFile(filepath.Join(root, "docs", "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "## Micro-benchmarks")
+	if !ok {
+		t.Fatal("docs/performance.md has no Micro-benchmarks section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	var bad []string
+	listed := map[string]bool{}
+	for _, row := range benchRow.FindAllStringSubmatch(table, -1) {
+		pkgs := strings.Split(strings.ReplaceAll(row[1], "`", ""), ", ")
+		for _, name := range regexp.MustCompile(`Benchmark\w+`).FindAllString(row[2], -1) {
+			listed[name] = true
+			if !slices.ContainsFunc(pkgs, func(p string) bool { return slices.Contains(declared[name], p) }) {
+				bad = append(bad, name+" listed in "+row[1]+where(declared[name]))
+			}
+		}
+	}
+	for name, dirs := range declared {
+		if !listed[name] {
+			bad = append(bad, name+" not listed"+where(dirs))
+		}
+	}
+	report(t, "micro-benchmarks wrongly", bad)
 }

@@ -56,7 +56,7 @@ func writeFsync(path string, raw []byte, flag int) error {
 // (overwrite an existing file of that size, fsync: the cheapest possible
 // durable write, no block allocation) and ratio-inplace.
 //
-//	go test -run '^$' -bench BenchmarkCommit -benchtime 20x ./store/bolt
+//	go test -run '^$' -bench BenchmarkCommit -benchtime 20x ./internal/store/bolt
 func BenchmarkCommit(b *testing.B) {
 	variants := []struct {
 		name string
@@ -126,7 +126,7 @@ func BenchmarkCommit(b *testing.B) {
 // what the store acks, to compare with the serial fdatasync floor
 // (confighub-bench scenario 7 measures both through the hub).
 //
-//	go test -run '^$' -bench BenchmarkConcurrentCommits -benchtime 2000x ./store/bolt
+//	go test -run '^$' -bench BenchmarkConcurrentCommits -benchtime 2000x ./internal/store/bolt
 func BenchmarkConcurrentCommits(b *testing.B) {
 	for _, streams := range []int{1, 16} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {

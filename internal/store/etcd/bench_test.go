@@ -19,7 +19,7 @@ import (
 // write+fsync of the same bytes, interleaved. Reported: etcd-ms, fsync-ms
 // and ratio.
 //
-//	go test -run '^$' -bench BenchmarkCommit -benchtime 10x ./store/etcd
+//	go test -run '^$' -bench BenchmarkCommit -benchtime 10x ./internal/store/etcd
 func BenchmarkCommit(b *testing.B) {
 	for _, size := range []int{1 << 20, 20 << 20} {
 		for _, par := range []int{1, 4} {
