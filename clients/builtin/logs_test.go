@@ -18,8 +18,9 @@ import (
 // TestLogLinesNameEachAttributeOnce: the engine names a sink and its kind
 // on every line of its logger, so the built-in kinds (kong with an
 // insecure-TLS warning, kong-db syncing entities at debug, file) never
-// repeat sink=, kind= or any other key on a line (was: "sink=gw kind=kong
-// sink=gw kind=kong"; kong-db's "entity synced" said kind= twice).
+// repeat sink=, kind= or any other key on a line (such as "sink=gw
+// kind=kong sink=gw kind=kong", or kind= twice on kong-db's "entity
+// synced").
 func TestLogLinesNameEachAttributeOnce(t *testing.T) {
 	rec := harness.NewLogRecorder(t, slog.LevelDebug)
 	reg := sink.NewRegistry()

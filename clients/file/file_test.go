@@ -128,8 +128,8 @@ func TestApplyRendersYAML(t *testing.T) {
 }
 
 // TestApplyCreatesFolders: a path into folders that do not exist yet (nor
-// the root) is written on the first apply (it used to fail forever with a
-// growing backoff).
+// the root) is written on the first apply, not failed and retried with a
+// growing backoff.
 func TestApplyCreatesFolders(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "out")
 	s, err := newSinkIn(root, "a/b/kong.json", confighubv1.Format_FORMAT_UNSPECIFIED)

@@ -14,8 +14,8 @@ import (
 // TestMakeDemoStopsCleanlyOnCtrlC runs `make demo` as a user does, on a
 // pseudo-terminal (util-linux script): it pushes the repository's own
 // kic-golden fixture, the three emulated gateways apply it, and Ctrl-C
-// stops everything with exit 0 (make used to report "Error 130", since
-// the terminal's SIGINT reached make itself).
+// stops everything with exit 0: the terminal's SIGINT reaches make itself,
+// which must not report "Error 130".
 func TestMakeDemoStopsCleanlyOnCtrlC(t *testing.T) {
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {

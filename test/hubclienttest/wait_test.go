@@ -93,8 +93,8 @@ func TestWaitOnARealHub(t *testing.T) {
 }
 
 // TestWatchNeverCountsAheadOfSinks: over the real hub, a generation's
-// sinks_applied never exceeds the sinks whose APPLIED event came before it
-// (it used to arrive one revision before the last sink's APPLIED).
+// sinks_applied never exceeds the sinks whose APPLIED event came before it,
+// not even by one revision before the last sink's APPLIED.
 func TestWatchNeverCountsAheadOfSinks(t *testing.T) {
 	c := startSinkHub(t, "a", "b", "c")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
