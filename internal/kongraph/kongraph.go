@@ -75,9 +75,19 @@ var refs = map[string]map[string]string{
 	"filter_chain":            {"service": "service", "route": "route"},
 }
 
+// nestedKeys and refFields are nested's and refs' keys, sorted: the walk
+// order, computed once.
+var nestedKeys, refFields = map[string][]string{}, map[string][]string{}
+
 func init() {
 	for _, c := range credentials {
 		refs[c] = map[string]string{"consumer": "consumer"}
+	}
+	for typ, kids := range nested {
+		nestedKeys[typ] = sortedKeys(toAny(kids))
+	}
+	for typ, fields := range refs {
+		refFields[typ] = sortedKeys(toAny(fields))
 	}
 }
 
@@ -196,11 +206,8 @@ func walkEntity(typ string, obj map[string]any, parent *node, parentField string
 	n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
 	visit(n)
 	kids := nested[typ]
-	for _, key := range sortedKeys(obj) {
-		field, ok := kids[key]
-		if !ok {
-			continue
-		}
+	for _, key := range nestedKeys[typ] {
+		field := kids[key]
 		list, _ := obj[key].([]any)
 		ct := childType(typ, key)
 		for _, v := range list {
@@ -337,7 +344,7 @@ func foreignKeys(n *node) []fk {
 		}
 		return out
 	}
-	for _, field := range sortedKeys(toAny(refs[n.Type])) {
+	for _, field := range refFields[n.Type] {
 		if field == n.parentField && n.parent != nil {
 			continue
 		}
