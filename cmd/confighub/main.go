@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -213,6 +214,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
+	releaseStartGarbage()
 	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
 	if err != nil {
 		return err
@@ -256,3 +258,10 @@ func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv 
 	}
 	return nil
 }
+
+// releaseStartGarbage gives the memory the start freed back to the OS at
+// once: opening the store reads every record (to verify it), then every
+// stream's configuration again, and without this an idle hub kept about
+// twice its configurations in RSS until the runtime's scavenger caught up
+// (two 200 MiB streams: 828 MiB idle).
+func releaseStartGarbage() { debug.FreeOSMemory() }

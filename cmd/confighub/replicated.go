@@ -180,6 +180,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	if err != nil {
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
+	releaseStartGarbage()
 	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
 	if err != nil {
 		return err

@@ -56,6 +56,11 @@
 //     (WithSecretValues: its token, header values) are replaced by
 //     "<redacted>" in that text, the raw body, a Runner's health report
 //     and a panic's log line (TestSinkSecretsScrubbed).
+//   - A sink's error is bounded before status shows it, so no answer of a
+//     destination makes GetStatus or a snapshot exceed the message limit:
+//     last_error at most 4 KiB, the first 100 entity errors (32 KiB in all,
+//     texts cut) with entity_errors_omitted counting the rest, the raw body
+//     kept for LastFailed at most 8 MiB (TestStatusBoundsSinkErrors).
 //   - Pacing: options.min_interval between apply starts
 //     (TestMinInterval); options.debounce with options.max_delay
 //     (TestDebounce, TestDebounceMaxDelay).

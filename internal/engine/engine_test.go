@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/engine/enginetest"
@@ -1214,5 +1216,42 @@ func TestSinkSecretsScrubbed(t *testing.T) {
 	})
 	if strings.Contains(logs.String(), "kpat_") {
 		t.Fatalf("the log shows the secret:\n%s", logs.String())
+	}
+}
+
+// TestStatusBoundsSinkErrors: whatever a destination answers, a sink's
+// status stays small: at most 100 entity errors (32 KiB in all, each text
+// cut) with entity_errors_omitted counting the rest, last_error at most
+// 4 KiB; a success clears them. (A configuration with 100,000 bad entities
+// made every GetStatus of its stream exceed the message limit.)
+func TestStatusBoundsSinkErrors(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	ees := make([]*confighubv1.EntityError, 10_000)
+	for i := range ees {
+		ees[i] = &confighubv1.EntityError{EntityType: "route", EntityName: fmt.Sprintf("r%d-%s", i, strings.Repeat("n", 1000)),
+			Errors: []*confighubv1.FieldError{{Type: "field", Field: "paths", Message: strings.Repeat("m", 5000)}}}
+	}
+	s.Set(enginetest.Behavior{Err: &sink.Error{Code: "rejected", Permanent: true, Message: strings.Repeat("x", 1<<20), EntityErrors: ees}})
+	h.pushN(1)
+	st := h.awaitState("a", confighubv1.SinkState_SINK_STATE_FAILED, 1)
+	got := st.GetEntityErrors()
+	if len(got) == 0 || len(got) > 100 || int(st.GetEntityErrorsOmitted())+len(got) != len(ees) {
+		t.Fatalf("%d entity errors kept, %d omitted, of %d", len(got), st.GetEntityErrorsOmitted(), len(ees))
+	}
+	if n := proto.Size(st); n > 40<<10 {
+		t.Fatalf("the status of one sink is %d bytes", n)
+	}
+	if e := got[0]; !strings.HasPrefix(e.GetEntityName(), "r0-nnn") || len(e.GetEntityName()) > 300 || len(e.GetErrors()[0].GetMessage()) > 1100 {
+		t.Fatalf("first entity error not cut: name %d bytes, message %d bytes", len(e.GetEntityName()), len(e.GetErrors()[0].GetMessage()))
+	}
+	if le := st.GetLastError(); len(le) > 4200 || !strings.HasPrefix(le, "rejected: xxx") || !strings.HasSuffix(le, "more bytes cut)") {
+		t.Fatalf("last_error: %d bytes, ends %q", len(le), le[max(0, len(le)-30):])
+	}
+	s.Set(enginetest.Behavior{})
+	h.pushN(1)
+	st = h.awaitApplied("a", 2)
+	if len(st.GetEntityErrors()) != 0 || st.GetEntityErrorsOmitted() != 0 {
+		t.Fatalf("a success kept %d entity errors, %d omitted", len(st.GetEntityErrors()), st.GetEntityErrorsOmitted())
 	}
 }

@@ -96,27 +96,29 @@ type worker struct {
 	lastFailedErr    *sink.Error
 
 	// under e.mu: the status fields.
-	state           state
-	desiredGen      uint64
-	desiredHash     string
-	appliedGen      uint64
-	appliedHash     string
-	attempts        uint32
-	applyErr        string
-	applyErrCode    string
-	panicked        bool // the last failure was a recovered panic: FAILED while retried
-	entityErrors    []*confighubv1.EntityError
-	nextRetry       time.Time
-	lastDur         time.Duration
-	coalesced       uint64
-	reason          string
-	lastAppliedTime time.Time
-	rejectedGen     uint64
-	appliesTotal    uint64
-	prevErr         string // the error the last successful apply cleared
-	prevErrCode     string
-	published       *confighubv1.SinkStatus
-	fallback        fallbackState // DEGRADED: the fallback the destination runs
+	state        state
+	desiredGen   uint64
+	desiredHash  string
+	appliedGen   uint64
+	appliedHash  string
+	attempts     uint32
+	applyErr     string
+	applyErrCode string
+	panicked     bool // the last failure was a recovered panic: FAILED while retried
+	entityErrors []*confighubv1.EntityError
+	// entityErrorsOmitted: entity errors beyond those kept (boundError).
+	entityErrorsOmitted uint32
+	nextRetry           time.Time
+	lastDur             time.Duration
+	coalesced           uint64
+	reason              string
+	lastAppliedTime     time.Time
+	rejectedGen         uint64
+	appliesTotal        uint64
+	prevErr             string // the error the last successful apply cleared
+	prevErrCode         string
+	published           *confighubv1.SinkStatus
+	fallback            fallbackState // DEGRADED: the fallback the destination runs
 }
 
 // newWorker builds the worker of s; caps is s.Describe(), asked before
@@ -451,7 +453,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		if msg, code := w.shownError(); msg != "" {
 			w.prevErr, w.prevErrCode = msg, code
 		}
-		w.applyErr, w.applyErrCode, w.entityErrors = "", "", nil
+		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
 		w.fallback = fallbackState{}
 		w.health = ""
 		w.setState(stateApplied, "")
@@ -484,6 +486,8 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
 	se = e.redactError(se, w.scrub)
+	var omitted uint32
+	se, omitted = boundError(se)
 	// Status reports a code of the closed set whatever the sink (a user's
 	// in-process one included) set; the sink's own code stays in the text.
 	msg := se.Error()
@@ -492,7 +496,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	se = &mapped
 	code := string(se.Code)
 	w.lastFailedCfg, w.lastFailedErr = cfg, se
-	w.applyErr, w.applyErrCode, w.entityErrors = msg, code, se.EntityErrors
+	w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = msg, code, se.EntityErrors, omitted
 	w.panicked = errors.Is(err, errSinkPanicked)
 	e.metrics.EntityErrors(w.name, w.kind, len(se.EntityErrors))
 	if se.Permanent {
@@ -578,25 +582,26 @@ func (w *worker) emit() {
 
 func (w *worker) status() *confighubv1.SinkStatus {
 	st := &confighubv1.SinkStatus{
-		Sink:               w.name,
-		Kind:               w.kind,
-		Stream:             w.st.name,
-		State:              w.state,
-		DesiredGeneration:  w.desiredGen,
-		DesiredHash:        w.desiredHash,
-		AppliedGeneration:  w.appliedGen,
-		AppliedHash:        w.appliedHash,
-		Attempts:           w.attempts,
-		EntityErrors:       w.entityErrors,
-		Coalesced:          w.coalesced,
-		Reason:             w.reason,
-		RejectedGeneration: w.rejectedGen,
-		AppliesTotal:       w.appliesTotal,
-		PreviousError:      w.prevErr,
-		PreviousErrorCode:  w.prevErrCode,
-		ExcludedEntities:   w.fallback.excluded,
-		FallbackGeneration: w.fallback.gen,
-		FallbackHash:       w.fallback.hash,
+		Sink:                w.name,
+		Kind:                w.kind,
+		Stream:              w.st.name,
+		State:               w.state,
+		DesiredGeneration:   w.desiredGen,
+		DesiredHash:         w.desiredHash,
+		AppliedGeneration:   w.appliedGen,
+		AppliedHash:         w.appliedHash,
+		Attempts:            w.attempts,
+		EntityErrors:        w.entityErrors,
+		EntityErrorsOmitted: w.entityErrorsOmitted,
+		Coalesced:           w.coalesced,
+		Reason:              w.reason,
+		RejectedGeneration:  w.rejectedGen,
+		AppliesTotal:        w.appliesTotal,
+		PreviousError:       w.prevErr,
+		PreviousErrorCode:   w.prevErrCode,
+		ExcludedEntities:    w.fallback.excluded,
+		FallbackGeneration:  w.fallback.gen,
+		FallbackHash:        w.fallback.hash,
 	}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.nextRetry.IsZero() {
@@ -628,7 +633,7 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.LastError != b.LastError || a.LastErrorCode != b.LastErrorCode || a.Coalesced != b.Coalesced ||
 		a.Reason != b.Reason || a.RejectedGeneration != b.RejectedGeneration || a.AppliesTotal != b.AppliesTotal ||
 		a.PreviousError != b.PreviousError || a.PreviousErrorCode != b.PreviousErrorCode ||
-		len(a.EntityErrors) != len(b.EntityErrors) || a.FallbackGeneration != b.FallbackGeneration ||
+		len(a.EntityErrors) != len(b.EntityErrors) || a.EntityErrorsOmitted != b.EntityErrorsOmitted || a.FallbackGeneration != b.FallbackGeneration ||
 		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) {
 		return false
 	}

@@ -3,12 +3,11 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
 )
 
@@ -40,23 +39,10 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	return status.Error(codeOf(err), boundMessage(err.Error()))
+	return status.Error(codeOf(err), engine.CutText(err.Error(), maxMessageBytes))
 }
 
 // maxMessageBytes bounds the message of an error status: an error may name
 // what a client sent (a sink's address, a factory's complaint about a
 // setting), and no input may make an answer large.
 const maxMessageBytes = 4 << 10
-
-// boundMessage cuts msg to maxMessageBytes (at a UTF-8 boundary) and says
-// how much was cut.
-func boundMessage(msg string) string {
-	if len(msg) <= maxMessageBytes {
-		return msg
-	}
-	cut := maxMessageBytes
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... (%d more bytes cut)", msg[:cut], len(msg)-cut)
-}

@@ -117,7 +117,8 @@ type SinkStatus struct {
 	// Attempts at the desired generation so far.
 	Attempts  uint32 `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	LastError string `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	// Per-entity errors the destination reported (Kong's flattened errors).
+	// Per-entity errors the destination reported (Kong's flattened errors),
+	// the first 100 (see entity_errors_omitted).
 	EntityErrors      []*EntityError         `protobuf:"bytes,9,rep,name=entity_errors,json=entityErrors,proto3" json:"entity_errors,omitempty"`
 	NextRetryTime     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=next_retry_time,json=nextRetryTime,proto3" json:"next_retry_time,omitempty"`
 	LastApplyDuration *durationpb.Duration   `protobuf:"bytes,11,opt,name=last_apply_duration,json=lastApplyDuration,proto3" json:"last_apply_duration,omitempty"`
@@ -148,8 +149,13 @@ type SinkStatus struct {
 	// hash of the fallback itself (what the destination holds).
 	FallbackGeneration uint64 `protobuf:"varint,23,opt,name=fallback_generation,json=fallbackGeneration,proto3" json:"fallback_generation,omitempty"`
 	FallbackHash       string `protobuf:"bytes,24,opt,name=fallback_hash,json=fallbackHash,proto3" json:"fallback_hash,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// How many more entity errors the destination reported than
+	// entity_errors holds: status keeps at most 100 per sink (32 KiB in all,
+	// long texts cut), and last_error at most 4 KiB, so no configuration
+	// makes a status answer exceed the message limit.
+	EntityErrorsOmitted uint32 `protobuf:"varint,25,opt,name=entity_errors_omitted,json=entityErrorsOmitted,proto3" json:"entity_errors_omitted,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *SinkStatus) Reset() {
@@ -348,6 +354,13 @@ func (x *SinkStatus) GetFallbackHash() string {
 		return x.FallbackHash
 	}
 	return ""
+}
+
+func (x *SinkStatus) GetEntityErrorsOmitted() uint32 {
+	if x != nil {
+		return x.EntityErrorsOmitted
+	}
+	return 0
 }
 
 // ExcludedEntity is one entity a fallback left out of its generation.
@@ -685,7 +698,7 @@ var File_confighub_v1_status_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_status_proto_rawDesc = "" +
 	"\n" +
-	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\b\n" +
+	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\b\n" +
 	"\n" +
 	"SinkStatus\x12\x12\n" +
 	"\x04sink\x18\x01 \x01(\tR\x04sink\x12\x12\n" +
@@ -713,7 +726,8 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x13previous_error_code\x18\x15 \x01(\tR\x11previousErrorCode\x12I\n" +
 	"\x11excluded_entities\x18\x16 \x03(\v2\x1c.confighub.v1.ExcludedEntityR\x10excludedEntities\x12/\n" +
 	"\x13fallback_generation\x18\x17 \x01(\x04R\x12fallbackGeneration\x12#\n" +
-	"\rfallback_hash\x18\x18 \x01(\tR\ffallbackHash\"\xfd\x01\n" +
+	"\rfallback_hash\x18\x18 \x01(\tR\ffallbackHash\x122\n" +
+	"\x15entity_errors_omitted\x18\x19 \x01(\rR\x13entityErrorsOmitted\"\xfd\x01\n" +
 	"\x0eExcludedEntity\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1f\n" +
