@@ -3,15 +3,17 @@
 // tell the engine how to treat a failure.
 //
 // The engine gives every sink these guarantees:
-//   - Apply is never called concurrently for one sink: one apply at a time.
+//   - Apply is never called concurrently for one sink: one apply at a time
+//     (engine's TestNoConcurrentAppliesPerSink).
 //   - Apply gets the newest generation the sink's slot holds; generations a
 //     sink was too busy for are skipped (latest wins), never applied out of
-//     order.
+//     order (engine's TestBurstCoalesces, engine's
+//     TestInFlightFinishesThenNewest).
 //   - ctx carries the per-attempt timeout and is cancelled when the sink is
 //     deleted, the hub stops, or (with cancel_in_flight) a newer generation
-//     arrives.
+//     arrives (engine's TestAttemptTimeout, engine's TestCancelInFlight).
 //   - A panic in Apply is recovered, reported as FAILED with code
-//     "internal", and retried with backoff.
+//     "internal", and retried with backoff (engine's TestPanicRecovered).
 //   - The Config and its bytes are shared with other sinks: read only.
 //
 // A sink reports how a failure should be handled by returning an *Error

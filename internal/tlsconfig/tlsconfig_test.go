@@ -4,9 +4,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -99,5 +101,43 @@ func TestHalfACertificateIsAnError(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Build(%v) error = %v, want it to mention %q", tc.spec, err, tc.want)
 		}
+	}
+}
+
+// TestCustomCAAndMinimumVersion: a custom CA is the only root of the
+// connection, and no spec allows below TLS 1.2 or skips verification
+// unless insecure_skip_verify is set.
+func TestCustomCAAndMinimumVersion(t *testing.T) {
+	ca, _ := selfSigned(t, "ca")
+	c, err := Build(&confighubv1.TLS{CaPem: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := x509.NewCertPool()
+	want.AppendCertsFromPEM([]byte(ca))
+	if c.RootCAs == nil || !c.RootCAs.Equal(want) {
+		t.Fatal("RootCAs is not exactly the custom CA")
+	}
+	if c.MinVersion != tls.VersionTLS12 || c.InsecureSkipVerify {
+		t.Fatalf("MinVersion %x, InsecureSkipVerify %v; want TLS 1.2 and false", c.MinVersion, c.InsecureSkipVerify)
+	}
+	if c, err := Build(&confighubv1.TLS{InsecureSkipVerify: true}); err != nil || !c.InsecureSkipVerify || c.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("insecure_skip_verify: %+v, %v", c, err)
+	}
+}
+
+// TestWarnInsecureOnlyWhenSet: turning verification off is logged as a
+// warning, and nothing is logged otherwise.
+func TestWarnInsecureOnlyWhenSet(t *testing.T) {
+	var out strings.Builder
+	logger := slog.New(slog.NewTextHandler(&out, nil))
+	WarnInsecure(logger, &confighubv1.TLS{ServerName: "x"}, "https://kong:8444")
+	WarnInsecure(logger, nil, "https://kong:8444")
+	if out.Len() != 0 {
+		t.Fatalf("logged without insecure_skip_verify: %s", out.String())
+	}
+	WarnInsecure(logger, &confighubv1.TLS{InsecureSkipVerify: true}, "https://kong:8444")
+	if got := out.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "address=https://kong:8444") {
+		t.Fatalf("warning = %q", got)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // flush and queues the file for the flusher goroutine, which takes
 // everything queued at once (the commits that arrived while the previous
 // flush ran) and makes all of it durable, then acks each. A batch of one
-// record fdatasyncs its file, as before. A batch of several writes the
+// record fdatasyncs its own file. A batch of several writes the
 // small records (data up to logMaxEntry) once more, back to back, as
 // entries of the commit log (<path>.log) and fdatasyncs the log: one
 // flush for all of them; larger records fdatasync their own files beside
