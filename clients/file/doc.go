@@ -16,12 +16,16 @@
 //   - The file is replaced atomically: the bytes go to a temporary file in
 //     the same directory, which is fsynced, renamed over the path, and the
 //     directory is fsynced. A reader sees the old file or the new one, never
-//     a partial write, and after a crash the path holds one whole generation.
+//     a partial write, and after a crash the path holds one whole generation
+//     (TestWriteAtomicFailureLeavesNoTempFile: a failed write leaves the
+//     old file and no temporary one).
 //   - The file is readable by its owner only (0600): a Kong configuration
-//     holds credentials and private keys.
+//     holds credentials and private keys (TestApplyWritesOwnerOnlyFile).
 //   - FORMAT_JSON renders the configuration as JSON (a YAML push is
 //     converted once and shared with other sinks), FORMAT_YAML renders it as
-//     YAML, and FORMAT_UNSPECIFIED writes the bytes exactly as pushed.
+//     YAML, and FORMAT_UNSPECIFIED writes the bytes exactly as pushed
+//     (TestApplyRendersJSON, TestApplyRendersYAML,
+//     TestApplyWritesBytesAsPushed).
 //   - A failure to write is retryable, sink.CodeUnavailable (the disk may
 //     come back; TestApplyWriteErrorIsRetryable); a YAML push
 //     that cannot be converted is a permanent sink.CodeInvalid error.

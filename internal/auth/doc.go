@@ -9,11 +9,13 @@
 //     and the loop never exits early on a match, so the answer time does
 //     not depend on which token (or how much of one) matched.
 //   - No or unknown token: codes.Unauthenticated. A known token whose role
-//     is below the method's: codes.PermissionDenied.
+//     is below the method's: codes.PermissionDenied (TestRoles).
 //   - Health and reflection stay open; every other method needs a role,
-//     and a method the policy does not know needs admin (fail closed).
+//     and a method the policy does not know needs admin (fail closed)
+//     (TestRoles, TestUnknownMethodNeedsAdmin).
 //   - A reload that fails (unreadable file, bad syntax, unknown role, empty
 //     file) keeps the tokens in force; the tokens are swapped atomically,
-//     so a call sees either the old set or the new one.
+//     so a call sees either the old set or the new one (TestReload,
+//     TestParseErrors).
 //   - Tokens never appear in logs or error messages.
 package auth

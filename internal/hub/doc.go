@@ -8,9 +8,9 @@
 //     push that passed the check is committed (the store assigns the
 //     generation and enforces expected_generation), and only then
 //     acknowledged; the engine gets the new generation after the commit,
-//     and never delays the ack.
+//     and never delays the ack (TestPushStoresThenPublishes).
 //   - A push that is rejected stores nothing and touches no sink: its
-//     staged bytes are discarded.
+//     staged bytes are discarded (TestRejectedPushChangesNothing).
 //   - An upload's size is bounded by its header and its SHA-256 computed
 //     during receipt; a mismatch, a truncation or a failed check stores
 //     nothing. A JSON upload on a store that stages streams (the bolt
@@ -30,11 +30,12 @@
 //     share comes back when the upload ends (Abort), acked, refused or
 //     abandoned (server TestUploadBudget).
 //   - A sink put at run time is validated, stored, then started (and taken
-//     out of the store again when its kind refuses to build it); the sinks
-//     file is put at every start (it is the start-up seed and wins for the
-//     names it lists).
+//     out of the store again when its kind refuses to build it;
+//     TestPutSinkRefusedByFactoryChangesNothing); the sinks file is put at
+//     every start (it is the start-up seed and wins for the names it lists).
 //   - At start, every stream and every sink's applied record is loaded and
-//     each sink is driven to the last acknowledged generation.
+//     each sink is driven to the last acknowledged generation
+//     (TestStartResumesStoredStreamsAndSeedsSinks, TestStartCountsEachSinkOnce).
 //
 // Errors are returned wrapped around the sentinels in errors.go; server/
 // maps them to gRPC codes, once.
