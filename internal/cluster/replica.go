@@ -350,7 +350,7 @@ func (r *Replica) apply(ctx context.Context, ev store.Event) {
 
 func (r *Replica) publish(s store.Stream) {
 	r.follow(s.Name)
-	r.eng.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
+	r.eng.Publish(s.AsConfig())
 }
 
 func (r *Replica) putSink(s *confighubv1.Sink) {
@@ -371,12 +371,9 @@ func (r *Replica) deleteSink(ctx context.Context, name string) {
 	}
 }
 
-func (r *Replica) follow(stream string) {
-	if stream == "" {
-		stream = config.DefaultStream
-	}
-	r.writer.Follow(stream)
-}
+// follow has the writer copy a stream's statuses (names come resolved:
+// from the store, and normalised specs).
+func (r *Replica) follow(stream string) { r.writer.Follow(stream) }
 
 // OwnerOf names the replica that runs a sink ("" when this replica does not
 // place sinks now): the engine names it when it hands a sink over.

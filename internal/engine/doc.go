@@ -5,7 +5,9 @@
 //
 // The hub calls Publish after a configuration is durably accepted, and
 // PutSink/DeleteSink for the sinks file and the admin RPCs. Publish never
-// waits for a sink.
+// waits for a sink. Stream names come resolved (the hub gives a push
+// without one config.DefaultStream, sinkspec a sink without one): the
+// engine takes them as they are.
 //
 // Guarantees, each with its named test (engine_test.go unless noted):
 //

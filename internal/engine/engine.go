@@ -312,10 +312,10 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	return e
 }
 
+// stream returns the named stream, made on first use. Names are resolved
+// at the edge (the hub gives a push without a stream config.DefaultStream,
+// sinkspec a sink without one): the engine takes them as they are.
 func (e *Engine) stream(name string) *stream {
-	if name == "" {
-		name = config.DefaultStream
-	}
 	st := e.streams[name]
 	if st == nil {
 		st = &stream{name: name, sinks: map[string]*worker{}, peers: map[string]*peer{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
@@ -395,9 +395,6 @@ func (e *Engine) Publish(cfg *config.Config) {
 
 // Current returns a stream's newest configuration, nil if none.
 func (e *Engine) Current(streamName string) *config.Config {
-	if streamName == "" {
-		streamName = config.DefaultStream
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if st := e.streams[streamName]; st != nil {
@@ -624,9 +621,6 @@ func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 // Status returns a consistent snapshot of a stream's status at one broker
 // revision; false when the stream has neither a config nor a sink.
 func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
-	if streamName == "" {
-		streamName = config.DefaultStream
-	}
 	return e.broker.Snapshot(streamName)
 }
 
@@ -638,9 +632,6 @@ func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool
 // the engine never waits for it. The channel is closed when ctx ends or the
 // engine stops. Messages are shared: read only.
 func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
-	if streamName == "" {
-		streamName = config.DefaultStream
-	}
 	return e.broker.Watch(ctx, streamName, fromRevision)
 }
 

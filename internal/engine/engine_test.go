@@ -1036,7 +1036,7 @@ func TestApplySlotQueue(t *testing.T) {
 	started(t, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := h.e.Watch(ctx, "", 0)
+	events := h.e.Watch(ctx, "default", 0)
 	b := h.put("b", kindTest, nil)
 	h.awaitState("b", pending, 1)
 	c := h.put("c", kindTest, nil)
@@ -1057,7 +1057,7 @@ func TestApplySlotQueue(t *testing.T) {
 	// Read the changes up to now: b's PENDING for a slot was reported
 	// once (not again for generations 2 and 3), and b
 	// started before c (FIFO).
-	final, _ := h.e.Status("")
+	final, _ := h.e.Status("default")
 	pendingB, order := 0, []string{}
 	for ev := range events {
 		if s := ev.GetSink(); s != nil {

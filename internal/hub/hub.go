@@ -118,7 +118,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load streams: %w", err)
 	}
 	for _, s := range streams {
-		h.pub.Publish(config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime))
+		h.pub.Publish(s.AsConfig())
 	}
 	stored, err := h.store.ListSinks(ctx)
 	if err != nil {
@@ -302,7 +302,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read stream %q: %v", ErrUnavailable, stream, err)
 	}
-	return config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime), nil
+	return s.AsConfig(), nil
 }
 
 // SinkConfig returns what a sink last applied, or with failed, what it last

@@ -32,6 +32,13 @@ type Stream struct {
 	AcceptTime time.Time
 }
 
+// AsConfig is the stream's configuration as the engine takes it (the one
+// conversion of a stored stream: the JSON form of a YAML config is made
+// by config.New when first needed).
+func (s Stream) AsConfig() *config.Config {
+	return config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime)
+}
+
 // Applied is what one sink last applied.
 type Applied struct {
 	Sink       string
