@@ -1,8 +1,8 @@
 // Package kongapi is the one reading of a Kong Admin API (or Konnect) HTTP
 // answer as a sink error code, used by every sink that speaks to Kong: the
-// DB-less kong sink and the diff-sync sinks (kong-db, konnect). Two tables
-// drifted apart before (408 permanent in one and retried in the other), so
-// there is one, tested by TestStatusCodes.
+// DB-less kong sink and the diff-sync sinks (kong-db, konnect). One table,
+// so the sinks cannot disagree on an answer (a 408 is retried by all of
+// them); tested by TestStatusCodes.
 package kongapi
 
 import (

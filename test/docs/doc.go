@@ -18,4 +18,6 @@
 //   - The micro-benchmark table of docs/performance.md lists every
 //     benchmark of the repository under a package that declares it
 //     (TestBenchmarkTableIsComplete).
+//   - README.md's layout names every folder under internal/, test/,
+//     clients/ and cmd/ (TestReadmeLayoutNamesEveryPackage).
 package docs

@@ -194,15 +194,7 @@ func TestBenchmarkTableIsComplete(t *testing.T) {
 			}
 		}
 	})
-	b, err := os.ReadFile(filepath.Join(root, "docs", "performance.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(b), "## Micro-benchmarks")
-	if !ok {
-		t.Fatal("docs/performance.md has no Micro-benchmarks section")
-	}
-	table, _, _ = strings.Cut(table, "\n## ")
+	table := section(t, root, "docs/performance.md", "Micro-benchmarks")
 	var bad []string
 	listed := map[string]bool{}
 	for _, row := range benchRow.FindAllStringSubmatch(table, -1) {
@@ -220,4 +212,47 @@ func TestBenchmarkTableIsComplete(t *testing.T) {
 		}
 	}
 	report(t, "micro-benchmarks wrongly", bad)
+}
+
+// TestReadmeLayoutNamesEveryPackage: the layout table of README.md names
+// every folder directly under internal/, test/, clients/ and cmd/, so a new
+// or moved package is not missing from the map.
+func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
+	root := repoRoot(t)
+	layout := section(t, root, "README.md", "Layout")
+	var bad []string
+	for _, parent := range []string{"internal", "test", "clients", "cmd"} {
+		ents, err := os.ReadDir(filepath.Join(root, parent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if !e.IsDir() || skipDir(e.Name()) {
+				continue
+			}
+			full := parent + "/" + e.Name()
+			short := "`" + e.Name() + "`" // a row such as clients/: `kong`, `file`
+			if !strings.Contains(layout, full) && !strings.Contains(layout, short) {
+				bad = append(bad, full)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("README.md's layout does not name %s", strings.Join(bad, ", "))
+	}
+}
+
+// section is the text of a document's "## heading" section.
+func section(t *testing.T, root, doc, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(b), "## "+heading)
+	if !ok {
+		t.Fatalf("%s has no %s section", doc, heading)
+	}
+	text, _, _ = strings.Cut(text, "\n## ")
+	return text
 }
