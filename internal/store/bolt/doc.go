@@ -39,7 +39,7 @@
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything
 //     is acked in them: Open flushes the parent of each directory it
-//     creates.
+//     creates (TestCreatesParentDirs, TestCreatedDirsAreFlushed).
 //   - An acked generation's record was fdatasynced (bytes, meta, header,
 //     and the size and blocks to read them; in its own file, or as an
 //     entry of the commit log, see group commit below) and its name was durable
@@ -50,16 +50,19 @@
 //     the page cache only), the index is updated to name it, and the
 //     others go. So an acked generation is never lost, and a torn record
 //     (a crash before its flush returned: never acked) is dropped, its
-//     generation handed out again.
+//     generation handed out again (TestCrashAfterAckBeforeIndex,
+//     TestCrashTornRecordIsDropped, TestCrashNewestTornOlderReplayed).
 //   - The header sits at a fixed offset the config bytes never reach, so
 //     no payload can forge a record.
 //   - A recycled file keeps its stale header until it is sealed again. A
 //     file is recycled only after the index names a newer generation of
 //     its stream (the index only grows), so at Open a stale record is
 //     never above the index and never replayed, whether the bytes staged
-//     over it are different, torn or the same again.
+//     over it are different, torn or the same again
+//     (TestCrashWhileStagingIntoRecycledFile, TestPowerLossMixesRecycledPages).
 //   - The record the index names is never recycled before the index names
-//     a newer one, so Open checks it strictly: missing, short, a bad
+//     a newer one (TestIndexedFileNotRecycledWhileIndexLags), so Open
+//     checks it strictly (TestBrokenBlobIsCorrupt): missing, short, a bad
 //     header or checksum, another stream or generation, or bytes that do
 //     not hash to the SHA-256 is an error wrapping store.ErrCorrupt that
 //     names the file. Nothing is reset silently. (A record newer than the
@@ -91,7 +94,7 @@
 //     (TestCommitLogWrapsAround).
 //   - A record names its stream in its meta, and Open assigns it by that
 //     name, so the store refuses a stream name or label that is not valid
-//     UTF-8 (JSON would store another one).
+//     UTF-8 (JSON would store another one) (TestNonUTF8Refused).
 //   - A streamed stage (store.StreamStager, an upload's chunks) writes
 //     each piece at its offset as it arrives, takes no more than its
 //     announced size and ends only whole (TestStageStreamSize); its
@@ -100,7 +103,8 @@
 //     (TestPinnedFileWaitsForRecycling).
 //   - Nothing unchecked is stored: the hub commits only after its check
 //     passed; a failed check, a conflict or an unchanged hash returns the
-//     staged file to the pool without a header.
+//     staged file to the pool without a header
+//     (TestStagedDiscardConflictUnchanged).
 //   - A commit whose write or flush fails may or may not be on disk (with
 //     group commit: every commit of the batch, TestGroupCommitFailedLogFlush;
 //     a record file of a logged record that fails its flush before the
@@ -109,7 +113,8 @@
 //     fsync the kernel may have marked the lost pages clean: a later one
 //     proves nothing); the hub answers Unavailable. The next Open decides
 //     from what is on disk (it may replay that unacked record, flushed
-//     again, if it reads back whole).
+//     again, if it reads back whole) (TestFailedFdatasyncStopsCommits,
+//     TestFailedSealStopsCommits).
 //   - An index write that fails is retried at the next commit; the
 //     records are durable meanwhile and Open replays them. Close reports
 //     it.
@@ -118,16 +123,18 @@
 //     sees a file being overwritten.
 //   - A bbolt file that cannot be read gives an error wrapping
 //     store.ErrCorrupt that names it; Open walks every record (and bbolt's
-//     page consistency check) before returning.
+//     page consistency check) before returning (TestGarbageFileIsCorrupt,
+//     TestTruncatedFile, TestOverwrittenPagesAreCorrupt).
 //   - A second process opening the same file fails after the lock timeout
-//     with "data dir in use by another process".
+//     with "data dir in use by another process" (TestSecondOpenFailsInUse).
 //   - Close refuses every later stage and commit and waits for those under
 //     way before it releases the file lock: once it returns nothing is
 //     written, so the next Open (which removes files it does not know of)
-//     never races a late commit.
+//     never races a late commit (TestNoWriteAfterClose).
 //   - Open removes every file of ours (<id>.rec, <id>.cfg) the index does
 //     not name (staged, torn, replaced, free); other files in the
-//     directory are left alone. After a start there is one file per stream.
+//     directory are left alone. After a start there is one file per stream
+//     (TestOneBlobPerStream, TestCrashBeforeRemovalOfReplacedBlob).
 //
 // Layout (version 3): bucket "streams" holds one nested bucket per stream
 // with its index meta record ("meta", JSON, naming the record file);
