@@ -5,7 +5,7 @@
 //   - Apply sends cfg.JSON() with check_hash=1 and flatten_errors=1. The JSON
 //     is converted once per generation and the same bytes are shared by
 //     every gateway sink (never copied per sink). 201 and 304 (hash
-//     unchanged) are success.
+//     unchanged) are success (TestApply201Then304).
 //   - Failures come back as *sink.Error:
 //     400 -> Permanent, code "rejected", Kong's flattened_errors parsed into
 //     EntityErrors (entity type, name, id, tags such as k8s-name:..., field
@@ -15,14 +15,18 @@
 //     message), for one given nested the error is read from "fields" by
 //     the entity's name or id, without tags
 //     (TestApply400DanglingReferences);
-//     413 -> Permanent, code "too-large", the message names the body size;
+//     413 -> Permanent, code "too-large", the message names the body size
+//     (TestApply413TooLarge, TestApply413LargeBody);
 //     429 -> code "rate-limited" with RetryAfter from the Retry-After header
 //     (seconds or HTTP date; read by the transport because go-kong's raw
-//     /config call returns only status and body);
-//     504 and timeouts -> code "timeout"; other 5xx and connection errors
-//     (refused, reset, dropped) -> code "unavailable", both retried with
-//     backoff; 401/403 -> code "unauthorized", retried (the credentials,
-//     not the configuration, are wrong); other 4xx -> Permanent "rejected".
+//     /config call returns only status and body; TestApply429RetryAfter);
+//     504 and timeouts -> code "timeout" (TestApplyTimeoutOnHungGateway);
+//     other 5xx and connection errors (refused, reset, dropped) -> code
+//     "unavailable", both retried with backoff
+//     (TestApply5xxAndDropsAreRetryable, TestApplyConnectionRefused);
+//     401/403 -> code "unauthorized", retried (the credentials, not the
+//     configuration, are wrong; TestApplyUnauthorizedIsRetryable); other
+//     4xx -> Permanent "rejected".
 //   - on_reject: ON_REJECT_FALLBACK (off by default, docs/fallback.md): a
 //     400 whose entity errors name entities of the configuration is
 //     followed by a fallback built by internal/kongraph (the generation
@@ -41,11 +45,13 @@
 //     client certificate, server name; insecure_skip_verify only when set,
 //     and then a warning is logged), extra headers on every request (e.g.
 //     Kong-Admin-Token). There is no client-wide timeout: each request is
-//     bounded by its ctx (the engine's per-attempt timeout).
+//     bounded by its ctx (the engine's per-attempt timeout)
+//     (TestHeadersSent, TestTLSWithCAAndClientCertificate,
+//     TestInsecureSkipVerifyWarns).
 //   - Answers are never held whole: a 2xx of POST /config (Kong echoes
 //     every loaded entity, about the configuration's size) is drained
 //     through a small buffer and dropped; other answers are read up to
-//     8 MiB.
+//     8 MiB (TestAnswerBodiesAreNotBuffered).
 //   - Liveness (sink.Runner): GET /status every status_interval (default
 //     10s) on the injected clock, each poll bounded by min(interval, 10s).
 //     The all-zeros configuration_hash after a successful apply (or at the

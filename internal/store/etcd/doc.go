@@ -7,7 +7,8 @@
 //     quorum, WAL fsynced). The transaction compares the stream's meta key
 //     with the mod revision read just before, so two replicas never hand out
 //     the same generation: the loser re-reads and either retries (no
-//     expected generation) or gets store.ErrConflict.
+//     expected generation) or gets store.ErrConflict
+//     (TestReplicasShareGenerations).
 //   - Readers see one consistent revision: a stream's meta and its config
 //     chunks are read at the same revision.
 //   - Watch reports every change made by other Store values (other
@@ -16,7 +17,9 @@
 //     reported (the caller knows them). Watch starts after the revision of
 //     the last ListStreams/ListSinks call on this Store, so list-then-watch
 //     misses nothing. If the etcd history it needs was compacted, it sends
-//     every stream and sink again and continues.
+//     every stream and sink again and continues (TestWatchOtherReplica,
+//     TestWatchAfterListHasNoGap, TestWatchResyncsAfterCompaction,
+//     TestWatchResyncReportsSinksDeletedInTheGap).
 //
 // Layout under the prefix (default "/confighub/"):
 //
