@@ -29,6 +29,9 @@
 //     read, an upload that does not fit is ErrTooLarge saying so, and the
 //     share comes back when the upload ends (Abort), acked, refused or
 //     abandoned (server TestUploadBudget).
+//   - A sink spec is at most 256 KiB (ErrInvalid) and all specs together
+//     at most 32 MiB (ErrTooLarge), so ListSinks, which answers them all
+//     at once, fits the message limit (TestSinkSpecBytesBounded).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;
 //     TestPutSinkRefusedByFactoryChangesNothing); the sinks file is put at

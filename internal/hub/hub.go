@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/jonboulle/clockwork"
+	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
@@ -36,6 +37,7 @@ type Hub struct {
 	maxBytes int64
 	secrets  SinkSecrets
 	uploads  uploadBudget
+	maxSpecs int // maxSinkSpecsBytes; smaller in tests
 }
 
 // SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
@@ -69,6 +71,7 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
+	h.maxSpecs = maxSinkSpecsBytes
 	for _, o := range opts {
 		o(h)
 	}
@@ -376,6 +379,9 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
+	if err := h.checkSpecBytes(n); err != nil {
+		return nil, false, err
+	}
 	if err := h.store.PutSink(ctx, n); err != nil {
 		return nil, false, fmt.Errorf("%w: store sink %q: %v", ErrUnavailable, n.GetName(), err)
 	}
@@ -419,4 +425,32 @@ func streamName(s string) string {
 		return config.DefaultStream
 	}
 	return s
+}
+
+// Sink specs are echoed by ListSinks, all of them in one answer: one spec
+// is at most maxSinkSpecBytes (an inline CA bundle fits; larger ones go in
+// ca_file), and all of them together at most maxSinkSpecsBytes, so that
+// answer stays under the gRPC message limit (64 MiB by default).
+const (
+	maxSinkSpecBytes  = 256 << 10
+	maxSinkSpecsBytes = 32 << 20
+)
+
+// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or one
+// that would make the sinks' specs exceed h.maxSpecs in all (ErrTooLarge).
+func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
+	size := proto.Size(n)
+	if size > maxSinkSpecBytes {
+		return fmt.Errorf("%w: sink %q: the spec is %d bytes, at most %d (ListSinks answers every spec at once); put large TLS bundles in files (ca_file, cert_file, key_file)", ErrInvalid, n.GetName(), size, maxSinkSpecBytes)
+	}
+	total := size
+	for _, s := range h.sinks.ListSinks("") {
+		if s.GetName() != n.GetName() {
+			total += proto.Size(s)
+		}
+	}
+	if total > h.maxSpecs {
+		return fmt.Errorf("%w: sink %q: the sinks' specs would hold %d bytes in all, at most %d (ListSinks answers every spec at once); shrink specs (TLS bundles in files) or delete sinks", ErrTooLarge, n.GetName(), total, h.maxSpecs)
+	}
+	return nil
 }

@@ -480,3 +480,36 @@ func TestSinkSecretsAreWriteOnly(t *testing.T) {
 		t.Fatalf("a placeholder in the sinks file: %v", err)
 	}
 }
+
+// Sink specs stay small enough for ListSinks to answer them all: one spec
+// over 256 KiB is InvalidArgument, a put that would bring all specs over
+// the total is ResourceExhausted; both change nothing, and replacing a
+// sink counts its new spec instead of the old one.
+func TestSinkSpecBytesBounded(t *testing.T) {
+	ctx := context.Background()
+	st, fan := memory.New(), newFake()
+	h := New(st, fan.ports())
+	h.maxSpecs = 1 << 20
+	withHeader := func(name string, n int) *confighubv1.Sink {
+		return &confighubv1.Sink{Name: name, Kind: "test", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{
+			Address: "http://gw:8001", Headers: map[string]string{"X-Big": strings.Repeat("h", n)}}}}
+	}
+	if _, _, err := h.PutSink(ctx, withHeader("huge", 300<<10)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `sink "huge": the spec is 307`) {
+		t.Fatalf("a 300 KiB spec: %v", err)
+	}
+	for i := range 4 {
+		if _, _, err := h.PutSink(ctx, withHeader(fmt.Sprintf("s%d", i), 250<<10)); err != nil {
+			t.Fatalf("spec %d: %v", i, err)
+		}
+	}
+	_, _, err := h.PutSink(ctx, withHeader("s4", 250<<10))
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "at most 1048576 (ListSinks answers every spec at once)") {
+		t.Fatalf("a fifth 250 KiB spec: %v", err)
+	}
+	if _, _, err := h.PutSink(ctx, withHeader("s0", 250<<10)); err != nil {
+		t.Fatalf("replacing a spec counts it once: %v", err)
+	}
+	if stored, _ := st.ListSinks(ctx); len(stored) != 4 {
+		t.Fatalf("%d sinks stored, want 4", len(stored))
+	}
+}
