@@ -29,7 +29,8 @@
 //     e.g. a credential without its secret; unknown references) is a
 //     Permanent *sink.Error with code "invalid" and the reconciler's
 //     message, plus one EntityError per offending object (its tags and the
-//     missing field); no entity request is sent for it.
+//     missing field); no entity request is sent for it
+//     (TestCredentialsWithoutSecretsArePermanent).
 //   - Errors of the destination map to *sink.Error: 429 -> RetryAfter from
 //     the reconciler's error details (Retry-After); 401 and 403 ->
 //     retryable "unauthorized" (credentials, not the configuration, are
@@ -38,19 +39,22 @@
 //     the hash until a new generation); 5xx, connection errors and
 //     timeouts -> retryable. When a
 //     sync has several failed operations, one retryable failure makes the
-//     whole apply retryable (the longest Retry-After wins).
+//     whole apply retryable (the longest Retry-After wins)
+//     (TestRateLimitedCarriesRetryAfter, TestUnavailableIsRetryable,
+//     TestHungDestinationTimesOut).
 //   - Every failed operation is reported as a confighubv1.EntityError with
 //     the entity's kind, name, id and tags (KIC's k8s-* tags), so a
-//     controller can mark its objects.
+//     controller can mark its objects (TestRejectedEntityIsPermanentWithTags).
 //   - WithDropConsumers removes consumers (with their credentials and
 //     plugins) and plugins scoped to a consumer from the target, as KIC's
 //     "disable consumers sync" does; consumers already at the destination
-//     are therefore deleted.
+//     are therefore deleted (TestDropConsumers).
 //   - The configuration bytes are shared and never modified. The reader
 //     takes a file, so each sync writes the JSON form to a private temporary
 //     file (mode 0600) that is removed before Sync returns; deck's "${{ }}"
 //     environment templating is neutralised, so content is taken literally
-//     and never reads the hub's environment.
+//     and never reads the hub's environment (TestTempFileRemovedOnEveryPath,
+//     TestTemplatesAreLiteral).
 //
 // Limits inherited from the reconciler: it retries an operation answered
 // with 500 by itself (up to 4 times, about 40 s of backoff on its own
