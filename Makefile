@@ -17,7 +17,7 @@ GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: test-etcd all run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -76,10 +76,24 @@ lint: lint-proto vet $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)
 vet:
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-gotest: $(TOOLS)
+## chromium: the status page's browser tests need Chromium; installed with
+## apt-get when missing and root, else a message says how (or set
+## CONFIGHUB_SKIP_BROWSER=1 to skip those tests, which then say so)
+chromium:
+	@if [ "$$CONFIGHUB_SKIP_BROWSER" = 1 ]; then echo "CONFIGHUB_SKIP_BROWSER=1: the browser tests are skipped"; \
+	elif command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "$$CONFIGHUB_CHROMIUM" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium for the browser tests (apt-get)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+			{ echo "apt-get install chromium failed"; exit 1; }; \
+	else echo "the browser tests need Chromium: run 'sudo apt-get install -y chromium' (Debian/Ubuntu), set CONFIGHUB_CHROMIUM=/path/to/chrome, or CONFIGHUB_SKIP_BROWSER=1 to skip them"; exit 1; fi
+
+gotest: $(TOOLS) chromium
 	rm -f $(GRPCURL_LOG)
 	CONFIGHUB_GRPCURL=$(BIN)/grpcurl CONFIGHUB_GRPCURL_LOG=$(GRPCURL_LOG) \
 		$(GO) test -race -timeout 12m $(TEST_FLAGS) ./...
+	# the status page's time bounds, on the hub as built (no race detector)
+	$(GO) test -count=1 -timeout 5m -run 'TestThousandSinks' $(TEST_FLAGS) ./internal/statuspage
 	cd api && $(GO) test -race -timeout 5m $(TEST_FLAGS) ./...
 
 ## grpcurl-check: the e2e tests must have run the real grpcurl binary

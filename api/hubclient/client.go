@@ -26,6 +26,10 @@ const DefaultUnaryLimit = 4 << 20
 // DefaultChunkBytes is the size of one upload chunk.
 const DefaultChunkBytes = 1 << 20
 
+// StatusPageHeader is the response header of GetStatus and WatchStatus in
+// which a hub names the URL of its status page (absent when it serves none).
+const StatusPageHeader = "confighub-status-page"
+
 // BearerToken sends token with every call, as the hub's --auth-tokens
 // expects: grpc.WithPerRPCCredentials(hubclient.BearerToken(tok)). It also
 // works over plaintext (a loopback hub); over a network use TLS.

@@ -223,6 +223,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if f.storeKind == "bolt" { // the memory store has no data dir
 		attrs = append(attrs, "data_dir", f.dataDir)
 	}
+	o.page = h
 	return listenAndServe(ctx, f, log, o, srv, append(attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }
 

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/internal/statuspage"
 )
 
 // defaultMetricsListen is where /metrics is served unless told otherwise.
@@ -46,7 +49,7 @@ func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mTLS)")
 	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen or --metrics-listen without --auth-tokens (anyone who can reach the gRPC port can push and change sinks)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus); empty disables; if the default is in use metrics are disabled with a warning, an address given here must bind or the start fails; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
+	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus) and the live status page at / (with --auth-tokens its API needs a read token); empty disables both; if the default is in use metrics are disabled with a warning, an address given here must bind or the start fails; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
 	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
 }
 
@@ -60,9 +63,13 @@ type ops struct {
 	// drain ends the status watches when a shutdown starts (drain.go).
 	drain *drainer
 
-	msrv   *metrics.Server
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	msrv *metrics.Server
+	// page is the status view the status page reads (the hub); set before
+	// serve. pageURL is the page's address once its listener is bound.
+	page    statuspage.Source
+	pageURL atomic.Pointer[string]
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 	// hup receives SIGHUP from startOps on: a SIGHUP while the store
 	// opens or the hub starts (up to 30 s on etcd) would otherwise kill
 	// the process (its default action); it is handled once serving.
@@ -126,7 +133,7 @@ func checkListenPolicy(f flags) error {
 	if f.ops.metricsListen == "" {
 		return nil
 	}
-	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream name, sink name, kind and state from /metrics")
+	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream name, sink name, kind and state from /metrics, and every sink's errors from the status page")
 }
 
 // requireLoopback refuses addr (the value of flag) when it is not on the
@@ -191,7 +198,7 @@ func (o *ops) serverOptions() []server.Option {
 	if o.auth != nil {
 		unary, stream = append(unary, o.auth.UnaryInterceptor()), append(stream, o.auth.StreamInterceptor())
 	}
-	opts = append(opts, server.WithInterceptors(unary, stream))
+	opts = append(opts, server.WithInterceptors(unary, stream), server.WithStatusPageURL(o.statusPageURL))
 	if o.tls != nil {
 		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
 	}
@@ -201,11 +208,49 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// serve starts /metrics and the SIGHUP reloader; close stops both.
+// statusPageURL is the status page's URL, "" while none is served.
+func (o *ops) statusPageURL() string {
+	if u := o.pageURL.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// pageURLFor is the URL a user opens for the listener bound at addr: an
+// unspecified host (0.0.0.0, ::) becomes this machine's name.
+func pageURLFor(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		} else {
+			host = "localhost"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// serve starts /metrics with the status page and the SIGHUP reloader;
+// close stops both.
 func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
+	rctx, cancel := context.WithCancel(ctx)
+	o.cancel = cancel
 	if o.metrics != nil {
 		o.metrics.InitializeGRPC(srv.GRPC)
-		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log)
+		var page http.Handler
+		if o.page != nil {
+			popts := []statuspage.Option{statuspage.WithLogger(o.log)}
+			if o.auth != nil {
+				popts = append(popts, statuspage.WithAuth(o.auth))
+			}
+			// The page's event streams end with rctx, before the
+			// listener's Shutdown waits for its requests.
+			page = statuspage.New(rctx, o.page, popts...)
+		}
+		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page)
 		if err != nil {
 			if f.ops.metricsListenSet {
 				return err
@@ -216,10 +261,13 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		} else {
 			o.msrv = ms
 			o.log.Info("metrics serving", "listen", ms.Addr(), "path", "/metrics")
+			if page != nil {
+				u := pageURLFor(ms.Addr())
+				o.pageURL.Store(&u)
+				o.log.Info("status page serving", "url", u, "auth", o.auth != nil)
+			}
 		}
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	o.cancel = cancel
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()

@@ -193,6 +193,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	// once) before the engine stops.
 	defer func() { runCancel(); wg.Wait() }()
 
+	o.page = h
 	return listenAndServe(ctx, f, log, o, srv, "store", "etcd", "etcd_endpoints", r.endpoints,
 		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())
 }

@@ -44,8 +44,9 @@ func (rejectSink) Apply(context.Context, *config.Config) error {
 func (rejectSink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
 type hubOpts struct {
-	tokens string
-	tls    *auth.ServerTLS
+	tokens  string
+	tls     *auth.ServerTLS
+	pageURL string
 }
 
 // startHub runs an in-process hub (engine, memory store, gRPC server with
@@ -78,6 +79,9 @@ func startHub(t *testing.T, o hubOpts) string {
 	}
 	if o.tls != nil {
 		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
+	}
+	if o.pageURL != "" {
+		opts = append(opts, server.WithStatusPageURL(func() string { return o.pageURL }))
 	}
 	srv, err := server.New(h, opts...)
 	if err != nil {
@@ -535,5 +539,23 @@ func TestStatusShowsExcludedEntities(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestStatusPrintsThePageURL: status names the status page the hub reports,
+// and says nothing of one when the hub serves none.
+func TestStatusPrintsThePageURL(t *testing.T) {
+	sinkFile := func(t *testing.T) string {
+		return writeFile(t, "sink.yaml", "name: out\nfile:\n  path: "+filepath.Join(t.TempDir(), "kong.yaml")+"\n")
+	}
+	addr := startHub(t, hubOpts{pageURL: "http://hub.example:9464/"})
+	mustCtl(t, "--addr", addr, "sinks", "put", "-f", sinkFile(t))
+	if out := mustCtl(t, "--addr", addr, "status"); !strings.HasSuffix(out, "status page: http://hub.example:9464/\n") {
+		t.Fatalf("status output %q, want the page URL on its last line", out)
+	}
+	plain := startHub(t, hubOpts{})
+	mustCtl(t, "--addr", plain, "sinks", "put", "-f", sinkFile(t))
+	if out := mustCtl(t, "--addr", plain, "status"); strings.Contains(out, "status page") {
+		t.Fatalf("status output %q names a page the hub does not serve", out)
 	}
 }

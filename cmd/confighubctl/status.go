@@ -12,10 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 )
 
 func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
@@ -41,14 +44,20 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	if !*watch {
 		rctx, cancel := context.WithTimeout(ctx, g.timeout)
 		defer cancel()
-		st, err := c.Hub.GetStatus(rctx, &confighubv1.GetStatusRequest{Stream: *stream})
+		var md metadata.MD
+		st, err := c.Hub.GetStatus(rctx, &confighubv1.GetStatusRequest{Stream: *stream}, grpc.Header(&md))
 		if err != nil {
 			return &cliError{"status", err}
 		}
 		if g.output == "json" {
 			return printJSON(out, st)
 		}
-		_, err = io.WriteString(out, renderStatus(st, time.Now(), 0))
+		text := renderStatus(st, time.Now(), 0)
+		// The hub names its status page when it serves one.
+		if u := md.Get(hubclient.StatusPageHeader); len(u) > 0 && u[0] != "" {
+			text += "status page: " + u[0] + "\n"
+		}
+		_, err = io.WriteString(out, text)
 		return err
 	}
 	if g.output == "json" {

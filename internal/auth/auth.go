@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -128,6 +129,28 @@ type Principal struct {
 func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
 	return p, ok
+}
+
+// Sentinel errors of Check.
+var (
+	// ErrUnknownToken: no token, or one the file does not hold.
+	ErrUnknownToken = errors.New("unknown token")
+	// ErrPermissionDenied: the token's role is below the one needed.
+	ErrPermissionDenied = errors.New("permission denied")
+)
+
+// Check looks token up and checks its role against need, for callers that
+// are not gRPC (the status page's HTTP API). Errors wrap ErrUnknownToken or
+// ErrPermissionDenied and never quote the token.
+func (a *Authenticator) Check(token string, need Role) (Principal, error) {
+	role, name := a.tokens.Load().Lookup(token)
+	if role == RoleNone {
+		return Principal{}, ErrUnknownToken
+	}
+	if role < need {
+		return Principal{}, fmt.Errorf("%w: needs role %s; the token %q has role %s", ErrPermissionDenied, need, name, role)
+	}
+	return Principal{Name: name, Role: role}, nil
 }
 
 // Authorize checks the bearer token of ctx against the role fullMethod

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"sort"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
@@ -351,6 +352,20 @@ func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
 // Watch streams a stream's status changes (see engine.Engine.Watch).
 func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
 	return h.view.Watch(ctx, streamName(stream), from)
+}
+
+// Streams names the streams that have a sink, sorted.
+func (h *Hub) Streams() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range h.sinks.ListSinks("") {
+		if st := streamName(s.GetStream()); !seen[st] {
+			seen[st] = true
+			out = append(out, st)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ListSinks lists the sinks of a stream ("" for all), their secrets

@@ -309,21 +309,27 @@ type Server struct {
 	done chan error
 }
 
-// Listen binds addr and serves /metrics on it until Shutdown.
-func (s *Set) Listen(addr string, log *slog.Logger) (*Server, error) {
+// Listen binds addr and serves /metrics on it until Shutdown. root, when
+// not nil, serves every other path (the status page); without it / says
+// where the metrics are.
+func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.Handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "confighub metrics: see /metrics")
-	})
+	if root != nil {
+		mux.Handle("/", root)
+	} else {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprintln(w, "confighub metrics: see /metrics")
+		})
+	}
 	ms := &Server{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		lis:  lis,

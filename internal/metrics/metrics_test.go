@@ -253,7 +253,7 @@ func TestEngineWiring(t *testing.T) {
 // scrape reads /metrics over HTTP from a real listener.
 func scrape(t *testing.T, set *metrics.Set) string {
 	t.Helper()
-	srv, err := set.Listen("127.0.0.1:0", slogDiscard())
+	srv, err := set.Listen("127.0.0.1:0", slogDiscard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

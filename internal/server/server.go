@@ -40,6 +40,7 @@ type options struct {
 	serverOpts []grpc.ServerOption
 	redact     Redactor
 	keepalive  Keepalive
+	pageURL    func() string
 }
 
 // Option configures the server.
@@ -68,6 +69,11 @@ func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive =
 
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
+
+// WithStatusPageURL makes GetStatus and WatchStatus send the status page's
+// URL in the hubclient.StatusPageHeader header; url is asked per call ("" sends
+// none), as the page's listener binds after the server is built.
+func WithStatusPageURL(url func() string) Option { return func(o *options) { o.pageURL = url } }
 
 // Server is the hub's gRPC server with its health service.
 type Server struct {
@@ -116,7 +122,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	}, o.keepalive.serverOptions()...)
 	so = append(so, o.serverOpts...)
 	gs := grpc.NewServer(so...)
-	confighubv1.RegisterConfigHubServiceServer(gs, &hubService{hub: h, redact: o.redact})
+	confighubv1.RegisterConfigHubServiceServer(gs, &hubService{hub: h, redact: o.redact, pageURL: o.pageURL})
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)

@@ -8,11 +8,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/hub"
 )
@@ -23,8 +25,19 @@ type Redactor func(raw []byte, f config.Format) ([]byte, bool, error)
 
 type hubService struct {
 	confighubv1.UnimplementedConfigHubServiceServer
-	hub    *hub.Hub
-	redact Redactor
+	hub     *hub.Hub
+	redact  Redactor
+	pageURL func() string
+}
+
+// sendPageURL sets the hubclient.StatusPageHeader when the hub serves a status page.
+func (s *hubService) sendPageURL(ctx context.Context) {
+	if s.pageURL == nil {
+		return
+	}
+	if u := s.pageURL(); u != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(hubclient.StatusPageHeader, u))
+	}
 }
 
 var _ confighubv1.ConfigHubServiceServer = (*hubService)(nil)
@@ -155,11 +168,12 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 	return out, nil
 }
 
-func (s *hubService) GetStatus(_ context.Context, req *confighubv1.GetStatusRequest) (*confighubv1.GetStatusResponse, error) {
+func (s *hubService) GetStatus(ctx context.Context, req *confighubv1.GetStatusRequest) (*confighubv1.GetStatusResponse, error) {
 	st, err := s.hub.Status(req.GetStream())
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	s.sendPageURL(ctx)
 	return st, nil
 }
 
@@ -170,6 +184,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 	if _, err := s.hub.Status(req.GetStream()); err != nil {
 		return toStatus(err)
 	}
+	s.sendPageURL(ctx)
 	ch := s.hub.Watch(ctx, req.GetStream(), req.GetFromRevision())
 	for {
 		select {

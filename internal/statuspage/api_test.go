@@ -1,0 +1,143 @@
+package statuspage_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/statuspage"
+)
+
+func get(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func fakeSinks(names ...string) []*confighubv1.Sink {
+	out := make([]*confighubv1.Sink, len(names))
+	for i, n := range names {
+		out[i] = &confighubv1.Sink{Name: n, Kind: "fake", Spec: &confighubv1.Sink_Custom{}}
+	}
+	return out
+}
+
+// TestAPIAuth: with tokens, the API answers 401 without a token or with an
+// unknown one, 200 with a read (or higher) token; the page itself (no
+// data) loads without one.
+func TestAPIAuth(t *testing.T) {
+	tokens, err := auth.ParseTokens([]byte("r-token read\np-token push\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startHub(t, fakeSinks("a"), statuspage.WithAuth(auth.New(tokens)))
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{
+		{"", "", http.StatusOK},
+		{"app.js", "", http.StatusOK},
+		{"api/v1/streams", "", http.StatusUnauthorized},
+		{"api/v1/status", "bogus", http.StatusUnauthorized},
+		{"api/v1/watch", "", http.StatusUnauthorized},
+		{"api/v1/streams", "r-token", http.StatusOK},
+		{"api/v1/status", "p-token", http.StatusOK},
+		{"api/v1/status?stream=nope", "r-token", http.StatusNotFound},
+	} {
+		res := get(t, f.url+c.path, c.token)
+		_ = res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("GET /%s with token %q: %s, want %d", c.path, c.token, res.Status, c.want)
+		}
+	}
+	res := get(t, f.url+"api/v1/streams", "r-token")
+	defer res.Body.Close()
+	var body struct{ Streams []string }
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || len(body.Streams) != 1 || body.Streams[0] != "default" {
+		t.Fatalf("streams %+v %v, want [default]", body, err)
+	}
+}
+
+// readEvent reads one Server-Sent Event: its id and data.
+func readEvent(t *testing.T, r *bufio.Reader) (string, *confighubv1.WatchStatusResponse) {
+	t.Helper()
+	var id, data string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read event: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "" && data != "":
+			ev := &confighubv1.WatchStatusResponse{}
+			if err := protojson.Unmarshal([]byte(data), ev); err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			return id, ev
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "data: "):
+			data += line[6:]
+		}
+	}
+}
+
+// TestWatchResumes: the event stream starts with a snapshot, and a client
+// that reconnects with the last id it saw gets only what came after it.
+func TestWatchResumes(t *testing.T) {
+	f := startHub(t, fakeSinks("a", "b"))
+	gen := f.push(t, []byte("_format_version: \"3.0\"\n"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"api/v1/watch", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	id, ev := readEvent(t, bufio.NewReader(res.Body))
+	_ = res.Body.Close()
+	if ev.GetSnapshot() == nil || id == "" {
+		t.Fatalf("first event %v (id %q), want a snapshot with an id", ev, id)
+	}
+	f.push(t, []byte("_format_version: \"3.0\"\n# two\nservices: []\n"), nil)
+
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, f.url+"api/v1/watch", nil)
+	req.Header.Set("Last-Event-ID", id)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	next, ev := readEvent(t, bufio.NewReader(res.Body))
+	if ev.GetSnapshot() != nil {
+		t.Fatalf("resume after %s gave a snapshot (%s), want the changes after it", id, ev.GetSnapshotReason())
+	}
+	if next <= id && len(next) <= len(id) {
+		t.Fatalf("resumed at id %s, want after %s", next, id)
+	}
+	if g := ev.GetGeneration(); g != nil && g.GetGeneration() <= gen {
+		t.Fatalf("resumed with generation %d, want after %d", g.GetGeneration(), gen)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package statuspage_test
+
+const raceEnabled = false
