@@ -47,6 +47,7 @@ tools: $(TOOLS)
 ## run: start the hub on the embedded bbolt store with the example sinks
 ## (installs grpcurl and grpc-health-probe first: the README's tour uses them)
 run: $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.grpc-health-probe-$(HEALTH_PROBE_VERSION)
+	@echo "status page: http://127.0.0.1:9464/ (once the hub logs 'confighub serving'; /metrics beside it)"
 	$(GO) run ./cmd/confighub --data-dir ./data --sinks examples/sinks.yaml
 
 ## generate: regenerate the Go code from api/ (buf, local plugins)

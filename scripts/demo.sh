@@ -98,6 +98,7 @@ cat >&2 <<EOF2
 
 hub:      $ADDR   (logs: $WORK/hub.log)
 metrics:  http://$METRICS/metrics
+status page: http://$METRICS/
 try in another terminal:
   CONFIGHUB_ADDR=$ADDR go run ./cmd/confighubctl status
   CONFIGHUB_ADDR=$ADDR go run ./cmd/confighubctl config get --sink gw-0
