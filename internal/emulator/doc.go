@@ -22,7 +22,8 @@
 //     (unknown fields, types, one_of, required). 201 when loaded,
 //     answering with the configuration (Kong answers with every loaded
 //     entity: an answer about the size of the configuration); 304 when
-//     check_hash is set and the hash is unchanged.
+//     check_hash is set and the hash is unchanged (TestFixturesAccepted,
+//     TestFieldRules, TestConfigFieldAndForm, TestCheckHash304).
 //   - 400 answers follow Kong 3.9.1 (kong/api/routes/config.lua,
 //     kong/db/errors.lua declarative_config_flattened,
 //     kong/db/schema/others/declarative_config.lua validate_references):
@@ -46,16 +47,17 @@
 //     TestEntityErrorShapes)
 //   - GET /status: configuration_hash (EmptyHash, 32 zeros, when empty) and
 //     server counters. GET /: version (DefaultVersion), database "off".
-//     GET /config: the loaded configuration.
+//     GET /config: the loaded configuration (TestStatusRootAndRestart).
 //   - configuration_hash is ConfigHash(body): MD5 of the canonical JSON form
 //     (decoded and re-encoded by encoding/json). Kong hashes its own
 //     canonical form, so the values differ from a real Kong, but both are
 //     independent of formatting and JSON versus YAML, which is what a client
-//     relies on.
+//     relies on (TestHashIndependentOfFormat).
 //   - Enterprise entities in KIC's output (consumer_groups,
 //     consumer_group_consumers, degraphql_routes) and Enterprise plugins are
 //     accepted as Kong Enterprise would; WithOSS answers like Kong OSS
-//     ("unknown field", "plugin ... not enabled").
+//     ("unknown field", "plugin ... not enabled") (TestFixturesAccepted,
+//     TestOSSRejectsEnterpriseFixtures).
 //   - Not checked: the config of plugins kongplugins.go does not have,
 //     regexes, certificates beyond a PEM marker, tag syntax, expressions.
 //     Kong's generated ids (entities given without one get a
