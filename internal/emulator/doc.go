@@ -46,8 +46,8 @@
 //     Kong's pretty print of fields. (TestBrokenReferences,
 //     TestEntityErrorShapes)
 //   - GET /status: configuration_hash (EmptyHash, 32 zeros, when empty) and
-//     server counters. GET /: version (DefaultVersion), database "off".
-//     GET /config: the loaded configuration (TestStatusRootAndRestart).
+//     server counters. GET /: version (DefaultVersion), database "off"
+//     (TestStatusRootAndRestart). GET /config: the loaded configuration.
 //   - configuration_hash is ConfigHash(body): MD5 of the canonical JSON form
 //     (decoded and re-encoded by encoding/json). Kong hashes its own
 //     canonical form, so the values differ from a real Kong, but both are
