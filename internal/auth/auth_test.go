@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -382,5 +383,39 @@ func TestServerTLSReload(t *testing.T) {
 	}
 	if _, err := auth.NewServerTLS(certFile, "", ""); err == nil {
 		t.Fatal("--tls-cert without --tls-key must fail")
+	}
+}
+
+// TestCheck: the HTTP side's check (the status page) follows the same
+// roles: unknown or no token is ErrUnknownToken, a role below the one
+// needed is ErrPermissionDenied, a higher role passes; no error quotes the
+// token.
+func TestCheck(t *testing.T) {
+	tk, err := auth.ParseTokens([]byte("tok-read read\ntok-admin admin\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(tk)
+	for _, c := range []struct {
+		token string
+		need  auth.Role
+		want  error
+	}{
+		{"", auth.RoleRead, auth.ErrUnknownToken},
+		{"nope", auth.RoleRead, auth.ErrUnknownToken},
+		{"tok-read", auth.RoleRead, nil},
+		{"tok-read", auth.RolePush, auth.ErrPermissionDenied},
+		{"tok-admin", auth.RoleRead, nil},
+	} {
+		p, err := a.Check(c.token, c.need)
+		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("Check(%q, %s) = %v, want %v", c.token, c.need, err, c.want)
+		}
+		if err != nil && c.token != "" && strings.Contains(err.Error(), c.token) {
+			t.Errorf("error %q quotes the token", err)
+		}
+		if err == nil && p.Role < c.need {
+			t.Errorf("Check(%q) principal %+v", c.token, p)
+		}
 	}
 }

@@ -17,5 +17,8 @@
 //     file) keeps the tokens in force; the tokens are swapped atomically,
 //     so a call sees either the old set or the new one (TestReload,
 //     TestParseErrors).
+//   - Check applies the same roles outside gRPC (the status page's HTTP
+//     API): ErrUnknownToken for no or an unknown token, ErrPermissionDenied
+//     for a role below the one needed (TestCheck).
 //   - Tokens never appear in logs or error messages.
 package auth

@@ -216,8 +216,11 @@
     cells.err = cells.error;
     cells.err.className = 'err';
     const badge = document.createElement('span');
-    cells.state.append(badge);
+    const reason = document.createElement('div');
+    reason.className = 'reason muted';
+    cells.state.append(badge, reason);
     cells.badge = badge;
+    cells.reason = reason;
     cells.name.textContent = st.sink;
     row.dataset.sink = st.sink;
     return { row, cells, st: {}, state: '', kind: '' };
@@ -248,6 +251,8 @@
       e.cells.badge.textContent = state;
       dirty.summary = true;
     }
+    // Why a sink waits or was skipped (gate, pacing, no configuration yet).
+    setText(e.cells.reason, st.reason || '');
     if (st.kind !== e.kind) {
       e.kind = st.kind || '';
       setText(e.cells.kind, e.kind);
