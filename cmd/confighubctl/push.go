@@ -32,7 +32,7 @@ func (l labelFlags) Set(s string) error {
 }
 
 func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--expected-generation n] [--label k=v]...")
+	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]... [--progress auto|always|never]")
 	file := fs.String("f", "", "configuration file (JSON or YAML); - reads standard input")
 	stream := fs.String("stream", "", "stream (default: default)")
 	expected := fs.Uint64("expected-generation", 0, "push only if the stream is at this generation (0: any)")

@@ -22,7 +22,7 @@ import (
 )
 
 func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("status", g, errw, "status [--stream s] [--watch]")
+	fs := subFlags("status", g, errw, "status [--stream s] [--watch] [--redraw d]")
 	stream := fs.String("stream", "", "stream (default: default)")
 	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops)")
 	interval := fs.Duration("redraw", 200*time.Millisecond, "with --watch: the shortest time between two redraws")
