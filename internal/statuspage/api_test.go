@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/statuspage"
 )
 
@@ -139,5 +144,45 @@ func TestWatchResumes(t *testing.T) {
 	}
 	if g := ev.GetGeneration(); g != nil && g.GetGeneration() <= gen {
 		t.Fatalf("resumed with generation %d, want after %d", g.GetGeneration(), gen)
+	}
+}
+
+// TestNoSecretReachesThePage: a destination that quotes the sink's own
+// secret in its error shows <redacted> on the page's API, as in gRPC
+// status; the sink's spec is never part of it.
+func TestNoSecretReachesThePage(t *testing.T) {
+	const secret = "hunter2-s3cret-value"
+	custom, err := structpb.NewStruct(map[string]any{"api_token": secret, "region": "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := []*confighubv1.Sink{{Name: "leaky", Kind: "fake", Spec: &confighubv1.Sink_Custom{Custom: custom}}}
+	f := startHubWith(t, seed, map[string]enginetest.Behavior{"leaky": {Err: errors.New("login with token " + secret + " refused")}})
+	f.push(t, []byte("_format_version: \"3.0\"\n"), nil)
+	var body string
+	harness.Eventually(t, 20*time.Second, func() bool {
+		res := get(t, f.url+"api/v1/status", "")
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		body = string(b)
+		return err == nil && strings.Contains(body, "refused")
+	}, "the sink's error in the status")
+	if strings.Contains(body, secret) || !strings.Contains(body, "<redacted>") {
+		t.Fatalf("status %s: want the secret replaced by <redacted>", body)
+	}
+	if strings.Contains(body, "region") {
+		t.Fatalf("status %s shows the sink's spec", body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"api/v1/watch", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	_, ev := readEvent(t, bufio.NewReader(res.Body))
+	if b, _ := protojson.Marshal(ev); strings.Contains(string(b), secret) {
+		t.Fatalf("watch event %s quotes the secret", b)
 	}
 }

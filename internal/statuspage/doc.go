@@ -18,7 +18,8 @@
 //   - The page and API read the hub's status view (Source: hub.Hub's Status
 //     and Watch, the code path of GetStatus and WatchStatus); nothing polls.
 //     Error texts are the ones the engine already redacted for gRPC status,
-//     and the status carries no sink specs, so no secret reaches the page.
+//     and the status carries no sink specs, so no secret reaches the page
+//     (TestNoSecretReachesThePage).
 //   - After a push the page shows each sink turn APPLIED, a rejection shows
 //     the entity errors grouped by the Kubernetes object of their k8s-*
 //     tags, a retrying sink shows BACKOFF with a live countdown to its next
