@@ -422,3 +422,29 @@ func TestTokenNeededBeforeAnything(t *testing.T) {
 	waitFor(t, ctx, "the reload", rowState("gw-private", "APPLIED"))
 	screenshot(t, ctx, "token-given")
 }
+
+// TestPageShowsFallback: a gateway running a fallback (on_reject fallback)
+// shows DEGRADED with its reason, and the excluded entities (the rejected
+// service and the routes that depend on it) under their Kubernetes object.
+func TestPageShowsFallback(t *testing.T) {
+	gw := gateway(t)
+	s := kongSink("gw-f", gw.URL(), 30*time.Second)
+	s.GetKong().OnReject = confighubv1.OnReject_ON_REJECT_FALLBACK
+	f := startHub(t, []*confighubv1.Sink{s})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.url)); err != nil {
+		t.Fatal(err)
+	}
+	f.push(t, badPort(t), nil)
+	waitFor(t, ctx, "the fallback", rowState("gw-f", "DEGRADED"), `#objects div.object[data-object="Service default/nginx"]`)
+	if s := text(t, ctx, `#sinks tr[data-sink="gw-f"] td.state`); !strings.Contains(s, "DEGRADED") || !strings.Contains(s, "fallback") {
+		t.Errorf("state cell %q, want DEGRADED and why", s)
+	}
+	obj := text(t, ctx, `#objects`)
+	for _, want := range []string{"excluded from the fallback", "depends on service", "excluded by gw-f"} {
+		if !strings.Contains(obj, want) {
+			t.Errorf("excluded entities show %q, want %q in it", obj, want)
+		}
+	}
+	screenshot(t, ctx, "degraded")
+}

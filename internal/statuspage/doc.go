@@ -25,6 +25,9 @@
 //     tags, a retrying sink shows BACKOFF with a live countdown to its next
 //     retry; state is shown as text as well as colour
 //     (TestPageFollowsApplyRejectAndBackoff).
+//   - A gateway running a fallback (on_reject fallback) shows DEGRADED with
+//     its reason, and the entities its fallback excludes, under their
+//     Kubernetes object with what each depends on (TestPageShowsFallback).
 //   - 1,000 sinks load and render within 2 s of navigation in headless
 //     Chromium, and a sink's state change shows within 1 s of the hub's event:
 //     the page updates only the row an event touches, batched per frame

@@ -271,7 +271,8 @@
       retrying.delete(e);
     }
     tick1(e, Date.now());
-    if ((prev.entityErrors && prev.entityErrors.length) || (st.entityErrors && st.entityErrors.length)) dirty.rejections = true;
+    const has = (x) => (x.entityErrors && x.entityErrors.length) || (x.excludedEntities && x.excludedEntities.length);
+    if (has(prev) || has(st)) dirty.rejections = true;
     e.row.hidden = !matches(e);
   }
 
@@ -431,6 +432,19 @@
         if (!m.has(key)) m.set(key, { ee, msgs, sinks: [], gen: e.st.rejectedGeneration || e.st.desiredGeneration });
         m.get(key).sinks.push(e.st.sink);
       }
+      // A DEGRADED sink runs a fallback without these entities: the
+      // rejected ones and what depends on them (docs/fallback.md).
+      for (const x of e.st.excludedEntities || []) {
+        const obj = k8sObject(x.entityTags) || 'no Kubernetes object (untagged entity)';
+        if (!groups.has(obj)) groups.set(obj, new Map());
+        const why = x.dependsOn ? 'excluded from the fallback: depends on ' + x.dependsOn
+          : 'excluded from the fallback' + (x.message ? ': ' + x.message : '');
+        const msgs = [why + (x.previousVersionKept ? ' (its previous version is kept)' : '')];
+        const key = 'x\u0000' + x.entityType + '\u0000' + (x.entityName || x.entityId || '') + '\u0000' + msgs[0];
+        const m = groups.get(obj);
+        if (!m.has(key)) m.set(key, { ee: x, msgs, sinks: [], gen: e.st.fallbackGeneration || e.st.desiredGeneration, verb: 'excluded by' });
+        m.get(key).sinks.push(e.st.sink);
+      }
     }
     const out = [];
     for (const obj of [...groups.keys()].sort()) {
@@ -449,7 +463,7 @@
         msg.textContent = ': ' + (it.msgs.join('; ') || 'rejected');
         const by = document.createElement('div');
         by.className = 'muted';
-        by.textContent = 'generation ' + it.gen + ', rejected by ' + it.sinks.sort().join(', ');
+        by.textContent = 'generation ' + it.gen + ', ' + (it.verb || 'rejected by') + ' ' + it.sinks.sort().join(', ');
         const tags = document.createElement('div');
         tags.className = 'tags';
         tags.textContent = 'tags: ' + (it.ee.entityTags || []).join(' ');
