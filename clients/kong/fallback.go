@@ -8,6 +8,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/kongraph"
+	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -125,8 +126,12 @@ func toProto(xs []kongraph.Excluded, messages map[int]string, errTags map[int][]
 		if len(tags) == 0 {
 			tags = errTags[x.Index]
 		}
+		name := x.Name
+		if redact.NameIsSecret(x.Type) {
+			name = "" // a key-auth credential is named by its key
+		}
 		out = append(out, &confighubv1.ExcludedEntity{
-			EntityType: x.Type, EntityName: x.Name, EntityId: x.ID, EntityTags: tags,
+			EntityType: x.Type, EntityName: name, EntityId: x.ID, EntityTags: tags,
 			Message: messages[x.Index], DependsOn: x.DependsOn, PreviousVersionKept: x.PreviousKept,
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/kongapi"
+	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/tlsconfig"
 	"github.com/confighub/confighub/sink"
 )
@@ -314,6 +315,9 @@ func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	out := make([]*confighubv1.EntityError, 0, len(list))
 	for _, fe := range list {
 		ee := &confighubv1.EntityError{EntityType: fe.EntityType, EntityName: fe.EntityName, EntityId: fe.EntityID, EntityTags: fe.EntityTags}
+		if redact.NameIsSecret(fe.EntityType) {
+			ee.EntityName = "" // a key-auth credential is named by its key
+		}
 		for _, e := range fe.Errors {
 			ee.Errors = append(ee.Errors, &confighubv1.FieldError{Type: e.Type, Field: e.Field, Message: e.Message})
 		}

@@ -575,3 +575,22 @@ func TestApplyUnauthorizedIsRetryable(t *testing.T) {
 		t.Fatalf("%+v", se)
 	}
 }
+
+// TestKeyAuthKeyNeverNamed: Kong names a key-auth credential by its key in
+// flattened errors; status gets its id and tags, never the key.
+func TestKeyAuthKeyNeverNamed(t *testing.T) {
+	raw := []byte(`{"code":14,"message":"declarative config is invalid","flattened_errors":[` +
+		`{"entity_type":"keyauth_credentials","entity_name":"s3cr3t-key-value","entity_id":"c0ffee00-0000-4000-8000-000000000001",` +
+		`"entity_tags":["k8s-name:alice"],"errors":[{"type":"field","field":"ttl","message":"expected an integer"}]},` +
+		`{"entity_type":"route","entity_name":"r1","errors":[{"type":"entity","message":"bad"}]}]}`)
+	ents, _ := ParseFlattenedErrors(raw)
+	if len(ents) != 2 {
+		t.Fatalf("entity errors %v", ents)
+	}
+	if k := ents[0]; k.GetEntityName() != "" || k.GetEntityId() == "" || len(k.GetEntityTags()) != 1 {
+		t.Errorf("key-auth credential shown as %v: want no name, its id and tags", k)
+	}
+	if ents[1].GetEntityName() != "r1" {
+		t.Errorf("a route keeps its name: %v", ents[1])
+	}
+}

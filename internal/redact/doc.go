@@ -22,6 +22,10 @@
 // every string is scrubbed of those values (Message does it for one
 // string, for error texts shown or logged elsewhere).
 //
+// A key-auth credential's name is its key: NameIsSecret says so, and the
+// kong sink leaves that name out of entity errors and excluded entities
+// (TestNameIsSecret; TestKeyAuthKeyNeverNamed in clients/kong).
+//
 // ca_certificates hold no private key and stay. Plugin configuration
 // fields are not touched: which of them are secret depends on the plugin,
 // and guessing would both miss some and hide useful ones; keep plugin

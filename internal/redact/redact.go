@@ -275,3 +275,11 @@ func writeString(b *bytes.Buffer, s string) {
 	_ = enc.Encode(s) // a string always encodes
 	b.WriteString(strings.TrimSuffix(sb.String(), "\n"))
 }
+
+// NameIsSecret reports whether an entity's name (its endpoint key, which
+// Kong's flattened errors and the fallback's excluded entities carry) is
+// itself a secret: a key-auth credential is named by its key. Such a name
+// is never shown; the entity's id and tags identify it.
+func NameIsSecret(entityType string) bool {
+	return strings.TrimSuffix(entityType, "s") == "keyauth_credential"
+}

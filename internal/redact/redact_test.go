@@ -341,3 +341,14 @@ func TestMessageDBModeUniqueViolation(t *testing.T) {
 		}
 	}
 }
+
+func TestNameIsSecret(t *testing.T) {
+	for typ, want := range map[string]bool{
+		"keyauth_credentials": true, "keyauth_credential": true,
+		"basicauth_credentials": false, "route": false, "consumer": false, "certificate": false,
+	} {
+		if got := redact.NameIsSecret(typ); got != want {
+			t.Errorf("NameIsSecret(%q) = %v, want %v", typ, got, want)
+		}
+	}
+}
