@@ -500,9 +500,12 @@ func TestSinksJSONIsOneDocument(t *testing.T) {
 // misspelt --stream) is accepted, with a warning on stderr naming the
 // stream; a push to a stream with sinks warns nothing.
 func TestPushWarnsWithoutSinks(t *testing.T) {
+	// Made before the hub, so it is removed after the hub stopped: the file
+	// sink may still be writing into it when the test returns.
+	out := t.TempDir()
 	addr := startHub(t, hubOpts{})
 	g := []string{"--addr", addr}
-	mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "sink.yaml", "name: out\nfile:\n  path: "+filepath.Join(t.TempDir(), "k.json")+"\n"))...)
+	mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "sink.yaml", "name: out\nfile:\n  path: "+filepath.Join(out, "k.json")+"\n"))...)
 	cfg := writeFile(t, "kong.yaml", "_format_version: \"3.0\"\n")
 	code, out, errOut := ctl(t, append(g, "push", "-f", cfg, "--stream", "defualt")...)
 	if code != 0 || !strings.HasPrefix(out, "accepted: stream defualt generation 1") ||
