@@ -39,7 +39,7 @@ type opts struct {
 	cpuprof     string
 	mutexprof   string
 	fleet       int    // child mode: serve this many emulated gateways
-	memChild    string // child mode: scenario 2 memory with this fleet file
+	hubBinary   string // scenario 2 memory: this confighub binary instead of building it
 	verbose     bool
 	startTime   time.Time
 	loadStart   string
@@ -68,7 +68,7 @@ func main() {
 	fs.StringVar(&o.mutexprof, "mutexprofile", "", "write a mutex contention profile of the whole run here")
 	fs.BoolVar(&o.verbose, "v", false, "log progress details")
 	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
-	fs.StringVar(&o.memChild, "mem-child", "", "internal: scenario 2 memory run against the fleet URLs in this file")
+	fs.StringVar(&o.hubBinary, "hub-binary", "", "confighub binary for scenario 2's memory rows (default: go build ./cmd/confighub)")
 	fs.IntVar(&o.hogs, "hog", 0, "run N busy-loop processes (a CPU hog) beside the whole run")
 	fs.BoolVar(&o.hogChild, "hog-child", false, "internal: keep one core busy until stdin closes")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
@@ -90,13 +90,6 @@ func main() {
 	if o.fleet > 0 {
 		if err := runFleet(o.fleet, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if o.memChild != "" {
-		if err := runMemChild(o.memChild, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "mem-child:", err)
 			os.Exit(1)
 		}
 		return

@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +40,7 @@ func scenarioFleet(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	if err != nil {
 		return nil, err
 	}
-	mem, err := fleetMemory(ctx, fl, log)
+	mem, err := fleetMemory(ctx, o, fl, log)
 	if err != nil {
 		return nil, err
 	}
@@ -188,102 +183,18 @@ func fleetCounts(e *env, gen uint64) (applies uint64, retries int, lastErr strin
 	return applies, retries, lastErr
 }
 
-// memReport is what the memory child prints.
-type memReport struct {
-	Sinks     int     `json:"sinks"`
-	ConfigMiB float64 `json:"config_mib"`
-	HeapMiB   float64 `json:"heap_mib"`
-	RSSMiB    float64 `json:"rss_mib"`
-	PeakMiB   float64 `json:"peak_rss_mib"`
-	ApplyMS   float64 `json:"apply_ms"`
-}
-
-// fleetMemory runs the hub in a child process (runMemChild) so its RSS is
-// the hub's own: 1,000 kong sinks, one 10 MiB config applied by all.
-func fleetMemory(ctx context.Context, fl *fleet, log func(string, ...any)) ([]Row, error) {
-	dir, err := os.MkdirTemp("", "confighub-bench-mem-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	urlsFile := filepath.Join(dir, "urls.json")
-	b, _ := json.Marshal(fl.urls)
-	if err := os.WriteFile(urlsFile, b, 0o600); err != nil {
-		return nil, err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, "-mem-child", urlsFile)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("memory child: %w", err)
-	}
-	var m memReport
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, fmt.Errorf("memory child output %q: %w", out, err)
-	}
-	log("  memory: %d sinks, %.0f MiB config: heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB), applied in %.0f ms", m.Sinks, m.ConfigMiB, m.HeapMiB, m.RSSMiB, m.PeakMiB, m.ApplyMS)
-	what := fmt.Sprintf("%d sinks, 10 MiB config", m.Sinks)
-	return []Row{
-		{Scenario: "2 hub RSS, " + what, Unit: "MiB", Hub: m.RSSMiB, Target: "< 200 MiB", OK: m.RSSMiB < 200, Runs: 1,
-			Note: "hub in its own process (gateways in another); includes its gRPC client and the mmapped bbolt file"},
-		{Scenario: "2 hub peak RSS, " + what, Unit: "MiB", Hub: m.PeakMiB, Target: "< 200 MiB", OK: m.PeakMiB < 200, Runs: 1},
-		{Scenario: "2 hub heap (after GC), " + what, Unit: "MiB", Hub: m.HeapMiB, Target: "< 200 MiB", OK: m.HeapMiB < 200, Runs: 1},
-	}, nil
-}
-
-// runMemChild is the child mode of fleetMemory.
-func runMemChild(urlsFile string, out io.Writer) error {
-	b, err := os.ReadFile(urlsFile)
-	if err != nil {
-		return err
-	}
-	var urls []string
-	if err := json.Unmarshal(b, &urls); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	e, err := newEnv(ctx, envOptions{})
-	if err != nil {
-		return err
-	}
-	defer e.close()
-	if err := putKongSinks(ctx, e, urls); err != nil {
-		return err
-	}
-	tctx, stop := context.WithCancel(ctx)
-	defer stop()
-	tr := startTracker(tctx, e.hub)
-	cfg := stamped(genConfig(10<<20), 777)
-	size := len(cfg)
-	t0 := time.Now()
-	gen, err := e.push(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	cfg = nil // the hub holds its own copy (received over gRPC)
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if _, err := tr.wait(wctx, allSinks, len(urls), gen); err != nil {
-		return err
-	}
-	apply := time.Since(t0)
-	rss, peak := procStatusMiB("VmRSS"), procStatusMiB("VmHWM")
-	runtime.KeepAlive(cfg)
-	heap := heapMiB()
-	return json.NewEncoder(out).Encode(memReport{Sinks: len(urls), ConfigMiB: float64(size) / (1 << 20), HeapMiB: heap, RSSMiB: rss, PeakMiB: peak, ApplyMS: ms(apply)})
-}
-
 // procStatusMiB reads a kB field of /proc/self/status.
 func procStatusMiB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return statusField(string(b), field)
+}
+
+// statusField is a kB field of a /proc status file, in MiB.
+func statusField(status, field string) float64 {
+	for _, line := range strings.Split(status, "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			return kb / 1024
