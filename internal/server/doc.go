@@ -14,7 +14,10 @@
 // pushes, by one rule each (rules.proto), with a short message
 // (TestReadRPCsValidateNames). A WatchStatus whose events end because the hub
 // stops (not the client) ends with Unavailable, so the client resumes
-// from its last revision.
+// from its last revision. Each status change is marshalled once for all
+// the WatchStatus streams that encode alike (a grpc.PreparedMsg shared by
+// watchers of the same codec and compressor), not once per watcher
+// (TestWatchersShareEncodings).
 //
 // HTTP/2 keepalive (DefaultKeepalive, WithKeepalive): clients may ping
 // every 5 s or more with or without streams, so a watcher pinging every

@@ -79,6 +79,7 @@ func WithStatusPageURL(url func() string) Option { return func(o *options) { o.p
 type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
+	hub    *hubService
 }
 
 // New builds the gRPC server for h: both services, health, reflection.
@@ -122,7 +123,8 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	}, o.keepalive.serverOptions()...)
 	so = append(so, o.serverOpts...)
 	gs := grpc.NewServer(so...)
-	confighubv1.RegisterConfigHubServiceServer(gs, &hubService{hub: h, redact: o.redact, pageURL: o.pageURL})
+	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL}
+	confighubv1.RegisterConfigHubServiceServer(gs, svc)
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
@@ -137,7 +139,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
 		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
-	return &Server{GRPC: gs, Health: hs}, nil
+	return &Server{GRPC: gs, Health: hs, hub: svc}, nil
 }
 
 // Shutdown marks the server not serving (so probes and load balancers stop

@@ -49,6 +49,13 @@ func startServer(t *testing.T, opts ...server.Option) string {
 // hub too.
 func startServerWith(t *testing.T, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub) {
 	t.Helper()
+	addr, h, _ := startHubServer(t, hubOpts, opts...)
+	return addr, h
+}
+
+// startHubServer is startServerWith that also returns the server.
+func startHubServer(t *testing.T, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub, *server.Server) {
+	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
 		t.Fatal(err)
@@ -63,7 +70,7 @@ func startServerWith(t *testing.T, hubOpts []hub.Option, opts ...server.Option) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() }), h
+	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() }), h, srv
 }
 
 // TestReflectionV1Alpha: a client that knows only grpc.reflection.v1alpha

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"google.golang.org/grpc"
@@ -28,6 +27,8 @@ type hubService struct {
 	hub     *hub.Hub
 	redact  Redactor
 	pageURL func() string
+	// watchEnc shares status events' encodings between watchers.
+	watchEnc watchEncodings
 }
 
 // sendPageURL sets the hubclient.StatusPageHeader when the hub serves a status page.
@@ -175,33 +176,6 @@ func (s *hubService) GetStatus(ctx context.Context, req *confighubv1.GetStatusRe
 	}
 	s.sendPageURL(ctx)
 	return st, nil
-}
-
-func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
-	ctx := stream.Context()
-	// An unknown stream is NotFound, as for GetStatus; a watcher can wait
-	// for a stream's first push only once a sink of it exists.
-	if _, err := s.hub.Status(req.GetStream()); err != nil {
-		return toStatus(err)
-	}
-	s.sendPageURL(ctx)
-	ch := s.hub.Watch(ctx, req.GetStream(), req.GetFromRevision())
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-ch:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return status.Error(codes.Unavailable, ShutdownMessage)
-			}
-			if err := stream.Send(ev); err != nil {
-				return fmt.Errorf("send status event: %w", err)
-			}
-		}
-	}
 }
 
 type adminService struct {
