@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,11 +17,8 @@ type fallbackState struct {
 }
 
 // degraded records an apply the destination answered with a fallback
-// (sink.Degraded): the generation counts as rejected (not converged,
-// later waves skip it, not retried until a new generation or a resync),
-// the sink is DEGRADED, and applied_hash is the fallback's, so a later
-// generation is never skipped as already applied while the destination
-// holds a part of another. e.mu is held.
+// (sink.Degraded): the generation counts as rejected and the sink is
+// DEGRADED (slotMachine.outcome). e.mu is held.
 func (w *worker) degraded(cfg *config.Config, d *sink.Degraded, dur time.Duration, log *slog.Logger) {
 	e := w.e
 	rej := d.Rejection
@@ -30,31 +26,18 @@ func (w *worker) degraded(cfg *config.Config, d *sink.Degraded, dur time.Duratio
 		rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: "rejected"}
 	}
 	rej = e.redactError(rej, w.scrub)
-	w.fallback = fallbackState{gen: cfg.Generation, hash: d.Hash, excluded: d.Excluded}
-	w.rejectedGen = cfg.Generation
-	w.appliedHash = d.Hash
+	now := e.clock.Now()
+	w.m.outcome(attemptOutcome{kind: outDegraded, cfg: cfg, fallback: fallbackState{hash: d.Hash, excluded: d.Excluded}}, now)
 	w.lastFailedCfg, w.lastFailedErr = cfg, rej
-	w.lastAppliedTime = e.clock.Now()
+	w.lastAppliedTime = now
 	w.appliesTotal++
-	w.streak, w.retryGen, w.nextRetry = 0, 0, time.Time{}
-	w.health, w.panicked = "", false
+	w.health = ""
 	w.applyErr, w.applyErrCode, w.entityErrors = rej.Error(), string(sink.CodeRejected), rej.EntityErrors
-	w.setRejectedState()
+	w.reportState()
 	e.metrics.ApplyDone(w.name, w.kind, ResultDegraded, string(sink.CodeRejected), dur, cfg.Size())
 	e.metrics.EntityErrors(w.name, w.kind, len(rej.EntityErrors))
 	e.metrics.ExcludedEntities(w.name, w.kind, len(d.Excluded))
 	log.Warn("apply", "result", ResultDegraded, "excluded", len(d.Excluded), "fallback_hash", short(d.Hash),
 		"error", rej.Error(), "note", "the destination runs this generation without the excluded entities; a new configuration is tried whole at once")
 	e.kickWaiters(w.st)
-}
-
-// setRejectedState shows a rejected desired generation: DEGRADED when the
-// destination runs its fallback, else FAILED. e.mu is held.
-func (w *worker) setRejectedState() {
-	if w.fallback.gen != 0 && w.fallback.gen == w.rejectedGen {
-		w.setState(stateDegraded, fmt.Sprintf("running a fallback of generation %d without %d entities (hash %s)",
-			w.fallback.gen, len(w.fallback.excluded), short(w.fallback.hash)))
-		return
-	}
-	w.setState(stateFailed, "")
 }

@@ -14,6 +14,15 @@
 //   - Isolation: a sink that hangs, fails or panics never delays Publish,
 //     another sink, or a status watcher (TestHungSinkDoesNotDelayOthers,
 //     TestPublishNeverBlocks).
+//   - The slot's decision is a pure state machine (machine.go): what to
+//     do next at a given time (apply a generation, wait until a time,
+//     wait for the gate, idle, skip by hash) and what an attempt's outcome
+//     changes (applied, rejected, retryable with backoff or Retry-After,
+//     degraded, superseded), with no I/O, lock or clock inside; the worker
+//     does what it decides. Every branch has a table test in machine_test.go
+//     (TestSlotMachineDecide, TestSlotMachineOffer, TestSlotMachineStart,
+//     TestSlotMachineOutcome, TestSlotMachineResyncAndReachable,
+//     TestSlotMachineStateChanges, TestSlotMachineRefusal).
 //   - One apply at a time per sink, generations never applied out of order
 //     (TestNoConcurrentAppliesPerSink, property TestPropertyConvergence).
 //   - Latest wins: a sink holds at most one pending generation; a newer one

@@ -368,7 +368,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 		}
 	}
 	for _, w := range st.sinks {
-		if w.appliedGen >= g.gen {
+		if w.m.appliedGen >= g.gen {
 			g.applied++
 		}
 	}
@@ -526,21 +526,21 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	if a, ok := e.restored[w.name]; ok {
 		delete(e.restored, w.name)
 		if a.Stream == st.name {
-			w.appliedGen, w.appliedHash = a.Generation, a.Hash
+			w.m.seed(a.Generation, a.Hash)
 			w.lastAppliedTime = a.Time
 		}
 	}
-	if seed.GetStream() == st.name && seed.GetAppliedGeneration() > w.appliedGen {
-		w.appliedGen, w.appliedHash = seed.GetAppliedGeneration(), seed.GetAppliedHash()
+	if seed.GetStream() == st.name && seed.GetAppliedGeneration() > w.m.appliedGen {
+		w.m.seed(seed.GetAppliedGeneration(), seed.GetAppliedHash())
 		w.lastAppliedTime = seed.GetLastAppliedTime().AsTime()
 	}
 	e.sinks[w.name] = w
 	st.sinks[w.name] = w
 	st.waves[w.opts.Wave]++
-	e.join(st, w.appliedGen)
+	e.join(st, w.m.appliedGen)
 	if st.cur != nil {
 		// A new sink gets the current generation at once: no debounce.
-		w.desired = st.cur
+		w.m.desired = st.cur
 	}
 	w.emit()
 	e.kickWaiters(st)
@@ -560,7 +560,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	if st.waves[w.opts.Wave]--; st.waves[w.opts.Wave] == 0 {
 		delete(st.waves, w.opts.Wave)
 	}
-	e.leave(st, w.appliedGen)
+	e.leave(st, w.m.appliedGen)
 	if removeStatus {
 		e.broker.RemoveSink(st.name, w.name)
 	}
@@ -652,7 +652,7 @@ func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	}
 	// Restored after a restart: the bytes are the current config's when the
 	// hashes match.
-	if cur := w.st.cur; cur != nil && w.appliedHash != "" && cur.Hash == w.appliedHash {
+	if cur := w.st.cur; cur != nil && w.m.appliedHash != "" && cur.Hash == w.m.appliedHash {
 		return cur, true
 	}
 	return nil, false
@@ -719,7 +719,7 @@ func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 		// none), the last known apply is the best estimate.
 		g.converge = g.accept
 		for _, w := range st.sinks {
-			if w.appliedGen >= g.gen && w.lastAppliedTime.After(g.converge) {
+			if w.m.appliedGen >= g.gen && w.lastAppliedTime.After(g.converge) {
 				g.converge = w.lastAppliedTime
 			}
 		}
@@ -825,7 +825,7 @@ func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
 // appliedChanged updates the generation counts and the gates after w's
 // applied generation moved from prev. e.mu is held.
 func (e *Engine) appliedChanged(w *worker, prev uint64) {
-	e.appliedMoved(w.st, prev, w.appliedGen)
+	e.appliedMoved(w.st, prev, w.m.appliedGen)
 	e.kickWaiters(w.st)
 }
 

@@ -19,7 +19,7 @@ func HeldConfigs(e *Engine) (distinct, perSinkMax int) {
 	}
 	for _, w := range e.sinks {
 		mine := map[*config.Config]struct{}{}
-		for _, c := range []*config.Config{w.desired, w.lastAppliedCfg, w.lastFailedCfg} {
+		for _, c := range []*config.Config{w.m.desired, w.lastAppliedCfg, w.lastFailedCfg} {
 			if c != nil {
 				mine[c] = struct{}{}
 			}

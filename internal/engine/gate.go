@@ -7,16 +7,13 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// gate says whether w may apply generation gen now, over every sink of the
-// stream: the ones run here and, on replicas, the peers as the shared
-// status view has them. When it may not,
-// skipBy names the sink whose permanent rejection means gen will never pass
-// the gate (w then skips gen), or is empty when w must wait; reason is the
-// status reason. e.mu is held.
-func (e *Engine) gate(w *worker, gen uint64) (open bool, skipBy, reason string) {
+// gate says whether w may apply generation gen now (gateVerdict), over
+// every sink of the stream: the ones run here and, on replicas, the peers
+// as the shared status view has them. e.mu is held.
+func (e *Engine) gate(w *worker, gen uint64) gateVerdict {
 	switch w.opts.Gate {
 	case confighubv1.Gate_GATE_NONE:
-		return true, "", ""
+		return gateOpen
 	case confighubv1.Gate_GATE_ANY_GATEWAY:
 		return e.gateAnyGateway(w, gen)
 	default:
@@ -24,29 +21,17 @@ func (e *Engine) gate(w *worker, gen uint64) (open bool, skipBy, reason string) 
 	}
 }
 
-// rejecter returns the sink at the origin of s's refusal of gen, if s
-// rejected it or skipped it because of a rejection.
-func rejecter(s *worker, gen uint64) string {
-	if s.rejectedGen == gen {
-		return s.name
-	}
-	if s.blockedGen == gen && s.desiredGen == gen {
-		return s.blockedBy
-	}
-	return ""
-}
-
-func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
+func (e *Engine) gateAnyGateway(w *worker, gen uint64) gateVerdict {
 	var gateways, refused []string
 	for _, s := range w.st.sinks {
 		if s == w || !s.caps.Gateway {
 			continue
 		}
-		if s.appliedGen >= gen {
-			return true, "", ""
+		if s.m.appliedGen >= gen {
+			return gateOpen
 		}
 		gateways = append(gateways, s.name)
-		if r := rejecter(s, gen); r != "" {
+		if r := s.m.refusal(s.name, gen); r != "" {
 			refused = append(refused, r)
 		}
 	}
@@ -55,7 +40,7 @@ func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
 			continue
 		}
 		if p.appliedGen() >= gen {
-			return true, "", ""
+			return gateOpen
 		}
 		gateways = append(gateways, p.name)
 		if r := p.rejecter(gen); r != "" {
@@ -63,16 +48,16 @@ func (e *Engine) gateAnyGateway(w *worker, gen uint64) (bool, string, string) {
 		}
 	}
 	if len(gateways) == 0 {
-		return true, "", "" // no gateway to wait for
+		return gateOpen // no gateway to wait for
 	}
 	if len(refused) == len(gateways) {
 		sort.Strings(refused)
-		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q (every gateway sink of stream %q refused it)", gen, refused[0], w.st.name)
+		return gateVerdict{skipBy: refused[0], reason: fmt.Sprintf("generation %d was rejected by sink %q (every gateway sink of stream %q refused it)", gen, refused[0], w.st.name)}
 	}
-	return false, "", fmt.Sprintf("gated: waiting for a gateway sink of stream %q to apply generation %d (%d gateway sinks)", w.st.name, gen, len(gateways))
+	return gateVerdict{reason: fmt.Sprintf("gated: waiting for a gateway sink of stream %q to apply generation %d (%d gateway sinks)", w.st.name, gen, len(gateways))}
 }
 
-func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
+func (e *Engine) gateWave(w *worker, gen uint64) gateVerdict {
 	lowerWaves := false
 	for wave := range w.st.waves {
 		if wave < w.opts.Wave {
@@ -81,7 +66,7 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 		}
 	}
 	if !lowerWaves {
-		return true, "", ""
+		return gateOpen
 	}
 	var lower, applied int
 	var refused []string
@@ -90,9 +75,9 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 			continue
 		}
 		lower++
-		if s.appliedGen >= gen {
+		if s.m.appliedGen >= gen {
 			applied++
-		} else if r := rejecter(s, gen); r != "" {
+		} else if r := s.m.refusal(s.name, gen); r != "" {
 			refused = append(refused, r)
 		}
 	}
@@ -112,11 +97,11 @@ func (e *Engine) gateWave(w *worker, gen uint64) (bool, string, string) {
 		need = m
 	}
 	if applied >= need {
-		return true, "", ""
+		return gateOpen
 	}
 	if lower-len(refused) < need {
 		sort.Strings(refused)
-		return false, refused[0], fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.Wave)
+		return gateVerdict{skipBy: refused[0], reason: fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.Wave)}
 	}
-	return false, "", fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.Wave, gen, applied)
+	return gateVerdict{reason: fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.Wave, gen, applied)}
 }

@@ -6,22 +6,29 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Results of one apply, as passed to Metrics.ApplyDone.
+// Result is how one apply ended, as passed to Metrics.ApplyDone and
+// carried by an ApplyOutcome: a closed set (Results).
+type Result string
+
+// Results of one apply.
 const (
 	// ResultApplied: the sink's Apply returned nil.
-	ResultApplied = "applied"
+	ResultApplied Result = "applied"
 	// ResultSkipped: the hash was already applied; Apply was not called.
-	ResultSkipped = "skipped"
+	ResultSkipped Result = "skipped"
 	// ResultFailed: a retryable failure; the sink backs off.
-	ResultFailed = "failed"
+	ResultFailed Result = "failed"
 	// ResultRejected: a permanent failure; not retried until a new generation.
-	ResultRejected = "rejected"
+	ResultRejected Result = "rejected"
 	// ResultCancelled: a newer generation cancelled the apply in flight.
-	ResultCancelled = "cancelled"
+	ResultCancelled Result = "cancelled"
 	// ResultDegraded: the destination rejected the generation and took a
 	// fallback of it (sink.Degraded).
-	ResultDegraded = "degraded"
+	ResultDegraded Result = "degraded"
 )
+
+// Results is the closed set, in the order docs/metrics.md lists it.
+var Results = []Result{ResultApplied, ResultSkipped, ResultFailed, ResultRejected, ResultDegraded, ResultCancelled}
 
 // Metrics receives the engine's measurements. Implementations must be safe
 // for concurrent use and fast: some methods are called while the engine
@@ -31,7 +38,7 @@ type Metrics interface {
 	// ApplyDone is called once per attempt (or hash skip). reason is the
 	// error code for failures (sink.Code: "timeout", "rejected", "internal", ...) or why
 	// it was skipped.
-	ApplyDone(sink, kind, result, reason string, d time.Duration, configBytes int)
+	ApplyDone(sink, kind string, result Result, reason string, d time.Duration, configBytes int)
 	// StateChanged is called when a sink's state changes.
 	StateChanged(sink, kind string, from, to confighubv1.SinkState)
 	// Coalesced is called when a generation was replaced in a sink's slot
@@ -59,7 +66,7 @@ type NopMetrics struct{}
 
 var _ Metrics = NopMetrics{}
 
-func (NopMetrics) ApplyDone(string, string, string, string, time.Duration, int)              {}
+func (NopMetrics) ApplyDone(string, string, Result, string, time.Duration, int)              {}
 func (NopMetrics) StateChanged(string, string, confighubv1.SinkState, confighubv1.SinkState) {}
 func (NopMetrics) Coalesced(string, string)                                                  {}
 func (NopMetrics) EntityErrors(string, string, int)                                          {}

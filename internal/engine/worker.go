@@ -67,58 +67,31 @@ type worker struct {
 	kick   chan struct{}
 	done   chan struct{}
 
-	// under e.mu: the slot and scheduling.
-	desired   *config.Config // the newest generation (the slot)
-	desiredAt time.Time      // when it arrived (debounce)
-	// firstWaitAt is when the oldest generation not yet attempted arrived
-	// (max_delay); zero when none waits.
-	firstWaitAt      time.Time
-	attemptedGen     uint64
-	coalescedPending uint64
-	resync           bool
-	resyncReason     string
-	applyingGen      uint64
-	cancelApply      context.CancelCauseFunc
-	lastStart        time.Time
-	streak           int // consecutive failures, for the backoff exponent
-	retryGen         uint64
-	retryAt          time.Time
-	notBefore        time.Time // Retry-After asked by the destination
-	blockedGen       uint64    // generation skipped because a lower wave rejected it
-	blockedBy        string
-	health           string
-	removed          bool
-	slotHeld         bool           // holds a slot of pool
-	slotQueued       bool           // waits in pool's queue
-	record           *store.Applied // to be recorded by the goroutine
-	lastAppliedCfg   *config.Config
-	lastFailedCfg    *config.Config
-	lastFailedErr    *sink.Error
+	// under e.mu: m decides (machine.go); the rest is what the worker
+	// keeps to act on its decisions and to report them.
+	m              slotMachine
+	cancelApply    context.CancelCauseFunc
+	health         string
+	removed        bool
+	slotHeld       bool           // holds a slot of pool
+	slotQueued     bool           // waits in pool's queue
+	record         *store.Applied // to be recorded by the goroutine
+	lastAppliedCfg *config.Config
+	lastFailedCfg  *config.Config
+	lastFailedErr  *sink.Error
 
-	// under e.mu: the status fields.
-	state        state
-	desiredGen   uint64
-	desiredHash  string
-	appliedGen   uint64
-	appliedHash  string
-	attempts     uint32
+	// under e.mu: the status fields the machine does not decide.
 	applyErr     string
 	applyErrCode string
-	panicked     bool // the last failure was a recovered panic: FAILED while retried
 	entityErrors []*confighubv1.EntityError
 	// entityErrorsOmitted: entity errors beyond those kept (boundError).
 	entityErrorsOmitted uint32
-	nextRetry           time.Time
 	lastDur             time.Duration
-	coalesced           uint64
-	reason              string
 	lastAppliedTime     time.Time
-	rejectedGen         uint64
 	appliesTotal        uint64
 	prevErr             string // the error the last successful apply cleared
 	prevErrCode         string
 	published           *confighubv1.SinkStatus
-	fallback            fallbackState // DEGRADED: the fallback the destination runs
 }
 
 // newWorker builds the worker of s; caps is s.Describe(), asked before
@@ -144,7 +117,7 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		cancel: cancel,
 		kick:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
-		state:  statePending,
+		m:      newSlotMachine(spec.GetStream(), opts),
 	}
 }
 
@@ -166,16 +139,11 @@ func (w *worker) wake() {
 
 // offer puts a new generation in the slot (latest wins). e.mu is held.
 func (w *worker) offer(cfg *config.Config, now time.Time) {
-	if old := w.desired; old != nil && old.Generation > w.attemptedGen && old.Generation > w.appliedGen && old.Generation != w.blockedGen {
-		w.coalescedPending++
+	coalesced, cancelInFlight := w.m.offer(cfg, now)
+	if coalesced {
 		w.e.metrics.Coalesced(w.name, w.kind)
 	}
-	w.desired = cfg
-	w.desiredAt = now
-	if w.firstWaitAt.IsZero() {
-		w.firstWaitAt = now
-	}
-	if w.applyingGen != 0 && w.applyingGen < cfg.Generation && w.opts.CancelInFlight && w.cancelApply != nil {
+	if cancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
 	}
 	if w.slotQueued {
@@ -213,16 +181,6 @@ func (w *worker) runRunner(r sink.Runner) {
 	r.Run(w.ctx, notifier{w})
 }
 
-// action is what the worker does next.
-type action struct {
-	apply *config.Config
-	// wait > 0: wake up after it (or on a kick); 0 with apply == nil: wait
-	// for a kick.
-	wait time.Duration
-	// again: decide once more right away (after recording).
-	again bool
-}
-
 func (w *worker) loop() {
 	e := w.e
 	defer func() {
@@ -236,12 +194,14 @@ func (w *worker) loop() {
 			return
 		}
 		e.mu.Lock()
-		act := w.decide(e.clock.Now())
-		if act.apply != nil && !w.pool.acquire(w) {
+		now := e.clock.Now()
+		d := w.decide(now)
+		if d.kind == actApply && !w.pool.acquire(w) {
 			// Queued: PENDING once, then sleep until a release hands
 			// this worker the slot (or a Resync, Health or stop wakes
 			// it), and decide again.
-			w.setState(statePending, fmt.Sprintf("waiting for a free apply slot (max %d concurrent applies of %s sinks, %d waiting)", w.pool.max, w.pool.name, w.pool.waiting()))
+			w.m.queued(w.pool.name, w.pool.max, w.pool.waiting())
+			w.reportState()
 			w.emit()
 			rec := w.takeRecord()
 			e.mu.Unlock()
@@ -251,20 +211,26 @@ func (w *worker) loop() {
 			}
 			continue
 		}
-		if act.apply == nil {
+		if d.kind != actApply {
 			w.pool.release(w)
 			w.emit()
 			rec := w.takeRecord()
 			e.mu.Unlock()
 			w.recordApplied(rec)
-			if !act.again && !w.wait(act.wait) {
+			var wait time.Duration
+			if d.kind == actWait {
+				wait = d.until.Sub(now)
+			}
+			if d.kind != actSkip && !w.wait(wait) {
 				return
 			}
 			continue
 		}
-		cfg := act.apply
+		cfg := d.cfg
 		attemptCtx, cancelAttempt := context.WithCancelCause(w.ctx)
-		w.startAttempt(cfg, cancelAttempt)
+		w.cancelApply = cancelAttempt
+		w.m.start(cfg, e.clock.Now())
+		w.reportState()
 		w.emit()
 		e.mu.Unlock()
 
@@ -279,6 +245,7 @@ func (w *worker) loop() {
 		e.mu.Lock()
 		w.pool.release(w)
 		w.finish(cfg, err, cause, dur)
+		w.reportState()
 		w.emit()
 		rec := w.takeRecord()
 		e.mu.Unlock()
@@ -304,113 +271,40 @@ func (w *worker) wait(d time.Duration) bool {
 	return true
 }
 
-// decide looks at the slot and says what to do. e.mu is held.
-func (w *worker) decide(now time.Time) action {
-	if w.coalescedPending > 0 {
-		w.coalesced += w.coalescedPending
-		w.coalescedPending = 0
-	}
-	cfg := w.desired
-	if cfg == nil {
-		w.setState(stateWaiting, fmt.Sprintf("no configuration pushed to stream %q yet", w.st.name))
-		return action{}
-	}
-	if cfg.Generation != w.desiredGen {
-		w.desiredGen, w.desiredHash = cfg.Generation, cfg.Hash
-		w.attempts = 0
-	}
-	// A rejected generation stays FAILED until a newer one arrives.
-	// A degraded one too (it runs a fallback), unless a resync asks to
-	// send that fallback again.
-	if cfg.Generation == w.rejectedGen && !(w.fallback.gen == cfg.Generation && w.resync) {
-		w.setRejectedState()
-		return action{}
-	}
-	if !w.resync {
-		if cfg.Generation == w.appliedGen {
-			if w.state != stateSkipped {
-				w.setState(stateApplied, "")
-			}
-			return action{}
-		}
-		if w.appliedHash != "" && cfg.Hash == w.appliedHash {
-			prev := w.appliedGen
-			w.appliedGen = cfg.Generation
-			w.lastAppliedCfg = cfg
-			w.dropFailed()
-			w.fallback = fallbackState{}
-			w.firstWaitAt = time.Time{}
-			w.retryGen, w.nextRetry = 0, time.Time{}
-			w.setState(stateSkipped, fmt.Sprintf("hash %s already applied (generation %d)", short(cfg.Hash), prev))
-			w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
-			w.e.metrics.ApplyDone(w.name, w.kind, ResultSkipped, "hash-unchanged", 0, cfg.Size())
-			w.e.log.Info("apply", "sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "result", ResultSkipped, "reason", "hash already applied", "duration", time.Duration(0))
-			w.e.appliedChanged(w, prev)
-			return action{again: true}
-		}
-	}
-	if open, skipBy, reason := w.e.gate(w, cfg.Generation); !open {
+// decide asks the machine what to do and does the bookkeeping its
+// decision needs beyond the sink: a hash skip is recorded and reported, a
+// closed gate registers the worker as a waiter of its stream. e.mu is held.
+func (w *worker) decide(now time.Time) decision {
+	e := w.e
+	d := w.m.decide(now, func(gen uint64) gateVerdict { return e.gate(w, gen) })
+	switch d.kind {
+	case actSkip:
+		cfg := d.cfg
+		w.lastAppliedCfg = cfg
+		w.dropFailed()
+		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
+		w.reportState()
+		e.metrics.ApplyDone(w.name, w.kind, ResultSkipped, "hash-unchanged", 0, cfg.Size())
+		e.log.Info("apply", "sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "result", ResultSkipped, "reason", "hash already applied", "duration", time.Duration(0))
+		e.appliedChanged(w, d.prevApplied)
+	case actGate:
 		w.st.waiters[w] = struct{}{}
-		if skipBy != "" {
-			if w.blockedGen != cfg.Generation {
-				w.blockedGen, w.blockedBy = cfg.Generation, skipBy
-				// Later waves wait on this sink: tell them.
-				w.e.kickWaiters(w.st)
-				w.st.waiters[w] = struct{}{}
-			}
-			w.setState(stateSkipped, reason)
-		} else {
-			w.setState(stateWaiting, reason)
-		}
-		return action{}
-	}
-	if w.retryGen == cfg.Generation && now.Before(w.retryAt) {
-		w.setState(w.retryState(), "")
-		return action{wait: w.retryAt.Sub(now)}
-	}
-	if now.Before(w.notBefore) {
-		w.nextRetry = w.notBefore
-		w.setState(stateBackoff, "the destination asked to wait (Retry-After)")
-		return action{wait: w.notBefore.Sub(now)}
-	}
-	if w.opts.MinInterval > 0 && !w.lastStart.IsZero() {
-		if next := w.lastStart.Add(w.opts.MinInterval); now.Before(next) {
-			w.setState(stateWaiting, fmt.Sprintf("min_interval %s: next apply at %s", w.opts.MinInterval, next.UTC().Format(time.RFC3339Nano)))
-			return action{wait: next.Sub(now)}
+		if d.blocked {
+			// Later waves wait on this sink: tell them.
+			e.kickWaiters(w.st)
+			w.st.waiters[w] = struct{}{}
 		}
 	}
-	if w.opts.Debounce > 0 && !w.desiredAt.IsZero() {
-		due := w.desiredAt.Add(w.opts.Debounce)
-		if w.opts.MaxDelay > 0 && !w.firstWaitAt.IsZero() {
-			if latest := w.firstWaitAt.Add(w.opts.MaxDelay); latest.Before(due) {
-				due = latest
-			}
-		}
-		if now.Before(due) {
-			w.setState(stateWaiting, fmt.Sprintf("debounce %s: applying at %s unless a newer generation arrives", w.opts.Debounce, due.UTC().Format(time.RFC3339Nano)))
-			return action{wait: due.Sub(now)}
-		}
-	}
-	return action{apply: cfg}
+	w.reportState()
+	return d
 }
 
-// startAttempt marks cfg as in flight. e.mu is held.
-func (w *worker) startAttempt(cfg *config.Config, cancel context.CancelCauseFunc) {
-	now := w.e.clock.Now()
-	w.attempts++
-	w.attemptedGen = cfg.Generation
-	w.applyingGen = cfg.Generation
-	w.cancelApply = cancel
-	w.lastStart = now
-	w.firstWaitAt = time.Time{}
-	w.resync = false
-	w.nextRetry = time.Time{}
-	reason := ""
-	if w.resyncReason != "" {
-		reason = "resync: " + w.resyncReason
-		w.resyncReason = ""
+// reportState passes the machine's state changes to the metrics. e.mu is
+// held.
+func (w *worker) reportState() {
+	for _, c := range w.m.takeChanges() {
+		w.e.metrics.StateChanged(w.name, w.kind, c.from, c.to)
 	}
-	w.setState(stateApplying, reason)
 }
 
 // apply calls the sink, turning a panic into an error.
@@ -428,11 +322,12 @@ func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration) {
 	e := w.e
 	now := e.clock.Now()
-	w.applyingGen, w.cancelApply = 0, nil
+	w.cancelApply = nil
 	w.lastDur = dur
-	log := e.log.With("sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "duration", dur, "attempt", w.attempts)
+	log := e.log.With("sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "duration", dur, "attempt", w.m.attempts)
 	if w.ctx.Err() != nil {
 		// Deleted, replaced or stopping: the outcome no longer matters.
+		w.m.outcome(attemptOutcome{kind: outAbandoned, cfg: cfg}, now)
 		return
 	}
 	if err == nil && cause == errAttemptTimeout {
@@ -440,13 +335,11 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		cause = nil
 	}
 	if err == nil {
-		prev := w.appliedGen
-		w.appliedGen, w.appliedHash = cfg.Generation, cfg.Hash
+		t := w.m.outcome(attemptOutcome{kind: outApplied, cfg: cfg}, now)
 		w.lastAppliedCfg = cfg
 		w.dropFailed()
 		w.lastAppliedTime = now
 		w.appliesTotal++
-		w.streak, w.retryGen, w.nextRetry = 0, 0, time.Time{}
 		// The destination just answered: whatever was shown as the
 		// current failure (an apply error, or unreachable from the
 		// Runner's last check) is over; status keeps it as previous.
@@ -454,17 +347,16 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 			w.prevErr, w.prevErrCode = msg, code
 		}
 		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
-		w.fallback = fallbackState{}
 		w.health = ""
-		w.setState(stateApplied, "")
 		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
+		w.reportState()
 		e.metrics.ApplyDone(w.name, w.kind, ResultApplied, "", dur, cfg.Size())
 		e.metrics.LastSuccess(w.name, w.kind, now)
 		e.metrics.EntityErrors(w.name, w.kind, 0)
 		e.metrics.ExcludedEntities(w.name, w.kind, 0)
 		log.Info("apply", "result", ResultApplied)
-		if prev != w.appliedGen {
-			e.appliedChanged(w, prev)
+		if t.prevApplied != w.m.appliedGen {
+			e.appliedChanged(w, t.prevApplied)
 		}
 		return
 	}
@@ -473,7 +365,8 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		return
 	}
 	if cause == errSuperseded {
-		w.setState(statePending, fmt.Sprintf("apply of generation %d cancelled: a newer generation arrived", cfg.Generation))
+		w.m.outcome(attemptOutcome{kind: outSuperseded, cfg: cfg}, now)
+		w.reportState()
 		e.metrics.ApplyDone(w.name, w.kind, ResultCancelled, "superseded", dur, cfg.Size())
 		log.Info("apply", "result", ResultCancelled, "reason", "superseded by a newer generation")
 		return
@@ -497,29 +390,19 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	code := string(se.Code)
 	w.lastFailedCfg, w.lastFailedErr = cfg, se
 	w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = msg, code, se.EntityErrors, omitted
-	w.panicked = errors.Is(err, errSinkPanicked)
+	t := w.m.outcome(attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
+		panicked: errors.Is(err, errSinkPanicked), jitter: e.rnd()}, now)
+	w.reportState()
 	e.metrics.EntityErrors(w.name, w.kind, len(se.EntityErrors))
 	if se.Permanent {
-		w.rejectedGen = cfg.Generation
-		w.streak, w.retryGen, w.nextRetry = 0, 0, time.Time{}
-		w.setState(stateFailed, "")
 		e.metrics.ApplyDone(w.name, w.kind, ResultRejected, code, dur, cfg.Size())
 		log.Warn("apply", "result", ResultRejected, "code", code, "error", se.Error(), "entity_errors", len(se.EntityErrors),
 			"note", "this generation is not retried; a new configuration is tried at once")
 		e.kickWaiters(w.st) // later waves skip it now
 		return
 	}
-	w.streak++
-	d := w.opts.Backoff.Delay(w.streak, e.rnd())
-	if se.RetryAfter > 0 {
-		w.notBefore = now.Add(se.RetryAfter)
-		d = max(d, se.RetryAfter)
-	}
-	w.retryGen, w.retryAt = cfg.Generation, now.Add(d)
-	w.nextRetry = w.retryAt
-	w.setState(w.retryState(), "")
 	e.metrics.ApplyDone(w.name, w.kind, ResultFailed, code, dur, cfg.Size())
-	log.Warn("apply", "result", ResultFailed, "code", code, "error", se.Error(), "retry_in", d, "next_retry", w.retryAt,
+	log.Warn("apply", "result", ResultFailed, "code", code, "error", se.Error(), "retry_in", t.retryIn, "next_retry", t.nextAttempt,
 		"note", "retrying with backoff; a new configuration is tried at once")
 }
 
@@ -527,19 +410,9 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 // new is applied: the failure is over, and keeping its config would hold
 // one old config per sink for ever (internal/engine/doc.go, Memory). e.mu is held.
 func (w *worker) dropFailed() {
-	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.appliedGen {
+	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
 		w.lastFailedCfg, w.lastFailedErr = nil, nil
 	}
-}
-
-// retryState is the state while waiting to retry: BACKOFF, or FAILED after
-// a panic (the sink is broken, not the destination busy), retried all the
-// same.
-func (w *worker) retryState() state {
-	if w.panicked {
-		return stateFailed
-	}
-	return stateBackoff
 }
 
 func (w *worker) takeRecord() *store.Applied {
@@ -557,14 +430,6 @@ func (w *worker) recordApplied(a *store.Applied) {
 	if err := w.e.recorder.RecordApplied(w.ctx, *a); err != nil && w.ctx.Err() == nil {
 		w.e.log.Warn("recording the applied generation failed; it is recorded again after the next apply", "sink", w.name, "generation", a.Generation, "error", err)
 	}
-}
-
-// setState sets the state and reason. e.mu is held.
-func (w *worker) setState(s state, reason string) {
-	if s != w.state {
-		w.e.metrics.StateChanged(w.name, w.kind, w.state, s)
-	}
-	w.state, w.reason = s, reason
 }
 
 // emit publishes the sink's status if it changed. e.mu is held.
@@ -585,27 +450,27 @@ func (w *worker) status() *confighubv1.SinkStatus {
 		Sink:                w.name,
 		Kind:                w.kind,
 		Stream:              w.st.name,
-		State:               w.state,
-		DesiredGeneration:   w.desiredGen,
-		DesiredHash:         w.desiredHash,
-		AppliedGeneration:   w.appliedGen,
-		AppliedHash:         w.appliedHash,
-		Attempts:            w.attempts,
+		State:               w.m.state,
+		DesiredGeneration:   w.m.desiredGen,
+		DesiredHash:         w.m.desiredHash,
+		AppliedGeneration:   w.m.appliedGen,
+		AppliedHash:         w.m.appliedHash,
+		Attempts:            w.m.attempts,
 		EntityErrors:        w.entityErrors,
 		EntityErrorsOmitted: w.entityErrorsOmitted,
-		Coalesced:           w.coalesced,
-		Reason:              w.reason,
-		RejectedGeneration:  w.rejectedGen,
+		Coalesced:           w.m.coalesced,
+		Reason:              w.m.reason,
+		RejectedGeneration:  w.m.rejectedGen,
 		AppliesTotal:        w.appliesTotal,
 		PreviousError:       w.prevErr,
 		PreviousErrorCode:   w.prevErrCode,
-		ExcludedEntities:    w.fallback.excluded,
-		FallbackGeneration:  w.fallback.gen,
-		FallbackHash:        w.fallback.hash,
+		ExcludedEntities:    w.m.fallback.excluded,
+		FallbackGeneration:  w.m.fallback.gen,
+		FallbackHash:        w.m.fallback.hash,
 	}
 	st.LastError, st.LastErrorCode = w.shownError()
-	if !w.nextRetry.IsZero() {
-		st.NextRetryTime = timestamppb.New(w.nextRetry)
+	if !w.m.nextRetry.IsZero() {
+		st.NextRetryTime = timestamppb.New(w.m.nextRetry)
 	}
 	if w.lastDur > 0 {
 		st.LastApplyDuration = durationpb.New(w.lastDur)
@@ -665,12 +530,10 @@ func (n notifier) Resync(reason string) {
 	if w.removed {
 		return
 	}
-	w.resync = true
-	w.resyncReason = reason
 	// The destination is back (a gateway restarted empty, a plugin
 	// reconnected): the backoff wait is no longer worth waiting out.
 	// A destination's own Retry-After still holds.
-	w.retryGen, w.retryAt = 0, time.Time{}
+	w.m.requestResync(reason)
 	w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
 	w.wake()
 }
@@ -699,7 +562,7 @@ func (n notifier) Health(err error) {
 		w.e.log.Info("sink reachable again", "sink", w.name)
 		// A retry scheduled while it was down is tried now, not after the
 		// rest of its backoff.
-		w.retryGen, w.retryAt = 0, time.Time{}
+		w.m.reachable()
 		w.wake()
 	}
 	w.health = h

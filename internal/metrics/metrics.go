@@ -180,11 +180,11 @@ func (m *Engine) deleteSeries(l prometheus.Labels) {
 
 // ApplyDone counts one attempt and, unless it was a hash skip, observes its
 // duration.
-func (m *Engine) ApplyDone(sink, kind, result, reason string, d time.Duration, configBytes int) {
+func (m *Engine) ApplyDone(sink, kind string, result engine.Result, reason string, d time.Duration, configBytes int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.track(sink, kind)
-	m.applies.WithLabelValues(sink, kind, result, m.reasonLabel(sink, reason)).Inc()
+	m.applies.WithLabelValues(sink, kind, string(result), m.reasonLabel(sink, reason)).Inc()
 	m.configBytes.WithLabelValues(sink, kind).Set(float64(configBytes))
 	if result != engine.ResultSkipped {
 		m.applyDuration.WithLabelValues(sink, kind).Observe(d.Seconds())

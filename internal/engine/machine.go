@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/sinkspec"
+)
+
+// slotMachine is the decision of one sink's latest-wins slot: which
+// generation to apply and when (newest pending, hash skip, gate, backoff,
+// Retry-After, min_interval, debounce), and what an attempt's outcome
+// changes. It is pure: no I/O, no lock, no clock (the time is passed in),
+// so every branch has a table test (machine_test.go). The worker owns one,
+// guarded by Engine.mu, and does what it decides: calls the sink, waits,
+// reports status, metrics and logs.
+type slotMachine struct {
+	stream string // the sink's stream, named in a reason
+	opts   sinkspec.Options
+
+	// The slot.
+	desired   *config.Config // the newest generation
+	desiredAt time.Time      // when it arrived (debounce)
+	// firstWaitAt is when the oldest generation not yet attempted arrived
+	// (max_delay); zero when none waits.
+	firstWaitAt      time.Time
+	attemptedGen     uint64
+	coalescedPending uint64 // replaced before an attempt, counted at the next decision
+	resync           bool
+	resyncReason     string
+
+	// Scheduling.
+	applyingGen uint64 // in flight; 0: none
+	lastStart   time.Time
+	streak      int // consecutive failures, for the backoff exponent
+	retryGen    uint64
+	retryAt     time.Time
+	notBefore   time.Time // Retry-After asked by the destination
+	blockedGen  uint64    // generation skipped because a lower wave rejected it
+	blockedBy   string
+	panicked    bool // the last failure was a recovered panic: FAILED while retried
+
+	// What status shows of the decisions.
+	state       state
+	reason      string
+	desiredGen  uint64
+	desiredHash string
+	appliedGen  uint64
+	appliedHash string
+	attempts    uint32
+	coalesced   uint64
+	rejectedGen uint64
+	nextRetry   time.Time
+	fallback    fallbackState // DEGRADED: the fallback the destination runs
+
+	// changes are the state changes since the worker last took them
+	// (takeChanges), for the metrics.
+	changes []stateChange
+}
+
+// stateChange is one change of a sink's state.
+type stateChange struct{ from, to state }
+
+func newSlotMachine(streamName string, opts sinkspec.Options) slotMachine {
+	return slotMachine{stream: streamName, opts: opts, state: statePending}
+}
+
+// actionKind is what the worker does after a decision: a closed set.
+type actionKind uint8
+
+const (
+	// actIdle: nothing to do until woken (no configuration yet, the
+	// generation is applied, or it was rejected).
+	actIdle actionKind = iota
+	// actSkip: the generation's hash is already applied; it counts as
+	// applied without calling the sink. Decide again at once.
+	actSkip
+	// actGate: the gate is closed; wait until the stream's other sinks
+	// progress.
+	actGate
+	// actWait: wait until the decision's time (backoff, Retry-After,
+	// min_interval, debounce) or a wake-up.
+	actWait
+	// actApply: apply the decision's config now (once an apply slot is
+	// free).
+	actApply
+)
+
+// decision is the result of slotMachine.decide.
+type decision struct {
+	kind actionKind
+	// cfg is the generation to apply (actApply) or found applied (actSkip).
+	cfg *config.Config
+	// until is when to decide again (actWait).
+	until time.Time
+	// prevApplied is the applied generation before a hash skip (actSkip).
+	prevApplied uint64
+	// blocked: the gate closed for good on this generation (a lower wave
+	// rejected it), newly: the later waves waiting on this sink must look
+	// again (actGate).
+	blocked bool
+}
+
+// gateVerdict is whether a sink may apply a generation now, over every
+// sink of its stream (Engine.gate). When it may not, skipBy names the sink
+// whose rejection means the generation never passes (the sink skips it),
+// or is empty (the sink waits); reason is the status reason.
+type gateVerdict struct {
+	open           bool
+	skipBy, reason string
+}
+
+// gateOpen is the verdict of an open gate.
+var gateOpen = gateVerdict{open: true}
+
+// setState sets the state and reason, noting a change for the metrics.
+func (m *slotMachine) setState(s state, reason string) {
+	if s != m.state {
+		m.changes = append(m.changes, stateChange{m.state, s})
+	}
+	m.state, m.reason = s, reason
+}
+
+// takeChanges returns the state changes since the last call.
+func (m *slotMachine) takeChanges() []stateChange {
+	c := m.changes
+	m.changes = m.changes[:0]
+	return c
+}
+
+// seed sets what a restarted or taken-over sink is known to have applied.
+func (m *slotMachine) seed(gen uint64, hash string) {
+	m.appliedGen, m.appliedHash = gen, hash
+}
+
+// offer puts cfg in the slot (latest wins). It reports whether a
+// generation not yet attempted was replaced (coalesced) and whether the
+// apply in flight is to be cancelled (options.cancel_in_flight).
+func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cancelInFlight bool) {
+	if old := m.desired; old != nil && old.Generation > m.attemptedGen && old.Generation > m.appliedGen && old.Generation != m.blockedGen {
+		m.coalescedPending++
+		coalesced = true
+	}
+	m.desired = cfg
+	m.desiredAt = now
+	if m.firstWaitAt.IsZero() {
+		m.firstWaitAt = now
+	}
+	return coalesced, m.applyingGen != 0 && m.applyingGen < cfg.Generation && m.opts.CancelInFlight
+}
+
+// requestResync forces the next apply (a Runner's Resync) and ends a
+// backoff wait; a destination's Retry-After still holds.
+func (m *slotMachine) requestResync(reason string) {
+	m.resync = true
+	m.resyncReason = reason
+	m.retryGen, m.retryAt = 0, time.Time{}
+}
+
+// reachable ends a backoff wait: the destination is back (a Runner's
+// Health), so a retry scheduled while it was down is tried now.
+func (m *slotMachine) reachable() {
+	m.retryGen, m.retryAt = 0, time.Time{}
+}
+
+// decide looks at the slot and says what to do at now. gate is asked only
+// when the generation would otherwise be applied.
+func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) decision {
+	if m.coalescedPending > 0 {
+		m.coalesced += m.coalescedPending
+		m.coalescedPending = 0
+	}
+	cfg := m.desired
+	if cfg == nil {
+		m.setState(stateWaiting, fmt.Sprintf("no configuration pushed to stream %q yet", m.stream))
+		return decision{kind: actIdle}
+	}
+	if cfg.Generation != m.desiredGen {
+		m.desiredGen, m.desiredHash = cfg.Generation, cfg.Hash
+		m.attempts = 0
+	}
+	// A rejected generation stays FAILED until a newer one arrives.
+	// A degraded one too (it runs a fallback), unless a resync asks to
+	// send that fallback again.
+	if cfg.Generation == m.rejectedGen && !(m.fallback.gen == cfg.Generation && m.resync) {
+		m.setRejectedState()
+		return decision{kind: actIdle}
+	}
+	if !m.resync {
+		if cfg.Generation == m.appliedGen {
+			if m.state != stateSkipped {
+				m.setState(stateApplied, "")
+			}
+			return decision{kind: actIdle}
+		}
+		if m.appliedHash != "" && cfg.Hash == m.appliedHash {
+			prev := m.appliedGen
+			m.appliedGen = cfg.Generation
+			m.fallback = fallbackState{}
+			m.firstWaitAt = time.Time{}
+			m.retryGen, m.nextRetry = 0, time.Time{}
+			m.setState(stateSkipped, fmt.Sprintf("hash %s already applied (generation %d)", short(cfg.Hash), prev))
+			return decision{kind: actSkip, cfg: cfg, prevApplied: prev}
+		}
+	}
+	if v := gate(cfg.Generation); !v.open {
+		d := decision{kind: actGate}
+		if v.skipBy != "" {
+			if m.blockedGen != cfg.Generation {
+				m.blockedGen, m.blockedBy = cfg.Generation, v.skipBy
+				d.blocked = true
+			}
+			m.setState(stateSkipped, v.reason)
+		} else {
+			m.setState(stateWaiting, v.reason)
+		}
+		return d
+	}
+	if m.retryGen == cfg.Generation && now.Before(m.retryAt) {
+		m.setState(m.retryState(), "")
+		return decision{kind: actWait, until: m.retryAt}
+	}
+	if now.Before(m.notBefore) {
+		m.nextRetry = m.notBefore
+		m.setState(stateBackoff, "the destination asked to wait (Retry-After)")
+		return decision{kind: actWait, until: m.notBefore}
+	}
+	if m.opts.MinInterval > 0 && !m.lastStart.IsZero() {
+		if next := m.lastStart.Add(m.opts.MinInterval); now.Before(next) {
+			m.setState(stateWaiting, fmt.Sprintf("min_interval %s: next apply at %s", m.opts.MinInterval, next.UTC().Format(time.RFC3339Nano)))
+			return decision{kind: actWait, until: next}
+		}
+	}
+	if m.opts.Debounce > 0 && !m.desiredAt.IsZero() {
+		due := m.desiredAt.Add(m.opts.Debounce)
+		if m.opts.MaxDelay > 0 && !m.firstWaitAt.IsZero() {
+			if latest := m.firstWaitAt.Add(m.opts.MaxDelay); latest.Before(due) {
+				due = latest
+			}
+		}
+		if now.Before(due) {
+			m.setState(stateWaiting, fmt.Sprintf("debounce %s: applying at %s unless a newer generation arrives", m.opts.Debounce, due.UTC().Format(time.RFC3339Nano)))
+			return decision{kind: actWait, until: due}
+		}
+	}
+	return decision{kind: actApply, cfg: cfg}
+}
+
+// queued shows that the sink waits for an apply slot of pool (PENDING).
+func (m *slotMachine) queued(pool string, maxApplies, waiting int) {
+	m.setState(statePending, fmt.Sprintf("waiting for a free apply slot (max %d concurrent applies of %s sinks, %d waiting)", maxApplies, pool, waiting))
+}
+
+// start marks cfg as in flight from now.
+func (m *slotMachine) start(cfg *config.Config, now time.Time) {
+	m.attempts++
+	m.attemptedGen = cfg.Generation
+	m.applyingGen = cfg.Generation
+	m.lastStart = now
+	m.firstWaitAt = time.Time{}
+	m.resync = false
+	m.nextRetry = time.Time{}
+	reason := ""
+	if m.resyncReason != "" {
+		reason = "resync: " + m.resyncReason
+		m.resyncReason = ""
+	}
+	m.setState(stateApplying, reason)
+}
+
+// outcomeKind is how an attempt ended, as the machine sees it: a closed
+// set.
+type outcomeKind uint8
+
+const (
+	// outAbandoned: the worker stops (deleted, replaced, engine stopped);
+	// the outcome no longer matters.
+	outAbandoned outcomeKind = iota
+	// outApplied: the sink applied the generation.
+	outApplied
+	// outDegraded: the destination rejected the generation and runs a
+	// fallback of it (sink.Degraded).
+	outDegraded
+	// outSuperseded: a newer generation cancelled the attempt.
+	outSuperseded
+	// outFailed: an error; retryable unless permanent.
+	outFailed
+)
+
+// attemptOutcome is what the worker tells the machine of an attempt.
+type attemptOutcome struct {
+	kind outcomeKind
+	cfg  *config.Config
+	// outFailed: not retried (rejected) when permanent; retryAfter is the
+	// destination's Retry-After; panicked: a recovered panic.
+	permanent  bool
+	retryAfter time.Duration
+	panicked   bool
+	// outDegraded: the fallback the destination runs.
+	fallback fallbackState
+	// jitter is a uniform value in [0,1) for the backoff.
+	jitter float64
+}
+
+// transition is what an outcome changed, for the worker to report.
+type transition struct {
+	result Result
+	// prevApplied is the applied generation before; the stream's counts
+	// and gates change when it differs from appliedGen.
+	prevApplied uint64
+	// retryIn and nextAttempt: the backoff of a retryable failure.
+	retryIn     time.Duration
+	nextAttempt time.Time
+	// kickWaiters: later waves and gated sinks must look again (the
+	// generation was rejected).
+	kickWaiters bool
+}
+
+// outcome applies the outcome of the attempt in flight at now.
+func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
+	m.applyingGen = 0
+	t := transition{prevApplied: m.appliedGen}
+	gen := o.cfg.Generation
+	switch o.kind {
+	case outAbandoned:
+		return t
+	case outApplied:
+		m.appliedGen, m.appliedHash = gen, o.cfg.Hash
+		m.streak, m.retryGen, m.nextRetry = 0, 0, time.Time{}
+		m.fallback = fallbackState{}
+		m.setState(stateApplied, "")
+		t.result = ResultApplied
+	case outDegraded:
+		// The generation counts as rejected (not converged, later waves
+		// skip it, not retried until a new generation or a resync), and
+		// applied_hash is the fallback's, so a later generation is never
+		// skipped as already applied while the destination holds a part
+		// of another.
+		m.fallback = o.fallback
+		m.fallback.gen = gen
+		m.rejectedGen = gen
+		m.appliedHash = o.fallback.hash
+		m.streak, m.retryGen, m.nextRetry = 0, 0, time.Time{}
+		m.panicked = false
+		m.setRejectedState()
+		t.result, t.kickWaiters = ResultDegraded, true
+	case outSuperseded:
+		m.setState(statePending, fmt.Sprintf("apply of generation %d cancelled: a newer generation arrived", gen))
+		t.result = ResultCancelled
+	case outFailed:
+		m.panicked = o.panicked
+		if o.permanent {
+			m.rejectedGen = gen
+			m.streak, m.retryGen, m.nextRetry = 0, 0, time.Time{}
+			m.setState(stateFailed, "")
+			t.result, t.kickWaiters = ResultRejected, true
+			return t
+		}
+		m.streak++
+		d := m.opts.Backoff.Delay(m.streak, o.jitter)
+		if o.retryAfter > 0 {
+			m.notBefore = now.Add(o.retryAfter)
+			d = max(d, o.retryAfter)
+		}
+		m.retryGen, m.retryAt = gen, now.Add(d)
+		m.nextRetry = m.retryAt
+		m.setState(m.retryState(), "")
+		t.result, t.retryIn, t.nextAttempt = ResultFailed, d, m.retryAt
+	}
+	return t
+}
+
+// retryState is the state while waiting to retry: BACKOFF, or FAILED after
+// a panic (the sink is broken, not the destination busy), retried all the
+// same.
+func (m *slotMachine) retryState() state {
+	if m.panicked {
+		return stateFailed
+	}
+	return stateBackoff
+}
+
+// setRejectedState shows a rejected desired generation: DEGRADED when the
+// destination runs its fallback, else FAILED.
+func (m *slotMachine) setRejectedState() {
+	if m.fallback.gen != 0 && m.fallback.gen == m.rejectedGen {
+		m.setState(stateDegraded, fmt.Sprintf("running a fallback of generation %d without %d entities (hash %s)",
+			m.fallback.gen, len(m.fallback.excluded), short(m.fallback.hash)))
+		return
+	}
+	m.setState(stateFailed, "")
+}
+
+// refusal names the sink at the origin of this sink's refusal of gen, if
+// it rejected gen (self) or skipped it because of a rejection.
+func (m *slotMachine) refusal(self string, gen uint64) string {
+	if m.rejectedGen == gen {
+		return self
+	}
+	if m.blockedGen == gen && m.desiredGen == gen {
+		return m.blockedBy
+	}
+	return ""
+}
