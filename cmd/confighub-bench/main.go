@@ -30,9 +30,10 @@ type opts struct {
 	uploadMax   int
 	smallSpan   time.Duration
 	smallRounds int
-	hubChild    bool // child mode: a bare hub for memory figures
-	hogs        int  // CPU hog processes beside the run
-	hogChild    bool // child mode: one busy core
+	hubChild    bool   // child mode: a bare hub for memory figures
+	hogs        int    // CPU hog processes beside the run
+	hogChild    bool   // child mode: one busy core
+	watchChild  string // child mode: scenario 5's watchers of this hub address
 	gateways    int
 	konnect     time.Duration
 	burst       time.Duration
@@ -71,12 +72,20 @@ func main() {
 	fs.StringVar(&o.hubBinary, "hub-binary", "", "confighub binary for scenario 2's memory rows (default: go build ./cmd/confighub)")
 	fs.IntVar(&o.hogs, "hog", 0, "run N busy-loop processes (a CPU hog) beside the whole run")
 	fs.BoolVar(&o.hogChild, "hog-child", false, "internal: keep one core busy until stdin closes")
+	fs.StringVar(&o.watchChild, "watch-child", "", "internal: run scenario 5's normal watchers of the hub at this address, driven by stdin")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
 
 	if o.hogChild {
 		runHog(os.Stdin)
+		return
+	}
+	if o.watchChild != "" {
+		if err := runWatchChild(o.watchChild, watchers-1, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "watch-child:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if o.hubChild {
