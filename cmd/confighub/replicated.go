@@ -147,6 +147,8 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 		engine.WithRecorder(guarded),
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
 		engine.WithOwnership(place),
+		// Set before the engine gets its first stream (hub.Start).
+		engine.WithNewStream(func(s string) { rep.Follow(s) }),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
 	rep = cluster.New(eng, place, st, st, cli, mem, prefix,

@@ -38,7 +38,22 @@
 //     holds across a handover (TestReplicasPartitionAndMoveSinks).
 //   - The convergence metric counts each generation once summed over the
 //     replicas, and GetStatus answers the same on every replica
-//     (TestConvergenceCountedOnceAcrossReplicas); GetConfig of a sink's
+//     (TestConvergenceCountedOnceAcrossReplicas). A replica that does not
+//     lead a stream takes the leader's converge times from the shared view
+//     (engine.ObserveGeneration), so when it takes the lead the times stay
+//     and nothing is counted again; the leader records each convergence in
+//     the etcd store, so a restarted replica shows it as observed
+//     (TestConvergenceSurvivesTakeoverAndRestart). A generation that
+//     converged while its leader was dying, before the leader's status
+//     reached etcd, is counted by the replica that takes the lead (so
+//     it may be counted twice if the dying leader had counted it, never
+//     zero times).
+//   - The status writer follows every stream the engine has (the engine
+//     calls Replica.Follow, engine.WithNewStream), those of pushes and
+//     sinks this replica accepted itself included: the store's Watch does
+//     not report a replica's own writes (every test here pushes through
+//     one replica and reads through another, with the etcd store in
+//     TestConvergenceSurvivesTakeoverAndRestart); GetConfig of a sink's
 //     failed config answers on every replica (TestFailedConfigOnEveryReplica).
 //   - A watch resumes on another replica from a revision of the first
 //     (TestWatchResumesAcrossReplicas).

@@ -114,3 +114,35 @@ func (g *guarded) ListApplied(ctx context.Context) ([]store.Applied, error) {
 
 // Close does not close the wrapped store: its owner does.
 func (g *guarded) Close() error { return nil }
+
+var _ store.ConvergedStore = (*guarded)(nil)
+
+// errNoConverged is returned when the wrapped store keeps no convergence
+// records (every store of the repository keeps them: storetest checks it).
+var errNoConverged = errors.New("the store keeps no convergence records")
+
+func (g *guarded) RecordConverged(ctx context.Context, c store.Converged) error {
+	cs, ok := g.st.(store.ConvergedStore)
+	if !ok {
+		return errNoConverged
+	}
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return fmt.Errorf("record convergence of stream %q: %w", c.Stream, err)
+	}
+	defer cancel()
+	return cs.RecordConverged(ctx, c)
+}
+
+func (g *guarded) ListConverged(ctx context.Context) ([]store.Converged, error) {
+	cs, ok := g.st.(store.ConvergedStore)
+	if !ok {
+		return nil, errNoConverged
+	}
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return cs.ListConverged(ctx)
+}

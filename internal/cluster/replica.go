@@ -34,6 +34,7 @@ type Engine interface {
 	Restore(applied []store.Applied)
 	Reown() map[string]error
 	ObserveSink(name string, st *confighubv1.SinkStatus)
+	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
 	// View is the engine's status broker, which the etcd writer watches.
 	View() status.View
 }
@@ -163,7 +164,8 @@ func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *cli
 	// the sinks run elsewhere did.
 	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, common...)
 	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common,
-		etcdstatus.WithOnSink(func(_, name string, st *confighubv1.SinkStatus) { eng.ObserveSink(name, st) }))...)
+		etcdstatus.WithOnSink(func(_, name string, st *confighubv1.SinkStatus) { eng.ObserveSink(name, st) }),
+		etcdstatus.WithOnGeneration(eng.ObserveGeneration))...)
 	return r
 }
 
@@ -349,12 +351,10 @@ func (r *Replica) apply(ctx context.Context, ev store.Event) {
 }
 
 func (r *Replica) publish(s store.Stream) {
-	r.follow(s.Name)
 	r.eng.Publish(s.AsConfig())
 }
 
 func (r *Replica) putSink(s *confighubv1.Sink) {
-	r.follow(s.GetStream())
 	if _, _, err := r.eng.PutSink(s); err != nil {
 		r.log.Error("cluster: a stored sink was not taken", "sink", s.GetName(), "error", err)
 	}
@@ -371,9 +371,11 @@ func (r *Replica) deleteSink(ctx context.Context, name string) {
 	}
 }
 
-// follow has the writer copy a stream's statuses (names come resolved:
-// from the store, and normalised specs).
-func (r *Replica) follow(stream string) { r.writer.Follow(stream) }
+// Follow has the writer copy a stream's statuses to etcd. The engine calls
+// it for every stream it gets (engine.WithNewStream), whichever replica
+// accepted the push or put the sink: a replica's own writes to the store
+// are not reported back to it by the store's Watch.
+func (r *Replica) Follow(stream string) { r.writer.Follow(stream) }
 
 // OwnerOf names the replica that runs a sink ("" when this replica does not
 // place sinks now): the engine names it when it hands a sink over.

@@ -63,6 +63,7 @@ type replica struct {
 	rep  *Replica
 	mem  *Membership
 	hub  *hub.Hub
+	eng  *engine.Engine
 	m    *enginetest.Converged
 	stop func()
 }
@@ -70,14 +71,14 @@ type replica struct {
 // startReplica wires one replica as the command does: the engine with the
 // placement as its ownership, the replica driving it, the hub on the
 // engine's ports with the replica's shared status view.
-func startReplica(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, opts ...status.Option) *replica {
+func startReplica(t *testing.T, id string, st shared, cli *clientv3.Client, a *applies, opts ...status.Option) *replica {
 	t.Helper()
 	return startReplicaLog(t, id, st, cli, a, slog.New(slog.DiscardHandler), opts...)
 }
 
 // startReplicaLog is startReplica logging to log, as cmd/confighub does: one
 // logger, naming the replica, for the engine, hub, membership and replica.
-func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...status.Option) *replica {
+func startReplicaLog(t *testing.T, id string, st shared, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...status.Option) *replica {
 	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("rec", func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
@@ -87,9 +88,11 @@ func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Cli
 	}
 	m := &enginetest.Converged{}
 	place := NewPlacement(id)
-	eng := engine.New(reg, engine.WithRecorder(st), engine.WithOwnership(place), engine.WithMetrics(m), engine.WithLogger(log))
+	var rep *Replica
+	eng := engine.New(reg, engine.WithRecorder(st), engine.WithOwnership(place), engine.WithMetrics(m), engine.WithLogger(log),
+		engine.WithNewStream(func(s string) { rep.Follow(s) }))
 	mem := NewMembership(cli, "/t", id, 2*time.Second, WithMembershipLogger(log))
-	rep := New(eng, place, st, st, cli, mem, "/t", WithLogger(log),
+	rep = New(eng, place, st, st, cli, mem, "/t", WithLogger(log),
 		WithStatusOptions(etcdstatus.WithInterval(20*time.Millisecond), etcdstatus.WithBrokerOptions(opts...)))
 	ports := hub.PortsOf(eng)
 	ports.Status = rep.View()
@@ -101,7 +104,7 @@ func startReplicaLog(t *testing.T, id string, st *sharedStore, cli *clientv3.Cli
 	var wg sync.WaitGroup
 	wg.Go(func() { rep.Run(ctx) })
 	var once sync.Once
-	r := &replica{id: id, rep: rep, mem: mem, hub: h, m: m, stop: func() { once.Do(func() { cancel(); wg.Wait(); eng.Stop() }) }}
+	r := &replica{id: id, rep: rep, mem: mem, hub: h, eng: eng, m: m, stop: func() { once.Do(func() { cancel(); wg.Wait(); eng.Stop() }) }}
 	t.Cleanup(r.stop)
 	return r
 }

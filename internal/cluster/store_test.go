@@ -9,6 +9,12 @@ import (
 	"github.com/confighub/confighub/internal/store/memory"
 )
 
+// shared is the store several replicas share (etcd, or sharedStore).
+type shared interface {
+	store.Store
+	store.Watcher
+}
+
 // sharedStore is the memory store with a Watch, standing in for the etcd
 // store that several replicas share.
 type sharedStore struct {

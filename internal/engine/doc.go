@@ -130,7 +130,11 @@
 //     run on one replica waits for the lower waves' statuses from the
 //     others; only the stream's leader records the convergence metric, so
 //     summed over replicas each generation counts once
-//     (TestOwnershipSplitsGatedStream). Reown applies a change of
+//     (TestOwnershipSplitsGatedStream); the others take the leader's
+//     converge time from the shared view (ObserveGeneration), and a replica
+//     that takes the lead counts the generations it saw converge whose
+//     leader's count never reached it (cluster
+//     TestConvergenceSurvivesTakeoverAndRestart). Reown applies a change of
 //     ownership: a gained sink is seeded with its restored record or its
 //     last shared status, whichever is newer, so it does not apply again
 //     what its previous owner applied; a lost one is stopped and closed

@@ -144,6 +144,13 @@ func WithHistory(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
 }
 
+// WithNewStream sets a function called with the name of each stream the
+// engine gets (by Publish or a sink of it), once, when it first appears: a
+// replica's status writer follows the stream from then on, whichever
+// replica accepted its push. It is called with the engine's lock held and
+// must not call the engine.
+func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
+
 // WithRandom sets the source of backoff jitter: a function returning a
 // uniform value in [0,1). Tests pass a constant.
 func WithRandom(f func() float64) Option {
@@ -174,6 +181,7 @@ type Engine struct {
 	rnd                 func() float64
 	own                 Ownership
 	brokerOpts          []status.Option
+	newStream           func(string)
 	broker              *status.Broker
 	// dispatchWindow batches the status fan-out (real time: it delays
 	// delivery and schedules no sink work, so a fake engine clock must not
@@ -271,6 +279,13 @@ type genTrack struct {
 	applied  uint32
 	total    uint32
 	converge time.Time
+	// counted: the convergence was observed (or restored) by the stream's
+	// leader, here or, as the shared view shows, on another replica.
+	// unled: it was observed here live while another replica led the
+	// stream; if this replica takes the lead before the leader's status
+	// arrives, it counts it (see countUnled).
+	counted bool
+	unled   bool
 }
 
 const keepGenerations = status.DefaultGenerations
@@ -320,6 +335,9 @@ func (e *Engine) stream(name string) *stream {
 	if st == nil {
 		st = &stream{name: name, sinks: map[string]*worker{}, peers: map[string]*peer{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
 		e.streams[name] = st
+		if e.newStream != nil {
+			e.newStream(name)
+		}
 	}
 	return st
 }
@@ -364,7 +382,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 	if c, ok := e.restoredConv[st.name]; ok {
 		delete(e.restoredConv, st.name)
 		if c.Generation == g.gen {
-			g.converge = c.Time
+			g.converge, g.counted = c.Time, true
 		}
 	}
 	for _, w := range st.sinks {
@@ -730,8 +748,16 @@ func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 		}
 	}
 	if !e.own.OwnsStream(st.name) {
+		g.unled = observed
 		return
 	}
+	e.countConverged(st, g, observed)
+}
+
+// countConverged observes (when observed live) and records g's
+// convergence on the stream's leader. e.mu is held.
+func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
+	g.counted = true
 	d := g.converge.Sub(g.accept)
 	if observed {
 		e.metrics.StreamConverged(st.name, g.gen, d)

@@ -128,6 +128,51 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	e.kickWaiters(p.st)
 }
 
+// ObserveGeneration takes a generation's status from the shared view: on
+// a replica that does not lead the stream, the leader's convergence time
+// replaces the one seen here, so it is the same on every replica and stays
+// the same when another replica takes the lead; the leader counted it.
+func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStatus) {
+	if gs.GetConvergeTime() == nil || e.own.OwnsStream(stream) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.streams[stream]
+	if st == nil {
+		return
+	}
+	for _, g := range st.gens {
+		if g.gen != gs.GetGeneration() {
+			continue
+		}
+		t := gs.GetConvergeTime().AsTime()
+		g.counted = true
+		if !g.converge.Equal(t) {
+			g.converge = t
+			e.broker.PutGeneration(st.name, g.proto())
+		}
+		return
+	}
+}
+
+// countUnled counts, on the streams this replica leads now, the
+// generations it saw converge while another replica led them and whose
+// leader's count never reached the shared view (it died first). e.mu is
+// held.
+func (e *Engine) countUnled() {
+	for _, st := range e.streams {
+		if !e.own.OwnsStream(st.name) {
+			continue
+		}
+		for _, g := range st.gens {
+			if g.unled && !g.counted && !g.converge.IsZero() {
+				e.countConverged(st, g, true)
+			}
+		}
+	}
+}
+
 // Reown applies a change of Ownership: the sinks gained start (seeded with
 // their restored record or their last shared status), the sinks lost stop
 // and are followed as peers. It returns the start errors by sink.
@@ -147,6 +192,11 @@ func (e *Engine) Reown() map[string]error {
 	e.mu.Unlock()
 	errs := map[string]error{}
 	defer e.logOwned()
+	defer func() {
+		e.mu.Lock()
+		e.countUnled()
+		e.mu.Unlock()
+	}()
 	for _, s := range change {
 		if _, _, err := e.PutSink(s); err != nil {
 			errs[s.GetName()] = err

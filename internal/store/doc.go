@@ -13,5 +13,8 @@
 // Sinks put at run time are stored too. The three backends implement
 // FingerprintKeyer: the key of the fingerprints shown in place of sink
 // secrets is made once and kept, so a fingerprint read before a restart
-// or from another replica still matches (storetest FingerprintKey).
+// or from another replica still matches (storetest FingerprintKey). The
+// three keep each stream's last convergence (store.ConvergedStore), so a
+// restart, or on etcd any replica, shows the time observed and the
+// convergence metric does not count it again (storetest Converged).
 package store

@@ -20,6 +20,11 @@
 //     every stream and sink again and continues (TestWatchOtherReplica,
 //     TestWatchAfterListHasNoGap, TestWatchResyncsAfterCompaction,
 //     TestWatchResyncReportsSinksDeletedInTheGap).
+//   - Each stream's last convergence is kept (store.ConvergedStore, one key
+//     per stream, overwritten by the stream's leader): a restarted replica
+//     shows the time the leader observed and does not observe it again
+//     (storetest Converged and PersistsAcrossReopen, run by TestConformance;
+//     cluster TestConvergenceSurvivesTakeoverAndRestart).
 //
 // Layout under the prefix (default "/confighub/"):
 //
@@ -27,6 +32,7 @@
 //	configs/<stream>/<gen%020d>-<token>/<n%06d>  config bytes, in chunks
 //	sinks/<sink>                           sink spec, proto binary
 //	applied/<sink>                         JSON applied record
+//	converged/<stream>                     JSON convergence record: generation, time
 //
 // Large configs: etcd refuses requests above its --max-request-bytes
 // (1.5 MiB by default), so config bytes are split into chunks of at most

@@ -57,9 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	t.Run("ConcurrentCommits", func(t *testing.T) { testConcurrent(t, newStore(t)) })
 	t.Run("ConcurrentExpected", func(t *testing.T) { testConcurrentExpected(t, newStore(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
-	if _, ok := newStore(t).(store.ConvergedStore); ok {
-		t.Run("Converged", func(t *testing.T) { testConverged(t, newStore(t).(store.ConvergedStore)) })
-	}
+	t.Run("Converged", func(t *testing.T) { testConverged(t, converged(t, newStore(t))) })
 	if o.reopen != nil {
 		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
 	}
@@ -528,10 +526,8 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	}
 
 	conv := store.Converged{Stream: "p", Generation: 2, Time: time.Date(2026, 1, 1, 0, 0, 0, 42_000_005, time.UTC)}
-	if cs, ok := s.(store.ConvergedStore); ok {
-		if err := cs.RecordConverged(ctx, conv); err != nil {
-			t.Fatal(err)
-		}
+	if err := converged(t, s).RecordConverged(ctx, conv); err != nil {
+		t.Fatal(err)
 	}
 
 	s2 := reopen(t, s)
@@ -542,9 +538,7 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 		t.Fatalf("sinks after reopen: %v, %v", l, err)
 	}
 	checkApplied(t, s2, []store.Applied{ap})
-	if cs, ok := s2.(store.ConvergedStore); ok {
-		checkConverged(t, cs, []store.Converged{conv})
-	}
+	checkConverged(t, converged(t, s2), []store.Converged{conv})
 	// Generations continue after a reopen, and expected still holds.
 	if _, _, err := s2.CommitConfig(ctx, NewStream("p", Cfg(3)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected after reopen: %v, want ErrConflict", err)
@@ -552,6 +546,18 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	if g := commit(t, s2, NewStream("p", Cfg(3)), 2).Generation; g != 3 {
 		t.Fatalf("first commit after reopen: generation %d, want 3", g)
 	}
+}
+
+// converged is s as a store.ConvergedStore: every store keeps each
+// stream's last convergence, so a restarted hub (or, on etcd, any replica)
+// shows it as observed and does not observe it again.
+func converged(t *testing.T, s store.Store) store.ConvergedStore {
+	t.Helper()
+	cs, ok := s.(store.ConvergedStore)
+	if !ok {
+		t.Fatalf("%T keeps no convergence records (store.ConvergedStore)", s)
+	}
+	return cs
 }
 
 // testConverged: a stream's convergence record round-trips with its exact

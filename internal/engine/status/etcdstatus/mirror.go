@@ -30,6 +30,7 @@ type options struct {
 	interval    time.Duration
 	brokerOpts  []status.Option
 	onSink      func(stream, sink string, st *confighubv1.SinkStatus)
+	onGen       func(stream string, g *confighubv1.GenerationStatus)
 	keepGens    int
 	leaseHolder Leaser
 }
@@ -69,6 +70,14 @@ func WithBrokerOptions(opts ...status.Option) Option {
 // have done (gates, generation counts).
 func WithOnSink(fn func(stream, sink string, st *confighubv1.SinkStatus)) Option {
 	return func(o *options) { o.onSink = fn }
+}
+
+// WithOnGeneration makes the mirror call fn with every generation status
+// it reads, in etcd order, from its goroutine: the engine of a replica that
+// does not lead the stream takes the leader's convergence time there, so
+// the time stays the same when another replica takes the lead.
+func WithOnGeneration(fn func(stream string, g *confighubv1.GenerationStatus)) Option {
+	return func(o *options) { o.onGen = fn }
 }
 
 // Mirror is the status.View of a replica: it follows every status key
@@ -227,7 +236,7 @@ func (m *Mirror) relist(ctx context.Context) (int64, error) {
 		if old := m.gens[k.stream][k.gen]; old != nil && proto.Equal(old, genVals[k]) {
 			continue
 		}
-		m.applyGen(&next, k.stream, k.gen, genVals[k])
+		notify = append(notify, m.applyGen(&next, k.stream, k.gen, genVals[k]))
 	}
 	m.b.GapAt(next)
 	m.etcd = max(m.etcd, rev)
@@ -260,7 +269,7 @@ func (m *Mirror) applySink(rev *uint64, name string, st *confighubv1.SinkStatus)
 	return out
 }
 
-func (m *Mirror) applyGen(rev *uint64, stream string, gen uint64, g *confighubv1.GenerationStatus) {
+func (m *Mirror) applyGen(rev *uint64, stream string, gen uint64, g *confighubv1.GenerationStatus) func() {
 	m.b.PutGenerationAt(*rev, stream, g)
 	*rev++
 	known := m.gens[stream]
@@ -280,6 +289,10 @@ func (m *Mirror) applyGen(rev *uint64, stream string, gen uint64, g *confighubv1
 			delete(known, k)
 		}
 	}
+	if fn := m.o.onGen; fn != nil {
+		return func() { fn(stream, g) }
+	}
+	return func() {}
 }
 
 func (m *Mirror) notify(stream, name string, st *confighubv1.SinkStatus) func() {
@@ -352,7 +365,7 @@ func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 		}
 	case ev.Type != clientv3.EventTypeDelete:
 		if g := m.decodeGen(ev.Kv.Value); g != nil {
-			m.applyGen(rev, stream, gen, g)
+			return []func(){m.applyGen(rev, stream, gen, g)}
 		}
 	}
 	return nil
