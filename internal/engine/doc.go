@@ -71,7 +71,8 @@
 //     destination makes GetStatus or a snapshot exceed the message limit:
 //     last_error at most 4 KiB, the first 100 entity errors (32 KiB in all,
 //     texts cut) with entity_errors_omitted counting the rest, the raw body
-//     kept for LastFailed at most 8 MiB (TestStatusBoundsSinkErrors).
+//     kept for LastFailed at most 8 MiB (TestStatusBoundsSinkErrors); a
+//     degraded apply's rejection too (TestApplyOutcomeBoundsDegradedRejection).
 //   - Pacing: options.min_interval between apply starts
 //     (TestMinInterval); options.debounce with options.max_delay
 //     (TestDebounce, TestDebounceMaxDelay).
@@ -176,10 +177,15 @@
 // BenchmarkFanout1000 measures the engine's own cost of one generation to
 // 1,000 sinks.
 //
-// Metrics and logs: one log line per apply (sink, stream, generation,
-// result, duration, attempt); a failure line names the error, the next
-// retry time and that a new configuration is tried at once. Metrics are
-// reported through the Metrics interface (metrics.go), no-op by default.
+// Metrics and logs: every attempt (and hash skip) ends in one apply-outcome
+// event (outcome.go: sink, stream, generation, hash, Result of the closed
+// set Results, sink.Code, duration, attempt, next attempt, excluded
+// entities) from which the sink's status fields, the metrics and the log
+// line are made, never by hand in a branch (TestApplyOutcomeEvent): one log
+// line per apply (sink, stream, generation, result, duration, attempt); a
+// failure line names the error, the next retry time and that a new
+// configuration is tried at once. Metrics are reported through the Metrics
+// interface (metrics.go), no-op by default.
 //
 // Status semantics: desired_generation is the generation the sink last
 // took up (the stream's newest is in GenerationStatus), so the event rate

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/sinkspec"
 )
@@ -57,6 +58,13 @@ type slotMachine struct {
 	// changes are the state changes since the worker last took them
 	// (takeChanges), for the metrics.
 	changes []stateChange
+}
+
+// fallbackState is the fallback a DEGRADED sink's destination runs.
+type fallbackState struct {
+	gen      uint64 // the generation it was built from; 0: none
+	hash     string // the fallback's own hash
+	excluded []*confighubv1.ExcludedEntity
 }
 
 // stateChange is one change of a sink's state.

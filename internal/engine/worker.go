@@ -279,14 +279,7 @@ func (w *worker) decide(now time.Time) decision {
 	d := w.m.decide(now, func(gen uint64) gateVerdict { return e.gate(w, gen) })
 	switch d.kind {
 	case actSkip:
-		cfg := d.cfg
-		w.lastAppliedCfg = cfg
-		w.dropFailed()
-		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
-		w.reportState()
-		e.metrics.ApplyDone(w.name, w.kind, ResultSkipped, "hash-unchanged", 0, cfg.Size())
-		e.log.Info("apply", "sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "result", ResultSkipped, "reason", "hash already applied", "duration", time.Duration(0))
-		e.appliedChanged(w, d.prevApplied)
+		w.report(applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: d.cfg, result: ResultSkipped, at: now}, d.prevApplied, false)
 	case actGate:
 		w.st.waiters[w] = struct{}{}
 		if d.blocked {
@@ -318,92 +311,36 @@ func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	return w.s.Apply(ctx, cfg)
 }
 
-// finish records the outcome of an attempt. e.mu is held.
+// finish takes the outcome of an attempt: the machine's transition, then
+// one event for status, metrics and logs. e.mu is held.
 func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration) {
-	e := w.e
-	now := e.clock.Now()
+	now := w.e.clock.Now()
 	w.cancelApply = nil
 	w.lastDur = dur
-	log := e.log.With("sink", w.name, "stream", w.st.name, "generation", cfg.Generation, "duration", dur, "attempt", w.m.attempts)
 	if w.ctx.Err() != nil {
 		// Deleted, replaced or stopping: the outcome no longer matters.
 		w.m.outcome(attemptOutcome{kind: outAbandoned, cfg: cfg}, now)
 		return
 	}
-	if err == nil && cause == errAttemptTimeout {
-		// The sink ignored the timeout but claims success: trust it.
-		cause = nil
-	}
-	if err == nil {
-		t := w.m.outcome(attemptOutcome{kind: outApplied, cfg: cfg}, now)
-		w.lastAppliedCfg = cfg
-		w.dropFailed()
-		w.lastAppliedTime = now
-		w.appliesTotal++
-		// The destination just answered: whatever was shown as the
-		// current failure (an apply error, or unreachable from the
-		// Runner's last check) is over; status keeps it as previous.
-		if msg, code := w.shownError(); msg != "" {
-			w.prevErr, w.prevErrCode = msg, code
-		}
-		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
-		w.health = ""
-		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: cfg.Generation, Hash: cfg.Hash, Time: now}
-		w.reportState()
-		e.metrics.ApplyDone(w.name, w.kind, ResultApplied, "", dur, cfg.Size())
-		e.metrics.LastSuccess(w.name, w.kind, now)
-		e.metrics.EntityErrors(w.name, w.kind, 0)
-		e.metrics.ExcludedEntities(w.name, w.kind, 0)
-		log.Info("apply", "result", ResultApplied)
-		if t.prevApplied != w.m.appliedGen {
-			e.appliedChanged(w, t.prevApplied)
-		}
-		return
-	}
-	if d, ok := sink.AsDegraded(err); ok {
-		w.degraded(cfg, d, dur, log)
-		return
-	}
-	if cause == errSuperseded {
-		w.m.outcome(attemptOutcome{kind: outSuperseded, cfg: cfg}, now)
-		w.reportState()
-		e.metrics.ApplyDone(w.name, w.kind, ResultCancelled, "superseded", dur, cfg.Size())
-		log.Info("apply", "result", ResultCancelled, "reason", "superseded by a newer generation")
-		return
-	}
-	se, ok := sink.AsError(err)
-	if !ok {
-		se = &sink.Error{Err: err}
-	}
-	if cause == errAttemptTimeout {
-		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
-	}
-	se = e.redactError(se, w.scrub)
-	var omitted uint32
-	se, omitted = boundError(se)
-	// Status reports a code of the closed set whatever the sink (a user's
-	// in-process one included) set; the sink's own code stays in the text.
-	msg := se.Error()
-	mapped := *se
-	mapped.Code = sink.ParseCode(string(se.Code), se.Permanent)
-	se = &mapped
-	code := string(se.Code)
-	w.lastFailedCfg, w.lastFailedErr = cfg, se
-	w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = msg, code, se.EntityErrors, omitted
-	t := w.m.outcome(attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
-		panicked: errors.Is(err, errSinkPanicked), jitter: e.rnd()}, now)
+	o, f := w.classify(cfg, err, cause, w.e.rnd)
+	t := w.m.outcome(o, now)
+	w.report(w.outcomeOf(o, t, f, dur, now), t.prevApplied, t.kickWaiters)
+}
+
+// report makes status, metrics and the log line from ev, and tells the
+// stream when the applied generation moved from prevApplied or a rejection
+// changes its gates. e.mu is held.
+func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
+	e := w.e
+	w.show(ev)
 	w.reportState()
-	e.metrics.EntityErrors(w.name, w.kind, len(se.EntityErrors))
-	if se.Permanent {
-		e.metrics.ApplyDone(w.name, w.kind, ResultRejected, code, dur, cfg.Size())
-		log.Warn("apply", "result", ResultRejected, "code", code, "error", se.Error(), "entity_errors", len(se.EntityErrors),
-			"note", "this generation is not retried; a new configuration is tried at once")
+	ev.measure(e.metrics)
+	ev.logTo(e.log)
+	if prevApplied != w.m.appliedGen {
+		e.appliedChanged(w, prevApplied)
+	} else if kick {
 		e.kickWaiters(w.st) // later waves skip it now
-		return
 	}
-	e.metrics.ApplyDone(w.name, w.kind, ResultFailed, code, dur, cfg.Size())
-	log.Warn("apply", "result", ResultFailed, "code", code, "error", se.Error(), "retry_in", t.retryIn, "next_retry", t.nextAttempt,
-		"note", "retrying with backoff; a new configuration is tried at once")
 }
 
 // dropFailed forgets the last failed apply once a generation at least as

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/sink"
+)
+
+// applyOutcome is what one apply attempt (or hash skip) of a sink came to:
+// the one event the sink's status (worker.show), the metrics (measure) and
+// the log line (logTo) are made from, so that no branch updates them by
+// hand.
+type applyOutcome struct {
+	sink, kind, stream string
+	cfg                *config.Config
+	result             Result
+	// attempt is the sink's attempt count for the generation (0 for a
+	// hash skip); duration that of the call, at when it ended.
+	attempt  uint32
+	duration time.Duration
+	at       time.Time
+
+	// ResultFailed, ResultRejected, ResultDegraded: the error, its text
+	// cleaned and bounded (entityErrorsOmitted counts the entity errors
+	// left out) and its code mapped onto the closed set; message is the
+	// text status shows (with the sink's own code, when it set one
+	// outside the set).
+	err                 *sink.Error
+	code                sink.Code
+	message             string
+	entityErrorsOmitted uint32
+	// ResultFailed: when the next attempt is due.
+	retryIn     time.Duration
+	nextAttempt time.Time
+	// ResultDegraded: the fallback the destination runs.
+	fallbackHash string
+	excluded     []*confighubv1.ExcludedEntity
+}
+
+// failure is an error of an attempt as status shows it.
+type failure struct {
+	err     *sink.Error
+	code    sink.Code // of the closed set
+	message string
+	omitted uint32
+}
+
+// classify turns the end of an attempt into what the machine needs to
+// know of it and, for an error, the error status shows: redacted, scrubbed
+// of the sink's secrets, bounded, its code mapped onto the closed set.
+func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() float64) (attemptOutcome, *failure) {
+	if err == nil && cause == errAttemptTimeout {
+		// The sink ignored the timeout but claims success: trust it.
+		cause = nil
+	}
+	if err == nil {
+		return attemptOutcome{kind: outApplied, cfg: cfg}, nil
+	}
+	if d, ok := sink.AsDegraded(err); ok {
+		rej := d.Rejection
+		if rej == nil {
+			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: "rejected"}
+		}
+		f := w.failure(rej)
+		f.code = sink.CodeRejected
+		return attemptOutcome{kind: outDegraded, cfg: cfg, fallback: fallbackState{hash: d.Hash, excluded: d.Excluded}}, f
+	}
+	if cause == errSuperseded {
+		return attemptOutcome{kind: outSuperseded, cfg: cfg}, nil
+	}
+	se, ok := sink.AsError(err)
+	if !ok {
+		se = &sink.Error{Err: err}
+	}
+	if cause == errAttemptTimeout {
+		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
+	}
+	f := w.failure(se)
+	// Status reports a code of the closed set whatever the sink (a user's
+	// in-process one included) set; the sink's own code stays in the text.
+	f.code = sink.ParseCode(string(se.Code), se.Permanent)
+	f.err.Code = f.code
+	return attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
+		panicked: errors.Is(err, errSinkPanicked), jitter: jitter()}, f
+}
+
+// failure cleans and bounds se for status, logs and LastFailed (a copy:
+// the sink's own value is left alone).
+func (w *worker) failure(se *sink.Error) *failure {
+	se, omitted := boundError(w.e.redactError(se, w.scrub))
+	return &failure{err: se, message: se.Error(), omitted: omitted}
+}
+
+// outcomeOf is the event of an attempt the machine took as t.
+func (w *worker) outcomeOf(o attemptOutcome, t transition, f *failure, dur time.Duration, now time.Time) applyOutcome {
+	ev := applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: o.cfg, result: t.result,
+		attempt: w.m.attempts, duration: dur, at: now, retryIn: t.retryIn, nextAttempt: t.nextAttempt}
+	if f != nil {
+		ev.err, ev.code, ev.message, ev.entityErrorsOmitted = f.err, f.code, f.message, f.omitted
+	}
+	if o.kind == outDegraded {
+		ev.fallbackHash, ev.excluded = o.fallback.hash, o.fallback.excluded
+	}
+	return ev
+}
+
+// show updates the status fields the machine does not decide. e.mu is
+// held.
+func (w *worker) show(ev applyOutcome) {
+	switch ev.result {
+	case ResultSkipped:
+		w.lastAppliedCfg = ev.cfg
+		w.dropFailed()
+	case ResultApplied:
+		w.lastAppliedCfg = ev.cfg
+		w.dropFailed()
+		w.lastAppliedTime = ev.at
+		w.appliesTotal++
+		// The destination just answered: whatever was shown as the
+		// current failure (an apply error, or unreachable from the
+		// Runner's last check) is over; status keeps it as previous.
+		if msg, code := w.shownError(); msg != "" {
+			w.prevErr, w.prevErrCode = msg, code
+		}
+		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
+		w.health = ""
+	case ResultDegraded:
+		// The destination answered and took a fallback: applied in part.
+		w.lastAppliedTime = ev.at
+		w.appliesTotal++
+		w.health = ""
+		w.showFailure(ev)
+	case ResultFailed, ResultRejected:
+		w.showFailure(ev)
+	}
+	if ev.result == ResultSkipped || ev.result == ResultApplied {
+		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: ev.cfg.Generation, Hash: ev.cfg.Hash, Time: ev.at}
+	}
+}
+
+func (w *worker) showFailure(ev applyOutcome) {
+	w.lastFailedCfg, w.lastFailedErr = ev.cfg, ev.err
+	w.applyErr, w.applyErrCode = ev.message, string(ev.code)
+	w.entityErrors, w.entityErrorsOmitted = ev.err.EntityErrors, ev.entityErrorsOmitted
+}
+
+// measure passes ev to the metrics.
+func (ev applyOutcome) measure(m Metrics) {
+	reason := string(ev.code)
+	switch ev.result {
+	case ResultSkipped:
+		reason = "hash-unchanged"
+	case ResultCancelled:
+		reason = "superseded"
+	}
+	m.ApplyDone(ev.sink, ev.kind, ev.result, reason, ev.duration, ev.cfg.Size())
+	switch ev.result {
+	case ResultApplied:
+		m.LastSuccess(ev.sink, ev.kind, ev.at)
+		m.EntityErrors(ev.sink, ev.kind, 0)
+		m.ExcludedEntities(ev.sink, ev.kind, 0)
+	case ResultDegraded:
+		m.EntityErrors(ev.sink, ev.kind, len(ev.err.EntityErrors))
+		m.ExcludedEntities(ev.sink, ev.kind, len(ev.excluded))
+	case ResultFailed, ResultRejected:
+		m.EntityErrors(ev.sink, ev.kind, len(ev.err.EntityErrors))
+	}
+}
+
+// logTo writes ev's log line: one per apply; a failure's names the error,
+// the next retry and that a new configuration is tried at once.
+func (ev applyOutcome) logTo(l *slog.Logger) {
+	gen := ev.cfg.Generation
+	if ev.result == ResultSkipped {
+		l.Info("apply", "sink", ev.sink, "stream", ev.stream, "generation", gen, "result", ev.result, "reason", "hash already applied", "duration", ev.duration)
+		return
+	}
+	l = l.With("sink", ev.sink, "stream", ev.stream, "generation", gen, "duration", ev.duration, "attempt", ev.attempt)
+	switch ev.result {
+	case ResultApplied:
+		l.Info("apply", "result", ev.result)
+	case ResultCancelled:
+		l.Info("apply", "result", ev.result, "reason", "superseded by a newer generation")
+	case ResultDegraded:
+		l.Warn("apply", "result", ev.result, "excluded", len(ev.excluded), "fallback_hash", short(ev.fallbackHash),
+			"error", ev.err.Error(), "note", "the destination runs this generation without the excluded entities; a new configuration is tried whole at once")
+	case ResultRejected:
+		l.Warn("apply", "result", ev.result, "code", string(ev.code), "error", ev.err.Error(), "entity_errors", len(ev.err.EntityErrors),
+			"note", "this generation is not retried; a new configuration is tried at once")
+	case ResultFailed:
+		l.Warn("apply", "result", ev.result, "code", string(ev.code), "error", ev.err.Error(), "retry_in", ev.retryIn, "next_retry", ev.nextAttempt,
+			"note", "retrying with backoff; a new configuration is tried at once")
+	}
+}
