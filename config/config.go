@@ -56,8 +56,9 @@ var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
 // maps that to InvalidArgument.
 var ErrInvalid = errors.New("invalid configuration")
 
-// Config is one accepted configuration of a stream. It is immutable and
-// shared: never modify Raw or what JSON returns.
+// Config is one accepted configuration of a stream, as the hub holds it,
+// hands to sinks and stores. It is immutable and shared: never modify Raw,
+// Labels or what JSON and YAML return. Build it with New.
 type Config struct {
 	Stream     string
 	Generation uint64
@@ -69,53 +70,71 @@ type Config struct {
 	Labels     map[string]string
 	AcceptTime time.Time
 
-	jsonOnce sync.Once
-	json     []byte
-	jsonErr  error
+	// forms is shared by the copies WithGeneration makes, so that a form
+	// is made once for all of them.
+	forms *forms
+}
 
-	yamlOnce sync.Once
-	yaml     []byte
-	yamlErr  error
+// forms holds the JSON and YAML forms of Raw (indexed by Format), each
+// made once, on first use.
+type forms [FormatYAML + 1]struct {
+	once sync.Once
+	b    []byte
+	err  error
 }
 
 // New builds a Config from accepted bytes. jsonForm may be nil; it is the
 // JSON form of a YAML configuration when the caller already has it.
 func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte, labels map[string]string, accepted time.Time) *Config {
-	c := &Config{Stream: stream, Generation: gen, Hash: hash, Format: f, Raw: raw, Labels: labels, AcceptTime: accepted}
+	c := &Config{Stream: stream, Generation: gen, Hash: hash, Format: f, Raw: raw, Labels: labels, AcceptTime: accepted, forms: &forms{}}
 	if f == FormatJSON {
-		c.json = raw
-		c.jsonOnce.Do(func() {})
-	} else if jsonForm != nil {
-		c.json = jsonForm
-		c.jsonOnce.Do(func() {})
+		jsonForm = raw
+	}
+	if jsonForm != nil {
+		j := &c.forms[FormatJSON]
+		j.once.Do(func() { j.b = jsonForm })
 	}
 	return c
 }
 
+// WithGeneration returns c as generation gen (a store assigns the
+// generation when it commits c): the same bytes, labels and accept time,
+// and the JSON and YAML forms shared with c, made once for both.
+func (c *Config) WithGeneration(gen uint64) *Config {
+	n := *c
+	n.Generation = gen
+	if n.forms == nil {
+		n.forms = &forms{}
+	}
+	return &n
+}
+
 // JSON returns the configuration as JSON, converting YAML once per Config;
 // every caller shares the same bytes.
-func (c *Config) JSON() ([]byte, error) {
-	c.jsonOnce.Do(func() {
-		if c.Format == FormatJSON {
-			c.json = c.Raw
-			return
-		}
-		c.json, c.jsonErr = yamlToJSON(c.Raw)
-	})
-	return c.json, c.jsonErr
-}
+func (c *Config) JSON() ([]byte, error) { return c.form(FormatJSON) }
 
 // YAML returns the configuration as YAML, converting JSON once per Config;
 // every caller (each file or plugin sink that wants YAML) shares the bytes.
-func (c *Config) YAML() ([]byte, error) {
-	c.yamlOnce.Do(func() {
-		if c.Format == FormatYAML {
-			c.yaml = c.Raw
-			return
+func (c *Config) YAML() ([]byte, error) { return c.form(FormatYAML) }
+
+// form returns Raw in format to, made on first use.
+func (c *Config) form(to Format) ([]byte, error) {
+	conv := func() ([]byte, error) {
+		switch {
+		case c.Format == to:
+			return c.Raw, nil
+		case to == FormatYAML:
+			return yaml.JSONToYAML(c.Raw)
+		default:
+			return yamlToJSON(c.Raw)
 		}
-		c.yaml, c.yamlErr = yaml.JSONToYAML(c.Raw)
-	})
-	return c.yaml, c.yamlErr
+	}
+	if c.forms == nil { // not built by New: nothing to share the form with
+		return conv()
+	}
+	f := &c.forms[to]
+	f.once.Do(func() { f.b, f.err = conv() })
+	return f.b, f.err
 }
 
 // Size is the length of the configuration as pushed.

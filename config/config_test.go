@@ -168,3 +168,32 @@ func TestYAMLConvertsJSONOnceAndShares(t *testing.T) {
 		t.Fatal("a YAML config's YAML form must be its Raw bytes, not a copy")
 	}
 }
+
+// TestWithGenerationShares: the generation a store assigns keeps the
+// bytes and the forms of the committed config (a YAML push's JSON form,
+// made by Check, is not made again for the stored generation).
+func TestWithGenerationShares(t *testing.T) {
+	raw := []byte("_format_version: \"3.0\"\n")
+	js := []byte(`{"_format_version":"3.0"}`)
+	labels := map[string]string{"k": "v"}
+	c := New("s", 0, "h", FormatYAML, raw, js, labels, zeroTime.Add(time.Second))
+	g := c.WithGeneration(7)
+	if g == c || g.Generation != 7 || c.Generation != 0 {
+		t.Fatalf("WithGeneration(7): generation %d (original now %d), same pointer %v", g.Generation, c.Generation, g == c)
+	}
+	if g.Stream != "s" || g.Hash != "h" || g.Format != FormatYAML || &g.Raw[0] != &raw[0] || g.Labels["k"] != "v" || !g.AcceptTime.Equal(c.AcceptTime) {
+		t.Fatalf("WithGeneration changed a field or copied the bytes: %+v", g)
+	}
+	if got, _ := g.JSON(); &got[0] != &js[0] {
+		t.Fatal("WithGeneration lost the JSON form given to New")
+	}
+	a, _ := c.YAML()
+	if b, _ := g.YAML(); &a[0] != &b[0] {
+		t.Fatal("the YAML form is not shared with the copy")
+	}
+	j := New("s", 0, "h", FormatJSON, js, nil, nil, zeroTime)
+	y, _ := j.YAML()
+	if y2, _ := j.WithGeneration(2).YAML(); &y[0] != &y2[0] {
+		t.Fatal("a form made before WithGeneration is made again after it")
+	}
+}

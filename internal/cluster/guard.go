@@ -7,6 +7,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -40,25 +41,25 @@ func (g *guarded) enter(ctx context.Context) (context.Context, context.CancelFun
 	return ctx, cancel, nil
 }
 
-func (g *guarded) CommitConfig(ctx context.Context, s store.Stream, expected uint64) (store.Stream, bool, error) {
+func (g *guarded) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	ctx, cancel, err := g.enter(ctx)
 	if err != nil {
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
 	defer cancel()
-	return g.st.CommitConfig(ctx, s, expected)
+	return g.st.CommitConfig(ctx, c, expected)
 }
 
-func (g *guarded) GetStream(ctx context.Context, name string) (store.Stream, error) {
+func (g *guarded) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	ctx, cancel, err := g.enter(ctx)
 	if err != nil {
-		return store.Stream{}, err
+		return nil, err
 	}
 	defer cancel()
 	return g.st.GetStream(ctx, name)
 }
 
-func (g *guarded) ListStreams(ctx context.Context) ([]store.Stream, error) {
+func (g *guarded) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	ctx, cancel, err := g.enter(ctx)
 	if err != nil {
 		return nil, err

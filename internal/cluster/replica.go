@@ -341,8 +341,8 @@ func (r *Replica) resync(ctx context.Context) error {
 
 func (r *Replica) apply(ctx context.Context, ev store.Event) {
 	switch {
-	case ev.Stream != nil:
-		r.publish(*ev.Stream)
+	case ev.Config != nil:
+		r.publish(ev.Config)
 	case ev.SinkPut != nil:
 		r.putSink(ev.SinkPut)
 	case ev.SinkDeleted != "":
@@ -350,8 +350,8 @@ func (r *Replica) apply(ctx context.Context, ev store.Event) {
 	}
 }
 
-func (r *Replica) publish(s store.Stream) {
-	r.eng.Publish(s.AsConfig())
+func (r *Replica) publish(c *config.Config) {
+	r.eng.Publish(c)
 }
 
 func (r *Replica) putSink(s *confighubv1.Sink) {

@@ -333,7 +333,7 @@ func TestGuardFailsFastWhenNotReady(t *testing.T) {
 	st := newSharedStore()
 	ready := false
 	g := Guard(st, func() bool { return ready }, time.Second)
-	_, _, err := g.CommitConfig(context.Background(), store.Stream{Name: "default", Hash: "h", Config: []byte("{}")}, 0)
+	_, _, err := g.CommitConfig(context.Background(), config.New("default", 0, "h", config.FormatJSON, []byte("{}"), nil, nil, time.Time{}), 0)
 	if !errors.Is(err, ErrNotReady) {
 		t.Fatalf("commit while not ready: %v, want ErrNotReady", err)
 	}
@@ -341,7 +341,7 @@ func TestGuardFailsFastWhenNotReady(t *testing.T) {
 		t.Fatalf("a refused commit stored something: %v", err)
 	}
 	ready = true
-	if _, _, err := g.CommitConfig(context.Background(), store.Stream{Name: "default", Hash: "h", Config: []byte("{}")}, 0); err != nil {
+	if _, _, err := g.CommitConfig(context.Background(), config.New("default", 0, "h", config.FormatJSON, []byte("{}"), nil, nil, time.Time{}), 0); err != nil {
 		t.Fatalf("commit when ready: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/memory"
 )
@@ -54,11 +55,10 @@ func (s *sharedStore) emit(ev store.Event) {
 	}
 }
 
-func (s *sharedStore) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
-	out, unchanged, err := s.Store.CommitConfig(ctx, st, expected)
+func (s *sharedStore) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	out, unchanged, err := s.Store.CommitConfig(ctx, c, expected)
 	if err == nil && !unchanged {
-		c := out
-		s.emit(store.Event{Stream: &c})
+		s.emit(store.Event{Config: out})
 	}
 	return out, unchanged, err
 }

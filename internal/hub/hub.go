@@ -121,8 +121,8 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	if err != nil {
 		return fmt.Errorf("load streams: %w", err)
 	}
-	for _, s := range streams {
-		h.pub.Publish(s.AsConfig())
+	for _, c := range streams {
+		h.pub.Publish(c)
 	}
 	stored, err := h.store.ListSinks(ctx)
 	if err != nil {
@@ -233,16 +233,13 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		}
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, stageErr)
 	}
-	rec := store.Stream{
-		Name:       stream,
-		Hash:       hashHex,
-		Format:     checked.Format,
-		Config:     in.Config,
-		Labels:     in.Labels,
-		AcceptTime: h.clock.Now(),
+	var js []byte // the YAML form's JSON, made by the check, kept for the sinks
+	if checked.Format == config.FormatYAML {
+		js = checked.JSON
 	}
+	rec := config.New(stream, 0, hashHex, checked.Format, in.Config, js, in.Labels, h.clock.Now())
 	var (
-		stored    store.Stream
+		stored    *config.Config
 		unchanged bool
 		err       error
 	)
@@ -254,11 +251,7 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if err != nil {
 		return PushResult{}, commitErr(stream, err)
 	}
-	var js []byte
-	if checked.Format == config.FormatYAML {
-		js = checked.JSON
-	}
-	return h.accepted(stream, stored, unchanged, js, len(in.Config)), nil
+	return h.accepted(stored, unchanged, len(in.Config)), nil
 }
 
 // commitErr maps a store's commit error to the hub's sentinels.
@@ -269,14 +262,14 @@ func commitErr(stream string, err error) error {
 	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
 }
 
-// accepted hands a committed generation to the engine (js is the YAML
-// form's JSON, nil for JSON) and returns what the push acknowledges.
-func (h *Hub) accepted(stream string, stored store.Stream, unchanged bool, js []byte, size int) PushResult {
+// accepted hands a committed generation to the engine (the stored config
+// itself: its bytes are held once) and returns what the push acknowledges.
+func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResult {
 	if !unchanged {
-		h.pub.Publish(config.New(stream, stored.Generation, stored.Hash, stored.Format, stored.Config, js, stored.Labels, stored.AcceptTime))
+		h.pub.Publish(stored)
 	}
-	sinks := h.sinkCount(stream)
-	h.log.Info("config accepted", "stream", stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", size, "unchanged", unchanged, "sinks", sinks)
+	sinks := h.sinkCount(stored.Stream)
+	h.log.Info("config accepted", "stream", stored.Stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", size, "unchanged", unchanged, "sinks", sinks)
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
 }
 
@@ -299,14 +292,14 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 	if c := h.pub.Current(stream); c != nil {
 		return c, nil
 	}
-	s, err := h.store.GetStream(ctx, stream)
+	c, err := h.store.GetStream(ctx, stream)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, stream)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: read stream %q: %v", ErrUnavailable, stream, err)
 	}
-	return s.AsConfig(), nil
+	return c, nil
 }
 
 // SinkConfig returns what a sink last applied, or with failed, what it last

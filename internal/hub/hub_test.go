@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func testPushStoresThenPublishes(t *testing.T, st store.Store) {
 		t.Fatalf("result %+v", res)
 	}
 	s, err := st.GetStream(ctx, config.DefaultStream)
-	if err != nil || s.Generation != 1 || string(s.Config) != good || s.Labels["by"] != "kic" {
+	if err != nil || s.Generation != 1 || string(s.Raw) != good || s.Labels["by"] != "kic" {
 		t.Fatalf("stored %+v %v", s, err)
 	}
 	if len(fan.published) != 1 || fan.published[0].Generation != 1 {
@@ -156,6 +157,28 @@ func testPushStoresThenPublishes(t *testing.T, st store.Store) {
 	res, err = h.Push(ctx, PushInput{Config: []byte(good)})
 	if err != nil || !res.Unchanged || res.Generation != 1 || len(fan.published) != 1 {
 		t.Fatalf("same config: %+v %v published=%d", res, err, len(fan.published))
+	}
+}
+
+func TestPushHoldsTheBytesOnce(t *testing.T) { eachStore(t, testPushHoldsTheBytesOnce, nil) }
+
+// testPushHoldsTheBytesOnce: the generation handed to the engine is the
+// pushed bytes, not a copy, so a 10 MiB config takes 10 MiB however many
+// sinks, stores and readers share it.
+func testPushHoldsTheBytesOnce(t *testing.T, st store.Store) {
+	raw := fmt.Appendf(nil, `{"_format_version":"3.0","services":[{"name":"s","url":"http://example.com","tags":["%s"]}]}`, bytes.Repeat([]byte("t"), 10<<20))
+	fan := newFake()
+	h := New(st, fan.ports())
+	if _, err := h.Push(context.Background(), PushInput{Config: raw}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fan.published) != 1 || &fan.published[0].Raw[0] != &raw[0] {
+		t.Fatalf("the engine got a copy of the pushed %d bytes (published %d generations)", len(raw), len(fan.published))
+	}
+	if m, ok := st.(*memory.Store); ok {
+		if c, err := m.GetStream(context.Background(), config.DefaultStream); err != nil || &c.Raw[0] != &raw[0] {
+			t.Fatalf("the memory store holds a copy of the pushed bytes (%v)", err)
+		}
 	}
 }
 
@@ -195,7 +218,7 @@ func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 		}
 	}
 	s, _ := st.GetStream(ctx, config.DefaultStream)
-	if s.Generation != 1 || string(s.Config) != good || len(fan.published) != 1 {
+	if s.Generation != 1 || string(s.Raw) != good || len(fan.published) != 1 {
 		t.Fatalf("a rejected push changed something: stored gen %d, published %d", s.Generation, len(fan.published))
 	}
 	// The right expected generation is accepted.
@@ -352,12 +375,12 @@ func (e *eioStore) StageConfig(ctx context.Context, stream string, raw []byte, t
 	return eioStaged{g, e}, nil
 }
 
-func (g eioStaged) Commit(context.Context, store.Stream, uint64) (store.Stream, bool, error) {
+func (g eioStaged) Commit(context.Context, *config.Config, uint64) (*config.Config, bool, error) {
 	_ = g.Discard()
 	g.s.mu.Lock()
 	defer g.s.mu.Unlock()
 	g.s.failed = fmt.Errorf("a commit could not be made durable, restart to recover: fdatasync: %w", syscall.EIO)
-	return store.Stream{}, false, g.s.failed
+	return nil, false, g.s.failed
 }
 
 // A push whose durable write fails is Unavailable (not acked), publishes

@@ -297,20 +297,16 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
-	stored, unchanged, err := staged.Commit(ctx, store.Stream{
-		Name:       u.stream,
-		Hash:       u.want,
-		Format:     config.FormatJSON,
-		Labels:     u.in.Labels,
-		AcceptTime: u.h.clock.Now(),
-	}, u.in.ExpectedGeneration)
+	// Raw is nil: the stage holds the bytes, Commit reads them back.
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, nil, nil, u.in.Labels, u.h.clock.Now())
+	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {
 			return PushResult{}, fmt.Errorf("%w: stream %q: upload abandoned: %v", ErrUnavailable, u.stream, ctx.Err())
 		}
 		return PushResult{}, commitErr(u.stream, err)
 	}
-	return u.h.accepted(u.stream, stored, unchanged, nil, int(u.total)), nil
+	return u.h.accepted(stored, unchanged, int(u.total)), nil
 }
 
 // Abort drops what a streamed upload staged (a no-op after Finish) and

@@ -21,24 +21,6 @@ var ErrConflict = errors.New("generation conflict")
 // never reset silently.
 var ErrCorrupt = errors.New("store data is corrupt")
 
-// Stream is one stream's current configuration.
-type Stream struct {
-	Name       string
-	Generation uint64
-	Hash       string
-	Format     config.Format
-	Config     []byte
-	Labels     map[string]string
-	AcceptTime time.Time
-}
-
-// AsConfig is the stream's configuration as the engine takes it (the one
-// conversion of a stored stream: the JSON form of a YAML config is made
-// by config.New when first needed).
-func (s Stream) AsConfig() *config.Config {
-	return config.New(s.Name, s.Generation, s.Hash, s.Format, s.Config, nil, s.Labels, s.AcceptTime)
-}
-
 // Applied is what one sink last applied.
 type Applied struct {
 	Sink       string
@@ -70,17 +52,18 @@ type ConvergedStore interface {
 // Store is a durable home for streams, sinks and applied records. Every
 // method is safe for concurrent use.
 type Store interface {
-	// CommitConfig makes s the stream's next generation, durably, and returns
-	// the stored stream with its generation. expected > 0 must equal the
-	// current generation (0 when the stream does not exist), else ErrConflict
-	// and nothing is stored. When s.Hash equals the current hash nothing is
-	// stored and the current stream is returned with unchanged = true.
-	// s.Generation is ignored: the store assigns it.
-	CommitConfig(ctx context.Context, s Stream, expected uint64) (stored Stream, unchanged bool, err error)
-	// GetStream returns the stream or ErrNotFound.
-	GetStream(ctx context.Context, name string) (Stream, error)
-	// ListStreams returns every stream with its config.
-	ListStreams(ctx context.Context) ([]Stream, error)
+	// CommitConfig makes c the next generation of stream c.Stream, durably,
+	// and returns it as stored: c.WithGeneration of the assigned generation,
+	// sharing c's bytes (they are held once). expected > 0 must equal the
+	// current generation (0 when the stream does not exist), else
+	// ErrConflict and nothing is stored. When c.Hash equals the current
+	// hash nothing is stored and the current config is returned with
+	// unchanged = true. c.Generation is ignored and c is not modified.
+	CommitConfig(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
+	// GetStream returns the stream's current config or ErrNotFound.
+	GetStream(ctx context.Context, name string) (*config.Config, error)
+	// ListStreams returns every stream's current config.
+	ListStreams(ctx context.Context) ([]*config.Config, error)
 
 	// PutSink stores a sink spec (create or replace).
 	PutSink(ctx context.Context, s *confighubv1.Sink) error
@@ -127,10 +110,10 @@ type Stager interface {
 // stream. Exactly one of Commit or Discard is called; Discard after Commit
 // is a no-op, so it may be deferred.
 type Staged interface {
-	// Commit is CommitConfig for the staged bytes: s.Name is the staged
-	// stream and s.Config the staged slice (s.Hash its hash). Whatever it
+	// Commit is CommitConfig for the staged bytes: c.Stream is the staged
+	// stream and c.Raw the staged slice (c.Hash its hash). Whatever it
 	// returns, the staged bytes are either part of the stream or removed.
-	Commit(ctx context.Context, s Stream, expected uint64) (stored Stream, unchanged bool, err error)
+	Commit(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
 	// Discard removes the staged bytes (e.g. the check failed).
 	Discard() error
 }
@@ -151,8 +134,8 @@ type StageWriter interface {
 	// error.
 	Write(p []byte) (int, error)
 	// Staged returns the handle of the stage once all its bytes were
-	// written. Its Commit takes a Stream whose Config is nil and returns
-	// the stored stream with the committed bytes read back (nil when
+	// written. Its Commit takes a config whose Raw is nil and returns
+	// the stored config with the committed bytes read back (nil when
 	// unchanged): the bytes are in memory once, after the commit.
 	Staged() (Staged, error)
 	// Discard removes what was written.
@@ -161,8 +144,8 @@ type StageWriter interface {
 
 // Event is a change seen by a Watcher.
 type Event struct {
-	// Stream is set when a stream got a new generation.
-	Stream *Stream
+	// Config is set when a stream got a new generation.
+	Config *config.Config
 	// SinkPut / SinkDeleted are set when a sink spec changed.
 	SinkPut     *confighubv1.Sink
 	SinkDeleted string

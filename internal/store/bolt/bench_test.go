@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
 )
 
@@ -76,11 +75,11 @@ func BenchmarkCommit(b *testing.B) {
 				defer s.Close()
 				raw := benchConfig(size)
 				ctx := context.Background()
-				next := func(i int) store.Stream {
+				next := func(i int) *config.Config {
 					stamp(raw, i)
-					return store.Stream{Name: "default", Hash: config.Hash(raw), Format: config.FormatJSON, Config: raw, AcceptTime: time.Now()}
+					return config.New("default", 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Now())
 				}
-				commit := func(st store.Stream) {
+				commit := func(st *config.Config) {
 					if _, _, err := s.CommitConfig(ctx, st, 0); err != nil {
 						b.Fatal(err)
 					}
@@ -135,12 +134,12 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			sts := make([]store.Stream, b.N)
+			sts := make([]*config.Config, b.N)
 			for i := range sts {
 				raw := benchConfig(5 << 10)
 				stamp(raw, i)
 				copy(raw[len(raw)-20:], fmt.Sprintf("%09d", i))
-				sts[i] = store.Stream{Name: fmt.Sprint("s", i%streams), Hash: config.Hash(raw), Format: config.FormatJSON, Config: raw}
+				sts[i] = config.New(fmt.Sprint("s", i%streams), 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Time{})
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup

@@ -582,7 +582,7 @@ func (s *Store) migrate(name string, m streamMeta) (streamMeta, error) {
 		return m, fmt.Errorf("move stream %q to a record file: %w", name, err)
 	}
 	m.Stream, m.Blob = name, rec
-	if err = writeData(context.Background(), f, l[0].Config, nil); err == nil {
+	if err = writeData(context.Background(), f, l[0].Raw, nil); err == nil {
 		err = sealRec(f, m)
 	}
 	if cerr := f.Close(); err == nil {
@@ -637,7 +637,7 @@ func readMeta(b *bbolt.Bucket, name string) (streamMeta, error) {
 // openStream is a stream read in two steps: the meta record and an open
 // blob inside a read transaction (under blobMu), the bytes after it.
 type openStream struct {
-	st   store.Stream
+	st   *config.Config
 	meta streamMeta
 	f    *os.File
 }
@@ -653,14 +653,8 @@ func openStreamIn(b *bbolt.Bucket, name, blobDir string) (openStream, error) {
 	if err != nil {
 		return openStream{}, fmt.Errorf("%w: stream %q: %v", store.ErrCorrupt, name, err)
 	}
-	o := openStream{meta: m, st: store.Stream{
-		Name:       name,
-		Generation: m.Generation,
-		Hash:       m.Hash,
-		Format:     f,
-		Labels:     m.Labels,
-		AcceptTime: m.AcceptTime,
-	}}
+	m.Stream = name
+	o := openStream{meta: m}
 	if m.Blob != "" {
 		o.f, err = openBlob(blobDir, m, name)
 		return o, err
@@ -669,22 +663,23 @@ func openStreamIn(b *bbolt.Bucket, name, blobDir string) (openStream, error) {
 	if raw == nil || len(raw) != m.Size {
 		return openStream{}, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
 	}
-	o.st.Config = bytes.Clone(raw)
+	o.st = config.New(name, m.Generation, m.Hash, f, bytes.Clone(raw), nil, m.Labels, m.AcceptTime)
 	return o, nil
 }
 
 // readAll reads and checks the blobs of streams opened by openStreamIn and
 // closes them; on an error from the first step it only closes them.
-func readAll(opened []openStream, err error) ([]store.Stream, error) {
-	out := make([]store.Stream, 0, len(opened))
+func readAll(opened []openStream, err error) ([]*config.Config, error) {
+	out := make([]*config.Config, 0, len(opened))
 	for _, o := range opened {
 		if o.f == nil {
 			out = append(out, o.st)
 			continue
 		}
 		if err == nil {
-			o.st.Config, err = readBlob(o.f, o.meta, o.st.Name)
-			out = append(out, o.st)
+			var raw []byte
+			raw, err = readBlob(o.f, o.meta, o.meta.Stream)
+			out = append(out, configOf(o.meta, raw))
 		}
 		_ = o.f.Close()
 	}
@@ -695,20 +690,19 @@ func readAll(opened []openStream, err error) ([]store.Stream, error) {
 }
 
 // CommitConfig implements store.Store: StageConfig then Commit. The
-// returned stream shares s.Config (no copy).
-func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
-	g, err := s.StageConfig(ctx, st.Name, st.Config, nil)
+// returned config shares c.Raw (no copy).
+func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	g, err := s.StageConfig(ctx, c.Stream, c.Raw, nil)
 	if err != nil {
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
-	return g.Commit(ctx, st, expected)
+	return g.Commit(ctx, c, expected)
 }
 
-// streamOf is the store.Stream of a meta record and its bytes.
-func streamOf(m streamMeta, raw []byte) store.Stream {
+// configOf is the config of a meta record and its bytes.
+func configOf(m streamMeta, raw []byte) *config.Config {
 	f, _ := config.ParseFormat(m.Format) // checked at Open and at commit
-	return store.Stream{Name: m.Stream, Generation: m.Generation, Hash: m.Hash, Format: f,
-		Config: raw, Labels: cloneLabels(m.Labels), AcceptTime: m.AcceptTime}
+	return config.New(m.Stream, m.Generation, m.Hash, f, raw, nil, cloneLabels(m.Labels), m.AcceptTime)
 }
 
 func cloneLabels(m map[string]string) map[string]string {
@@ -731,9 +725,9 @@ func (s *Store) wrap(err error) error {
 
 // GetStream implements store.Store: the stream's current record, read
 // from its file and checked.
-func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error) {
+func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Stream{}, err
+		return nil, err
 	}
 	s.blobMu.RLock()
 	defer s.blobMu.RUnlock()
@@ -746,24 +740,24 @@ func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error
 	}
 	s.mu.Unlock()
 	if !ok {
-		return store.Stream{}, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}
 	return s.read(name, m)
 }
 
 // read reads and checks the record file m names (blobMu held shared).
-func (s *Store) read(name string, m streamMeta) (store.Stream, error) {
+func (s *Store) read(name string, m streamMeta) (*config.Config, error) {
 	f, err := openBlob(s.blobDir, m, name)
 	if err != nil {
-		return store.Stream{}, s.wrap(err)
+		return nil, s.wrap(err)
 	}
 	defer func() { _ = f.Close() }()
 	raw, err := readBlob(f, m, name)
 	if err != nil {
-		return store.Stream{}, s.wrap(err)
+		return nil, s.wrap(err)
 	}
 	m.Stream = name
-	return streamOf(m, raw), nil
+	return configOf(m, raw), nil
 }
 
 // listStreams opens every stream (see openStreamIn); pass the result to
@@ -782,7 +776,7 @@ func listStreams(tx *bbolt.Tx, blobDir string) ([]openStream, error) {
 }
 
 // ListStreams implements store.Store, sorted by name.
-func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
+func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -799,7 +793,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(metas, func(a, b streamMeta) int { return strings.Compare(a.Stream, b.Stream) })
-	out := make([]store.Stream, 0, len(metas))
+	out := make([]*config.Config, 0, len(metas))
 	for _, m := range metas {
 		st, err := s.read(m.Stream, m)
 		if err != nil {

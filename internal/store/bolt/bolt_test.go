@@ -164,8 +164,8 @@ func TestTruncatedFile(t *testing.T) {
 		}
 		got, gerr := s.GetStream(context.Background(), "default")
 		_ = s.Close()
-		if gerr != nil || !bytes.Equal(got.Config, last) || got.Generation != 3 {
-			t.Fatalf("truncated to %d of %d bytes: opened but stream is gen %d (%d bytes), err %v", n, len(full), got.Generation, len(got.Config), gerr)
+		if gerr != nil || !bytes.Equal(got.Raw, last) || got.Generation != 3 {
+			t.Fatalf("truncated to %d of %d bytes: opened but stream is gen %d (%d bytes), err %v", n, len(full), got.Generation, len(got.Raw), gerr)
 		}
 	}
 	if corrupt == 0 {
@@ -216,7 +216,7 @@ func blobs(t *testing.T, path string) []string {
 	return out
 }
 
-func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) store.Stream {
+func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) *config.Config {
 	t.Helper()
 	st, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", raw), expected)
 	if err != nil {
@@ -278,8 +278,8 @@ func TestCrashAfterStageLosesOnlyTheStagedBytes(t *testing.T) {
 		t.Fatalf("blob files after reopen: %v, want only the committed one", b)
 	}
 	got, err := s2.GetStream(ctx, "default")
-	if err != nil || got.Generation != 1 || !bytes.Equal(got.Config, storetest.Cfg(1)) {
-		t.Fatalf("default after reopen: gen %d %q, %v", got.Generation, got.Config, err)
+	if err != nil || got.Generation != 1 || !bytes.Equal(got.Raw, storetest.Cfg(1)) {
+		t.Fatalf("default after reopen: gen %d %q, %v", got.Generation, got.Raw, err)
 	}
 	if _, err := s2.GetStream(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a stream only staged exists after reopen: %v", err)
@@ -518,8 +518,8 @@ func TestLayout1StillReads(t *testing.T) {
 	}
 	s := open(t, path)
 	got, err := s.GetStream(context.Background(), "default")
-	if err != nil || got.Generation != 4 || !bytes.Equal(got.Config, raw) {
-		t.Fatalf("layout 1 stream: gen %d %q, %v", got.Generation, got.Config, err)
+	if err != nil || got.Generation != 4 || !bytes.Equal(got.Raw, raw) {
+		t.Fatalf("layout 1 stream: gen %d %q, %v", got.Generation, got.Raw, err)
 	}
 	next := mustCommit(t, s, storetest.Cfg(2), 4)
 	if err := s.Close(); err != nil {
@@ -555,7 +555,7 @@ func TestTruncatedFileLeavesNoLock(t *testing.T) {
 		t.Fatalf("Open after restoring the file: %v", err)
 	}
 	defer s.Close()
-	if got, err := s.GetStream(context.Background(), "default"); err != nil || !bytes.Equal(got.Config, last) {
+	if got, err := s.GetStream(context.Background(), "default"); err != nil || !bytes.Equal(got.Raw, last) {
 		t.Fatalf("stream after restore: %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func holdIndex(t *testing.T, s *Store) (release func()) {
 	return release
 }
 
-func commitT(t *testing.T, s *Store, st store.Stream, expected uint64) store.Stream {
+func commitT(t *testing.T, s *Store, st *config.Config, expected uint64) *config.Config {
 	t.Helper()
 	out, _, err := s.CommitConfig(context.Background(), st, expected)
 	if err != nil {
@@ -148,12 +148,9 @@ func files(t *testing.T, path string) int {
 	return len(ents)
 }
 
-func labelled(raw []byte, i int) store.Stream {
-	st := storetest.NewStream("default", raw)
-	st.Labels = map[string]string{"push": fmt.Sprint(i)}
-	st.AcceptTime = time.Date(2026, 1, 2, 3, 4, i, 0, time.UTC)
-	st.Format = config.FormatYAML
-	return st
+func labelled(raw []byte, i int) *config.Config {
+	return config.New("default", 0, config.Hash(raw), config.FormatYAML, raw, nil,
+		map[string]string{"push": fmt.Sprint(i)}, time.Date(2026, 1, 2, 3, 4, i, 0, time.UTC))
 }
 
 // kill -9 after the ack (the record flushed), before the bbolt index names
@@ -176,7 +173,7 @@ func TestCrashAfterAckBeforeIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := s2.GetStream(context.Background(), "default")
-		if err != nil || got.Generation != 2 || got.Hash != acked.Hash || !bytes.Equal(got.Config, storetest.Cfg(2)) ||
+		if err != nil || got.Generation != 2 || got.Hash != acked.Hash || !bytes.Equal(got.Raw, storetest.Cfg(2)) ||
 			got.Labels["push"] != "2" || !got.AcceptTime.Equal(acked.AcceptTime) || got.Format != config.FormatYAML {
 			t.Fatalf("open %d after the crash: %+v, %v; acked generation 2 %+v", i, got, err, acked)
 		}
@@ -293,7 +290,7 @@ func TestCrashWhileStagingIntoRecycledFile(t *testing.T) {
 			}
 			s2 := openT(t, crash)
 			got, err := s2.GetStream(context.Background(), "default")
-			if err != nil || got.Generation != 3 || !bytes.Equal(got.Config, storetest.Cfg(3)) {
+			if err != nil || got.Generation != 3 || !bytes.Equal(got.Raw, storetest.Cfg(3)) {
 				t.Fatalf("gen %d, %v; want generation 3", got.Generation, err)
 			}
 			if n := files(t, crash); n != 1 {
@@ -391,7 +388,7 @@ func TestLayout2Moves(t *testing.T) {
 			for range 2 {
 				s := openT(t, path)
 				got, err := s.GetStream(context.Background(), "default")
-				if err != nil || got.Generation != 4 || !bytes.Equal(got.Config, raw) || got.Labels["a"] != "b" {
+				if err != nil || got.Generation != 4 || !bytes.Equal(got.Raw, raw) || got.Labels["a"] != "b" {
 					t.Fatalf("layout 2 stream: %+v, %v", got, err)
 				}
 				if err := s.Close(); err != nil {
@@ -462,7 +459,7 @@ func TestNonUTF8Refused(t *testing.T) {
 		}
 	}
 	st := labelled(storetest.Cfg(2), 2)
-	st.Labels["k"] = "v\xff"
+	st = config.New(st.Stream, 0, st.Hash, st.Format, st.Raw, nil, map[string]string{"k": "v\xff"}, st.AcceptTime)
 	if _, _, err := s.CommitConfig(ctx, st, 0); err == nil {
 		t.Fatal("label value with a bad byte accepted")
 	}
@@ -576,7 +573,7 @@ func TestCrashConcurrentStreams(t *testing.T) {
 	s := openT(t, path)
 	release := holdIndex(t, s)
 	const streams, each = 3, 6
-	last := make([]store.Stream, streams)
+	last := make([]*config.Config, streams)
 	errs := make(chan error, streams)
 	for w := range streams {
 		go func() {
@@ -599,7 +596,7 @@ func TestCrashConcurrentStreams(t *testing.T) {
 		t.Helper()
 		for w := range streams {
 			got, err := s.GetStream(context.Background(), fmt.Sprint("s", w))
-			if err != nil || got.Generation != each || got.Hash != last[w].Hash || !bytes.Equal(got.Config, storetest.Cfg(w*100+each-1)) {
+			if err != nil || got.Generation != each || got.Hash != last[w].Hash || !bytes.Equal(got.Raw, storetest.Cfg(w*100+each-1)) {
 				t.Fatalf("%s: stream s%d gen %d, %v; want its last ack %d", what, w, got.Generation, err, each)
 			}
 		}
@@ -687,8 +684,8 @@ func TestPowerLossMixesRecycledPages(t *testing.T) {
 					t.Fatalf("trial %d: Open: %v", trial, err)
 				}
 				got, err := s2.GetStream(context.Background(), "default")
-				ok := err == nil && (got.Generation == 3 && bytes.Equal(got.Config, big(3, sizes[3])) ||
-					got.Generation == 4 && bytes.Equal(got.Config, raw))
+				ok := err == nil && (got.Generation == 3 && bytes.Equal(got.Raw, big(3, sizes[3])) ||
+					got.Generation == 4 && bytes.Equal(got.Raw, raw))
 				if !ok {
 					t.Fatalf("trial %d: gen %d, %v; want 3 or the whole of 4", trial, got.Generation, err)
 				}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/storetest"
 )
@@ -74,8 +75,8 @@ func (c *syncLog) get() (log, files int) {
 
 // pusher is one concurrent commit and what it got.
 type pusher struct {
-	st  store.Stream
-	got store.Stream
+	st  *config.Config
+	got *config.Config
 	err error
 }
 
@@ -106,23 +107,23 @@ func pushers(streams []string, perStream, seed int) []*pusher {
 // lastAcked is, per stream, the acked commit with the highest generation;
 // it also checks that the acked generations of each stream are distinct
 // and contiguous from first.
-func lastAcked(t *testing.T, ps []*pusher, first map[string]uint64) map[string]store.Stream {
+func lastAcked(t *testing.T, ps []*pusher, first map[string]uint64) map[string]*config.Config {
 	t.Helper()
 	gens := map[string]map[uint64]bool{}
-	last := map[string]store.Stream{}
+	last := map[string]*config.Config{}
 	for _, p := range ps {
 		if p.err != nil {
-			t.Fatalf("commit to %s: %v", p.st.Name, p.err)
+			t.Fatalf("commit to %s: %v", p.st.Stream, p.err)
 		}
-		if gens[p.st.Name] == nil {
-			gens[p.st.Name] = map[uint64]bool{}
+		if gens[p.st.Stream] == nil {
+			gens[p.st.Stream] = map[uint64]bool{}
 		}
-		if gens[p.st.Name][p.got.Generation] {
-			t.Fatalf("stream %s: generation %d acked twice", p.st.Name, p.got.Generation)
+		if gens[p.st.Stream][p.got.Generation] {
+			t.Fatalf("stream %s: generation %d acked twice", p.st.Stream, p.got.Generation)
 		}
-		gens[p.st.Name][p.got.Generation] = true
-		if p.got.Generation > last[p.st.Name].Generation {
-			last[p.st.Name] = p.got
+		gens[p.st.Stream][p.got.Generation] = true
+		if l := last[p.st.Stream]; l == nil || p.got.Generation > l.Generation {
+			last[p.st.Stream] = p.got
 		}
 	}
 	for name, g := range gens {
@@ -137,7 +138,7 @@ func lastAcked(t *testing.T, ps []*pusher, first map[string]uint64) map[string]s
 
 // checkAt opens path and checks every stream is at want (generation,
 // hash, bytes).
-func checkAt(t *testing.T, what, path string, want map[string]store.Stream) {
+func checkAt(t *testing.T, what, path string, want map[string]*config.Config) {
 	t.Helper()
 	s, err := Open(path)
 	if err != nil {
@@ -150,8 +151,11 @@ func checkAt(t *testing.T, what, path string, want map[string]store.Stream) {
 	}()
 	for name, w := range want {
 		got, err := s.GetStream(context.Background(), name)
-		if err != nil || got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Config, w.Config) {
-			t.Fatalf("%s: stream %s at generation %d (%v), want its last ack %d", what, name, got.Generation, err, w.Generation)
+		if err != nil {
+			t.Fatalf("%s: stream %s: %v, want its last ack %d", what, name, err, w.Generation)
+		}
+		if got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Raw, w.Raw) {
+			t.Fatalf("%s: stream %s at generation %d, want its last ack %d", what, name, got.Generation, w.Generation)
 		}
 	}
 }
@@ -237,7 +241,7 @@ func TestCrashConcurrentPushersGroupCommit(t *testing.T) {
 		}
 	}
 	holdIndex(t, s)
-	var last map[string]store.Stream
+	var last map[string]*config.Config
 	for round := range 3 {
 		queued, release := holdFlusher(t, s)
 		ps := pushers(streams, 6, 10_000*(round+1))
@@ -326,10 +330,10 @@ func TestCrashTornLogBatch(t *testing.T) {
 	// with the bytes that generation was committed with.
 	whole := map[string]map[uint64][]byte{}
 	for _, p := range ps {
-		if whole[p.st.Name] == nil {
-			whole[p.st.Name] = map[uint64][]byte{}
+		if whole[p.st.Stream] == nil {
+			whole[p.st.Stream] = map[uint64][]byte{}
 		}
-		whole[p.st.Name][p.got.Generation] = p.st.Config
+		whole[p.st.Stream][p.got.Generation] = p.st.Raw
 	}
 	for _, cut := range []int64{firstEnd + 10, firstEnd + entHdrLen + 5, logSize() - 1} {
 		t.Run(fmt.Sprint("cut at ", cut), func(t *testing.T) {
@@ -354,8 +358,8 @@ func TestCrashTornLogBatch(t *testing.T) {
 			s2 := openT(t, torn)
 			for name, w := range acked {
 				got, err := s2.GetStream(context.Background(), name)
-				ok := err == nil && (got.Generation == w.Generation && bytes.Equal(got.Config, w.Config) ||
-					got.Generation > w.Generation && bytes.Equal(got.Config, whole[name][got.Generation]))
+				ok := err == nil && (got.Generation == w.Generation && bytes.Equal(got.Raw, w.Raw) ||
+					got.Generation > w.Generation && bytes.Equal(got.Raw, whole[name][got.Generation]))
 				if !ok {
 					t.Fatalf("stream %s at generation %d (%v): want its last ack %d or a whole record of the torn batch", name, got.Generation, err, w.Generation)
 				}
@@ -414,7 +418,7 @@ func TestCommitLogWrapsAround(t *testing.T) {
 	first := s.clog.epoch
 	const size = 200 << 10
 	n := 0
-	var last map[string]store.Stream
+	var last map[string]*config.Config
 	for s.clog.epoch == first || n < 4 {
 		queued, release := holdFlusher(t, s)
 		ps := []*pusher{

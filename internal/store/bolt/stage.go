@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -266,47 +267,49 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 // stream or many, share a flush. The bbolt index follows after the return
 // (indexLater); the replaced generation's file is recycled once the index
 // no longer names it.
-func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
+func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64) (*config.Config, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.done {
-		return store.Stream{}, false, errors.New("bolt store: staged config already committed or discarded")
+		return nil, false, errors.New("bolt store: staged config already committed or discarded")
 	}
 	g.done = true
 	s := g.s
 	defer s.unstage()
 	if err := s.begin(); err != nil {
 		_ = g.f.Close() // nothing more is written to it; the next Open removes it
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
 	defer s.end()
-	if st.Name != g.stream || (!g.streamed || st.Config != nil) && len(st.Config) != g.size {
+	if st.Stream != g.stream || (!g.streamed || st.Raw != nil) && len(st.Raw) != g.size {
 		s.release(g.f, g.name)
-		return store.Stream{}, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Name, len(st.Config), g.stream, g.size)
+		return nil, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Stream, len(st.Raw), g.stream, g.size)
 	}
 	if err := checkLabels(st.Labels); err != nil {
 		s.release(g.f, g.name)
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
-	ss := s.state(st.Name)
+	ss := s.state(st.Stream)
 	req, out, err := g.seal(ctx, ss, st, expected)
 	if err != nil {
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
 	err = <-req.done
 	if g.streamed && req.f != nil {
 		defer s.unpin(g.name)
 	}
 	if err != nil {
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
 	if req.f == nil { // unchanged: the record it returns is durable now
 		return out, true, nil
 	}
 	if g.streamed {
-		if out.Config, err = s.readBack(g.name, g.size); err != nil {
-			return store.Stream{}, false, err
+		raw, err := s.readBack(g.name, g.size)
+		if err != nil {
+			return nil, false, err
 		}
+		out = config.New(out.Stream, out.Generation, out.Hash, out.Format, raw, nil, out.Labels, out.AcceptTime)
 	}
 	return out, false, nil
 }
@@ -316,7 +319,7 @@ func (g *staged) Commit(ctx context.Context, st store.Stream, expected uint64) (
 // its place in the flusher's queue. A nil req with a nil error is never
 // returned; req.f == nil is an unchanged push waiting for the head's
 // flush.
-func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, expected uint64) (*flushReq, store.Stream, error) {
+func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, expected uint64) (*flushReq, *config.Config, error) {
 	s := g.s
 	ss.commitMu.Lock()
 	defer ss.commitMu.Unlock()
@@ -325,11 +328,11 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 	s.mu.Unlock()
 	if failed != nil {
 		s.release(g.f, g.name)
-		return nil, store.Stream{}, failed
+		return nil, nil, failed
 	}
 	if expected > 0 && expected != cur.Generation {
 		s.release(g.f, g.name)
-		return nil, store.Stream{}, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
+		return nil, nil, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Stream, cur.Generation, expected, store.ErrConflict)
 	}
 	if exists && cur.Hash == st.Hash {
 		// Same hash, same bytes: the stored meta with the caller's bytes,
@@ -337,15 +340,15 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 		s.release(g.f, g.name)
 		req := &flushReq{done: make(chan error, 1)}
 		s.enqueue(req)
-		return req, streamOf(cur, st.Config), nil
+		return req, configOf(cur, st.Raw), nil
 	}
 	// Last chance to give up before writing.
 	if err := ctx.Err(); err != nil {
 		s.release(g.f, g.name)
-		return nil, store.Stream{}, err
+		return nil, nil, err
 	}
 	m := streamMeta{
-		Stream:     st.Name,
+		Stream:     st.Stream,
 		Generation: cur.Generation + 1,
 		Hash:       st.Hash,
 		Format:     st.Format.String(),
@@ -358,13 +361,13 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 		_ = g.f.Close()
 		// The header may or may not be on disk: keep the file, refuse
 		// more commits; the next Open decides from what is on disk.
-		return nil, store.Stream{}, s.fail(err)
+		return nil, nil, s.fail(err)
 	}
 	prev := ""
 	if exists {
 		prev = cur.Blob
 	}
-	data := st.Config
+	data := st.Raw
 	if g.streamed {
 		data = g.data
 		s.pin(g.name) // read back after the ack
@@ -374,10 +377,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st store.Stream, exp
 	ss.head, ss.headExists = m, true
 	s.mu.Unlock()
 	s.enqueue(req)
-	out := st
-	out.Generation = m.Generation
-	out.Labels = cloneLabels(st.Labels)
-	return req, out, nil
+	return req, st.WithGeneration(m.Generation), nil
 }
 
 // checkLabels refuses labels JSON cannot hold as they are (the record

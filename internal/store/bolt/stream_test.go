@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
@@ -38,31 +39,29 @@ func TestStageStreamCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := openT(t, path)
 	ctx := context.Background()
-	var want []store.Stream
+	var want []*config.Config
 	for i, size := range []int{100, 300 << 10, 3 << 20} {
 		raw := big(i, size)
 		g := stageStream(t, s, "default", raw, 7777)
-		st := store.Stream{Name: "default", Hash: config.Hash(raw), Format: config.FormatJSON}
-		got, unchanged, err := g.Commit(ctx, st, uint64(i))
-		if err != nil || unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Config, raw) {
-			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back, %v", size, got.Generation, unchanged, len(got.Config), err)
+		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, nil, nil, nil, time.Time{}), uint64(i))
+		if err != nil || unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Raw, raw) {
+			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back, %v", size, got.Generation, unchanged, len(got.Raw), err)
 		}
-		if r, err := s.GetStream(ctx, "default"); err != nil || !bytes.Equal(r.Config, raw) {
-			t.Fatalf("size %d: read %d bytes, %v", size, len(r.Config), err)
+		if r, err := s.GetStream(ctx, "default"); err != nil || !bytes.Equal(r.Raw, raw) {
+			t.Fatalf("size %d: read %d bytes, %v", size, len(r.Raw), err)
 		}
-		st.Config = raw
-		want = append(want, st)
+		want = append(want, got)
 	}
 	// The same bytes again: unchanged, nothing read back.
 	last := want[len(want)-1]
-	g := stageStream(t, s, "default", last.Config, 1<<20)
-	if got, unchanged, err := g.Commit(ctx, store.Stream{Name: "default", Hash: last.Hash, Format: config.FormatJSON}, 0); err != nil || !unchanged || got.Generation != 3 {
+	g := stageStream(t, s, "default", last.Raw, 1<<20)
+	if got, unchanged, err := g.Commit(ctx, config.New("default", 0, last.Hash, config.FormatJSON, nil, nil, nil, time.Time{}), 0); err != nil || !unchanged || got.Generation != 3 {
 		t.Fatalf("same bytes: gen %d, unchanged %v, %v", got.Generation, unchanged, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := openT(t, path).GetStream(ctx, "default"); err != nil || r.Generation != 3 || !bytes.Equal(r.Config, last.Config) {
+	if r, err := openT(t, path).GetStream(ctx, "default"); err != nil || r.Generation != 3 || !bytes.Equal(r.Raw, last.Raw) {
 		t.Fatalf("reopen: gen %d, %v", r.Generation, err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/etcd"
 	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
 )
@@ -35,9 +34,9 @@ func BenchmarkCommit(b *testing.B) {
 					raw[i] = byte('a' + i%26)
 				}
 				ctx := context.Background()
-				next := func(i int) store.Stream {
+				next := func(i int) *config.Config {
 					copy(raw, fmt.Sprintf("%08d", i))
-					return store.Stream{Name: "default", Hash: config.Hash(raw), Format: config.FormatJSON, Config: raw, AcceptTime: time.Now()}
+					return config.New("default", 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Now())
 				}
 				plain := filepath.Join(b.TempDir(), "plain.json")
 				var tEtcd, tPlain time.Duration

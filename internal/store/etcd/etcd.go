@@ -214,17 +214,17 @@ func split(raw []byte, n int) [][]byte {
 
 // CommitConfig implements store.Store with one etcd transaction that
 // compares the stream's meta key with what was read (see the package doc).
-// The returned stream shares st.Config.
-func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint64) (store.Stream, bool, error) {
-	if st.Name == "" || strings.Contains(st.Name, "/") {
-		return store.Stream{}, false, fmt.Errorf("etcd store: invalid stream name %q", st.Name)
+// The returned config shares st.Raw.
+func (s *Store) CommitConfig(ctx context.Context, st *config.Config, expected uint64) (*config.Config, bool, error) {
+	if st.Stream == "" || strings.Contains(st.Stream, "/") {
+		return nil, false, fmt.Errorf("etcd store: invalid stream name %q", st.Stream)
 	}
-	mu, _ := s.commitMu.LoadOrStore(st.Name, &sync.Mutex{})
+	mu, _ := s.commitMu.LoadOrStore(st.Stream, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	for attempt := range maxAttempts {
 		if err := s.check(ctx); err != nil {
-			return store.Stream{}, false, err
+			return nil, false, err
 		}
 		out, unchanged, retry, err := s.tryCommit(ctx, st, expected)
 		if !retry {
@@ -234,18 +234,18 @@ func (s *Store) CommitConfig(ctx context.Context, st store.Stream, expected uint
 		// replicas in lock step part.
 		select {
 		case <-ctx.Done():
-			return store.Stream{}, false, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-s.clock.After(time.Duration(mrand.Int64N(int64(attempt+1) * int64(5*time.Millisecond)))):
 		}
 	}
-	return store.Stream{}, false, fmt.Errorf("etcd store: stream %q: commit lost %d races in a row", st.Name, maxAttempts)
+	return nil, false, fmt.Errorf("etcd store: stream %q: commit lost %d races in a row", st.Stream, maxAttempts)
 }
 
-func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64) (out store.Stream, unchanged, retry bool, err error) {
-	mk := s.metaKey(st.Name)
+func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint64) (out *config.Config, unchanged, retry bool, err error) {
+	mk := s.metaKey(st.Stream)
 	resp, err := s.cli.Get(ctx, mk)
 	if err != nil {
-		return out, false, false, fmt.Errorf("etcd store: read stream %q: %w", st.Name, err)
+		return out, false, false, fmt.Errorf("etcd store: read stream %q: %w", st.Stream, err)
 	}
 	var (
 		cur    streamMeta
@@ -258,22 +258,21 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 		}
 	}
 	if expected > 0 && expected != cur.Generation {
-		return out, false, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Name, cur.Generation, expected, store.ErrConflict)
+		return out, false, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Stream, cur.Generation, expected, store.ErrConflict)
 	}
 	if modRev != 0 && cur.Hash == st.Hash {
 		f, err := config.ParseFormat(cur.Format)
 		if err != nil {
 			return out, false, false, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 		}
-		return store.Stream{Name: st.Name, Generation: cur.Generation, Hash: cur.Hash, Format: f,
-			Config: st.Config, Labels: cur.Labels, AcceptTime: cur.AcceptTime}, true, false, nil
+		return config.New(st.Stream, cur.Generation, cur.Hash, f, st.Raw, nil, cur.Labels, cur.AcceptTime), true, false, nil
 	}
 
 	gen := cur.Generation + 1
-	base := s.chunkBase(st.Name)
+	base := s.chunkBase(st.Stream)
 	prefix := base + genKey(gen) + "-" + token() + "/"
-	chunks := split(st.Config, s.chunkSize)
-	m := streamMeta{Generation: gen, Hash: st.Hash, Format: st.Format.String(), Size: len(st.Config),
+	chunks := split(st.Raw, s.chunkSize)
+	m := streamMeta{Generation: gen, Hash: st.Hash, Format: st.Format.String(), Size: len(st.Raw),
 		Labels: st.Labels, AcceptTime: st.AcceptTime, Chunks: prefix, Count: len(chunks)}
 	meta, err := json.Marshal(m)
 	if err != nil {
@@ -285,7 +284,7 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 	if staged {
 		if err := s.stage(ctx, prefix, chunks); err != nil {
 			s.unstage(ctx, prefix)
-			return out, false, false, fmt.Errorf("etcd store: write config chunks of %q: %w", st.Name, err)
+			return out, false, false, fmt.Errorf("etcd store: write config chunks of %q: %w", st.Stream, err)
 		}
 	} else {
 		ops = append(ops, clientv3.OpPut(chunkKey(prefix, 0), string(chunks[0])))
@@ -311,21 +310,18 @@ func (s *Store) tryCommit(ctx context.Context, st store.Stream, expected uint64)
 	if err != nil {
 		// The outcome is unknown: the staged chunks may now be current, so
 		// they are left for the next commit's sweep.
-		return out, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", st.Name, gen, err)
+		return out, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", st.Stream, gen, err)
 	}
 	if !tresp.Succeeded {
 		if staged {
 			s.unstage(ctx, prefix)
 		}
 		if expected > 0 {
-			return out, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", st.Name, expected, store.ErrConflict)
+			return out, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", st.Stream, expected, store.ErrConflict)
 		}
 		return out, false, true, nil
 	}
-	out = st
-	out.Generation = gen
-	out.Labels = cloneLabels(st.Labels)
-	return out, false, false, nil
+	return st.WithGeneration(gen), false, false, nil
 }
 
 func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix, n) }
@@ -371,57 +367,46 @@ func (s *Store) unstage(ctx context.Context, prefix string) {
 	_, _ = s.cli.Delete(dctx, prefix, clientv3.WithPrefix())
 }
 
-func cloneLabels(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
-
 // readStream reads a stream's chunks at rev and assembles it.
-func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (store.Stream, error) {
+func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (*config.Config, error) {
 	mk := s.metaKey(name)
 	m, err := decodeMeta(mk, metaVal)
 	if err != nil {
-		return store.Stream{}, err
+		return nil, err
 	}
 	f, err := config.ParseFormat(m.Format)
 	if err != nil {
-		return store.Stream{}, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
+		return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 	}
 	resp, err := s.cli.Get(ctx, m.Chunks, clientv3.WithPrefix(), clientv3.WithRev(rev))
 	if err != nil {
-		return store.Stream{}, fmt.Errorf("etcd store: read config of %q at revision %d: %w", name, rev, err)
+		return nil, fmt.Errorf("etcd store: read config of %q at revision %d: %w", name, rev, err)
 	}
 	if len(resp.Kvs) != m.Count {
-		return store.Stream{}, fmt.Errorf("%w: stream %q generation %d has %d of %d config chunks", store.ErrCorrupt, name, m.Generation, len(resp.Kvs), m.Count)
+		return nil, fmt.Errorf("%w: stream %q generation %d has %d of %d config chunks", store.ErrCorrupt, name, m.Generation, len(resp.Kvs), m.Count)
 	}
 	raw := make([]byte, 0, m.Size)
 	for _, kv := range resp.Kvs {
 		raw = append(raw, kv.Value...)
 	}
 	if len(raw) != m.Size {
-		return store.Stream{}, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
+		return nil, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
 	}
-	return store.Stream{Name: name, Generation: m.Generation, Hash: m.Hash, Format: f, Config: raw, Labels: m.Labels, AcceptTime: m.AcceptTime}, nil
+	return config.New(name, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime), nil
 }
 
 // GetStream implements store.Store.
-func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error) {
+func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	for range maxAttempts {
 		if err := s.check(ctx); err != nil {
-			return store.Stream{}, err
+			return nil, err
 		}
 		resp, err := s.cli.Get(ctx, s.metaKey(name))
 		if err != nil {
-			return store.Stream{}, fmt.Errorf("etcd store: read stream %q: %w", name, err)
+			return nil, fmt.Errorf("etcd store: read stream %q: %w", name, err)
 		}
 		if len(resp.Kvs) == 0 {
-			return store.Stream{}, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+			return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
 		st, err := s.readStream(ctx, name, resp.Kvs[0].Value, resp.Header.Revision)
 		if errors.Is(err, rpctypes.ErrCompacted) {
@@ -429,11 +414,11 @@ func (s *Store) GetStream(ctx context.Context, name string) (store.Stream, error
 		}
 		return st, err
 	}
-	return store.Stream{}, fmt.Errorf("etcd store: stream %q: history compacted on every read", name)
+	return nil, fmt.Errorf("etcd store: stream %q: history compacted on every read", name)
 }
 
 // ListStreams implements store.Store, sorted by name, all at one revision.
-func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
+func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	for range maxAttempts {
 		if err := s.check(ctx); err != nil {
 			return nil, err
@@ -450,13 +435,13 @@ func (s *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
 	return nil, errors.New("etcd store: list streams: history compacted on every read")
 }
 
-func (s *Store) listStreams(ctx context.Context) ([]store.Stream, int64, error) {
+func (s *Store) listStreams(ctx context.Context) ([]*config.Config, int64, error) {
 	resp, err := s.cli.Get(ctx, s.metaPrefix(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, fmt.Errorf("etcd store: list streams: %w", err)
 	}
 	rev := resp.Header.Revision
-	out := make([]store.Stream, 0, len(resp.Kvs))
+	out := make([]*config.Config, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		st, err := s.readStream(ctx, strings.TrimPrefix(string(kv.Key), s.metaPrefix()), kv.Value, rev)
 		if err != nil {

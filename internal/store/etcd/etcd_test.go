@@ -135,8 +135,8 @@ func TestLargeConfigChunks(t *testing.T) {
 		t.Fatalf("commit 8 MiB: %v", err)
 	}
 	back, err := s.GetStream(ctx, "default")
-	if err != nil || !bytes.Equal(back.Config, big) || back.Generation != got.Generation {
-		t.Fatalf("8 MiB round trip: gen %d, %d bytes, %v", back.Generation, len(back.Config), err)
+	if err != nil || !bytes.Equal(back.Raw, big) || back.Generation != got.Generation {
+		t.Fatalf("8 MiB round trip: gen %d, %d bytes, %v", back.Generation, len(back.Raw), err)
 	}
 	if n := len(keys(t, cli, etcd.DefaultPrefix+"configs/default/")); n != 9 {
 		t.Fatalf("%d chunks for 8 MiB + 4 bytes, want 9 (1 MiB each)", n)
@@ -203,7 +203,7 @@ func TestWatchOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := recv(t, ch)
-	if e.Stream == nil || e.Stream.Generation != 2 || !bytes.Equal(e.Stream.Config, big) {
+	if e.Config == nil || e.Config.Generation != 2 || !bytes.Equal(e.Config.Raw, big) {
 		t.Fatalf("first event %+v, want b's generation 2 with its 3 MiB", e)
 	}
 	sp := &confighubv1.Sink{Name: "gw-0", Kind: "file", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "/x"}}}
@@ -241,7 +241,7 @@ func TestWatchAfterListHasNoGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := a.Watch(ctx)
-	if e := recv(t, ch); e.Stream == nil || e.Stream.Name != "s1" || e.Stream.Generation != 1 {
+	if e := recv(t, ch); e.Config == nil || e.Config.Stream != "s1" || e.Config.Generation != 1 {
 		t.Fatalf("event %+v, want s1 generation 1 committed between list and watch", e)
 	}
 	// Close ends the watch.
@@ -280,7 +280,7 @@ func TestWatchResyncsAfterCompaction(t *testing.T) {
 	}
 	ch := a.Watch(ctx)
 	e := recv(t, ch)
-	if e.Stream == nil || e.Stream.Name != "s" || e.Stream.Generation != 3 {
+	if e.Config == nil || e.Config.Stream != "s" || e.Config.Generation != 3 {
 		t.Fatalf("first event after compaction %+v, want stream s generation 3", e)
 	}
 	if e := recv(t, ch); e.SinkPut == nil || e.SinkPut.GetName() != "gw" {
@@ -290,7 +290,7 @@ func TestWatchResyncsAfterCompaction(t *testing.T) {
 	if _, _, err := b.CommitConfig(ctx, storetest.NewStream("s", storetest.Cfg(9)), 3); err != nil {
 		t.Fatal(err)
 	}
-	if e := recv(t, ch); e.Stream == nil || e.Stream.Generation != 4 {
+	if e := recv(t, ch); e.Config == nil || e.Config.Generation != 4 {
 		t.Fatalf("event %+v, want generation 4", e)
 	}
 	_ = a.Close()
@@ -332,7 +332,7 @@ func TestWatchResyncReportsSinksDeletedInTheGap(t *testing.T) {
 	var puts, deletes []string
 	for len(puts)+len(deletes) < 2 {
 		e := recv(t, ch)
-		if e.Stream != nil {
+		if e.Config != nil {
 			continue
 		}
 		if e.SinkPut != nil {

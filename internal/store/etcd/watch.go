@@ -145,7 +145,7 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 		if err != nil {
 			return err
 		}
-		return s.sendErr(ctx, ch, store.Event{Stream: &st})
+		return s.sendErr(ctx, ch, store.Event{Config: st})
 	case strings.HasPrefix(key, s.sinkPrefix()):
 		name := strings.TrimPrefix(key, s.sinkPrefix())
 		// Own changes are not sent, but the reader knows them.
@@ -179,7 +179,7 @@ func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[str
 			resp, err = s.cli.Get(ctx, s.sinkPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
 			if err == nil {
 				for i := range streams {
-					if !s.send(ctx, ch, store.Event{Stream: &streams[i]}) {
+					if !s.send(ctx, ch, store.Event{Config: streams[i]}) {
 						return 0, false
 					}
 				}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -20,11 +21,12 @@ var (
 )
 
 // Store keeps streams, sinks and applied records in maps under one mutex.
-// Config bytes are copied in on commit and shared (read only) on the way out.
+// A committed config is kept as it is (configs are immutable): its bytes
+// are held once, by the caller and the store.
 type Store struct {
 	mu      sync.Mutex
 	closed  bool
-	streams map[string]store.Stream
+	streams map[string]*config.Config
 	sinks   map[string]*confighubv1.Sink
 	applied map[string]store.Applied
 	conv    map[string]store.Converged
@@ -34,7 +36,7 @@ type Store struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		streams: map[string]store.Stream{},
+		streams: map[string]*config.Config{},
 		sinks:   map[string]*confighubv1.Sink{},
 		applied: map[string]store.Applied{},
 		conv:    map[string]store.Converged{},
@@ -53,54 +55,57 @@ func (m *Store) check(ctx context.Context) error {
 	return nil
 }
 
-// CommitConfig implements store.Store.
-func (m *Store) CommitConfig(ctx context.Context, s store.Stream, expected uint64) (store.Stream, bool, error) {
-	if s.Name == "" {
-		return store.Stream{}, false, errors.New("memory store: stream name is empty")
+// CommitConfig implements store.Store: the stored config shares c's
+// bytes and labels (a config is immutable).
+func (m *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	if c.Stream == "" {
+		return nil, false, errors.New("memory store: stream name is empty")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.check(ctx); err != nil {
-		return store.Stream{}, false, err
+		return nil, false, err
 	}
-	cur, ok := m.streams[s.Name]
-	if expected > 0 && expected != cur.Generation {
-		return store.Stream{}, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", s.Name, cur.Generation, expected, store.ErrConflict)
+	cur := m.streams[c.Stream]
+	var gen uint64
+	if cur != nil {
+		gen = cur.Generation
 	}
-	if ok && cur.Hash == s.Hash {
-		return copyStream(cur), true, nil
+	if expected > 0 && expected != gen {
+		return nil, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", c.Stream, gen, expected, store.ErrConflict)
 	}
-	s.Generation = cur.Generation + 1
-	s.Config = slices.Clone(s.Config)
-	s.Labels = maps.Clone(s.Labels)
-	m.streams[s.Name] = s
-	return copyStream(s), false, nil
+	if cur != nil && cur.Hash == c.Hash {
+		return cur, true, nil
+	}
+	stored := c.WithGeneration(gen + 1)
+	m.streams[c.Stream] = stored
+	return stored, false, nil
 }
 
 // GetStream implements store.Store.
-func (m *Store) GetStream(ctx context.Context, name string) (store.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.check(ctx); err != nil {
-		return store.Stream{}, err
-	}
-	s, ok := m.streams[name]
-	if !ok {
-		return store.Stream{}, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-	}
-	return copyStream(s), nil
-}
-
-// ListStreams implements store.Store, sorted by name.
-func (m *Store) ListStreams(ctx context.Context) ([]store.Stream, error) {
+func (m *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]store.Stream, 0, len(m.streams))
+	c, ok := m.streams[name]
+	if !ok {
+		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}
+	return c, nil
+}
+
+// ListStreams implements store.Store, sorted by name.
+func (m *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]*config.Config, 0, len(m.streams))
 	for _, k := range slices.Sorted(maps.Keys(m.streams)) {
-		out = append(out, copyStream(m.streams[k]))
+		out = append(out, m.streams[k])
 	}
 	return out, nil
 }
@@ -210,12 +215,6 @@ func (m *Store) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	return nil
-}
-
-// copyStream shares the (immutable) config bytes and copies the labels.
-func copyStream(s store.Stream) store.Stream {
-	s.Labels = maps.Clone(s.Labels)
-	return s
 }
 
 var _ store.FingerprintKeyer = (*Store)(nil)

@@ -97,30 +97,29 @@ func Cfg(n int) []byte {
 	return fmt.Appendf(nil, `{"_format_version":"3.0","services":[{"name":"svc-%d","url":"http://example.com"}]}`, n)
 }
 
-// NewStream builds a stream to commit from raw bytes.
-func NewStream(name string, raw []byte) store.Stream {
-	return store.Stream{
-		Name:       name,
-		Hash:       config.Hash(raw),
-		Format:     config.FormatJSON,
-		Config:     raw,
-		AcceptTime: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC),
-	}
+// NewStream builds a JSON config of stream name to commit from raw bytes.
+func NewStream(name string, raw []byte) *config.Config {
+	return config.New(name, 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC))
 }
 
-func commit(t *testing.T, s store.Store, st store.Stream, expected uint64) store.Stream {
+// with returns a copy of c with labels and accept time set.
+func with(c *config.Config, labels map[string]string, accepted time.Time) *config.Config {
+	return config.New(c.Stream, c.Generation, c.Hash, c.Format, c.Raw, nil, labels, accepted)
+}
+
+func commit(t *testing.T, s store.Store, c *config.Config, expected uint64) *config.Config {
 	t.Helper()
-	got, unchanged, err := s.CommitConfig(context.Background(), st, expected)
+	got, unchanged, err := s.CommitConfig(context.Background(), c, expected)
 	if err != nil {
-		t.Fatalf("CommitConfig(%s, expected %d): %v", st.Name, expected, err)
+		t.Fatalf("CommitConfig(%s, expected %d): %v", c.Stream, expected, err)
 	}
 	if unchanged {
-		t.Fatalf("CommitConfig(%s): unchanged for a new hash", st.Name)
+		t.Fatalf("CommitConfig(%s): unchanged for a new hash", c.Stream)
 	}
 	return got
 }
 
-func get(t *testing.T, s store.Store, name string) store.Stream {
+func get(t *testing.T, s store.Store, name string) *config.Config {
 	t.Helper()
 	got, err := s.GetStream(context.Background(), name)
 	if err != nil {
@@ -129,15 +128,15 @@ func get(t *testing.T, s store.Store, name string) store.Stream {
 	return got
 }
 
-// sameStream compares every stored field.
-func sameStream(t *testing.T, what string, got, want store.Stream) {
+// sameStream compares every stored field, want's generation being gen.
+func sameStream(t *testing.T, what string, got, want *config.Config, gen uint64) {
 	t.Helper()
-	if got.Name != want.Name || got.Generation != want.Generation || got.Hash != want.Hash || got.Format != want.Format {
+	if got.Stream != want.Stream || got.Generation != gen || got.Hash != want.Hash || got.Format != want.Format {
 		t.Errorf("%s: got %s gen %d hash %.12s format %v, want %s gen %d hash %.12s format %v", what,
-			got.Name, got.Generation, got.Hash, got.Format, want.Name, want.Generation, want.Hash, want.Format)
+			got.Stream, got.Generation, got.Hash, got.Format, want.Stream, gen, want.Hash, want.Format)
 	}
-	if !bytes.Equal(got.Config, want.Config) {
-		t.Errorf("%s: config bytes differ (%d vs %d bytes)", what, len(got.Config), len(want.Config))
+	if !bytes.Equal(got.Raw, want.Raw) {
+		t.Errorf("%s: config bytes differ (%d vs %d bytes)", what, len(got.Raw), len(want.Raw))
 	}
 	if len(got.Labels) != len(want.Labels) || !maps.Equal(got.Labels, want.Labels) {
 		t.Errorf("%s: labels %v, want %v", what, got.Labels, want.Labels)
@@ -177,11 +176,11 @@ func testGenerations(t *testing.T, s store.Store) {
 	if got := commit(t, s, NewStream("b", Cfg(1)), 0); got.Generation != 1 {
 		t.Fatalf("first commit on b: generation %d, want 1", got.Generation)
 	}
-	// The generation a caller passes is ignored.
-	st := NewStream("a", Cfg(100))
-	st.Generation = 42
-	if got := commit(t, s, st, 0); got.Generation != 6 {
-		t.Fatalf("commit with caller generation 42: got %d, want 6", got.Generation)
+	// The generation a caller passes is ignored, and the caller's config
+	// is not changed.
+	st := NewStream("a", Cfg(100)).WithGeneration(42)
+	if got := commit(t, s, st, 0); got.Generation != 6 || st.Generation != 42 {
+		t.Fatalf("commit with caller generation 42: got %d, want 6 (caller's config now at %d)", got.Generation, st.Generation)
 	}
 	// Going back to an older content is a new generation, not a rollback.
 	if got := commit(t, s, NewStream("a", Cfg(1)), 0); got.Generation != 7 {
@@ -192,19 +191,35 @@ func testGenerations(t *testing.T, s store.Store) {
 	}
 }
 
+// testRoundTrip: a config is stored as pushed (a YAML config stays YAML,
+// byte for byte, with its labels and accept time), and the stored config
+// is the committed one at its generation: the same bytes, not a copy (a
+// stored 10 MiB config is held once), and the same JSON form.
 func testRoundTrip(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	raw := []byte("_format_version: \"3.0\"\nservices:\n- name: y\n  url: http://example.com\n")
-	want := NewStream("yaml-stream", raw)
-	want.Format = config.FormatYAML
-	want.Labels = map[string]string{"controller": "kic-0", "k8s-namespace": "kong"}
-	want.AcceptTime = time.Date(2026, 1, 2, 3, 4, 5, 987654321, time.UTC)
+	raw := []byte("_format_version: \"3.0\"\nservices:\n- name: svc-y\n  url: http://example.com\n")
+	js := []byte(`{"_format_version":"3.0","services":[{"name":"svc-y","url":"http://example.com"}]}`)
+	want := config.New("yaml-stream", 0, config.Hash(raw), config.FormatYAML, raw, js,
+		map[string]string{"controller": "kic-0", "k8s-namespace": "kong"}, time.Date(2026, 1, 2, 3, 4, 5, 987654321, time.UTC))
 	got := commit(t, s, want, 0)
-	want.Generation = 1
-	sameStream(t, "CommitConfig result", got, want)
-	sameStream(t, "GetStream", get(t, s, "yaml-stream"), want)
+	sameStream(t, "CommitConfig result", got, want, 1)
+	if len(got.Raw) == 0 || &got.Raw[0] != &raw[0] {
+		t.Error("CommitConfig returned a copy of the committed bytes: a stored config must hold them once")
+	}
+	if gotJS, err := got.JSON(); err != nil || len(gotJS) == 0 || &gotJS[0] != &js[0] {
+		t.Errorf("CommitConfig result lost the committed config's JSON form (%v): it would be made again", err)
+	}
+	if want.Generation != 0 {
+		t.Errorf("CommitConfig changed the caller's config: generation %d", want.Generation)
+	}
+	back := get(t, s, "yaml-stream")
+	sameStream(t, "GetStream", back, want, 1)
+	if gotJS, err := back.JSON(); err != nil || !bytes.Equal(gotJS, js) {
+		t.Errorf("GetStream's JSON form = %s, %v; want %s", gotJS, err, js)
+	}
 
-	other := commit(t, s, NewStream("json-stream", Cfg(1)), 0)
+	other := NewStream("json-stream", Cfg(1))
+	commit(t, s, other, 0)
 	l, err := s.ListStreams(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -212,23 +227,12 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	if len(l) != 2 {
 		t.Fatalf("ListStreams: %d streams, want 2", len(l))
 	}
-	byName := map[string]store.Stream{}
+	byName := map[string]*config.Config{}
 	for _, st := range l {
-		byName[st.Name] = st
+		byName[st.Stream] = st
 	}
-	sameStream(t, "ListStreams yaml-stream", byName["yaml-stream"], want)
-	sameStream(t, "ListStreams json-stream", byName["json-stream"], other)
-
-	// Changing what a caller holds after the commit must not change the store.
-	mut := NewStream("mut", Cfg(7))
-	mut.Labels = map[string]string{"a": "1"}
-	commit(t, s, mut, 0)
-	mut.Config[0] = 'X'
-	mut.Labels["a"] = "2"
-	back := get(t, s, "mut")
-	if back.Config[0] != '{' || back.Labels["a"] != "1" {
-		t.Fatalf("stored stream changed with the caller's slices: %q, %v", back.Config[:1], back.Labels)
-	}
+	sameStream(t, "ListStreams yaml-stream", byName["yaml-stream"], want, 1)
+	sameStream(t, "ListStreams json-stream", byName["json-stream"], other, 1)
 }
 
 func testConflict(t *testing.T, s store.Store) {
@@ -240,10 +244,10 @@ func testConflict(t *testing.T, s store.Store) {
 	if _, err := s.GetStream(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a conflicting commit created the stream: %v", err)
 	}
-	first := commit(t, s, NewStream("c", Cfg(1)), 0)
-	second := commit(t, s, NewStream("c", Cfg(2)), 1)
-	if second.Generation != 2 {
-		t.Fatalf("commit with matching expected: generation %d, want 2", second.Generation)
+	commit(t, s, NewStream("c", Cfg(1)), 0)
+	second := NewStream("c", Cfg(2))
+	if got := commit(t, s, second, 1); got.Generation != 2 {
+		t.Fatalf("commit with matching expected: generation %d, want 2", got.Generation)
 	}
 	for _, exp := range []uint64{1, 3, 100} {
 		_, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(3)), exp)
@@ -256,8 +260,7 @@ func testConflict(t *testing.T, s store.Store) {
 	if _, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(2)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected with the current hash: %v, want ErrConflict", err)
 	}
-	sameStream(t, "after conflicts", get(t, s, "c"), second)
-	_ = first
+	sameStream(t, "after conflicts", get(t, s, "c"), second, 2)
 	if got := commit(t, s, NewStream("c", Cfg(3)), 2); got.Generation != 3 {
 		t.Fatalf("after conflicts, commit with expected 2: generation %d, want 3", got.Generation)
 	}
@@ -265,12 +268,10 @@ func testConflict(t *testing.T, s store.Store) {
 
 func testUnchanged(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	st := NewStream("u", Cfg(1))
-	st.Labels = map[string]string{"v": "1"}
-	first := commit(t, s, st, 0)
-	again := NewStream("u", Cfg(1))
-	again.Labels = map[string]string{"v": "2"}
-	again.AcceptTime = st.AcceptTime.Add(time.Hour)
+	first := NewStream("u", Cfg(1))
+	first = with(first, map[string]string{"v": "1"}, first.AcceptTime)
+	commit(t, s, first, 0)
+	again := with(NewStream("u", Cfg(1)), map[string]string{"v": "2"}, first.AcceptTime.Add(time.Hour))
 	got, unchanged, err := s.CommitConfig(ctx, again, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -278,8 +279,8 @@ func testUnchanged(t *testing.T, s store.Store) {
 	if !unchanged {
 		t.Fatal("same hash: unchanged = false")
 	}
-	sameStream(t, "unchanged result", got, first)
-	sameStream(t, "GetStream after unchanged", get(t, s, "u"), first)
+	sameStream(t, "unchanged result", got, first, 1)
+	sameStream(t, "GetStream after unchanged", get(t, s, "u"), first, 1)
 	// A different hash after that is generation 2.
 	if g := commit(t, s, NewStream("u", Cfg(2)), 0).Generation; g != 2 {
 		t.Fatalf("next new content: generation %d, want 2", g)
@@ -292,21 +293,16 @@ func testLarge(t *testing.T, s store.Store, n int) {
 		raw[i] = byte('a' + i%23)
 	}
 	st := NewStream("large", raw)
-	got := commit(t, s, st, 0)
-	st.Generation = 1
-	sameStream(t, "large commit", got, st)
-	sameStream(t, "large get", get(t, s, "large"), st)
+	sameStream(t, "large commit", commit(t, s, st, 0), st, 1)
+	sameStream(t, "large get", get(t, s, "large"), st, 1)
 	// Replacing a large config with a small one leaves only the small one.
 	small := NewStream("large", Cfg(1))
 	commit(t, s, small, 1)
-	small.Generation = 2
-	sameStream(t, "small after large", get(t, s, "large"), small)
+	sameStream(t, "small after large", get(t, s, "large"), small, 2)
 	// And a large one again.
-	raw2 := bytes.Repeat([]byte("z"), n+1)
-	big := NewStream("large", raw2)
+	big := NewStream("large", bytes.Repeat([]byte("z"), n+1))
 	commit(t, s, big, 2)
-	big.Generation = 3
-	sameStream(t, "large again", get(t, s, "large"), big)
+	sameStream(t, "large again", get(t, s, "large"), big, 3)
 }
 
 func sinkSpec(name, stream, dir string) *confighubv1.Sink {
@@ -509,13 +505,18 @@ func testCanceled(t *testing.T, s store.Store) {
 	}
 }
 
+// testReopen: everything stored survives a reopen (a restart): each
+// stream's bytes, format, hash, generation, labels and accept time, the
+// sinks, applied and convergence records; generations continue.
 func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store) store.Store) {
 	ctx := context.Background()
-	st := NewStream("p", Cfg(1))
-	st.Labels = map[string]string{"k": "v"}
-	commit(t, s, st, 0)
-	last := commit(t, s, NewStream("p", Cfg(2)), 1)
-	q := commit(t, s, NewStream("q", Cfg(9)), 0)
+	at := time.Date(2026, 2, 3, 4, 5, 6, 789, time.UTC)
+	commit(t, s, with(NewStream("p", Cfg(1)), map[string]string{"k": "v"}, at), 0)
+	last := with(NewStream("p", Cfg(2)), map[string]string{"k": "w", "controller": "kic-1"}, at.Add(time.Second))
+	commit(t, s, last, 1)
+	yraw := []byte("_format_version: \"3.0\"\nservices: []\n")
+	q := config.New("q", 0, config.Hash(yraw), config.FormatYAML, yraw, nil, map[string]string{"q": "1"}, at.Add(time.Minute))
+	commit(t, s, q, 0)
 	sp := sinkSpec("gw-p", "p", "/p")
 	if err := s.PutSink(ctx, sp); err != nil {
 		t.Fatal(err)
@@ -531,11 +532,17 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	}
 
 	s2 := reopen(t, s)
-	sameStream(t, "p after reopen", get(t, s2, "p"), last)
-	sameStream(t, "q after reopen", get(t, s2, "q"), q)
-	l, err := s2.ListSinks(ctx)
-	if err != nil || len(l) != 1 || !proto.Equal(l[0], sp) {
-		t.Fatalf("sinks after reopen: %v, %v", l, err)
+	sameStream(t, "p after reopen", get(t, s2, "p"), last, 2)
+	sameStream(t, "q after reopen", get(t, s2, "q"), q, 1)
+	l, err := s2.ListStreams(ctx)
+	if err != nil || len(l) != 2 {
+		t.Fatalf("streams after reopen: %d, %v", len(l), err)
+	}
+	sameStream(t, "listed p after reopen", l[0], last, 2)
+	sameStream(t, "listed q after reopen", l[1], q, 1)
+	sl, err := s2.ListSinks(ctx)
+	if err != nil || len(sl) != 1 || !proto.Equal(sl[0], sp) {
+		t.Fatalf("sinks after reopen: %v, %v", sl, err)
 	}
 	checkApplied(t, s2, []store.Applied{ap})
 	checkConverged(t, converged(t, s2), []store.Converged{conv})
