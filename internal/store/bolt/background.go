@@ -29,17 +29,6 @@ func (s *Store) kick(set func()) {
 	}
 }
 
-// indexLater queues a committed record for the index; prev is the file of
-// the generation it replaced, recycled once the index names the new one.
-func (s *Store) indexLater(m streamMeta, prev string) {
-	s.kick(func() {
-		s.pending[m.Stream] = m
-		if prev != "" {
-			s.retired = append(s.retired, prev)
-		}
-	})
-}
-
 func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
@@ -152,6 +141,7 @@ func (s *Store) recycle(name string) {
 		s.deferred = append(s.deferred, name) // recycled at unpin
 		return
 	}
+	s.retiring--
 	if len(s.pool) < s.poolLimit() && isNamed(name, recExt) {
 		s.pool = append(s.pool, name)
 		return

@@ -112,12 +112,14 @@ type Store struct {
 	blobMu sync.RWMutex
 
 	// poolMu guards pool: record files whose names are durable, free to
-	// stage into (their content is stale), and the count of stages under
-	// way (staging, and its peak, which sizes the pool).
-	poolMu     sync.Mutex
-	pool       []string
-	staging    int
-	peakStaged int
+	// stage into (their content is stale), the count of stages under way
+	// (staging) and of replaced files not yet recycled (retiring), and the
+	// peak of their sum, which sizes the pool.
+	poolMu   sync.Mutex
+	pool     []string
+	staging  int
+	retiring int
+	peakOut  int
 	// pins counts the streamed commits reading a record file back; a
 	// pinned file due for recycling waits in deferred until unpinned.
 	pins     map[string]int

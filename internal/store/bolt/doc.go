@@ -9,8 +9,8 @@
 // stage beside its check and hash):
 //
 //  1. StageConfig writes the bytes into a free record file at offset 4096
-//     and starts their write-back (sync_file_range), feeding the hub's
-//     SHA-256 as it goes. No flush, no header: nothing refers to them.
+//     and, from 64 KiB on, starts their write-back (sync_file_range),
+//     feeding the hub's SHA-256 as it goes. No flush, no header: nothing refers to them.
 //     The free file comes from a pool: a replaced generation's file
 //     (recycled, its name durable since its own commit, its blocks
 //     allocated, so the overwrite and its flush need no journal commit)
@@ -32,9 +32,12 @@
 //     record files of the newest generations acked through the log, then
 //     writes their meta records to the bbolt index (one fsynced
 //     transaction), then recycles the files they replaced into the pool
-//     (at least 2 kept, and as many as stages were ever under way at once,
-//     up to 64; others removed). Once the index covers every entry of the
-//     log, the log starts a new epoch and is written from its start again.
+//     (at least 2 kept, and as many as were ever out of it at once, staged
+//     or replaced and waiting for the index, up to 128; others removed), so
+//     rounds of concurrent pushes reuse their files and create none
+//     (TestConcurrentPushesReuseFiles). Once the index covers every entry
+//     of the log, the log starts a new epoch and is written from its start
+//     again.
 //
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything

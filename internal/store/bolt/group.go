@@ -63,8 +63,10 @@ func logPathFor(path string) string { return path + ".log" }
 // it is acked by the next flush (an unchanged push waits until the record
 // it returns is durable).
 type flushReq struct {
-	f    *os.File
-	m    streamMeta
+	f *os.File
+	m streamMeta
+	// meta is m as the record file holds it (JSON).
+	meta []byte
 	data []byte
 	// prev is the file of the generation this one replaced ("" if none).
 	prev string
@@ -182,25 +184,25 @@ func (l *commitLog) restart(sync func(*os.File) error) error {
 }
 
 // encodeEntries returns the log entries of reqs, back to back.
-func (l *commitLog) encodeEntries(reqs []*flushReq) ([]byte, error) {
-	var buf []byte
+func (l *commitLog) encodeEntries(reqs []*flushReq) []byte {
+	n := 0
 	for _, r := range reqs {
-		meta, err := json.Marshal(r.m)
-		if err != nil {
-			return nil, fmt.Errorf("encode meta: %w", err)
-		}
-		hdr := make([]byte, entHdrLen)
-		copy(hdr, entMagic)
+		n += entHdrLen + len(r.meta) + len(r.data)
+	}
+	buf := make([]byte, 0, n)
+	for _, r := range reqs {
+		var hdr [entHdrLen]byte
+		copy(hdr[:], entMagic)
 		binary.LittleEndian.PutUint64(hdr[8:], l.epoch)
-		binary.LittleEndian.PutUint32(hdr[16:], uint32(len(meta)))
+		binary.LittleEndian.PutUint32(hdr[16:], uint32(len(r.meta)))
 		binary.LittleEndian.PutUint32(hdr[20:], uint32(len(r.data)))
-		crc := crc32.Update(crc32.Checksum(hdr[:24], castagnoli), castagnoli, meta)
+		crc := crc32.Update(crc32.Checksum(hdr[:24], castagnoli), castagnoli, r.meta)
 		binary.LittleEndian.PutUint32(hdr[24:], crc32.Update(crc, castagnoli, r.data))
-		buf = append(buf, hdr...)
-		buf = append(buf, meta...)
+		buf = append(buf, hdr[:]...)
+		buf = append(buf, r.meta...)
 		buf = append(buf, r.data...)
 	}
-	return buf, nil
+	return buf
 }
 
 // enqueue hands a sealed record (or a barrier) to the flusher.
@@ -272,6 +274,16 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 		}
 	}
 	s.mu.Unlock()
+	replaced := 0
+	for _, r := range recs {
+		if r.prev != "" {
+			replaced++
+		}
+	}
+	s.poolMu.Lock()
+	s.retiring += replaced
+	s.countOut()
+	s.poolMu.Unlock()
 	// In commit order, so the index and the recycling see each stream's
 	// generations in order.
 	s.kick(func() {
@@ -310,17 +322,12 @@ func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) 
 	}
 	if len(small) > 0 {
 		epoch := s.clog.epoch
-		buf, err := s.clog.encodeEntries(small)
-		if err != nil {
-			return nil, err
-		}
+		buf := s.clog.encodeEntries(small)
 		switch {
 		case !s.logRoom(int64(len(buf))):
 			own, small = append(own, small...), nil
 		case s.clog.epoch != epoch:
-			if buf, err = s.clog.encodeEntries(small); err != nil {
-				return nil, err
-			}
+			buf = s.clog.encodeEntries(small)
 		}
 		if len(small) > 0 {
 			if _, err := s.clog.f.WriteAt(buf, s.clog.off); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -441,4 +442,53 @@ func TestCommitLogWrapsAround(t *testing.T) {
 		last[name] = w
 	}
 	checkAt(t, "crash after the log wrapped", snapshot(t, path), last)
+}
+
+// Rounds of 32 concurrent pushes (one batch each, on one stream or spread
+// over 16) reuse the record files of the rounds before: once the pool has
+// grown to what a round takes out of it (its stages, then the files their
+// commits replaced until the index passes them), no round creates a file
+// (nor flushes the directory for it) or removes one.
+func TestConcurrentPushesReuseFiles(t *testing.T) {
+	for _, streams := range []int{1, 16} {
+		t.Run(fmt.Sprintf("streams=%d", streams), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "confighub.db")
+			s := openT(t, path)
+			var names []string
+			for i := range 16 {
+				names = append(names, fmt.Sprintf("s%02d", i))
+			}
+			var files []string
+			for round := range 5 {
+				queued, release := holdFlusher(t, s)
+				ps := pushers(names[:streams], 32/streams, round*10000)
+				pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+				for _, p := range ps {
+					if p.err != nil {
+						t.Fatalf("round %d: %v", round, p.err)
+					}
+				}
+				s.WaitRemoved()
+				got := blobNames(t, path)
+				if round >= 3 && !slices.Equal(got, files) {
+					t.Fatalf("round %d changed the record files: %d before, %d after (%d new)", round, len(files), len(got), len(slices.DeleteFunc(slices.Clone(got), func(n string) bool { return slices.Contains(files, n) })))
+				}
+				files = got
+			}
+		})
+	}
+}
+
+// blobNames lists the record directory, sorted.
+func blobNames(t *testing.T, path string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(blobDirFor(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }

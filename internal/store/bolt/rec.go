@@ -112,7 +112,7 @@ func encodeRec(m streamMeta) (hdr, meta []byte, err error) {
 // sealRec writes m's meta and header into f (whose config bytes are in
 // place) and fdatasyncs it (a record restored or moved at Open).
 func sealRec(f *os.File, m streamMeta) error {
-	if err := writeRec(f, m); err != nil {
+	if _, err := writeRec(f, m); err != nil {
 		return err
 	}
 	if err := fdatasync(f); err != nil {
@@ -122,19 +122,20 @@ func sealRec(f *os.File, m streamMeta) error {
 }
 
 // writeRec writes m's meta and header into f, without a flush (a commit's
-// flush is the flusher's).
-func writeRec(f *os.File, m streamMeta) error {
+// flush is the flusher's), and returns the meta as written (the commit
+// log's entry repeats it).
+func writeRec(f *os.File, m streamMeta) ([]byte, error) {
 	hdr, meta, err := encodeRec(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := f.WriteAt(meta, int64(recDataOff+m.Size)); err != nil {
-		return fmt.Errorf("write meta to %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("write meta to %s: %w", f.Name(), err)
 	}
 	if _, err := f.WriteAt(hdr, 0); err != nil {
-		return fmt.Errorf("write header to %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("write header to %s: %w", f.Name(), err)
 	}
-	return nil
+	return meta, nil
 }
 
 // errNotRec is a file that holds no valid record header (a pool file, or

@@ -15,16 +15,21 @@ import (
 )
 
 // The pool of free record files (names durable, content stale) keeps at
-// least poolMin for the next stages, and as many as the most stages that
-// were under way at once (concurrent pushes each need a file), up to
-// poolCap.
+// least poolMin for the next stages, and as many as were ever out of it at
+// once (up to poolCap): staged by pushes under way, or replaced and
+// waiting for the index before they come back. So concurrent pushes
+// neither create files (and flush the directory) on the ack path nor
+// remove the ones that come back (docs/performance.md, scenario 7).
 const (
 	poolMin = 2
-	poolCap = 64
+	poolCap = 128
 )
 
 // poolLimit is how many free files the pool keeps now (poolMu held).
-func (s *Store) poolLimit() int { return min(max(poolMin, s.peakStaged), poolCap) }
+func (s *Store) poolLimit() int { return min(max(poolMin, s.peakOut), poolCap) }
+
+// countOut updates the peak of files out of the pool (poolMu held).
+func (s *Store) countOut() { s.peakOut = max(s.peakOut, s.staging+s.retiring) }
 
 // streamState is a stream's current generation, in memory: the truth the
 // commits check expected_generation against and readers read.
@@ -94,7 +99,7 @@ func (s *Store) fail(err error) error {
 func (s *Store) takeFile() (f *os.File, name string, fresh bool, err error) {
 	s.poolMu.Lock()
 	s.staging++
-	s.peakStaged = max(s.peakStaged, s.staging)
+	s.countOut()
 	for len(s.pool) > 0 && f == nil {
 		name = s.pool[len(s.pool)-1]
 		s.pool = s.pool[:len(s.pool)-1]
@@ -149,8 +154,13 @@ func (s *Store) poolPut(name string) {
 	_ = os.Remove(filepath.Join(s.blobDir, name))
 }
 
+// writebackMin is the smallest stage whose write-back starts as it is
+// written: below it the flush that follows soon writes the few pages as
+// fast, and the system call would only cost CPU.
+const writebackMin = 64 << 10
+
 // writeData writes raw as f's config bytes, handing each chunk to the disk
-// at once and then to tee.
+// at once (from writebackMin on) and then to tee.
 func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error {
 	for off := 0; off < len(raw); off += writeChunk {
 		if err := ctx.Err(); err != nil {
@@ -161,7 +171,9 @@ func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error
 		if _, err := f.WriteAt(chunk, at); err != nil {
 			return fmt.Errorf("stage config: write %s: %w", f.Name(), err)
 		}
-		startWriteback(f, at, int64(len(chunk)))
+		if len(raw) >= writebackMin {
+			startWriteback(f, at, int64(len(chunk)))
+		}
 		if tee != nil {
 			if _, err := tee.Write(chunk); err != nil {
 				return fmt.Errorf("stage config: %w", err)
@@ -357,7 +369,8 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		AcceptTime: st.AcceptTime,
 		Blob:       g.name,
 	}
-	if err := writeRec(g.f, m); err != nil {
+	meta, err := writeRec(g.f, m)
+	if err != nil {
 		_ = g.f.Close()
 		// The header may or may not be on disk: keep the file, refuse
 		// more commits; the next Open decides from what is on disk.
@@ -372,7 +385,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		data = g.data
 		s.pin(g.name) // read back after the ack
 	}
-	req := &flushReq{f: g.f, m: m, data: data, prev: prev, ss: ss, done: make(chan error, 1)}
+	req := &flushReq{f: g.f, m: m, meta: meta, data: data, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()
 	ss.head, ss.headExists = m, true
 	s.mu.Unlock()
