@@ -202,19 +202,8 @@ func TestSecondOpenFailsInUse(t *testing.T) {
 	}
 }
 
-// blobs lists the config files beside the store file.
-func blobs(t *testing.T, path string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(path + ".blobs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
-}
+// blobs lists the config files beside the store file, sorted.
+var blobs = bolt.BlobNames
 
 func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) *config.Config {
 	t.Helper()

@@ -469,7 +469,7 @@ func TestConcurrentPushesReuseFiles(t *testing.T) {
 					}
 				}
 				s.WaitRemoved()
-				got := blobNames(t, path)
+				got := BlobNames(t, path)
 				if round >= 3 && !slices.Equal(got, files) {
 					t.Fatalf("round %d changed the record files: %d before, %d after (%d new)", round, len(files), len(got), len(slices.DeleteFunc(slices.Clone(got), func(n string) bool { return slices.Contains(files, n) })))
 				}
@@ -477,18 +477,4 @@ func TestConcurrentPushesReuseFiles(t *testing.T) {
 			}
 		})
 	}
-}
-
-// blobNames lists the record directory, sorted.
-func blobNames(t *testing.T, path string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(blobDirFor(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
 }
