@@ -175,15 +175,18 @@ func Check(raw []byte, f Format) (Checked, error) {
 	if f == FormatUnknown {
 		f = Detect(raw)
 	}
-	js := raw
-	if f == FormatYAML {
-		var err error
-		js, err = yamlToJSON(raw)
+	if f == FormatJSON {
+		// One pass: the scan finds _format_version among the top-level
+		// keys as it goes.
+		fv, err := checkJSON(raw)
 		if err != nil {
-			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+			return Checked{}, err
 		}
-	} else if err := Scan(raw); err != nil {
-		return Checked{}, fmt.Errorf("%w: not valid JSON: %v", ErrInvalid, err)
+		return Checked{Format: FormatJSON, JSON: raw, FormatVersion: fv}, nil
+	}
+	js, err := yamlToJSON(raw)
+	if err != nil {
+		return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
 	}
 	t := bytes.TrimLeft(js, " \t\r\n")
 	if len(t) == 0 || t[0] != '{' {

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,24 +9,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/harness"
 )
 
-// benchJSON returns a Kong JSON configuration (KIC's shape) of about n
-// bytes.
-func benchJSON(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"_format_version":"3.0","services":[`)
-	for i := 0; b.Len() < n-64; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"name":"default.svc-%06d.http","host":"svc-%06d.default.80.svc","port":80,"protocol":"http","tags":["k8s-name:svc-%06d","k8s-namespace:default"],`+
-			`"routes":[{"name":"default.ingress-%06d","hosts":["svc-%06d.example.com"],"paths":["/svc-%06d/"],"strip_path":false,"tags":["k8s-name:ingress-%06d"]}]}`,
-			i, i, i, i, i, i, i)
-	}
-	b.WriteString(`]}`)
-	return b.Bytes()
-}
+// benchJSON is the bench's KIC-shaped JSON configuration of about n
+// bytes (harness.KongJSON, what confighub-bench pushes).
+func benchJSON(n int) []byte { return harness.KongJSON(n) }
 
 var benchSizes = []int{1 << 20, 20 << 20}
 

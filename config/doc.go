@@ -3,11 +3,19 @@
 // checks that run before a push is acknowledged.
 //
 // The acknowledgement path must not decode a JSON configuration into Go
-// values: Check runs one fast pass over the bytes (Scan, skipping string
-// bytes eight at a time) and reads _format_version with gjson. YAML must be
-// parsed to be checked, so Check converts it to JSON once, there, and the
-// Config keeps that JSON for every sink to share. The YAML form of a JSON
-// push is likewise made once, on first use (YAML), and shared.
+// values: Check runs one pass over the bytes (Scan's), which also finds
+// _format_version among the top-level keys. Scan and the streaming Scanner
+// share one fast path that jumps from token to token (strings skipped
+// sixteen or more bytes per test, each key deduplicated through a bloom
+// filter of its hash, no allocation per token); a byte-wise state machine
+// takes only the tokens cut by the end of a piece, the _format_version
+// value and whatever is wrong, so every refusal is worded by one piece of
+// code. Checking a configuration allocates once whatever its size
+// (TestScanAllocatesOnce); BenchmarkScan measures it beside a pass that
+// only reads every byte. YAML must be parsed to be checked, so Check
+// converts it to JSON once, there (and reads _format_version with gjson),
+// and the Config keeps that JSON for every sink to share. The YAML form of
+// a JSON push is likewise made once, on first use (YAML), and shared.
 //
 // Input is strict where parsers disagree (Kong keeps the last of two equal
 // keys, gjson the first; Kong refuses what is not UTF-8), and every refusal
@@ -15,9 +23,10 @@
 //
 //   - Scan accepts exactly what encoding/json.Valid accepts that is also
 //     UTF-8 and holds no key twice in one object (compared after
-//     unescaping, at any depth, also in objects of more than 16 keys):
-//     TestValidTable, TestValidMatchesStdlib, TestValidFixtures and
-//     FuzzValid compare it with that reference.
+//     unescaping, at any depth, also in objects of more than bigKeys (32)
+//     keys and for keys of equal hash): TestValidTable,
+//     TestValidMatchesStdlib, TestValidFixtures and FuzzValid compare it
+//     with that reference.
 //   - A refusal names the key path of a duplicate key
 //     (consumers[0].keyauth_credentials[0].key), the byte and value of
 //     invalid UTF-8, the nesting limit (MaxDepth, 10000) of too deep a
@@ -32,9 +41,12 @@
 // An upload's chunks are checked as they arrive by a Scanner: the same
 // verdict, strictness (duplicate keys, UTF-8, MaxDepth) and
 // _format_version as Check for JSON, whatever the cuts
-// (TestScannerTable, TestScannerMatchesCheck, TestScannerFixtures: a
-// differential test against Check and Scan on random pieces), holding only
-// the open objects' keys, and failing at the first bad byte.
+// (TestScannerTable, TestScannerMatchesCheck, TestScannerFixtures,
+// FuzzScanner: a differential test against Check and Scan on random
+// pieces), failing at the first bad byte, and holding only the open
+// objects' keys: a key borrows the piece it was read from until Write
+// returns, then is copied, and the copies go when their object closes
+// (TestScannerKeepsOnlyOpenKeys).
 //
 // A Config is immutable once built and is shared by every sink of its
 // stream: sinks must never modify Raw or the bytes JSON and YAML return.

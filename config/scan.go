@@ -1,8 +1,8 @@
 package config
 
 import (
+	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math/bits"
 	"unicode/utf8"
@@ -21,11 +21,12 @@ type Scanner struct {
 	n  int64 // bytes written before the current Write
 	st scanState
 	// sc holds the open objects and arrays with the keys of each object
-	// (Scan's bookkeeping: duplicate keys, error paths); the keys live in
-	// arena, cut back when their object closes.
-	sc    scanner
-	arena []byte
-	marks []int
+	// (duplicate keys, error paths).
+	sc scanner
+	// borrow: the keys may borrow the bytes written (Scan, Check: one
+	// Write of the whole document), else Write keeps them before it
+	// returns.
+	borrow bool
 	// top is the kind of the top-level value (its first byte).
 	top byte
 	// lit is the rest of a literal (true, false, null) being matched.
@@ -41,10 +42,12 @@ type Scanner struct {
 	key           []byte
 	// fvNext: the next value is the top level's _format_version.
 	fvNext, fvOn, fvLong bool
-	fvRaw                []byte
+	fvRaw                [fvMax]byte // its first fvN bytes, escapes kept
+	fvN                  int
 	fvSeen               bool
 	fvKind               byte // first byte of its value when not a string
-	err                  error
+	// err is the first error, wrapped as Check wraps it.
+	err error
 }
 
 type scanState uint8
@@ -80,23 +83,53 @@ const fvMax = 64
 
 // NewScanner returns a Scanner at the start of a document.
 func NewScanner() *Scanner {
-	return &Scanner{sc: scanner{frames: make([]frame, 0, 64), keys: make([][]byte, 0, 256)}}
+	s := &Scanner{}
+	s.sc.init()
+	return s
+}
+
+// Scan checks that b is exactly one JSON value (RFC 8259) with optional
+// surrounding whitespace, strictly: every string is UTF-8, no object has a
+// key twice (compared after unescaping, at any depth), nesting is at most
+// MaxDepth. It accepts a subset of what encoding/json.Valid accepts: the
+// inputs that are also UTF-8 and have no duplicate key. One pass, no
+// decoding of values (Scanner's fast path over one piece); it allocates
+// once for a configuration nesting at most 16 deep with at most 64 open
+// keys, and more only for deeper nesting, more keys, objects with more
+// than bigKeys keys and keys with escapes. A refusal is a *SyntaxError.
+func Scan(b []byte) error {
+	s := Scanner{borrow: true}
+	s.sc.init()
+	if _, err := s.write(b); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// checkJSON is Check for JSON: Scan, then the top level and its
+// _format_version as Scanner.Close judges them (no second pass).
+func checkJSON(b []byte) (string, error) {
+	s := Scanner{borrow: true}
+	s.sc.init()
+	if _, err := s.write(b); err != nil {
+		return "", invalidJSON(err)
+	}
+	return s.Close()
+}
+
+func invalidJSON(err error) error {
+	return fmt.Errorf("%w: not valid JSON: %w", ErrInvalid, err)
 }
 
 func (s *Scanner) fail(off int) error { return s.failKind(off, Malformed) }
 
-// failKind ends the scan with Check's error for JSON.
+// failKind is the error at byte off of the piece being written.
 func (s *Scanner) failKind(off int, k SyntaxErrorKind) error {
 	e := &SyntaxError{Offset: int(s.n) + off, Kind: k}
 	if k == InvalidUTF8 {
 		e.Path = s.sc.path(nil)
 	}
-	return s.failWith(e)
-}
-
-func (s *Scanner) failWith(e error) error {
-	s.err = fmt.Errorf("%w: not valid JSON: %w", ErrInvalid, e)
-	return s.err
+	return e
 }
 
 // Write checks the next bytes of the document; it fails at the first
@@ -105,6 +138,21 @@ func (s *Scanner) Write(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
+	if i, err := s.write(p); err != nil {
+		s.err = invalidJSON(err)
+		return i, s.err
+	}
+	if !s.borrow {
+		s.sc.keepAll()
+	}
+	return len(p), nil
+}
+
+// write runs the fast path (fast) from every place between tokens, and
+// this byte-wise state machine over what it leaves: a token cut by the
+// end of p, the _format_version value, and whatever is wrong (so every
+// refusal and its offset and path come from here).
+func (s *Scanner) write(p []byte) (int, error) {
 	i := 0
 	for i < len(p) {
 		c := p[i]
@@ -177,6 +225,12 @@ func (s *Scanner) Write(p []byte) (int, error) {
 				s.st = sString
 			}
 		case sValue, sValueOrClose, sKeyOrClose, sKey, sColon, sAfter, sEnd:
+			if j, err := s.fast(p, i); err != nil {
+				return j, err
+			} else if j > i {
+				i = j
+				continue
+			}
 			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 				break
 			}
@@ -307,7 +361,6 @@ func (s *Scanner) structural(c byte, i int) error {
 			return s.failKind(i, TooDeep)
 		}
 		s.sc.push(c == '{')
-		s.marks = append(s.marks, len(s.arena))
 		if c == '{' {
 			s.st = sKeyOrClose
 		} else {
@@ -339,8 +392,6 @@ func (s *Scanner) structural(c byte, i int) error {
 // close ends the innermost object or array; its keys go.
 func (s *Scanner) close() {
 	s.sc.pop()
-	s.arena = s.arena[:s.marks[len(s.marks)-1]]
-	s.marks = s.marks[:len(s.marks)-1]
 	s.endValue()
 }
 
@@ -359,11 +410,11 @@ func (s *Scanner) keep(b []byte) {
 	case s.inKey:
 		s.key = append(s.key, b...)
 	case s.fvOn && !s.fvLong:
-		if len(s.fvRaw)+len(b) > fvMax {
+		if s.fvN+len(b) > fvMax {
 			s.fvLong = true
 			return
 		}
-		s.fvRaw = append(s.fvRaw, b...)
+		s.fvN += copy(s.fvRaw[s.fvN:], b)
 	}
 }
 
@@ -373,15 +424,13 @@ func (s *Scanner) keep(b []byte) {
 func (s *Scanner) endString(i int) error {
 	if s.inKey {
 		s.inKey = false
-		mark := len(s.arena)
+		key := s.key
 		if s.keyEsc {
-			s.arena = append(s.arena, unescape(s.key)...)
-		} else {
-			s.arena = append(s.arena, s.key...)
+			key = unescape(key)
 		}
-		key := s.arena[mark:len(s.arena):len(s.arena)]
-		if err := s.sc.addKey(key, int(s.keyAt)); err != nil {
-			return s.failWith(err)
+		key = s.sc.keep(key)
+		if err := s.sc.addKey(key, keyHash(key), s.keyAt); err != nil {
+			return err
 		}
 		if len(s.sc.frames) == 1 && !s.fvSeen && string(key) == fvKey {
 			s.fvNext = true
@@ -396,16 +445,207 @@ func (s *Scanner) endString(i int) error {
 	return nil
 }
 
-// unquote decodes the JSON string body b (without quotes); "" when it
-// does not decode.
-func unquote(b []byte) string {
-	var out string
-	q := make([]byte, 0, len(b)+2)
-	q = append(append(append(q, '"'), b...), '"')
-	if json.Unmarshal(q, &out) != nil {
-		return ""
+// end checks that the document ended (a number may end it).
+func (s *Scanner) end() error {
+	switch s.st {
+	case sZero, sInt, sFrac, sExpDigits:
+		s.endValue()
 	}
-	return out
+	if s.st != sEnd {
+		return s.fail(0)
+	}
+	return nil
+}
+
+// fast consumes the whole tokens of p from i, starting between tokens
+// (a structural state), and returns where it stopped: at the end of p, or
+// at the start of a token it leaves to write (cut by the end of p, the
+// _format_version value, the top-level value) or at a byte that is wrong
+// (write finds what). It jumps from token to token with the state in the
+// program counter (no dispatch on a state per token); a string is skipped
+// eight bytes at a time (scanString) and a key is deduplicated by its
+// hash (scanner.addKey).
+func (s *Scanner) fast(p []byte, i int) (int, error) {
+	var (
+		sc  = &s.sc
+		st  = s.st
+		obj bool // the innermost open value is an object
+		j   int
+		r   uint8
+		ok  bool
+		key []byte
+		err error
+	)
+	if len(sc.frames) == 0 {
+		return i, nil // the top-level value starts or ended: write's
+	}
+	obj = sc.frames[len(sc.frames)-1].obj
+	switch st {
+	case sKeyOrClose:
+		goto keyOrClose
+	case sKey:
+		goto key
+	case sColon:
+		goto colon
+	case sValueOrClose:
+		goto valueOrClose
+	case sValue:
+		goto value
+	case sAfter:
+		goto after
+	}
+	return i, nil
+
+keyOrClose: // after '{'
+	st = sKeyOrClose
+	if i = skipSpace(p, i); i >= len(p) {
+		goto stop
+	}
+	if p[i] == '}' {
+		i++
+		goto closed
+	}
+	goto keyStart
+key: // after ',' in an object
+	st = sKey
+	if i = skipSpace(p, i); i >= len(p) {
+		goto stop
+	}
+keyStart:
+	if p[i] != '"' {
+		goto stop
+	}
+	if j, r = scanString(p, i+1); r >= strBad {
+		goto stop
+	}
+	key = p[i+1 : j-1]
+	if r == strEscaped {
+		key = unescape(key)
+	}
+	if err = sc.addKey(key, keyHash(key), s.n+int64(i)); err != nil {
+		s.st = st
+		return i, err
+	}
+	if len(sc.frames) == 1 && string(key) == fvKey && !s.fvSeen {
+		s.fvNext = true
+	}
+	i = j
+colon:
+	st = sColon
+	if i < len(p) && p[i] == ':' {
+		i++
+		goto value
+	}
+	if i = skipSpace(p, i); i >= len(p) || p[i] != ':' {
+		goto stop
+	}
+	i++
+	goto value
+valueOrClose: // after '['
+	st = sValueOrClose
+	if i = skipSpace(p, i); i >= len(p) {
+		goto stop
+	}
+	if p[i] == ']' {
+		i++
+		goto closed
+	}
+	goto valueStart
+value: // after ':', or ',' in an array
+	st = sValue
+	if i = skipSpace(p, i); i >= len(p) {
+		goto stop
+	}
+valueStart:
+	if s.fvNext {
+		goto stop
+	}
+	switch p[i] {
+	case '"':
+		if j, r = scanString(p, i+1); r >= strBad {
+			goto stop
+		}
+		i = j
+		goto after
+	case '{':
+		if len(sc.frames) >= MaxDepth {
+			goto stop
+		}
+		sc.push(true)
+		obj = true
+		i++
+		goto keyOrClose
+	case '[':
+		if len(sc.frames) >= MaxDepth {
+			goto stop
+		}
+		sc.push(false)
+		obj = false
+		i++
+		goto valueOrClose
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		// A number that reaches the end of p may go on in the next piece.
+		if j, ok = scanNumber(p, i); !ok || j == len(p) {
+			goto stop
+		}
+		i = j
+		goto after
+	case 't':
+		if !hasLiteral(p, i, "true") {
+			goto stop
+		}
+		i += 4
+		goto after
+	case 'f':
+		if !hasLiteral(p, i, "false") {
+			goto stop
+		}
+		i += 5
+		goto after
+	case 'n':
+		if !hasLiteral(p, i, "null") {
+			goto stop
+		}
+		i += 4
+		goto after
+	}
+	goto stop
+after: // after a value
+	st = sAfter
+	if i = skipSpace(p, i); i >= len(p) {
+		goto stop
+	}
+	switch p[i] {
+	case ',':
+		i++
+		if obj {
+			goto key
+		}
+		sc.frames[len(sc.frames)-1].index++
+		goto value
+	case '}':
+		if obj {
+			i++
+			goto closed
+		}
+	case ']':
+		if !obj {
+			i++
+			goto closed
+		}
+	}
+	goto stop
+closed: // a '}' or ']' was consumed
+	sc.pop()
+	if len(sc.frames) == 0 {
+		st = sEnd
+		goto stop
+	}
+	obj = sc.frames[len(sc.frames)-1].obj
+	goto after
+stop:
+	s.st = st
+	return i, nil
 }
 
 // Close checks that the document ended and is a configuration Check
@@ -414,15 +654,12 @@ func (s *Scanner) Close() (string, error) {
 	if s.err != nil {
 		return "", s.err
 	}
-	switch s.st {
-	case sZero, sInt, sFrac, sExpDigits:
-		s.endValue()
+	if s.n == 0 {
+		return "", fmt.Errorf("%w: the configuration is empty", ErrInvalid)
 	}
-	if s.st != sEnd {
-		if s.n == 0 {
-			return "", fmt.Errorf("%w: the configuration is empty", ErrInvalid)
-		}
-		return "", s.fail(0)
+	if err := s.end(); err != nil {
+		s.err = invalidJSON(err)
+		return "", s.err
 	}
 	if s.top != '{' {
 		return "", fmt.Errorf("%w: the top level must be a mapping (object), got %s", ErrInvalid, kindOf([]byte{s.top}))
@@ -433,7 +670,11 @@ func (s *Scanner) Close() (string, error) {
 	case s.fvKind != 0:
 		return "", fmt.Errorf("%w: _format_version must be a string, got %s", ErrInvalid, kindOf([]byte{s.fvKind}))
 	}
-	v := unquote(s.fvRaw)
+	raw := s.fvRaw[:s.fvN]
+	v := string(raw) // a whole string, its escapes checked
+	if bytes.IndexByte(raw, '\\') >= 0 && !s.fvLong {
+		v = string(unescape(raw))
+	}
 	if s.fvLong || !supported(v) {
 		return "", fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, v, SupportedFormatVersions)
 	}

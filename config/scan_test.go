@@ -70,6 +70,8 @@ func TestScannerTable(t *testing.T) {
 		`{"_format_version":"3.0","k":"` + "\xff" + `"}`, `{"_format_version":"3.0","k":"é漢😀"}`, "{\"_format_version\":\"3.0\",\"k\":\"\xed\xa0\x80\"}",
 		"{\"_format_version\":\"3.0\",\"\xc3\":1}", "{\"_format_version\":\"3.0\",\"k\":\"\xe6\xbc\"}",
 		`{"_format_version":"3.0","o":{` + manyKeys(40, false) + `}}`, `{"_format_version":"3.0","o":{` + manyKeys(40, true) + `}}`,
+		`{"_format_version":"3.0","o":{` + manyKeys(33, true) + `}}`, `{"_format_version":"3.0","o":{` + manyKeys(32, true) + `}}`,
+		`{"_format_version":"3.0","aaaaaaaaXbbbbbbbb":1,"aaaaaaaaYbbbbbbbb":2,"aaaaaaaaXbbbbbbbb":3}`,
 	} {
 		for seed := range uint64(8) {
 			sameAsCheck(t, []byte(s), seed+uint64(i)*100)
@@ -143,4 +145,65 @@ func manyKeys(n int, dup bool) string {
 		fmt.Fprintf(&b, `,"k%d":0`, n-1)
 	}
 	return b.String()
+}
+
+// A Scanner keeps the keys of the open objects only: written in small
+// pieces, a long document with many keys leaves its key memory at the
+// size of what is open, and a duplicate of a key read many pieces before
+// is still found.
+func TestScannerKeepsOnlyOpenKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"_format_version":"3.0","services":[`)
+	for i := range 2000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"svc-%d","host":"h","tags":["a","b"],"routes":[{"name":"r-%d","paths":["/"]}]}`, i, i)
+	}
+	b.WriteString(`]}`)
+	doc := []byte(b.String())
+	s := NewScanner()
+	for off := 0; off < len(doc); off += 7 {
+		if _, err := s.Write(doc[off:min(off+7, len(doc))]); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.sc.arena); n > 256 {
+			t.Fatalf("after byte %d the scanner keeps %d bytes of keys", off, n)
+		}
+	}
+	if _, err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dup := []byte(`{"_format_version":"3.0","services":[],"x":{"a":1,"b":[` + strings.Repeat(`{"k":1},`, 500) + `{}],"a":2}}`)
+	s = NewScanner()
+	var err error
+	for off := 0; off < len(dup) && err == nil; off += 5 {
+		_, err = s.Write(dup[off:min(off+5, len(dup))])
+	}
+	if err == nil || !strings.Contains(err.Error(), "duplicate key x.a ") {
+		t.Fatalf("duplicate across pieces: %v", err)
+	}
+}
+
+// Checking a Kong configuration allocates once (the scan's first memory),
+// whatever its size; only deep nesting, many open keys, objects of more
+// than bigKeys keys and keys with escapes cost more.
+func TestScanAllocatesOnce(t *testing.T) {
+	for _, f := range fixtures(t)[:10] {
+		js, _ := fixtureJSON(t, f)
+		if n := testing.AllocsPerRun(10, func() {
+			if err := Scan(js); err != nil {
+				t.Fatal(err)
+			}
+		}); n > 1 {
+			t.Errorf("%s: Scan allocates %.0f times", f, n)
+		}
+		if n := testing.AllocsPerRun(10, func() {
+			if _, err := Check(js, FormatJSON); err != nil {
+				t.Fatal(err)
+			}
+		}); n > 2 {
+			t.Errorf("%s: Check allocates %.0f times", f, n)
+		}
+	}
 }

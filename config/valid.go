@@ -14,10 +14,6 @@ import (
 // have (encoding/json's limit; Kong's own configurations nest about 6 deep).
 const MaxDepth = 10000
 
-// linearKeys is how many keys of one object are compared one by one before
-// the object's keys go into a map: Kong entities have a dozen keys or so.
-const linearKeys = 16
-
 // SyntaxError says why Scan rejected JSON bytes and where.
 type SyntaxError struct {
 	// Offset is the byte at which the input stopped making sense.
@@ -62,159 +58,62 @@ func (e *SyntaxError) Error() string {
 // Valid reports whether Scan accepts b.
 func Valid(b []byte) bool { return Scan(b) == nil }
 
+// bigKeys is how many keys of one object are deduplicated with a bloom
+// filter and hashes before its keys go into a map: Kong entities have a
+// dozen keys or two, and a map would cost an allocation per key.
+const bigKeys = 32
+
 // frame is one open object or array.
 type frame struct {
 	obj bool
-	// keys is where this object's keys start in scanner.keys.
-	keys int
+	// keys is where this object's keys start in scanner.keys (for an
+	// array: how many keys were open when it opened).
+	keys int32
 	// index counts an array's elements (for error paths).
-	index int
-	// big holds the keys once the object has more than linearKeys.
-	big map[string]struct{}
+	index int32
+	// kept is where this object's first kept key starts in scanner.arena,
+	// -1 when it has none: the arena is cut back there when it closes.
+	kept int
+	// bloom has bit keyHash>>58 set for each key of the object: a new key
+	// whose bit is clear is not a duplicate, with no compare.
+	bloom uint64
+	// big: past bigKeys keys, the keys are in set (its memory is reused by
+	// the next object at this depth).
+	big bool
+	set map[string]struct{}
 }
 
+// keyEntry is one key of an open object and its keyHash.
+type keyEntry struct {
+	b []byte
+	h uint64
+}
+
+// scanner is the bookkeeping of a scan: the open objects and arrays, and
+// the keys of each open object (for duplicate keys and error paths).
 type scanner struct {
-	b      []byte
 	frames []frame
-	// keys are the keys of every open object, outermost first, unescaped.
-	keys [][]byte
+	// keys are the keys of every open object, outermost first, unescaped,
+	// with their hashes.
+	keys []keyEntry
+	// A key borrows the bytes it was read from until it is kept: copied
+	// into arena. keys[owned:] may borrow the current piece (Scanner.Write
+	// keeps them before it returns).
+	arena []byte
+	owned int
 }
 
-// Scan checks that b is exactly one JSON value (RFC 8259) with optional
-// surrounding whitespace, strictly: every string is UTF-8, no object has a
-// key twice (compared after unescaping, at any depth), nesting is at most
-// MaxDepth. It accepts a subset of what encoding/json.Valid accepts: the
-// inputs that are also UTF-8 and have no duplicate key. One pass, no
-// decoding of values; it skips eight string bytes at a time when none of
-// them is a quote, a backslash, a control character or non-ASCII, and
-// allocates only for nesting deeper than 64, objects with more than
-// linearKeys keys, and keys with escapes.
-func Scan(b []byte) error {
-	var (
-		fixedFrames [64]frame
-		fixedKeys   [256][]byte
-	)
-	s := scanner{b: b, frames: fixedFrames[:0], keys: fixedKeys[:0]}
-	return s.scan()
+// scanMem is a scan's first memory, in one allocation: enough for Kong's
+// configurations (about 6 deep, a few dozen open keys), so a small one
+// costs one allocation, not one per slice grown.
+type scanMem struct {
+	frames [16]frame
+	keys   [64]keyEntry
 }
 
-func (s *scanner) scan() error {
-	const (
-		stValue = iota // a value must start at i
-		stKey          // an object key must start at i
-		stAfter        // a value ended before i
-	)
-	b := s.b
-	i, st := skipSpace(b, 0), stValue
-	for {
-		switch st {
-		case stValue:
-			if i >= len(b) {
-				return s.fail(i, Malformed)
-			}
-			switch c := b[i]; {
-			case c == '{' || c == '[':
-				if len(s.frames)+1 > MaxDepth {
-					return s.fail(i, TooDeep)
-				}
-				i = skipSpace(b, i+1)
-				if i < len(b) && b[i] == c+2 { // '}' and ']' are '{'+2 and '['+2
-					i++
-					st = stAfter
-					continue
-				}
-				s.push(c == '{')
-				if c == '{' {
-					st = stKey
-				}
-			case c == '"':
-				var r uint8
-				if i, r = scanString(b, i+1); r >= strBad {
-					return s.stringFail(i, r)
-				}
-				st = stAfter
-			case c == '-' || (c >= '0' && c <= '9'):
-				var ok bool
-				if i, ok = scanNumber(b, i); !ok {
-					return s.fail(i, Malformed)
-				}
-				st = stAfter
-			case c == 't':
-				if !hasLiteral(b, i, "true") {
-					return s.fail(i, Malformed)
-				}
-				i += 4
-				st = stAfter
-			case c == 'f':
-				if !hasLiteral(b, i, "false") {
-					return s.fail(i, Malformed)
-				}
-				i += 5
-				st = stAfter
-			case c == 'n':
-				if !hasLiteral(b, i, "null") {
-					return s.fail(i, Malformed)
-				}
-				i += 4
-				st = stAfter
-			default:
-				return s.fail(i, Malformed)
-			}
-		case stKey:
-			if i >= len(b) || b[i] != '"' {
-				return s.fail(i, Malformed)
-			}
-			start := i
-			var r uint8
-			if i, r = scanString(b, i+1); r >= strBad {
-				return s.stringFail(i, r)
-			}
-			key := b[start+1 : i-1]
-			if r == strEscaped {
-				key = unescape(key)
-			}
-			if err := s.addKey(key, start); err != nil {
-				return err
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return s.fail(i, Malformed)
-			}
-			i = skipSpace(b, i+1)
-			st = stValue
-		case stAfter:
-			i = skipSpace(b, i)
-			if len(s.frames) == 0 {
-				if i != len(b) {
-					return s.fail(i, Malformed)
-				}
-				return nil
-			}
-			if i >= len(b) {
-				return s.fail(i, Malformed)
-			}
-			top := &s.frames[len(s.frames)-1]
-			open := byte('[')
-			if top.obj {
-				open = '{'
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-				if top.obj {
-					st = stKey
-				} else {
-					top.index++
-					st = stValue
-				}
-			case open + 2: // the closing bracket of top
-				s.pop()
-				i++
-			default:
-				return s.fail(i, Malformed)
-			}
-		}
-	}
+func (s *scanner) init() {
+	m := new(scanMem)
+	s.frames, s.keys = m.frames[:0], m.keys[:0]
 }
 
 func (s *scanner) push(obj bool) {
@@ -224,69 +123,112 @@ func (s *scanner) push(obj bool) {
 		s.frames = append(s.frames, frame{})
 	}
 	f := &s.frames[len(s.frames)-1]
-	f.obj, f.keys, f.index = obj, len(s.keys), 0
-	if f.big != nil {
-		clear(f.big)
-	}
+	f.obj, f.keys, f.index, f.bloom, f.big, f.kept = obj, int32(len(s.keys)), 0, 0, false, -1
 }
 
 func (s *scanner) pop() {
 	f := &s.frames[len(s.frames)-1]
 	if f.obj {
-		clear(s.keys[f.keys:]) // drop references to unescaped copies
+		clear(s.keys[f.keys:]) // drop references to pieces and copies
 		s.keys = s.keys[:f.keys]
+		s.owned = min(s.owned, int(f.keys))
+		if f.kept >= 0 {
+			s.arena = s.arena[:f.kept]
+		}
+		if f.big {
+			clear(f.set)
+		}
 	}
 	s.frames = s.frames[:len(s.frames)-1]
 }
 
-// addKey records key in the innermost object; a key it already has is an
-// error naming its path.
-func (s *scanner) addKey(key []byte, at int) error {
+// keyHash mixes a key's length and its first and last eight bytes: cheap,
+// and distinct for the keys of Kong entities. A match is always confirmed
+// by comparing the bytes.
+func keyHash(k []byte) uint64 {
+	var a, b uint64
+	switch n := len(k); {
+	case n >= 8:
+		a, b = binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[n-8:])
+	case n >= 4:
+		a, b = uint64(binary.LittleEndian.Uint32(k)), uint64(binary.LittleEndian.Uint32(k[n-4:]))
+	case n > 0:
+		a = uint64(k[0]) | uint64(k[n/2])<<8 | uint64(k[n-1])<<16
+	}
+	return (a ^ bits.RotateLeft64(b, 29) ^ uint64(len(k))<<56) * 0x9e3779b97f4a7c15
+}
+
+// addKey records key (hash h, read at byte at) in the innermost object; a
+// key it already has is an error naming its path.
+func (s *scanner) addKey(key []byte, h uint64, at int64) error {
 	f := &s.frames[len(s.frames)-1]
-	have := s.keys[f.keys:]
+	bit := uint64(1) << (h >> 58)
 	switch {
-	case f.big != nil:
-		if _, dup := f.big[string(key)]; dup {
+	case f.big:
+		if _, dup := f.set[string(key)]; dup {
 			return s.duplicate(key, at)
 		}
-		f.big[string(key)] = struct{}{}
-	default:
-		for _, k := range have {
-			// Most keys of an entity differ in length or in their first
-			// byte: that is checked before the bytes are compared.
-			if len(k) == len(key) && (len(k) == 0 || k[0] == key[0]) && string(k) == string(key) {
+		f.set[string(key)] = struct{}{}
+	case f.bloom&bit != 0:
+		for _, k := range s.keys[f.keys:] {
+			if k.h == h && string(k.b) == string(key) {
 				return s.duplicate(key, at)
 			}
 		}
-		if len(have) == linearKeys {
-			f.big = make(map[string]struct{}, 2*linearKeys)
-			for _, k := range have {
-				f.big[string(k)] = struct{}{}
-			}
-			f.big[string(key)] = struct{}{}
+	}
+	f.bloom |= bit
+	s.keys = append(s.keys, keyEntry{key, h})
+	if !f.big && len(s.keys)-int(f.keys) > bigKeys {
+		f.big = true
+		if f.set == nil {
+			f.set = make(map[string]struct{}, 2*bigKeys)
+		}
+		for _, k := range s.keys[f.keys:] {
+			f.set[string(k.b)] = struct{}{}
 		}
 	}
-	s.keys = append(s.keys, key)
 	return nil
 }
 
-func (s *scanner) duplicate(key []byte, at int) error {
-	return &SyntaxError{Offset: at, Kind: DuplicateKey, Path: s.path(key)}
+// keep copies a key of the innermost object into the arena.
+func (s *scanner) keep(key []byte) []byte {
+	f := &s.frames[len(s.frames)-1]
+	if f.kept < 0 {
+		f.kept = len(s.arena)
+	}
+	m := len(s.arena)
+	s.arena = append(s.arena, key...)
+	return s.arena[m:len(s.arena):len(s.arena)]
 }
 
-func (s *scanner) stringFail(at int, r uint8) error {
-	if r == strBadUTF8 {
-		return s.fail(at, InvalidUTF8)
+// keepAll keeps every key that may borrow the piece being written, so
+// that the piece may go: the keys of the open objects read since the
+// last call (a few per open object; all of them get cut back when their
+// object closes).
+func (s *scanner) keepAll() {
+	if s.owned >= len(s.keys) {
+		return
 	}
-	return s.fail(at, Malformed)
+	for n := range s.frames {
+		f := &s.frames[n]
+		end := len(s.keys)
+		if n+1 < len(s.frames) {
+			end = int(s.frames[n+1].keys)
+		}
+		for j := max(int(f.keys), s.owned); j < end; j++ {
+			if f.kept < 0 {
+				f.kept = len(s.arena)
+			}
+			m := len(s.arena)
+			s.arena = append(s.arena, s.keys[j].b...)
+			s.keys[j].b = s.arena[m:len(s.arena):len(s.arena)]
+		}
+	}
+	s.owned = len(s.keys)
 }
 
-func (s *scanner) fail(at int, k SyntaxErrorKind) error {
-	e := &SyntaxError{Offset: at, Kind: k}
-	if k == InvalidUTF8 {
-		e.Path = s.path(nil)
-	}
-	return e
+func (s *scanner) duplicate(key []byte, at int64) error {
+	return &SyntaxError{Offset: int(at), Kind: DuplicateKey, Path: s.path(key)}
 }
 
 // Bounds of an error path, so that a hostile input cannot make an error
@@ -302,15 +244,15 @@ func (s *scanner) path(last []byte) string {
 	var parts []string
 	for n, f := range s.frames {
 		if !f.obj {
-			parts = append(parts, "["+strconv.Itoa(f.index)+"]")
+			parts = append(parts, "["+strconv.Itoa(int(f.index))+"]")
 			continue
 		}
 		end := len(s.keys)
 		if n+1 < len(s.frames) {
-			end = s.frames[n+1].keys
+			end = int(s.frames[n+1].keys)
 		}
-		if end > f.keys && (last == nil || n+1 < len(s.frames)) {
-			parts = append(parts, pathKey(s.keys[end-1]))
+		if end > int(f.keys) && (last == nil || n+1 < len(s.frames)) {
+			parts = append(parts, pathKey(s.keys[end-1].b))
 		}
 	}
 	if last != nil {
@@ -353,12 +295,11 @@ func pathKey[K string | []byte](k K) string {
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
+		// One compare for a byte of compact JSON.
+		if c := b[i]; c > ' ' || (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
 			return i
 		}
+		i++
 	}
 	return i
 }
@@ -396,6 +337,31 @@ const (
 func scanString(b []byte, i int) (int, uint8) {
 	res := uint8(strPlain)
 	for {
+		// Sixteen bytes per test: most strings of a configuration end
+		// within them, and their lengths vary, so a test per word would
+		// mispredict at one word or the other.
+		for i+32 <= len(b) {
+			w := b[i : i+32]
+			m1 := special(binary.LittleEndian.Uint64(w))
+			m2 := special(binary.LittleEndian.Uint64(w[8:]))
+			m3 := special(binary.LittleEndian.Uint64(w[16:]))
+			m4 := special(binary.LittleEndian.Uint64(w[24:]))
+			if m1|m2|m3|m4 != 0 {
+				n := 24 + bits.TrailingZeros64(m4)>>3
+				if m3 != 0 {
+					n = 16 + bits.TrailingZeros64(m3)>>3
+				}
+				if m2 != 0 {
+					n = 8 + bits.TrailingZeros64(m2)>>3
+				}
+				if m1 != 0 {
+					n = bits.TrailingZeros64(m1) >> 3
+				}
+				i += n
+				goto found
+			}
+			i += 32
+		}
 		for i+8 <= len(b) {
 			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
@@ -403,6 +369,7 @@ func scanString(b []byte, i int) (int, uint8) {
 			}
 			i += 8
 		}
+	found:
 		if i >= len(b) {
 			return i, strBad
 		}

@@ -78,6 +78,10 @@ func TestValidTable(t *testing.T) {
 		`"x"`, `"`, `"\"`, `"\\"`, `"\u00e9"`, `"\u00g9"`, `"\u00e"`, `"\x"`, `"a` + "\x01" + `b"`, "\"a\tb\"",
 		`"0123456789abcdef\"01234567"`, `"0123456789abcdef\\"`, `"é ü 漢字"`, "\"\xff\xfe\"", "\"0123456789\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "[\"0123456789abcdef\xe6\xbc\xa2\"]",
 		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"a":{"a":1},"b":[{"a":1},{"a":1,"b":{"a":[]}}]}`, `{"a":[{"k":1,"k":1}]}`, `{"\ud83d\ude00":1,"😀":2}`, `{"\ud800":1,"\ufffd":2}`,
+		// Keys of equal hash (length, first and last eight bytes), and of
+		// equal hash bit in an object's bloom filter, told apart by their bytes.
+		`{"aaaaaaaaXbbbbbbbb":1,"aaaaaaaaYbbbbbbbb":2}`, `{"aaaaaaaaXbbbbbbbb":1,"aaaaaaaaYbbbbbbbb":2,"aaaaaaaaXbbbbbbbb":3}`,
+		`{"abcd":1,"abxcd":2,"abcd":3}`, `{"":1,"":2}`, `{"":1,"a":2}`, `{"a":{"":1},"":{"":2}}`,
 		`0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e5`, `1E+5`, `1e`, `1e+`, `-1.5e-10`, `2.`, `00`,
 		`true`, `tru`, `truex`, `false`, `null`, `nul`, `[true,false,null]`, `{"a":[{"b":{}}]}`, `{"a":[}`,
 		`[1] [2]`, `{"a":1}}`, `{"a":1]`, `[1}`, "\t\r\n[\n]\n", `[1 2]`, `{"a" "b"}`, `{"a":1 "b":2}`,
