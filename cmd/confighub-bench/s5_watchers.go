@@ -27,7 +27,6 @@ type watchStats struct {
 	lastRev  uint64
 	events   int // changes after the first snapshot
 	cutOvers int // later snapshots (slow-watcher or resume)
-	gaps     int // a revision skipped without a snapshot
 	// firstGen is the generation of its first snapshot; gens every
 	// generation it was told of, by a generation event or a snapshot
 	// (after a cut-over: the resume).
@@ -190,7 +189,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	if err != nil {
 		return nil, fmt.Errorf("watchers: %w", err)
 	}
-	log("  %d watchers: %d of %d normal ones saw every generation (%d resumed after a cut-over), %d saw all %d changes without one (%d events in all, %d behind after %v); stalled one cut over: %v; push p50 %.2f ms without, %.2f ms with",
+	log("  %d watchers: %d of %d normal ones saw every generation (%d resumed after a cut-over), %d read all %d revisions' rounds without one (%d events in all, %d behind after %v); stalled one cut over: %v; push p50 %.2f ms without, %.2f ms with",
 		watchers, paced.SawGens, paced.Watchers, paced.Resumed, paced.Complete, paced.Changes, paced.Events, paced.Behind, watchDrainWait, cut, medianMS(without), medianMS(with))
 	n := float64(paced.Watchers)
 	rows := []Row{
@@ -198,7 +197,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 			Ratio: float64(paced.SawGens) / n, Target: "all 999", OK: paced.SawGens == paced.Watchers, Runs: 1,
 			Note: fmt.Sprintf("stalled watcher cut over to a fresh snapshot: %v; %d watchers were cut over and resumed from their snapshot; %d had not read the last change %v after the last push",
 				cut, paced.Resumed, paced.Behind, watchDrainWait)},
-		{Scenario: "5 watchers that saw every change without a cut-over", Unit: "", Hub: float64(paced.Complete), Baseline: n,
+		{Scenario: "5 watchers that read every round without a cut-over", Unit: "", Hub: float64(paced.Complete), Baseline: n,
 			Ratio: float64(paced.Complete) / n, Target: "-", Info: true, OK: true, Runs: 1},
 		ratioRow(fmt.Sprintf("5 push ack %d KiB, 1,000 watchers / none", watchConfigKB), "ms", medianMS(with), medianMS(without), 1.2, pushes),
 	}

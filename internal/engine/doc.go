@@ -120,7 +120,9 @@
 //     (status package tests, TestSlowWatcherDoesNotBlockEngine). The
 //     fan-out to watchers runs in rounds: a change is sent 5 ms
 //     (WithStatusDispatchWindow) after the first change of its round,
-//     with all of the round's changes, so a push's burst of changes
+//     with all of the round's changes (a sink change superseded within
+//     the round left out, status.TestRoundCoalescesSinkChanges), so a
+//     push's burst of changes
 //     reaches the watchers after its ack instead of competing with it for
 //     the CPU (status.TestDispatchWindowBatchesChanges).
 //   - Replicas (WithOwnership): the engine keeps every sink and runs a

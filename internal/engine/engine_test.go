@@ -1034,9 +1034,10 @@ func TestApplySlotQueue(t *testing.T) {
 	a.Set(enginetest.Behavior{Block: true})
 	h.pushN(1)
 	started(t, a)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := h.e.Watch(ctx, "default", 0)
+	// The changes from here on, read below as the history replays them
+	// to a resume (live watchers get an apply's APPLYING and APPLIED
+	// coalesced when they fall in one round).
+	before, _ := h.e.Status("default")
 	b := h.put("b", kindTest, nil)
 	h.awaitState("b", pending, 1)
 	c := h.put("c", kindTest, nil)
@@ -1058,8 +1059,10 @@ func TestApplySlotQueue(t *testing.T) {
 	// once (not again for generations 2 and 3), and b
 	// started before c (FIFO).
 	final, _ := h.e.Status("default")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	pendingB, order := 0, []string{}
-	for ev := range events {
+	for ev := range h.e.Watch(ctx, "default", before.GetRevision()) {
 		if s := ev.GetSink(); s != nil {
 			if s.GetSink() == "b" && s.GetState() == pending && strings.Contains(s.GetReason(), "apply slot") {
 				pendingB++

@@ -438,7 +438,7 @@ func (b *Broker) dispatch() {
 				s.dispatched = b.rev
 				continue
 			}
-			bt := batch{events: s.hist.after(s.dispatched), trimmed: s.trimmed}
+			bt := batch{events: coalesce(s.hist.after(s.dispatched)), trimmed: s.trimmed}
 			for w := range s.watchers {
 				bt.watchers = append(bt.watchers, w)
 			}
@@ -452,6 +452,51 @@ func (b *Broker) dispatch() {
 			}
 		}
 	}
+}
+
+// coalesce leaves out of one round's changes each sink change that a
+// later change of the same sink supersedes before the next generation
+// change: a watcher still sees every generation change, with every sink's
+// newest status at that point (so a count is never ahead of the sinks that
+// make it up), and each sink's newest status at the round's end, in fewer
+// messages (an apply's APPLYING and APPLIED usually fall in one round).
+// events is ascending and not shared; the result reuses it.
+func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
+	if len(events) < 2 {
+		return events
+	}
+	// Backwards: a sink change is kept when no later one of the same sink
+	// came before the next generation change.
+	later := map[string]bool{}
+	keep := len(events)
+	for i := len(events) - 1; i >= 0; i-- {
+		ev := events[i]
+		name, isSink := sinkOf(ev)
+		switch {
+		case !isSink:
+			clear(later)
+		case later[name]:
+			continue
+		default:
+			later[name] = true
+		}
+		keep--
+		events[keep] = ev
+	}
+	n := copy(events, events[keep:])
+	clear(events[n:])
+	return events[:n]
+}
+
+// sinkOf names the sink a change is about; false for other changes.
+func sinkOf(ev *confighubv1.WatchStatusResponse) (string, bool) {
+	switch e := ev.GetEvent().(type) {
+	case *confighubv1.WatchStatusResponse_Sink:
+		return e.Sink.GetSink(), true
+	case *confighubv1.WatchStatusResponse_SinkRemoved:
+		return e.SinkRemoved, true
+	}
+	return "", false
 }
 
 // offer sends the changes w has not seen, or makes w a victim.

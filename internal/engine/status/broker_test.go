@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -401,5 +402,145 @@ func TestGenerationNeverAheadOfSinks(t *testing.T) {
 	snap, _ := b.Snapshot("s")
 	if n := snap.GetGenerations()[0].GetSinksApplied(); n != 2 {
 		t.Fatalf("snapshot sinks_applied %d, want 2", n)
+	}
+}
+
+// round makes the changes of do in one dispatch round (window d on clock)
+// and returns what watcher ch then received, up to the broker's revision.
+func round(t *testing.T, b *status.Broker, clock *clockwork.FakeClock, d time.Duration, ch <-chan *confighubv1.WatchStatusResponse, do func()) []*confighubv1.WatchStatusResponse {
+	t.Helper()
+	do()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(d)
+	var got []*confighubv1.WatchStatusResponse
+	for last := b.Revision(); len(got) == 0 || got[len(got)-1].GetRevision() < last; {
+		got = append(got, recv(t, ch))
+	}
+	return got
+}
+
+// TestRoundCoalescesSinkChanges: of one round's changes, a sink change
+// that a later one of the same sink supersedes before the next generation
+// change is left out; generation changes and each sink's status at them
+// are all sent.
+func TestRoundCoalescesSinkChanges(t *testing.T) {
+	const d = 10 * time.Millisecond
+	clock := clockwork.NewFakeClock()
+	b := status.New(status.WithDispatchWindow(d), status.WithClock(clock))
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := b.Watch(ctx, "s", 0)
+	recv(t, ch) // snapshot
+	got := round(t, b, clock, d, ch, func() {
+		b.PutSink(sinkStatus("a", 1))                                                       // 1: superseded by 3
+		b.PutSink(sinkStatus("b", 1))                                                       // 2
+		b.PutSink(sinkStatus("a", 2))                                                       // 3
+		b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 2, SinksApplied: 1}) // 4
+		b.PutSink(sinkStatus("a", 3))                                                       // 5: superseded by 7
+		b.RemoveSink("s", "b")                                                              // 6
+		b.PutSink(sinkStatus("a", 4))                                                       // 7
+	})
+	var desc []string
+	for _, ev := range got {
+		switch {
+		case ev.GetSink() != nil:
+			desc = append(desc, fmt.Sprintf("%d:%s=%d", ev.GetRevision(), ev.GetSink().GetSink(), ev.GetSink().GetAppliedGeneration()))
+		case ev.GetSinkRemoved() != "":
+			desc = append(desc, fmt.Sprintf("%d:-%s", ev.GetRevision(), ev.GetSinkRemoved()))
+		default:
+			desc = append(desc, fmt.Sprintf("%d:gen%d/%d", ev.GetRevision(), ev.GetGeneration().GetGeneration(), ev.GetGeneration().GetSinksApplied()))
+		}
+	}
+	if want := "[2:b=1 3:a=2 4:gen2/1 6:-b 7:a=4]"; fmt.Sprint(desc) != want {
+		t.Fatalf("round sent %v, want %s", desc, want)
+	}
+	// A resume replays the history as it was made.
+	rch := b.Watch(ctx, "s", 0+1)
+	for _, want := range []uint64{2, 3, 4, 5, 6, 7} {
+		if ev := recv(t, rch); ev.GetRevision() != want {
+			t.Fatalf("resume from 1: revision %d, want %d", ev.GetRevision(), want)
+		}
+	}
+}
+
+// TestCoalescedWatchMatchesEveryGeneration: whatever the changes of a
+// round, a watcher's view (its snapshot plus the changes it received)
+// equals the broker's state at every generation change it receives and at
+// the end of every round, and no sink appears twice between two
+// generation changes of a round.
+func TestCoalescedWatchMatchesEveryGeneration(t *testing.T) {
+	const d = 10 * time.Millisecond
+	rng := rand.New(rand.NewPCG(17, 5))
+	for trial := range 50 {
+		clock := clockwork.NewFakeClock()
+		b := status.New(status.WithDispatchWindow(d), status.WithClock(clock))
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := b.Watch(ctx, "s", 0)
+		recv(t, ch)
+		state := map[string]uint64{} // the broker's sinks, as changed
+		atGen := map[uint64]string{} // state at each generation change's revision
+		view := map[string]uint64{}  // the watcher's
+		gen := uint64(0)
+		for r := range 3 {
+			got := round(t, b, clock, d, ch, func() {
+				changed := false
+				for range 1 + rng.IntN(12) {
+					name := string(rune('a' + rng.IntN(3)))
+					switch rng.IntN(5) {
+					case 0:
+						gen++
+						if rev := b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: gen}); rev != 0 {
+							atGen[rev], changed = fmt.Sprint(state), true
+						}
+					case 1:
+						if b.RemoveSink("s", name) != 0 {
+							delete(state, name)
+							changed = true
+						}
+					default:
+						v := rng.Uint64N(100)
+						b.PutSink(sinkStatus(name, v))
+						state[name], changed = v, true
+					}
+				}
+				if !changed { // a round without a change has nothing to send
+					b.PutSink(sinkStatus("a", 0))
+					state["a"] = 0
+				}
+			})
+			seen := map[string]bool{}
+			for _, ev := range got {
+				name, isSink := ev.GetSink().GetSink(), ev.GetSink() != nil
+				if rm := ev.GetSinkRemoved(); rm != "" {
+					name, isSink = rm, true
+				}
+				if !isSink {
+					clear(seen)
+					if want, ok := atGen[ev.GetRevision()]; !ok || fmt.Sprint(view) != want {
+						t.Fatalf("trial %d round %d: at generation change %d the watcher sees %v, the broker had %s", trial, r, ev.GetRevision(), view, want)
+					}
+					continue
+				}
+				if seen[name] {
+					t.Fatalf("trial %d round %d: sink %s sent twice between generation changes", trial, r, name)
+				}
+				seen[name] = true
+				if st := ev.GetSink(); st != nil {
+					view[name] = st.GetAppliedGeneration()
+				} else {
+					delete(view, name)
+				}
+			}
+			if fmt.Sprint(view) != fmt.Sprint(state) {
+				t.Fatalf("trial %d round %d: the watcher sees %v, the broker has %v", trial, r, view, state)
+			}
+		}
+		cancel()
+		b.Close()
 	}
 }

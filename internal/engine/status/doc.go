@@ -24,8 +24,18 @@
 //   - Snapshot is consistent: it holds exactly the changes up to its
 //     revision (TestSnapshotIsConsistentWithEvents).
 //
-//   - Watch sends a snapshot (reason "start"), then every change of the
+//   - Watch sends a snapshot (reason "start"), then the changes of the
 //     stream in revision order (TestConformance/WatchSendsSnapshotThenChanges).
+//     Of the changes that reach the watchers in one round of the
+//     dispatcher, a sink change superseded by a later change of the same
+//     sink before the next generation change is left out (its revision is
+//     skipped): every generation change is sent, the watcher's view (its
+//     snapshot and the changes it got) equals the broker's state at each
+//     generation change and at the end of each round, and an apply's
+//     APPLYING and APPLIED, made within one round, cost each watcher one
+//     message (TestRoundCoalescesSinkChanges,
+//     TestCoalescedWatchMatchesEveryGeneration). A resume from a revision
+//     replays the history as it was made.
 //
 //   - Watch from a revision still in the history replays the changes after
 //     it without a snapshot (TestConformance/WatchResumesFromRevision); otherwise it
@@ -44,7 +54,7 @@
 //
 //   - With WithDispatchWindow(d) the fan-out runs in rounds: a change
 //     reaches the watchers d after the first change of its round, with
-//     every change made meanwhile, in order and complete
+//     every change made meanwhile, in order, coalesced as above
 //     (TestDispatchWindowBatchesChanges). The engine uses 5 ms.
 //
 //   - A generation's sinks_applied never runs ahead of the sink statuses
