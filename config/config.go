@@ -45,8 +45,18 @@ func ParseFormat(s string) (Format, error) {
 	return FormatUnknown, fmt.Errorf("unknown format %q", s)
 }
 
-// DefaultStream is the stream a push or sink without one targets.
+// DefaultStream is the stream a push, request or sink without one targets.
 const DefaultStream = "default"
+
+// StreamName is the stream that name designates: DefaultStream when name
+// is empty (the API's "empty means default"). The hub applies it where a
+// request enters and sink specs are checked, so nothing behind sees "".
+func StreamName(name string) string {
+	if name == "" {
+		return DefaultStream
+	}
+	return name
+}
 
 // SupportedFormatVersions are the _format_version values Kong 3.x accepts.
 var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}

@@ -197,3 +197,11 @@ func TestWithGenerationShares(t *testing.T) {
 		t.Fatal("a form made before WithGeneration is made again after it")
 	}
 }
+
+func TestStreamName(t *testing.T) {
+	for in, want := range map[string]string{"": DefaultStream, "default": "default", "kong-eu": "kong-eu"} {
+		if got := StreamName(in); got != want {
+			t.Errorf("StreamName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -49,5 +49,13 @@
 // (TestScannerKeepsOnlyOpenKeys).
 //
 // A Config is immutable once built and is shared by every sink of its
-// stream: sinks must never modify Raw or the bytes JSON and YAML return.
+// stream and by the store that holds it: nobody modifies Raw, Labels or
+// the bytes JSON and YAML return, so the bytes are held once. A store
+// assigns the generation with WithGeneration, which keeps the bytes and
+// the JSON and YAML forms, made once for both (TestWithGenerationShares,
+// TestJSONConvertsYAMLOnceAndShares, TestYAMLConvertsJSONOnceAndShares).
+//
+// An empty stream name designates DefaultStream (StreamName,
+// TestStreamName); the hub resolves it where a request enters and where a
+// sink spec is checked, so that stores, engine and status never see "".
 package config

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 )
 
 func cmdConfig(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
@@ -18,7 +19,7 @@ func cmdConfig(ctx context.Context, g *globals, args []string, out, errw io.Writ
 		return usagef("config: want get")
 	}
 	fs := subFlags("config get", g, errw, "config get [--stream s] [--sink NAME] [--failed] [-o FILE]")
-	stream := fs.String("stream", "", "stream (default: default)")
+	stream := fs.String("stream", config.DefaultStream, "stream (ignored with --sink)")
 	sinkName := fs.String("sink", "", "what this sink last applied")
 	failed := fs.Bool("failed", false, "with --sink: the last configuration the sink failed to apply, with the error and the destination's answer")
 	outFile := fs.String("o", "", "write the configuration to this file instead of standard output")

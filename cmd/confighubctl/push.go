@@ -15,6 +15,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
+	"github.com/confighub/confighub/config"
 )
 
 // labelFlags collects repeated --label k=v.
@@ -34,7 +35,7 @@ func (l labelFlags) Set(s string) error {
 func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
 	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]... [--progress auto|always|never]")
 	file := fs.String("f", "", "configuration file (JSON or YAML); - reads standard input")
-	stream := fs.String("stream", "", "stream (default: default)")
+	stream := fs.String("stream", config.DefaultStream, "stream")
 	expected := fs.Uint64("expected-generation", 0, "push only if the stream is at this generation (0: any)")
 	format := fs.String("format", "auto", "format of the file: auto, json or yaml")
 	progress := fs.String("progress", "auto", "upload progress bar on stderr: auto (when stderr is a terminal), always, never")
@@ -103,9 +104,6 @@ func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer
 		return &cliError{"push", err}
 	}
 	name := *stream
-	if name == "" {
-		name = "default"
-	}
 	// A stream without sinks is legitimate but is what a misspelt --stream
 	// gives; nil from a hub too old to say.
 	if res.Sinks != nil && res.GetSinks() == 0 {

@@ -67,11 +67,7 @@ func sinksList(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSTREAM\tTARGET")
 	for _, s := range sinks {
-		st := s.GetStream()
-		if st == "" {
-			st = "default"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), s.GetKind(), st, target(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), s.GetKind(), s.GetStream(), target(s))
 	}
 	return tw.Flush()
 }

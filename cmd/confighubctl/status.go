@@ -19,11 +19,12 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
+	"github.com/confighub/confighub/config"
 )
 
 func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
 	fs := subFlags("status", g, errw, "status [--stream s] [--watch] [--redraw d]")
-	stream := fs.String("stream", "", "stream (default: default)")
+	stream := fs.String("stream", config.DefaultStream, "stream")
 	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops)")
 	interval := fs.Duration("redraw", 200*time.Millisecond, "with --watch: the shortest time between two redraws")
 	pos, err := parseSub(fs, args)
@@ -202,11 +203,7 @@ func (v *statusView) render(now time.Time, width int) string {
 // redrawn table must not wrap).
 func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) string {
 	var b strings.Builder
-	stream := st.GetStream()
-	if stream == "" {
-		stream = "default"
-	}
-	fmt.Fprintf(&b, "stream %s  generation %d", stream, st.GetGeneration())
+	fmt.Fprintf(&b, "stream %s  generation %d", st.GetStream(), st.GetGeneration())
 	if st.GetHash() != "" {
 		fmt.Fprintf(&b, " (%s)", short(st.GetHash()))
 	}

@@ -180,7 +180,7 @@ type PushResult struct {
 // Push checks, hashes and durably stores a configuration, then hands it to
 // the engine. It returns once the store committed, never after a sink.
 func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
-	stream := streamName(in.Stream)
+	stream := config.StreamName(in.Stream)
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
@@ -288,7 +288,7 @@ func (h *Hub) sinkCount(stream string) int {
 
 // Config returns a stream's current configuration.
 func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error) {
-	stream = streamName(stream)
+	stream = config.StreamName(stream)
 	if c := h.pub.Current(stream); c != nil {
 		return c, nil
 	}
@@ -334,7 +334,7 @@ func (h *Hub) sink(name string) *confighubv1.Sink {
 
 // Status returns a consistent snapshot of a stream's sinks.
 func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
-	stream = streamName(stream)
+	stream = config.StreamName(stream)
 	st, ok := h.view.Snapshot(stream)
 	if !ok {
 		return nil, fmt.Errorf("%w: stream %q has no configuration and no sinks", ErrNotFound, stream)
@@ -344,15 +344,16 @@ func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
 
 // Watch streams a stream's status changes (see engine.Engine.Watch).
 func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
-	return h.view.Watch(ctx, streamName(stream), from)
+	return h.view.Watch(ctx, config.StreamName(stream), from)
 }
 
-// Streams names the streams that have a sink, sorted.
+// Streams names the streams that have a sink, sorted (a running sink's
+// stream is never empty: its spec was normalised).
 func (h *Hub) Streams() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range h.sinks.ListSinks("") {
-		if st := streamName(s.GetStream()); !seen[st] {
+		if st := s.GetStream(); !seen[st] {
 			seen[st] = true
 			out = append(out, st)
 		}
@@ -426,13 +427,6 @@ func (h *Hub) DeleteSink(ctx context.Context, name string) error {
 	}
 	h.log.Info("sink deleted", "sink", name)
 	return nil
-}
-
-func streamName(s string) string {
-	if s == "" {
-		return config.DefaultStream
-	}
-	return s
 }
 
 // Sink specs are echoed by ListSinks, all of them in one answer: one spec

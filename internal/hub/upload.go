@@ -129,7 +129,7 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	if err != nil {
 		return nil, err
 	}
-	u := &Upload{h: h, ctx: ctx, in: in, stream: streamName(in.Stream), total: int64(totalSize), want: expectedHash, release: release}
+	u := &Upload{h: h, ctx: ctx, in: in, stream: config.StreamName(in.Stream), total: int64(totalSize), want: expectedHash, release: release}
 	switch in.Format {
 	case config.FormatJSON:
 		return u, u.decide(config.FormatJSON)

@@ -75,9 +75,7 @@ func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kin
 		return nil, sink.Kind{}, fmt.Errorf("sink %q: %w %q (registered kinds: %v)", s.GetName(), sink.ErrUnknownKind, kind, c.reg.Kinds())
 	}
 	s.Kind = kind
-	if s.GetStream() == "" {
-		s.Stream = config.DefaultStream
-	}
+	s.Stream = config.StreamName(s.GetStream())
 	s.Options = mergeOptions(s.GetOptions(), k.Defaults)
 	if _, err := Resolve(s); err != nil {
 		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)

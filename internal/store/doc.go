@@ -2,9 +2,14 @@
 // backends implement: bolt (the embedded default), memory (tests) and etcd
 // (replicas).
 //
-// What is stored before a push is acknowledged: the stream's config bytes,
-// hash, generation, labels and accept time; the generation is assigned and
-// expected_generation checked in the same commit. A store may also
+// The stores take and return the hub's one record shape, *config.Config.
+// What is stored before a push is acknowledged: the stream's config bytes
+// as pushed (a YAML config stays YAML), format, hash, generation, labels
+// and accept time; the generation is assigned and expected_generation
+// checked in the same commit. The committed config comes back at its
+// generation sharing the caller's bytes and JSON form, so a stored config
+// is held once (storetest RoundTrip; hub TestPushHoldsTheBytesOnce), and
+// every field survives a restart (storetest PersistsAcrossReopen). A store may also
 // implement Stager: the bytes are then written aside while the hub checks
 // and hashes them, and a small commit makes them durable and part of the
 // stream (the bolt store's commit is one fdatasync of the staged file),
