@@ -120,8 +120,8 @@
 //     (status package tests, TestSlowWatcherDoesNotBlockEngine). The
 //     fan-out to watchers runs in rounds: a change is sent 5 ms
 //     (WithStatusDispatchWindow) after the first change of its round,
-//     with all of the round's changes (a sink change superseded within
-//     the round left out, status.TestRoundCoalescesSinkChanges), so a
+//     with all of the round's changes (a change superseded within the
+//     round left out, status.TestRoundCoalescesChanges), so a
 //     push's burst of changes
 //     reaches the watchers after its ack instead of competing with it for
 //     the CPU (status.TestDispatchWindowBatchesChanges).

@@ -46,9 +46,10 @@ type ConfigHubServiceClient interface {
 	GetConfig(ctx context.Context, in *GetConfigRequest, opts ...grpc.CallOption) (*GetConfigResponse, error)
 	// GetStatus returns a consistent snapshot of every sink of a stream.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*GetStatusResponse, error)
-	// WatchStatus sends a snapshot, then every change (a sink change
-	// superseded by the same sink's next one in the same round, with no
-	// generation change between them, is left out). It resumes from
+	// WatchStatus sends a snapshot, then every change (within one round, a
+	// generation's change superseded by its next one, and a sink's change
+	// superseded by its next one with no generation change between them,
+	// are left out). It resumes from
 	// from_revision when the hub still buffers it, and sends a fresh snapshot
 	// otherwise.
 	WatchStatus(ctx context.Context, in *WatchStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchStatusResponse], error)
@@ -144,9 +145,10 @@ type ConfigHubServiceServer interface {
 	GetConfig(context.Context, *GetConfigRequest) (*GetConfigResponse, error)
 	// GetStatus returns a consistent snapshot of every sink of a stream.
 	GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error)
-	// WatchStatus sends a snapshot, then every change (a sink change
-	// superseded by the same sink's next one in the same round, with no
-	// generation change between them, is left out). It resumes from
+	// WatchStatus sends a snapshot, then every change (within one round, a
+	// generation's change superseded by its next one, and a sink's change
+	// superseded by its next one with no generation change between them,
+	// are left out). It resumes from
 	// from_revision when the hub still buffers it, and sends a fresh snapshot
 	// otherwise.
 	WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[WatchStatusResponse]) error

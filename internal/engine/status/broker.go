@@ -454,31 +454,40 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce leaves out of one round's changes each sink change that a
-// later change of the same sink supersedes before the next generation
-// change: a watcher still sees every generation change, with every sink's
-// newest status at that point (so a count is never ahead of the sinks that
-// make it up), and each sink's newest status at the round's end, in fewer
-// messages (an apply's APPLYING and APPLIED usually fall in one round).
-// events is ascending and not shared; the result reuses it.
+// coalesce leaves out of one round's changes each change that a later
+// change of the same sink or generation supersedes, keeping every sink's
+// newest status at each generation change it keeps: a watcher still sees
+// every generation, its view (snapshot and changes) equals the broker's
+// state at each generation change it gets and at the round's end (so a
+// count is never ahead of the sinks that make it up), in fewer messages
+// (a push's APPLYING and APPLIED of each sink and its count updates
+// usually fall in one or two rounds). events is ascending and not shared;
+// the result reuses it.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events
 	}
-	// Backwards: a sink change is kept when no later one of the same sink
-	// came before the next generation change.
-	later := map[string]bool{}
+	// Backwards: a generation change is kept when no later one of the
+	// same generation follows; a sink change when no later one of the
+	// same sink follows before the next kept generation change.
+	laterSink := map[string]bool{}
+	laterGen := map[uint64]bool{}
 	keep := len(events)
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
-		name, isSink := sinkOf(ev)
-		switch {
-		case !isSink:
-			clear(later)
-		case later[name]:
-			continue
-		default:
-			later[name] = true
+		if name, isSink := sinkOf(ev); isSink {
+			if laterSink[name] {
+				continue
+			}
+			laterSink[name] = true
+		} else if g := ev.GetGeneration(); g != nil {
+			if laterGen[g.GetGeneration()] {
+				continue
+			}
+			laterGen[g.GetGeneration()] = true
+			clear(laterSink)
+		} else {
+			clear(laterSink)
 		}
 		keep--
 		events[keep] = ev

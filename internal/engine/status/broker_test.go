@@ -378,25 +378,28 @@ func TestGenerationNeverAheadOfSinks(t *testing.T) {
 	b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 1, SinksTotal: 2, SinksApplied: 2})
 	b.PutSink(sinkStatus("b", 1))
 
-	var applied int
-	for _, want := range []string{"sink a", "generation 1", "sink b", "generation 2"} {
+	// The watcher gets a's and b's APPLIED, each before a count that
+	// includes it (the count of 1 may be coalesced into the count of 2
+	// when the changes fall in one round).
+	applied := map[string]bool{}
+	for {
 		ev := recv(t, ch)
-		var got string
-		switch {
-		case ev.GetSink() != nil:
-			got = "sink " + ev.GetSink().GetSink()
-			if ev.GetSink().GetAppliedGeneration() >= 1 {
-				applied++
-			}
-		case ev.GetGeneration() != nil:
-			n := ev.GetGeneration().GetSinksApplied()
-			got = fmt.Sprintf("generation %d", n)
-			if int(n) > applied {
-				t.Fatalf("revision %d: sinks_applied %d after %d APPLIED sink events", ev.GetRevision(), n, applied)
+		if st := ev.GetSink(); st != nil {
+			applied[st.GetSink()] = st.GetAppliedGeneration() >= 1
+			continue
+		}
+		n := ev.GetGeneration().GetSinksApplied()
+		var seen int
+		for _, ok := range applied {
+			if ok {
+				seen++
 			}
 		}
-		if got != want {
-			t.Fatalf("revision %d: %s, want %s", ev.GetRevision(), got, want)
+		if int(n) > seen {
+			t.Fatalf("revision %d: sinks_applied %d after %d APPLIED sink events", ev.GetRevision(), n, seen)
+		}
+		if n == 2 {
+			break
 		}
 	}
 	snap, _ := b.Snapshot("s")
@@ -423,11 +426,11 @@ func round(t *testing.T, b *status.Broker, clock *clockwork.FakeClock, d time.Du
 	return got
 }
 
-// TestRoundCoalescesSinkChanges: of one round's changes, a sink change
+// TestRoundCoalescesChanges: of one round's changes, a sink change
 // that a later one of the same sink supersedes before the next generation
 // change is left out; generation changes and each sink's status at them
 // are all sent.
-func TestRoundCoalescesSinkChanges(t *testing.T) {
+func TestRoundCoalescesChanges(t *testing.T) {
 	const d = 10 * time.Millisecond
 	clock := clockwork.NewFakeClock()
 	b := status.New(status.WithDispatchWindow(d), status.WithClock(clock))
@@ -444,6 +447,10 @@ func TestRoundCoalescesSinkChanges(t *testing.T) {
 		b.PutSink(sinkStatus("a", 3))                                                       // 5: superseded by 7
 		b.RemoveSink("s", "b")                                                              // 6
 		b.PutSink(sinkStatus("a", 4))                                                       // 7
+		b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 3})                  // 8: superseded by 10
+		b.PutSink(sinkStatus("c", 3))                                                       // 9: kept, the count at 10 includes it
+		b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: 3, SinksApplied: 1}) // 10
+		b.PutSink(sinkStatus("c", 4))                                                       // 11
 	})
 	var desc []string
 	for _, ev := range got {
@@ -456,12 +463,12 @@ func TestRoundCoalescesSinkChanges(t *testing.T) {
 			desc = append(desc, fmt.Sprintf("%d:gen%d/%d", ev.GetRevision(), ev.GetGeneration().GetGeneration(), ev.GetGeneration().GetSinksApplied()))
 		}
 	}
-	if want := "[2:b=1 3:a=2 4:gen2/1 6:-b 7:a=4]"; fmt.Sprint(desc) != want {
+	if want := "[2:b=1 3:a=2 4:gen2/1 6:-b 7:a=4 9:c=3 10:gen3/1 11:c=4]"; fmt.Sprint(desc) != want {
 		t.Fatalf("round sent %v, want %s", desc, want)
 	}
 	// A resume replays the history as it was made.
 	rch := b.Watch(ctx, "s", 0+1)
-	for _, want := range []uint64{2, 3, 4, 5, 6, 7} {
+	for _, want := range []uint64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11} {
 		if ev := recv(t, rch); ev.GetRevision() != want {
 			t.Fatalf("resume from 1: revision %d, want %d", ev.GetRevision(), want)
 		}
@@ -471,8 +478,8 @@ func TestRoundCoalescesSinkChanges(t *testing.T) {
 // TestCoalescedWatchMatchesEveryGeneration: whatever the changes of a
 // round, a watcher's view (its snapshot plus the changes it received)
 // equals the broker's state at every generation change it receives and at
-// the end of every round, and no sink appears twice between two
-// generation changes of a round.
+// the end of every round, it gets every generation, no generation twice in
+// a round and no sink twice between two generation changes.
 func TestCoalescedWatchMatchesEveryGeneration(t *testing.T) {
 	const d = 10 * time.Millisecond
 	rng := rand.New(rand.NewPCG(17, 5))
@@ -486,18 +493,22 @@ func TestCoalescedWatchMatchesEveryGeneration(t *testing.T) {
 		atGen := map[uint64]string{} // state at each generation change's revision
 		view := map[string]uint64{}  // the watcher's
 		gen := uint64(0)
+		gens := map[uint64]bool{} // generations the watcher got
 		for r := range 3 {
 			got := round(t, b, clock, d, ch, func() {
 				changed := false
 				for range 1 + rng.IntN(12) {
 					name := string(rune('a' + rng.IntN(3)))
-					switch rng.IntN(5) {
-					case 0:
-						gen++
-						if rev := b.PutGeneration("s", &confighubv1.GenerationStatus{Generation: gen}); rev != 0 {
+					switch rng.IntN(6) {
+					case 0, 1: // a new generation, or an update of the newest
+						if gen == 0 || rng.IntN(2) == 0 {
+							gen++
+						}
+						g := &confighubv1.GenerationStatus{Generation: gen, SinksTotal: rng.Uint32N(100)}
+						if rev := b.PutGeneration("s", g); rev != 0 {
 							atGen[rev], changed = fmt.Sprint(state), true
 						}
-					case 1:
+					case 2:
 						if b.RemoveSink("s", name) != 0 {
 							delete(state, name)
 							changed = true
@@ -513,13 +524,18 @@ func TestCoalescedWatchMatchesEveryGeneration(t *testing.T) {
 					state["a"] = 0
 				}
 			})
-			seen := map[string]bool{}
+			seen, seenGen := map[string]bool{}, map[uint64]bool{}
 			for _, ev := range got {
 				name, isSink := ev.GetSink().GetSink(), ev.GetSink() != nil
 				if rm := ev.GetSinkRemoved(); rm != "" {
 					name, isSink = rm, true
 				}
 				if !isSink {
+					if g := ev.GetGeneration().GetGeneration(); seenGen[g] {
+						t.Fatalf("trial %d round %d: generation %d sent twice in a round", trial, r, g)
+					} else {
+						seenGen[g] = true
+					}
 					clear(seen)
 					if want, ok := atGen[ev.GetRevision()]; !ok || fmt.Sprint(view) != want {
 						t.Fatalf("trial %d round %d: at generation change %d the watcher sees %v, the broker had %s", trial, r, ev.GetRevision(), view, want)
@@ -538,6 +554,14 @@ func TestCoalescedWatchMatchesEveryGeneration(t *testing.T) {
 			}
 			if fmt.Sprint(view) != fmt.Sprint(state) {
 				t.Fatalf("trial %d round %d: the watcher sees %v, the broker has %v", trial, r, view, state)
+			}
+			for g := range seenGen {
+				gens[g] = true
+			}
+		}
+		for g := uint64(1); g <= gen; g++ {
+			if !gens[g] {
+				t.Fatalf("trial %d: generation %d never sent (%d made)", trial, g, gen)
 			}
 		}
 		cancel()

@@ -27,13 +27,15 @@
 //   - Watch sends a snapshot (reason "start"), then the changes of the
 //     stream in revision order (TestConformance/WatchSendsSnapshotThenChanges).
 //     Of the changes that reach the watchers in one round of the
-//     dispatcher, a sink change superseded by a later change of the same
-//     sink before the next generation change is left out (its revision is
-//     skipped): every generation change is sent, the watcher's view (its
-//     snapshot and the changes it got) equals the broker's state at each
-//     generation change and at the end of each round, and an apply's
-//     APPLYING and APPLIED, made within one round, cost each watcher one
-//     message (TestRoundCoalescesSinkChanges,
+//     dispatcher, a generation change superseded by a later change of the
+//     same generation, and a sink change superseded by a later change of
+//     the same sink before the next generation change sent, are left out
+//     (their revisions are skipped): every generation is sent, the
+//     watcher's view (its snapshot and the changes it got) equals the
+//     broker's state at each generation change it gets and at the end of
+//     each round, and a push's APPLYING and APPLIED of each sink and its
+//     count updates, made within a round, cost each watcher one message
+//     per sink and one per generation (TestRoundCoalescesChanges,
 //     TestCoalescedWatchMatchesEveryGeneration). A resume from a revision
 //     replays the history as it was made.
 //
