@@ -6,7 +6,7 @@
 // values: Check runs one pass over the bytes (Scan's), which also finds
 // _format_version among the top-level keys. Scan and the streaming Scanner
 // share one fast path that jumps from token to token (strings skipped
-// sixteen or more bytes per test, each key deduplicated through a bloom
+// sixteen bytes per test, each key deduplicated through a bloom
 // filter of its hash, no allocation per token); a byte-wise state machine
 // takes only the tokens cut by the end of a piece, the _format_version
 // value and whatever is wrong, so every refusal is worded by one piece of

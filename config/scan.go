@@ -138,14 +138,14 @@ func (s *Scanner) Write(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	if i, err := s.write(p); err != nil {
+	i, err := s.write(p)
+	if err != nil {
 		s.err = invalidJSON(err)
-		return i, s.err
-	}
-	if !s.borrow {
+	} else if !s.borrow {
 		s.sc.keepAll()
 	}
-	return len(p), nil
+	s.sc.cur = nil
+	return i, s.err
 }
 
 // write runs the fast path (fast) from every place between tokens, and
@@ -153,6 +153,7 @@ func (s *Scanner) Write(p []byte) (int, error) {
 // end of p, the _format_version value, and whatever is wrong (so every
 // refusal and its offset and path come from here).
 func (s *Scanner) write(p []byte) (int, error) {
+	s.sc.cur = p
 	i := 0
 	for i < len(p) {
 		c := p[i]
@@ -428,8 +429,7 @@ func (s *Scanner) endString(i int) error {
 		if s.keyEsc {
 			key = unescape(key)
 		}
-		key = s.sc.keep(key)
-		if err := s.sc.addKey(key, keyHash(key), s.keyAt); err != nil {
+		if err := s.sc.addKey(s.sc.keep(key), key, s.keyAt); err != nil {
 			return err
 		}
 		if len(s.sc.frames) == 1 && !s.fvSeen && string(key) == fvKey {
@@ -469,7 +469,9 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 	var (
 		sc  = &s.sc
 		st  = s.st
-		obj bool // the innermost open value is an object
+		top *frame // the innermost open value
+		k   keyEntry
+		bit uint64
 		j   int
 		r   uint8
 		ok  bool
@@ -479,7 +481,7 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 	if len(sc.frames) == 0 {
 		return i, nil // the top-level value starts or ended: write's
 	}
-	obj = sc.frames[len(sc.frames)-1].obj
+	top = &sc.frames[len(sc.frames)-1]
 	switch st {
 	case sKeyOrClose:
 		goto keyOrClose
@@ -521,8 +523,17 @@ keyStart:
 	key = p[i+1 : j-1]
 	if r == strEscaped {
 		key = unescape(key)
+		k = sc.keep(key)
+	} else {
+		k = keyEntry{at: i + 1, n: len(key), h: keyHash(key)}
 	}
-	if err = sc.addKey(key, keyHash(key), s.n+int64(i)); err != nil {
+	// A key whose bit is clear in its object's bloom filter is new: added
+	// here; the rest (a possible duplicate, a big object) in addKey.
+	bit = 1 << (k.h >> 58)
+	if top.bloom&bit == 0 && !top.big && len(sc.keys)-int(top.keys) < bigKeys {
+		top.bloom |= bit
+		sc.keys = append(sc.keys, k)
+	} else if err = sc.addKey(k, key, s.n+int64(i)); err != nil {
 		s.st = st
 		return i, err
 	}
@@ -572,7 +583,7 @@ valueStart:
 			goto stop
 		}
 		sc.push(true)
-		obj = true
+		top = &sc.frames[len(sc.frames)-1]
 		i++
 		goto keyOrClose
 	case '[':
@@ -580,7 +591,7 @@ valueStart:
 			goto stop
 		}
 		sc.push(false)
-		obj = false
+		top = &sc.frames[len(sc.frames)-1]
 		i++
 		goto valueOrClose
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
@@ -618,18 +629,18 @@ after: // after a value
 	switch p[i] {
 	case ',':
 		i++
-		if obj {
+		if top.obj {
 			goto key
 		}
-		sc.frames[len(sc.frames)-1].index++
+		top.index++
 		goto value
 	case '}':
-		if obj {
+		if top.obj {
 			i++
 			goto closed
 		}
 	case ']':
-		if !obj {
+		if !top.obj {
 			i++
 			goto closed
 		}
@@ -641,7 +652,7 @@ closed: // a '}' or ']' was consumed
 		st = sEnd
 		goto stop
 	}
-	obj = sc.frames[len(sc.frames)-1].obj
+	top = &sc.frames[len(sc.frames)-1]
 	goto after
 stop:
 	s.st = st

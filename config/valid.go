@@ -63,9 +63,13 @@ func Valid(b []byte) bool { return Scan(b) == nil }
 // dozen keys or two, and a map would cost an allocation per key.
 const bigKeys = 32
 
-// frame is one open object or array.
+// frame is one open object or array. It holds no pointer, so a scan's
+// memory is not scanned by the GC and costs no write barrier.
 type frame struct {
 	obj bool
+	// big: past bigKeys keys, the object's keys are in scanner.sets[depth]
+	// too.
+	big bool
 	// keys is where this object's keys start in scanner.keys (for an
 	// array: how many keys were open when it opened).
 	keys int32
@@ -77,35 +81,36 @@ type frame struct {
 	// bloom has bit keyHash>>58 set for each key of the object: a new key
 	// whose bit is clear is not a duplicate, with no compare.
 	bloom uint64
-	// big: past bigKeys keys, the keys are in set (its memory is reused by
-	// the next object at this depth).
-	big bool
-	set map[string]struct{}
 }
 
-// keyEntry is one key of an open object and its keyHash.
+// keyEntry is one key of an open object: its bytes are cur[at:at+n] (the
+// piece being scanned) when at >= 0, else arena[-at-1:][:n]; h is its
+// keyHash.
 type keyEntry struct {
-	b []byte
-	h uint64
+	at, n int
+	h     uint64
 }
 
 // scanner is the bookkeeping of a scan: the open objects and arrays, and
 // the keys of each open object (for duplicate keys and error paths).
 type scanner struct {
 	frames []frame
-	// keys are the keys of every open object, outermost first, unescaped,
-	// with their hashes.
+	// keys are the keys of every open object, outermost first, unescaped.
 	keys []keyEntry
-	// A key borrows the bytes it was read from until it is kept: copied
-	// into arena. keys[owned:] may borrow the current piece (Scanner.Write
-	// keeps them before it returns).
+	// cur is the piece being scanned. A key borrows it until it is kept:
+	// copied into arena (Scanner.Write keeps the keys[owned:] that borrow
+	// it before it returns).
+	cur   []byte
 	arena []byte
 	owned int
+	// sets[d] holds the keys of the big object at depth d; its memory is
+	// reused by the next big object at that depth.
+	sets []map[string]struct{}
 }
 
-// scanMem is a scan's first memory, in one allocation: enough for Kong's
-// configurations (about 6 deep, a few dozen open keys), so a small one
-// costs one allocation, not one per slice grown.
+// scanMem is a scan's first memory, in one allocation without pointers:
+// enough for Kong's configurations (about 6 deep, a few dozen open keys),
+// so a small one costs one allocation, not one per slice grown.
 type scanMem struct {
 	frames [16]frame
 	keys   [64]keyEntry
@@ -114,6 +119,14 @@ type scanMem struct {
 func (s *scanner) init() {
 	m := new(scanMem)
 	s.frames, s.keys = m.frames[:0], m.keys[:0]
+}
+
+// bytesOf is the bytes of a key.
+func (s *scanner) bytesOf(k keyEntry) []byte {
+	if k.at >= 0 {
+		return s.cur[k.at : k.at+k.n]
+	}
+	return s.arena[-k.at-1:][:k.n]
 }
 
 func (s *scanner) push(obj bool) {
@@ -129,14 +142,13 @@ func (s *scanner) push(obj bool) {
 func (s *scanner) pop() {
 	f := &s.frames[len(s.frames)-1]
 	if f.obj {
-		clear(s.keys[f.keys:]) // drop references to pieces and copies
 		s.keys = s.keys[:f.keys]
 		s.owned = min(s.owned, int(f.keys))
 		if f.kept >= 0 {
 			s.arena = s.arena[:f.kept]
 		}
 		if f.big {
-			clear(f.set)
+			clear(s.sets[len(s.frames)-1])
 		}
 	}
 	s.frames = s.frames[:len(s.frames)-1]
@@ -158,57 +170,59 @@ func keyHash(k []byte) uint64 {
 	return (a ^ bits.RotateLeft64(b, 29) ^ uint64(len(k))<<56) * 0x9e3779b97f4a7c15
 }
 
-// addKey records key (hash h, read at byte at) in the innermost object; a
-// key it already has is an error naming its path.
-func (s *scanner) addKey(key []byte, h uint64, at int64) error {
-	f := &s.frames[len(s.frames)-1]
-	bit := uint64(1) << (h >> 58)
+// addKey records k (whose bytes are key, read at byte at) in the innermost
+// object; a key it already has is an error naming its path.
+func (s *scanner) addKey(k keyEntry, key []byte, at int64) error {
+	depth := len(s.frames) - 1
+	f := &s.frames[depth]
+	bit := uint64(1) << (k.h >> 58)
 	switch {
 	case f.big:
-		if _, dup := f.set[string(key)]; dup {
+		if _, dup := s.sets[depth][string(key)]; dup {
 			return s.duplicate(key, at)
 		}
-		f.set[string(key)] = struct{}{}
+		s.sets[depth][string(key)] = struct{}{}
 	case f.bloom&bit != 0:
-		for _, k := range s.keys[f.keys:] {
-			if k.h == h && string(k.b) == string(key) {
+		for _, o := range s.keys[f.keys:] {
+			if o.h == k.h && string(s.bytesOf(o)) == string(key) {
 				return s.duplicate(key, at)
 			}
 		}
 	}
 	f.bloom |= bit
-	s.keys = append(s.keys, keyEntry{key, h})
+	s.keys = append(s.keys, k)
 	if !f.big && len(s.keys)-int(f.keys) > bigKeys {
 		f.big = true
-		if f.set == nil {
-			f.set = make(map[string]struct{}, 2*bigKeys)
+		for len(s.sets) <= depth {
+			s.sets = append(s.sets, nil)
 		}
-		for _, k := range s.keys[f.keys:] {
-			f.set[string(k.b)] = struct{}{}
+		if s.sets[depth] == nil {
+			s.sets[depth] = make(map[string]struct{}, 2*bigKeys)
+		}
+		for _, o := range s.keys[f.keys:] {
+			s.sets[depth][string(s.bytesOf(o))] = struct{}{}
 		}
 	}
 	return nil
 }
 
-// keep copies a key of the innermost object into the arena.
-func (s *scanner) keep(key []byte) []byte {
+// keep copies key, a key of the innermost object, into the arena and
+// returns its entry.
+func (s *scanner) keep(key []byte) keyEntry {
 	f := &s.frames[len(s.frames)-1]
 	if f.kept < 0 {
 		f.kept = len(s.arena)
 	}
 	m := len(s.arena)
 	s.arena = append(s.arena, key...)
-	return s.arena[m:len(s.arena):len(s.arena)]
+	return keyEntry{at: -m - 1, n: len(key), h: keyHash(key)}
 }
 
-// keepAll keeps every key that may borrow the piece being written, so
-// that the piece may go: the keys of the open objects read since the
-// last call (a few per open object; all of them get cut back when their
-// object closes).
+// keepAll keeps every key that borrows the piece being written, so that
+// the piece may go: the keys of the open objects read since the last call
+// (a few per open object; all of them get cut back when their object
+// closes).
 func (s *scanner) keepAll() {
-	if s.owned >= len(s.keys) {
-		return
-	}
 	for n := range s.frames {
 		f := &s.frames[n]
 		end := len(s.keys)
@@ -216,12 +230,16 @@ func (s *scanner) keepAll() {
 			end = int(s.frames[n+1].keys)
 		}
 		for j := max(int(f.keys), s.owned); j < end; j++ {
+			k := &s.keys[j]
+			if k.at < 0 {
+				continue
+			}
 			if f.kept < 0 {
 				f.kept = len(s.arena)
 			}
 			m := len(s.arena)
-			s.arena = append(s.arena, s.keys[j].b...)
-			s.keys[j].b = s.arena[m:len(s.arena):len(s.arena)]
+			s.arena = append(s.arena, s.cur[k.at:k.at+k.n]...)
+			k.at = -m - 1
 		}
 	}
 	s.owned = len(s.keys)
@@ -252,7 +270,7 @@ func (s *scanner) path(last []byte) string {
 			end = int(s.frames[n+1].keys)
 		}
 		if end > int(f.keys) && (last == nil || n+1 < len(s.frames)) {
-			parts = append(parts, pathKey(s.keys[end-1].b))
+			parts = append(parts, pathKey(s.bytesOf(s.keys[end-1])))
 		}
 	}
 	if last != nil {
@@ -340,27 +358,18 @@ func scanString(b []byte, i int) (int, uint8) {
 		// Sixteen bytes per test: most strings of a configuration end
 		// within them, and their lengths vary, so a test per word would
 		// mispredict at one word or the other.
-		for i+32 <= len(b) {
-			w := b[i : i+32]
-			m1 := special(binary.LittleEndian.Uint64(w))
-			m2 := special(binary.LittleEndian.Uint64(w[8:]))
-			m3 := special(binary.LittleEndian.Uint64(w[16:]))
-			m4 := special(binary.LittleEndian.Uint64(w[24:]))
-			if m1|m2|m3|m4 != 0 {
-				n := 24 + bits.TrailingZeros64(m4)>>3
-				if m3 != 0 {
-					n = 16 + bits.TrailingZeros64(m3)>>3
-				}
-				if m2 != 0 {
-					n = 8 + bits.TrailingZeros64(m2)>>3
-				}
+		for i+16 <= len(b) {
+			m1 := special(binary.LittleEndian.Uint64(b[i:]))
+			m2 := special(binary.LittleEndian.Uint64(b[i+8:]))
+			if m1|m2 != 0 {
+				n := 8 + bits.TrailingZeros64(m2)>>3
 				if m1 != 0 {
 					n = bits.TrailingZeros64(m1) >> 3
 				}
 				i += n
 				goto found
 			}
-			i += 32
+			i += 16
 		}
 		for i+8 <= len(b) {
 			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
