@@ -170,6 +170,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	)
 	ports := hub.PortsOf(eng)
 	ports.Status = rep.View()
+	ports.Diagnostics = rep.Diagnostics()
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	secrets, err := sinkSecrets(sctx, st)
 	if err != nil {

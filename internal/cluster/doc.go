@@ -53,8 +53,16 @@
 //     sinks this replica accepted itself included: the store's Watch does
 //     not report a replica's own writes (every test here pushes through
 //     one replica and reads through another, with the etcd store in
-//     TestConvergenceSurvivesTakeoverAndRestart); GetConfig of a sink's
-//     failed config answers on every replica (TestFailedConfigOnEveryReplica).
+//     TestConvergenceSurvivesTakeoverAndRestart).
+//   - GetConfig with failed answers the same on every replica, the owner
+//     included (Replica.Diagnostics, the hub's Diagnostics port): the
+//     sink's failed record in etcd (its owner's writer copies the engine's
+//     last failed apply) and the failed generation's bytes from the etcd
+//     store, which keeps the last 8 generations of each stream; a failure
+//     older than those is NotFound on every replica. One test body runs
+//     on a single hub and on two replicas, asked on both: a generation
+//     rejected, still the failed one while a newer is being applied, none
+//     once the newer applied (TestFailedConfigOnEveryReplica).
 //   - A watch resumes on another replica from a revision of the first
 //     (TestWatchResumesAcrossReplicas).
 //   - A sink this replica gives up while it still exists is logged as

@@ -16,6 +16,7 @@ import (
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
 	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/sink"
 )
 
 // Defaults of the Replica's options.
@@ -35,6 +36,10 @@ type Engine interface {
 	Reown() map[string]error
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
+	// LastFailed is a sink's last failed apply, known for the sinks run
+	// here; the writer copies it to etcd.
+	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
+	LastApplied(sinkName string) (*config.Config, bool)
 	// View is the engine's status broker, which the etcd writer watches.
 	View() status.View
 }
@@ -162,7 +167,7 @@ func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *cli
 	// The engine's broker is the source of this replica's statuses; the
 	// mirror is the view every replica serves, and tells the engine what
 	// the sinks run elsewhere did.
-	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, common...)
+	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, append(common, etcdstatus.WithFailures(eng))...)
 	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common,
 		etcdstatus.WithOnSink(func(_, name string, st *confighubv1.SinkStatus) { eng.ObserveSink(name, st) }),
 		etcdstatus.WithOnGeneration(eng.ObserveGeneration))...)
@@ -172,6 +177,52 @@ func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *cli
 // View is the status view of every sink of every replica (etcd): the
 // hub's status port on a replica.
 func (r *Replica) View() status.View { return r.mirror }
+
+// Diagnostics answers GetConfig of a sink on a replica (the hub's
+// Diagnostics port): what a sink applied as the engine knows it, and what
+// it last failed as its owner wrote it to etcd, with the configuration's
+// bytes read from the store by generation, so every replica, the owner
+// included, answers the same.
+func (r *Replica) Diagnostics() *Diagnostics { return &Diagnostics{r: r} }
+
+// Diagnostics is a replica's GetConfig source (see Replica.Diagnostics).
+type Diagnostics struct{ r *Replica }
+
+// LastApplied is the engine's: the sink's last applied configuration on
+// its owner, the current one on the others when the sink's shared applied
+// hash is the current one.
+func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
+	return d.r.eng.LastApplied(sinkName)
+}
+
+// LastFailed reads the sink's failed record from etcd and its generation's
+// bytes from the store; false when the sink has none, the generation is no
+// longer kept (the etcd store keeps the last few), or etcd does not answer
+// within --etcd-op-timeout (logged).
+func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
+	r := d.r
+	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
+	defer cancel()
+	f, err := r.mirror.LastFailed(ctx, sinkName)
+	if err != nil {
+		r.log.Warn("cluster: reading a sink's failed record failed", "sink", sinkName, "error", err)
+		return nil, nil, false
+	}
+	if f == nil {
+		return nil, nil, false
+	}
+	gr, ok := r.st.(store.GenerationReader)
+	if !ok {
+		r.log.Warn("cluster: the store keeps no older generations; a failed configuration is not readable", "sink", sinkName)
+		return nil, nil, false
+	}
+	cfg, err := gr.GetGeneration(ctx, f.Stream, f.Generation)
+	if err != nil || cfg.Hash != f.Hash {
+		r.log.Info("cluster: a sink's failed configuration is not readable", "sink", sinkName, "stream", f.Stream, "generation", f.Generation, "error", err)
+		return nil, nil, false
+	}
+	return cfg, f.Err, true
+}
 
 // Ready says whether etcd answered the last probe.
 func (r *Replica) Ready() bool {

@@ -145,9 +145,9 @@
 //     (to= its new owner when the Ownership is an OwnerNamer), never as
 //     "sink deleted" (TestHandOverIsNotADelete). A peer's LastApplied is the
 //     current config when its shared applied hash is the current one; its
-//     LastFailed is known when the failed generation is the stream's
-//     current one, without the destination's raw body (only the owner
-//     keeps it).
+//     LastFailed is not known to this engine: the owner's status writer
+//     copies it to etcd and every replica reads it there
+//     (cluster TestFailedConfigOnEveryReplica).
 //   - Successful applies are recorded with the AppliedRecorder; a failed
 //     record is retried after the next apply (TestRecorder).
 //   - A generation's convergence is observed once, when its last sink

@@ -677,14 +677,13 @@ func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 }
 
 // LastFailed returns the configuration and error of a sink's last failed
-// apply (the error keeps the destination's raw Body).
+// apply (the error keeps the destination's raw Body), for a sink run here
+// only: a replica answers for every sink from etcd, where each owner copies
+// its sinks' (cluster.Diagnostics).
 func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w := e.sinks[sinkName]
-	if p := e.peers[sinkName]; w == nil && p != nil {
-		return peerFailed(p)
-	}
 	if w == nil || w.lastFailedCfg == nil {
 		return nil, nil, false
 	}

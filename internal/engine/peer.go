@@ -246,26 +246,6 @@ func peerApplied(p *peer) (*config.Config, bool) {
 	return nil, false
 }
 
-// peerFailed is LastFailed of a peer, from its status: known when the
-// failed generation is the stream's current one (the bytes of older ones
-// are not kept on every replica); the destination's raw body is only on
-// the owner. e.mu is held.
-func peerFailed(p *peer) (*config.Config, *sink.Error, bool) {
-	st := p.status
-	if st.GetLastError() == "" || st.GetLastErrorCode() == "unreachable" {
-		return nil, nil, false
-	}
-	gen := st.GetDesiredGeneration()
-	if st.GetRejectedGeneration() != 0 {
-		gen = st.GetRejectedGeneration()
-	}
-	cur := p.st.cur
-	if cur == nil || cur.Generation != gen {
-		return nil, nil, false
-	}
-	return cur, &sink.Error{Message: st.GetLastError(), EntityErrors: st.GetEntityErrors(), Permanent: st.GetRejectedGeneration() == gen}, true
-}
-
 // logOwned logs the sinks run here when the set changed, on replicas
 // (with an Ownership) only.
 func (e *Engine) logOwned() {

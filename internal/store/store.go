@@ -49,6 +49,15 @@ type ConvergedStore interface {
 	ListConverged(ctx context.Context) ([]Converged, error)
 }
 
+// GenerationReader is implemented by stores that keep the bytes of a
+// stream's recent generations, not only its current one (the etcd store:
+// a replica reads there the configuration another replica's sink failed).
+type GenerationReader interface {
+	// GetGeneration returns the stream's generation gen, or ErrNotFound
+	// when the stream has none or it is no longer kept.
+	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
+}
+
 // Store is a durable home for streams, sinks and applied records. Every
 // method is safe for concurrent use.
 type Store interface {

@@ -20,6 +20,15 @@
 //     every stream and sink again and continues (TestWatchOtherReplica,
 //     TestWatchAfterListHasNoGap, TestWatchResyncsAfterCompaction,
 //     TestWatchResyncReportsSinksDeletedInTheGap).
+//   - The bytes of each stream's last 8 generations are kept
+//     (WithKeepGenerations; the current one always): GetGeneration reads
+//     any of them from any replica, at one revision with its meta, and
+//     answers store.ErrNotFound, saying so, for an older one; the commit
+//     that makes a generation current deletes the chunks and meta of the
+//     one that falls out, and of other attempts at its own generation
+//     (storetest GetGeneration; TestKeepsTheLastGenerations). A replica
+//     reads there the configuration a sink failed on another replica
+//     (cluster TestFailedConfigOnEveryReplica).
 //   - Each stream's last convergence is kept (store.ConvergedStore, one key
 //     per stream, overwritten by the stream's leader): a restarted replica
 //     shows the time the leader observed and does not observe it again
@@ -29,6 +38,7 @@
 // Layout under the prefix (default "/confighub/"):
 //
 //	streams/<stream>                       JSON meta: generation, hash, format, size, labels, accept time, chunk prefix and count
+//	history/<stream>/<gen%020d>            JSON meta of each kept generation (the current one included)
 //	configs/<stream>/<gen%020d>-<token>/<n%06d>  config bytes, in chunks
 //	sinks/<sink>                           sink spec, proto binary
 //	applied/<sink>                         JSON applied record
@@ -40,13 +50,15 @@
 // same transaction as its meta. A larger one is first written chunk by
 // chunk under a prefix unique to this attempt (generation-to-be plus a
 // random token), then the transaction that writes the meta makes it
-// current. That transaction also deletes the chunks of every older
-// generation (and of attempts that lost or crashed). A lost race deletes its
-// own staged chunks. The etcd server's --max-request-bytes must exceed the
+// current. That transaction also deletes the chunks of the generations no
+// longer kept and of the attempts at its own generation that lost or
+// crashed (a crashed attempt at an older kept generation goes when that
+// generation does). A lost race deletes its own staged chunks. The etcd server's --max-request-bytes must exceed the
 // chunk size by a margin (64 KiB is plenty).
 //
 // Operations note: every push adds its size to etcd's history until
-// compaction. Run etcd with --auto-compaction-retention and a
+// compaction, and the kept generations stay (8 configs per stream by
+// default). Run etcd with --auto-compaction-retention and a
 // --quota-backend-bytes that fits (pushes between compactions x config
 // size); etcd's default quota is 2 GiB. etcd also keeps recent raft
 // entries in memory (up to --snapshot-count, default 10,000, plus 5,000

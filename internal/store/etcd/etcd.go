@@ -80,6 +80,7 @@ type Store struct {
 	clock     clockwork.Clock
 
 	stageParallel int
+	keep          int // generations whose bytes are kept per stream
 
 	ctx    context.Context // cancelled by Close; parent of every watch
 	cancel context.CancelFunc
@@ -109,7 +110,7 @@ type Store struct {
 
 // New returns a store using cli under the prefix.
 func New(cli *clientv3.Client, opts ...Option) *Store {
-	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: DefaultChunkSize, stageParallel: defaultStageParallel, clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
+	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: DefaultChunkSize, stageParallel: defaultStageParallel, keep: DefaultKeepGenerations, clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -279,7 +280,7 @@ func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint6
 		return out, false, false, err
 	}
 
-	ops := []clientv3.Op{clientv3.OpPut(mk, string(meta))}
+	ops := []clientv3.Op{clientv3.OpPut(mk, string(meta)), clientv3.OpPut(s.histKey(st.Stream, gen), string(meta))}
 	staged := len(chunks) > 1
 	if staged {
 		if err := s.stage(ctx, prefix, chunks); err != nil {
@@ -289,12 +290,7 @@ func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint6
 	} else {
 		ops = append(ops, clientv3.OpPut(chunkKey(prefix, 0), string(chunks[0])))
 	}
-	// Drop every older generation's chunks and every other attempt at
-	// this or an older generation: such attempts can no longer commit.
-	ops = append(ops,
-		clientv3.OpDelete(base, clientv3.WithRange(prefix)),
-		clientv3.OpDelete(clientv3.GetPrefixRangeEnd(prefix), clientv3.WithRange(base+genKey(gen+1))),
-	)
+	ops = append(ops, s.sweep(st.Stream, gen, prefix)...)
 	var cmp clientv3.Cmp
 	if modRev == 0 {
 		cmp = clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)

@@ -115,19 +115,20 @@ func TestReplicasShareGenerations(t *testing.T) {
 	if _, _, err := a.CommitConfig(ctx, storetest.NewStream("default", storetest.Cfg(2)), cur.Generation); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected from the other replica: %v, want ErrConflict", err)
 	}
-	// Only the current generation's chunks are left.
-	if k := keys(t, srv.Client(t), etcd.DefaultPrefix+"configs/"); len(k) != 1 {
+	// Only the kept generations' chunks are left (one chunk each).
+	if k := keys(t, srv.Client(t), etcd.DefaultPrefix+"configs/"); len(k) != etcd.DefaultKeepGenerations {
 		t.Fatalf("config chunks left after the race: %v", k)
 	}
 }
 
 // A config of several MiB goes through an etcd with the default 1.5 MiB
-// request limit (BenchmarkCommit does 20 MiB); older chunks, and chunks of an
-// attempt that crashed before its commit, are deleted by the next commit.
+// request limit (BenchmarkCommit does 20 MiB); chunks of generations no
+// longer kept (here: all but the current one), and chunks of an attempt
+// that crashed before its commit, are deleted by the next commit.
 func TestLargeConfigChunks(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	s := newStore(t, cli)
+	s := newStore(t, cli, etcd.WithKeepGenerations(1))
 	ctx := context.Background()
 	big := append(bytes.Repeat([]byte("0123456789abcdef"), 8<<20/16), "tail"...)
 	got, _, err := s.CommitConfig(ctx, storetest.NewStream("default", big), 0)

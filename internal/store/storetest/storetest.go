@@ -58,6 +58,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	t.Run("ConcurrentExpected", func(t *testing.T) { testConcurrentExpected(t, newStore(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
 	t.Run("Converged", func(t *testing.T) { testConverged(t, converged(t, newStore(t))) })
+	if _, ok := newStore(t).(store.GenerationReader); ok {
+		t.Run("GetGeneration", func(t *testing.T) { testGetGeneration(t, newStore(t)) })
+	}
 	if o.reopen != nil {
 		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
 	}
@@ -600,6 +603,36 @@ func checkConverged(t *testing.T, s store.ConvergedStore, want []store.Converged
 	for i := range want {
 		if got[i].Stream != want[i].Stream || got[i].Generation != want[i].Generation || !got[i].Time.Equal(want[i].Time) {
 			t.Errorf("converged %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// testGetGeneration: a store that keeps recent generations (at least the
+// last two) reads each back with its bytes, hash and labels; a generation
+// not yet committed and an unknown stream are ErrNotFound.
+func testGetGeneration(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	r := s.(store.GenerationReader)
+	var want []*config.Config
+	for i := 1; i <= 2; i++ {
+		c := NewStream("p", Cfg(i))
+		want = append(want, commit(t, s, with(c, map[string]string{"n": fmt.Sprint(i)}, c.AcceptTime), 0))
+	}
+	for _, w := range want {
+		got, err := r.GetGeneration(ctx, "p", w.Generation)
+		if err != nil {
+			t.Fatalf("GetGeneration(p, %d): %v", w.Generation, err)
+		}
+		if got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Raw, w.Raw) || !maps.Equal(got.Labels, w.Labels) || !got.AcceptTime.Equal(w.AcceptTime) {
+			t.Errorf("GetGeneration(p, %d) = gen %d hash %.12s labels %v, want gen %d hash %.12s labels %v", w.Generation, got.Generation, got.Hash, got.Labels, w.Generation, w.Hash, w.Labels)
+		}
+	}
+	for _, c := range []struct {
+		stream string
+		gen    uint64
+	}{{"p", 3}, {"p", 0}, {"nope", 1}} {
+		if _, err := r.GetGeneration(ctx, c.stream, c.gen); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetGeneration(%s, %d): %v, want ErrNotFound", c.stream, c.gen, err)
 		}
 	}
 }

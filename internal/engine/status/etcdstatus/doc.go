@@ -19,4 +19,11 @@
 //     generations of the streams led here), coalesced per interval, in
 //     transactions conditional on the replica's lease: a replica that
 //     lost its lease writes nothing (TestWriterNeedsItsLease).
+//   - With WithFailures the Writer copies each owned sink's last failed
+//     apply (generation, hash, error, raw body cut at MaxFailedBody) to a
+//     failed record after the sink's status, replacing its older ones, and
+//     deletes the records of generations the sink applied since; a new
+//     owner keeps the record of a failure it did not see (the sink applied
+//     nothing newer). Mirror.LastFailed reads the newest record on any
+//     replica (TestFailedRecords; cluster TestFailedConfigOnEveryReplica).
 package etcdstatus

@@ -10,9 +10,21 @@ import (
 //
 //	<prefix>/status/sink/<sink>            SinkStatus of the sink (its stream inside)
 //	<prefix>/status/gen/<stream>/<%020d>   GenerationStatus of one generation
-type keys struct{ prefix string }
+//	<prefix>/failed/<sink>/<%020d>         failed record of the sink's last failed apply (generation)
+//
+// Failed records are outside status/: the mirrors do not watch them (a
+// record holds up to MaxFailedBody); they are read when asked for.
+type keys struct{ prefix, root string }
 
-func newKeys(prefix string) keys { return keys{prefix: strings.TrimSuffix(prefix, "/") + "/status/"} }
+func newKeys(prefix string) keys {
+	root := strings.TrimSuffix(prefix, "/") + "/"
+	return keys{prefix: root + "status/", root: root}
+}
+
+func (k keys) failedSink(name string) string { return k.root + "failed/" + name + "/" }
+func (k keys) failed(name string, gen uint64) string {
+	return fmt.Sprintf("%s%020d", k.failedSink(name), gen)
+}
 
 func (k keys) all() string                   { return k.prefix }
 func (k keys) sinkPrefix() string            { return k.prefix + "sink/" }

@@ -33,6 +33,7 @@ type options struct {
 	onGen       func(stream string, g *confighubv1.GenerationStatus)
 	keepGens    int
 	leaseHolder Leaser
+	failures    Failures
 }
 
 func newOptions(opts []Option) options {

@@ -79,6 +79,11 @@ type Writer struct {
 	wg      sync.WaitGroup
 	io      sync.Mutex // serialises flushes and removals
 	started bool
+	// failedSig is what was last written of each sink's failed apply,
+	// failedClear the applied generation up to which its records were
+	// last deleted (see failedOps). Guarded by io.
+	failedSig   map[string]string
+	failedClear map[string]uint64
 }
 
 // NewWriter returns the writer of src's statuses under prefix; lease may be
@@ -86,7 +91,8 @@ type Writer struct {
 func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter Filter, lease Leaser, opts ...Option) *Writer {
 	return &Writer{cli: cli, keys: newKeys(prefix), o: newOptions(opts), src: src, filter: filter, lease: lease,
 		streams: map[string]context.CancelFunc{}, sinks: map[string]*confighubv1.SinkStatus{},
-		gens: map[string]map[uint64]*confighubv1.GenerationStatus{}, seen: map[string]uint64{}, seenCh: make(chan struct{})}
+		gens: map[string]map[uint64]*confighubv1.GenerationStatus{}, seen: map[string]uint64{}, seenCh: make(chan struct{}),
+		failedSig: map[string]string{}, failedClear: map[string]uint64{}}
 }
 
 // Follow starts copying a stream's statuses (once per stream).
@@ -207,10 +213,16 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	w.sinks, w.gens = map[string]*confighubv1.SinkStatus{}, map[string]map[uint64]*confighubv1.GenerationStatus{}
 	w.mu.Unlock()
 	var ops []op
+	owned := map[string]*confighubv1.SinkStatus{}
 	for name, st := range sinks {
 		if !w.filter.OwnsSink(name) {
+			// What this replica wrote of its failures is no guide when it
+			// gets the sink back.
+			delete(w.failedSig, name)
+			delete(w.failedClear, name)
 			continue
 		}
+		owned[name] = st
 		o := op{key: w.keys.sink(name), sink: name}
 		if st != nil {
 			o.val = st
@@ -273,6 +285,14 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		}
 		rev = r
 	}
+	if w.o.failures != nil {
+		// After the statuses: a record is never newer in etcd than the
+		// status that shows its failure.
+		puts, dels := w.failedOps(owned)
+		if err := w.writeFailed(ctx, owned, puts, dels); err != nil {
+			return rev, err
+		}
+	}
 	return rev, nil
 }
 
@@ -324,6 +344,8 @@ func (w *Writer) Remove(ctx context.Context, name string) error {
 	w.mu.Unlock()
 	tctx, cancel := context.WithTimeout(ctx, w.o.opTimeout)
 	defer cancel()
-	_, err := w.cli.Delete(tctx, w.keys.sink(name))
+	delete(w.failedSig, name)
+	delete(w.failedClear, name)
+	_, err := w.cli.Txn(tctx).Then(clientv3.OpDelete(w.keys.sink(name)), clientv3.OpDelete(w.keys.failedSink(name), clientv3.WithPrefix())).Commit()
 	return err
 }

@@ -1,0 +1,172 @@
+package etcdstatus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/sink"
+)
+
+// MaxFailedBody bounds the destination's raw body a failed record keeps:
+// a record is one etcd request, below etcd's default --max-request-bytes
+// (1.5 MiB). The engine keeps up to 8 MiB; a longer body is cut, and the
+// record says by how much.
+const MaxFailedBody = 1 << 20
+
+// Failures is where the Writer reads a sink's last failed apply (the
+// engine: engine.Engine.LastFailed).
+type Failures interface {
+	LastFailed(sink string) (*config.Config, *sink.Error, bool)
+}
+
+// WithFailures makes the Writer copy the last failed apply of each sink it
+// writes to etcd (failed record: its stream, generation, hash, error and
+// raw body, not the configuration's bytes, which the store keeps by
+// generation), so every replica answers GetConfig with failed the same.
+func WithFailures(f Failures) Option { return func(o *options) { o.failures = f } }
+
+// Failed is a sink's last failed apply as a failed record keeps it.
+type Failed struct {
+	Stream     string
+	Generation uint64
+	Hash       string
+	// Err is the error as the owner's engine had it (redacted, bounded),
+	// with the raw body cut at MaxFailedBody.
+	Err *sink.Error
+	// BodyOmitted is how many bytes of the raw body were cut.
+	BodyOmitted int
+}
+
+// failedHead is a failed record's first line (JSON); the raw body follows
+// the newline as it is.
+type failedHead struct {
+	Stream      string    `json:"stream"`
+	Generation  uint64    `json:"generation"`
+	Hash        string    `json:"hash"`
+	Code        sink.Code `json:"code,omitempty"`
+	Message     string    `json:"message"`
+	Permanent   bool      `json:"permanent,omitempty"`
+	BodyOmitted int       `json:"body_omitted,omitempty"`
+}
+
+func encodeFailed(cfg *config.Config, se *sink.Error) []byte {
+	body := se.Body
+	omitted := 0
+	if len(body) > MaxFailedBody {
+		omitted, body = len(body)-MaxFailedBody, body[:MaxFailedBody]
+	}
+	head, _ := json.Marshal(failedHead{Stream: cfg.Stream, Generation: cfg.Generation, Hash: cfg.Hash,
+		Code: se.Code, Message: se.Message, Permanent: se.Permanent, BodyOmitted: omitted})
+	return append(append(head, '\n'), body...)
+}
+
+func decodeFailed(v []byte) (*Failed, error) {
+	head, body, _ := bytes.Cut(v, []byte{'\n'})
+	var h failedHead
+	if err := json.Unmarshal(head, &h); err != nil {
+		return nil, err
+	}
+	se := &sink.Error{Code: h.Code, Message: h.Message, Permanent: h.Permanent}
+	if len(body) > 0 {
+		se.Body = bytes.Clone(body)
+	}
+	return &Failed{Stream: h.Stream, Generation: h.Generation, Hash: h.Hash, Err: se, BodyOmitted: h.BodyOmitted}, nil
+}
+
+// failedOps returns the failed-record writes of the sinks a flush writes
+// (owned ones; nil status: removed): a sink whose engine holds a failed
+// apply not yet written gets its record (replacing its older ones); the
+// records of generations a sink has applied since are deleted, as the
+// engine forgets them. A record of a generation newer than what the sink
+// applied stays when this replica has no failure of it in memory (it
+// took the sink over from the replica that wrote it). Puts come one per
+// entry (a record may be large), deletions together. Called with w.io
+// held, not w.mu.
+func (w *Writer) failedOps(sinks map[string]*confighubv1.SinkStatus) (puts [][]clientv3.Op, dels []clientv3.Op) {
+	for name, st := range sinks {
+		base := w.keys.failedSink(name)
+		if st == nil {
+			dels = append(dels, clientv3.OpDelete(base, clientv3.WithPrefix()))
+			delete(w.failedSig, name)
+			delete(w.failedClear, name)
+			continue
+		}
+		if cfg, se, ok := w.o.failures.LastFailed(name); ok && cfg.Generation > st.GetAppliedGeneration() {
+			sig := fmt.Sprint(cfg.Generation, cfg.Hash, se.Error(), len(se.Body))
+			if w.failedSig[name] == sig {
+				continue
+			}
+			w.failedSig[name] = sig
+			key := w.keys.failed(name, cfg.Generation)
+			puts = append(puts, []clientv3.Op{clientv3.OpPut(key, string(encodeFailed(cfg, se))), clientv3.OpDelete(base, clientv3.WithRange(key))})
+			continue
+		}
+		delete(w.failedSig, name)
+		applied := st.GetAppliedGeneration()
+		if c, known := w.failedClear[name]; known && c >= applied {
+			continue
+		}
+		w.failedClear[name] = applied
+		dels = append(dels, clientv3.OpDelete(base, clientv3.WithRange(w.keys.failed(name, applied+1))))
+	}
+	return puts, dels
+}
+
+// writeFailed writes the failed-record operations, conditional on the
+// lease. After an error what was sent is forgotten and the sinks are
+// flushed again, so the next flush writes their records.
+func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus, puts [][]clientv3.Op, dels []clientv3.Op) error {
+	err := w.commitFailed(ctx, puts, dels)
+	if err != nil {
+		clear(w.failedSig)
+		clear(w.failedClear)
+		w.mu.Lock()
+		for name, st := range sinks {
+			if _, newer := w.sinks[name]; !newer {
+				w.sinks[name] = st
+			}
+		}
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *Writer) commitFailed(ctx context.Context, puts [][]clientv3.Op, dels []clientv3.Op) error {
+	for i := 0; i < len(dels); i += txnBatch {
+		if _, ok, err := w.commit(ctx, dels[i:min(i+txnBatch, len(dels))]); err != nil || !ok {
+			return err // !ok: the lease is gone, nothing here is ours to write
+		}
+	}
+	for _, p := range puts {
+		if _, ok, err := w.commit(ctx, p); err != nil || !ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// LastFailed reads a sink's last failed apply from etcd (nil when it has
+// none): what its owner's engine held, as of the owner's last flush.
+func (m *Mirror) LastFailed(ctx context.Context, sinkName string) (*Failed, error) {
+	tctx, cancel := context.WithTimeout(ctx, m.o.opTimeout)
+	defer cancel()
+	resp, err := m.cli.Get(tctx, m.keys.failedSink(sinkName), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil {
+		return nil, fmt.Errorf("read the failed record of sink %q: %w", sinkName, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	f, err := decodeFailed(resp.Kvs[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("failed record %s: %w", resp.Kvs[0].Key, err)
+	}
+	return f, nil
+}
