@@ -15,10 +15,11 @@
 //     during receipt; a mismatch, a truncation or a failed check stores
 //     nothing. A JSON upload on a store that stages streams (the bolt
 //     store) is checked (config.Scanner), hashed and written to disk chunk
-//     by chunk as it arrives, by two workers while the transport receives
-//     the next chunk, so the ack follows the last chunk by about one
-//     flush, a bad byte ends the upload without waiting for the rest, and
-//     the bytes are held in memory once, read back after the commit for
+//     by chunk as it arrives, by two workers (one checks, one writes and
+//     hashes) while the transport receives the next chunk, so the ack
+//     follows the last chunk by about one flush, a bad byte ends the
+//     upload without waiting for the rest, and the bytes are held in
+//     memory once, read back after the commit for
 //     the sinks (TestUploadStoresThenPublishes, TestBadUploadChangesNothing;
 //     peak RSS in docs/performance.md, scenario 1). A YAML upload (its
 //     check converts the whole document) or one on another store is
