@@ -235,10 +235,12 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv *server.Server, attrs ...any) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		srv.GRPC.Stop() // ends its stream workers
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	if err := o.serve(ctx, f, srv); err != nil {
 		_ = lis.Close()
+		srv.GRPC.Stop()
 		return err
 	}
 	log.Info("confighub serving", append([]any{"listen", lis.Addr().String()}, attrs...)...)

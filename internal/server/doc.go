@@ -26,6 +26,14 @@
 // answers no ping is disconnected PingAfterIdle+PingTimeout after its last
 // frame, ending its watch (TestDeadWatcherIsDropped).
 //
+// Received messages are read into buffers that are not cleared before
+// use (recvPool, grpc-go's default pool clears each one, up to its whole
+// capacity) and decoded by the proto codec from them; every byte a
+// handler gets is one the client sent (TestReceivedBytesAreExact,
+// TestRecvPoolSizes). Calls are served by up to 64 worker goroutines that
+// keep their grown stacks (grpc.NumStreamWorkers); docs/performance.md
+// (scenario 7) has what both save per push.
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

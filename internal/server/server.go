@@ -12,6 +12,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -75,6 +76,14 @@ func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } 
 // none), as the page's listener binds after the server is built.
 func WithStatusPageURL(url func() string) Option { return func(o *options) { o.pageURL = url } }
 
+// streamWorkers is how many goroutines serve calls and keep their grown
+// stacks between calls (grpc.NumStreamWorkers); a call that finds them all
+// busy gets a goroutine of its own, as without workers. A push's handler
+// chain (validation's CEL interpreter, the check) grows a fresh
+// goroutine's stack several times, which cost more CPU than the rest of
+// the chain (docs/performance.md, scenario 7).
+const streamWorkers = 64
+
 // Server is the hub's gRPC server with its health service.
 type Server struct {
 	GRPC   *grpc.Server
@@ -115,7 +124,11 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	}, o.stream...)
 	stream = append(stream, pvmw.StreamServerInterceptor(v))
 
+	pool := &recvPool{}
 	so := append([]grpc.ServerOption{
+		grpc.NumStreamWorkers(streamWorkers),
+		experimental.BufferPool(pool),
+		grpc.ForceServerCodecV2(newCodec(pool)),
 		grpc.MaxRecvMsgSize(o.maxMsg),
 		grpc.MaxSendMsgSize(o.maxMsg),
 		grpc.ChainUnaryInterceptor(unary...),
