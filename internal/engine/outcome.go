@@ -174,27 +174,28 @@ func (ev applyOutcome) measure(m Metrics) {
 }
 
 // logTo writes ev's log line: one per apply; a failure's names the error,
-// the next retry and that a new configuration is tried at once.
+// the next retry and that a new configuration is tried at once. The result
+// is given as a constant: a variable would be boxed on every apply.
 func (ev applyOutcome) logTo(l *slog.Logger) {
 	gen := ev.cfg.Generation
 	if ev.result == ResultSkipped {
-		l.Info("apply", "sink", ev.sink, "stream", ev.stream, "generation", gen, "result", ev.result, "reason", "hash already applied", "duration", ev.duration)
+		l.Info("apply", "sink", ev.sink, "stream", ev.stream, "generation", gen, "result", ResultSkipped, "reason", "hash already applied", "duration", ev.duration)
 		return
 	}
 	l = l.With("sink", ev.sink, "stream", ev.stream, "generation", gen, "duration", ev.duration, "attempt", ev.attempt)
 	switch ev.result {
 	case ResultApplied:
-		l.Info("apply", "result", ev.result)
+		l.Info("apply", "result", ResultApplied)
 	case ResultCancelled:
-		l.Info("apply", "result", ev.result, "reason", "superseded by a newer generation")
+		l.Info("apply", "result", ResultCancelled, "reason", "superseded by a newer generation")
 	case ResultDegraded:
-		l.Warn("apply", "result", ev.result, "excluded", len(ev.excluded), "fallback_hash", short(ev.fallbackHash),
+		l.Warn("apply", "result", ResultDegraded, "excluded", len(ev.excluded), "fallback_hash", short(ev.fallbackHash),
 			"error", ev.err.Error(), "note", "the destination runs this generation without the excluded entities; a new configuration is tried whole at once")
 	case ResultRejected:
-		l.Warn("apply", "result", ev.result, "code", string(ev.code), "error", ev.err.Error(), "entity_errors", len(ev.err.EntityErrors),
+		l.Warn("apply", "result", ResultRejected, "code", string(ev.code), "error", ev.err.Error(), "entity_errors", len(ev.err.EntityErrors),
 			"note", "this generation is not retried; a new configuration is tried at once")
 	case ResultFailed:
-		l.Warn("apply", "result", ev.result, "code", string(ev.code), "error", ev.err.Error(), "retry_in", ev.retryIn, "next_retry", ev.nextAttempt,
+		l.Warn("apply", "result", ResultFailed, "code", string(ev.code), "error", ev.err.Error(), "retry_in", ev.retryIn, "next_retry", ev.nextAttempt,
 			"note", "retrying with backoff; a new configuration is tried at once")
 	}
 }
