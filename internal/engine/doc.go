@@ -85,7 +85,8 @@
 //     for a slot is PENDING (reported once, not again for each newer
 //     generation), blocks nobody else's bookkeeping, is not woken until a
 //     slot is handed to it, then applies the newest generation; slots are
-//     handed over in arrival order (TestMaxConcurrentApplies,
+//     handed over in arrival order, the pool deciding and the worker
+//     waking the one it names (TestSlotPool, TestMaxConcurrentApplies,
 //     TestApplySlotQueue).
 //   - Gating: GATE_ANY_GATEWAY waits for one gateway sink of the stream
 //     (none: no wait) (TestGateAnyGateway); GATE_WAVE waits for the lower

@@ -1,7 +1,9 @@
 package engine
 
 // slotPool is one hub-wide limit of applies in flight. Every field is
-// guarded by Engine.mu.
+// guarded by Engine.mu. It only decides (no I/O, no wake-up of its own):
+// the worker whose release hands a slot on wakes the one it names
+// (TestSlotPool).
 //
 // A worker that finds the pool full joins a FIFO queue and sleeps; a
 // release hands the slot straight to the first queued worker and wakes
@@ -44,12 +46,12 @@ func (p *slotPool) acquire(w *worker) bool {
 func (p *slotPool) waiting() int { return len(p.queue) - p.head }
 
 // release gives up w's slot, or takes w out of the queue. A freed slot
-// goes to the first queued worker, which is woken. e.mu is held.
-func (p *slotPool) release(w *worker) {
+// goes to the first queued worker, returned to be woken. e.mu is held.
+func (p *slotPool) release(w *worker) (wake *worker) {
 	switch {
 	case w.slotHeld:
 		w.slotHeld = false
-		p.handOver()
+		return p.handOver()
 	case w.slotQueued:
 		w.slotQueued = false
 		for i := p.head; i < len(p.queue); i++ {
@@ -60,14 +62,15 @@ func (p *slotPool) release(w *worker) {
 		}
 		p.compact()
 	}
+	return nil
 }
 
-// handOver gives a free slot to the first queued worker, or returns it to
-// the pool. e.mu is held.
-func (p *slotPool) handOver() {
+// handOver gives a free slot to the first queued worker, returned to be
+// woken, or returns it to the pool. e.mu is held.
+func (p *slotPool) handOver() *worker {
 	if p.waiting() == 0 {
 		p.free++
-		return
+		return nil
 	}
 	next := p.queue[p.head]
 	p.queue[p.head] = nil
@@ -75,7 +78,7 @@ func (p *slotPool) handOver() {
 	p.compact()
 	next.slotQueued = false
 	next.slotHeld = true
-	next.wake()
+	return next
 }
 
 // compact drops the consumed front of the queue once it is most of it, so

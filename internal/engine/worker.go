@@ -186,7 +186,7 @@ func (w *worker) loop() {
 	defer func() {
 		// Hand a held slot on (or leave the queue) whatever the exit.
 		e.mu.Lock()
-		w.pool.release(w)
+		w.releaseSlot()
 		e.mu.Unlock()
 	}()
 	for {
@@ -212,7 +212,7 @@ func (w *worker) loop() {
 			continue
 		}
 		if d.kind != actApply {
-			w.pool.release(w)
+			w.releaseSlot()
 			w.emit()
 			rec := w.takeRecord()
 			e.mu.Unlock()
@@ -243,13 +243,21 @@ func (w *worker) loop() {
 		cancelAttempt(nil)
 
 		e.mu.Lock()
-		w.pool.release(w)
+		w.releaseSlot()
 		w.finish(cfg, err, cause, dur)
 		w.reportState()
 		w.emit()
 		rec := w.takeRecord()
 		e.mu.Unlock()
 		w.recordApplied(rec)
+	}
+}
+
+// releaseSlot gives up w's apply slot (or its place in the queue) and
+// wakes the worker the slot goes to. e.mu is held.
+func (w *worker) releaseSlot() {
+	if next := w.pool.release(w); next != nil {
+		next.wake()
 	}
 }
 
