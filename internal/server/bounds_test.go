@@ -71,6 +71,8 @@ func TestLabelBounds(t *testing.T) {
 		{"long value", map[string]string{"pod": "p", "commit": strings.Repeat("c", 1025)}, `label "commit": the value is 1025 bytes, at most 1024`},
 		{"huge value", big, "the value is 31457280 bytes, at most 1024"},
 		{"large in all", labelsOf(20, 24, 1000), "labels are 20480 bytes in all (keys and values), at most 16384"},
+		// The fewest labels within the per-label bounds that exceed the total.
+		{"15 at the bounds", labelsOf(15, 128, 1024), "labels are 17280 bytes in all (keys and values), at most 16384"},
 	}
 	for _, tc := range cases {
 		_, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(validConfig), Labels: tc.labels})
@@ -84,14 +86,20 @@ func TestLabelBounds(t *testing.T) {
 		_, err = up.CloseAndRecv()
 		wantRefused(t, "upload: "+tc.name, err, codes.InvalidArgument, tc.want)
 	}
-	// At the bounds: accepted, and read back.
-	ok := labelsOf(64, 128, 127) // 64 x 255 = 16320 bytes
-	if _, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(validConfig), Labels: ok}); err != nil {
-		t.Fatalf("labels at the bounds: %v", err)
-	}
-	got, err := c.GetConfig(ctx, &confighubv1.GetConfigRequest{})
-	if err != nil || len(got.GetLabels()) != 64 {
-		t.Fatalf("GetConfig: %d labels, %v", len(got.GetLabels()), err)
+	// At the bounds: accepted, and read back (distinct configs: an
+	// unchanged one keeps the labels it had).
+	for i, ok := range []map[string]string{
+		labelsOf(64, 128, 127),  // 64 x 255 = 16320 bytes
+		labelsOf(14, 128, 1024), // 14 x 1152 = 16128 bytes
+	} {
+		raw := fmt.Sprintf(`{"_format_version":"3.0","services":[],"_comment":"%d"}`, i)
+		if _, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(raw), Labels: ok}); err != nil {
+			t.Fatalf("%d labels at the bounds: %v", len(ok), err)
+		}
+		got, err := c.GetConfig(ctx, &confighubv1.GetConfigRequest{})
+		if err != nil || len(got.GetLabels()) != len(ok) {
+			t.Fatalf("GetConfig: %d labels, %v; want %d", len(got.GetLabels()), err, len(ok))
+		}
 	}
 }
 

@@ -95,7 +95,11 @@ var (
 var (
 	// Labels of a configuration: at most 64, each key 1 to 128 bytes, each
 	// value at most 1 KiB, keys and values 16 KiB in all. Labels are echoed
-	// by GetConfig and by every status snapshot, so they stay small.
+	// by GetConfig and by every status snapshot, so they stay small. Every
+	// push is checked: no labels, and valid ones, are answered by the first
+	// lines (one pass over the labels; up to 14 labels of bounded size are
+	// at most 14 x 1,152 bytes, so their total needs no second pass); the
+	// passes that find what to name run only for labels that fail.
 	//
 	// optional bool labels = 69143;
 	E_Labels = &file_confighub_v1_rules_proto_extTypes[4]
@@ -118,11 +122,11 @@ const file_confighub_v1_rules_proto_rawDesc = "" +
 	"\x19string.optional_sink_name\x1a\x87\x02!rule || this == '' ? '' : size(this) > 128 ? 'a sink name is at most 128 characters (got ' + string(size(this)) + ')' : !this.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$') ? 'a sink name is made of A-Z, a-z, 0-9, \".\", \"_\" and \"-\", starting with a letter or digit' : ''R\x10optionalSinkName:\xb0\x02\n" +
 	"\x17url_without_credentials\x12\x19.buf.validate.StringRules\x18\x9d\x9c\x04 \x01(\bB\xda\x01\xc2H\xd6\x01\n" +
 	"\xd3\x01\n" +
-	"\x1estring.url_without_credentials\x1a\xb0\x01!rule || !this.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@') ? '' : 'the URL carries credentials (user:password@host): put them in a header or the token, which are write-only'R\x15urlWithoutCredentials:\x8e\x06\n" +
-	"\x06labels\x12\x16.buf.validate.MapRules\x18\x97\x9c\x04 \x01(\bB\xdb\x05\xc2H\xd7\x05\n" +
-	"\xd4\x05\n" +
+	"\x1estring.url_without_credentials\x1a\xb0\x01!rule || !this.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@') ? '' : 'the URL carries credentials (user:password@host): put them in a header or the token, which are write-only'R\x15urlWithoutCredentials:\xd2\a\n" +
+	"\x06labels\x12\x16.buf.validate.MapRules\x18\x97\x9c\x04 \x01(\bB\x9f\a\xc2H\x9b\a\n" +
+	"\x98\a\n" +
 	"\n" +
-	"map.labels\x1a\xc5\x05!rule ? '' : size(this) > 64 ? 'at most 64 labels (got ' + string(size(this)) + ')' : this.exists(k, size(bytes(k)) == 0) ? 'a label key is empty' : this.exists(k, size(bytes(k)) > 128) ? 'label key \"' + this.filter(k, size(bytes(k)) > 128)[0].substring(0, 64) + '...\" is longer than 128 bytes' : this.exists(k, size(bytes(this[k])) > 1024) ? 'label \"' + this.filter(k, size(bytes(this[k])) > 1024)[0] + '\": the value is ' + string(size(bytes(this[this.filter(k, size(bytes(this[k])) > 1024)[0]]))) + ' bytes, at most 1024' : size(bytes(this.map(k, k + this[k]).join(''))) > 16384 ? 'labels are ' + string(size(bytes(this.map(k, k + this[k]).join('')))) + ' bytes in all (keys and values), at most 16384' : ''R\x06labelsB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1"
+	"map.labels\x1a\x89\a!rule || size(this) == 0 ? '' : size(this) > 64 ? 'at most 64 labels (got ' + string(size(this)) + ')' : this.all(k, size(bytes(k)) > 0 && size(bytes(k)) <= 128 && size(bytes(this[k])) <= 1024) && (size(this) <= 14 || size(bytes(this.map(k, k + this[k]).join(''))) <= 16384) ? '' : this.exists(k, size(bytes(k)) == 0) ? 'a label key is empty' : this.exists(k, size(bytes(k)) > 128) ? 'label key \"' + this.filter(k, size(bytes(k)) > 128)[0].substring(0, 64) + '...\" is longer than 128 bytes' : this.exists(k, size(bytes(this[k])) > 1024) ? 'label \"' + this.filter(k, size(bytes(this[k])) > 1024)[0] + '\": the value is ' + string(size(bytes(this[this.filter(k, size(bytes(this[k])) > 1024)[0]]))) + ' bytes, at most 1024' : size(bytes(this.map(k, k + this[k]).join(''))) > 16384 ? 'labels are ' + string(size(bytes(this.map(k, k + this[k]).join('')))) + ' bytes in all (keys and values), at most 16384' : ''R\x06labelsB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1"
 
 var file_confighub_v1_rules_proto_goTypes = []any{
 	(*validate.StringRules)(nil), // 0: buf.validate.StringRules
