@@ -65,6 +65,11 @@
 //     once the newer applied (TestFailedConfigOnEveryReplica).
 //   - A watch resumes on another replica from a revision of the first
 //     (TestWatchResumesAcrossReplicas).
+//   - The engine conformance suite that internal/engine runs on one
+//     engine passes on two replicas over one etcd, read through a view
+//     whose replica runs only some of the sinks (TestEngineConformance,
+//     enginetest.Run); the status view conformance suite passes on the
+//     etcd view (etcdstatus TestConformance, statustest.Run).
 //   - A sink this replica gives up while it still exists is logged as
 //     "sink handed over ... to=<owner>" (Placement names the owner), never
 //     as "sink deleted"; lines do not repeat the replica, which the logger

@@ -107,7 +107,12 @@ func startReplica(t *testing.T, id string, st shared, cli *clientv3.Client, a *a
 // logger, naming the replica, for the engine, hub, membership and replica.
 func startReplicaLog(t *testing.T, id string, st shared, cli *clientv3.Client, a *applies, log *slog.Logger, opts ...status.Option) *replica {
 	t.Helper()
-	reg := recKind(t, id, a)
+	return startReplicaReg(t, id, st, cli, recKind(t, id, a), log, opts...)
+}
+
+// startReplicaReg is startReplicaLog with the sink kinds of reg.
+func startReplicaReg(t *testing.T, id string, st shared, cli *clientv3.Client, reg *sink.Registry, log *slog.Logger, opts ...status.Option) *replica {
+	t.Helper()
 	m := &enginetest.Converged{}
 	place := NewPlacement(id)
 	var rep *Replica

@@ -149,6 +149,11 @@
 //     LastFailed is not known to this engine: the owner's status writer
 //     copies it to etcd and every replica reads it there
 //     (cluster TestFailedConfigOnEveryReplica).
+//   - Both modes pass one conformance suite, enginetest.Run, observed
+//     through the status view: one engine here (TestEngineConformance),
+//     two replicas over etcd in package cluster (its
+//     TestEngineConformance); what runs on one engine only, and why, is in
+//     enginetest's doc.
 //   - Successful applies are recorded with the AppliedRecorder; a failed
 //     record is retried after the next apply (TestRecorder).
 //   - A generation's convergence is observed once, when its last sink
