@@ -179,10 +179,12 @@ type Engine struct {
 	// gateways' slots. Guarded by mu.
 	gatewaySlots, slots *slotPool
 	rnd                 func() float64
-	own                 Ownership
-	brokerOpts          []status.Option
-	newStream           func(string)
-	broker              *status.Broker
+	// deps are the options every worker takes (made once by New).
+	deps       *workerDeps
+	own        Ownership
+	brokerOpts []status.Option
+	newStream  func(string)
+	broker     *status.Broker
 	// dispatchWindow batches the status fan-out (real time: it delays
 	// delivery and schedules no sink work, so a fake engine clock must not
 	// hold status back).
@@ -316,6 +318,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	for _, o := range opts {
 		o(e)
 	}
+	e.deps = &workerDeps{clock: e.clock, log: e.log, metrics: e.metrics, recorder: e.recorder, rnd: e.rnd, redact: e.redactError}
 	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
 	e.slots = newSlotPool("non-gateway", e.maxApplies)
 	// Revisions start at the clock's nanoseconds, so a restarted hub never

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -49,7 +51,10 @@ const (
 // below "under e.mu" is guarded by the engine's lock; the goroutine never
 // holds the lock while calling the sink.
 type worker struct {
+	// e is the engine: its lock, and the stream-wide gate, counts and
+	// waiters; deps the rest the worker takes from its options.
 	e    *Engine
+	deps *workerDeps
 	name string
 	kind string
 	spec *confighubv1.Sink
@@ -94,6 +99,18 @@ type worker struct {
 	published           *confighubv1.SinkStatus
 }
 
+// workerDeps are what every worker takes from its engine's options: the
+// same for all, made once by New.
+type workerDeps struct {
+	clock    clockwork.Clock
+	log      *slog.Logger
+	metrics  Metrics
+	recorder AppliedRecorder
+	rnd      func() float64
+	// redact cleans a sink's error text (Engine.redactError).
+	redact func(*sink.Error, *strings.Replacer) *sink.Error
+}
+
 // newWorker builds the worker of s; caps is s.Describe(), asked before
 // e.mu was taken. e.mu is held.
 func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
@@ -106,6 +123,7 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		scrub:  e.scrubber(spec),
 		pool:   pool,
 		e:      e,
+		deps:   e.deps,
 		name:   spec.GetName(),
 		kind:   spec.GetKind(),
 		spec:   spec,
@@ -141,7 +159,7 @@ func (w *worker) wake() {
 func (w *worker) offer(cfg *config.Config, now time.Time) {
 	coalesced, cancelInFlight := w.m.offer(cfg, now)
 	if coalesced {
-		w.e.metrics.Coalesced(w.name, w.kind)
+		w.deps.metrics.Coalesced(w.name, w.kind)
 	}
 	if cancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
@@ -174,7 +192,7 @@ func (w *worker) start() {
 func (w *worker) runRunner(r sink.Runner) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.e.log.Error("sink runner panicked", "sink", w.name, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			w.deps.log.Error("sink runner panicked", "sink", w.name, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			notifier{w}.Health(fmt.Errorf("runner panicked: %v", p))
 		}
 	}()
@@ -194,7 +212,7 @@ func (w *worker) loop() {
 			return
 		}
 		e.mu.Lock()
-		now := e.clock.Now()
+		now := w.deps.clock.Now()
 		d := w.decide(now)
 		if d.kind == actApply && !w.pool.acquire(w) {
 			// Queued: PENDING once, then sleep until a release hands
@@ -229,15 +247,15 @@ func (w *worker) loop() {
 		cfg := d.cfg
 		attemptCtx, cancelAttempt := context.WithCancelCause(w.ctx)
 		w.cancelApply = cancelAttempt
-		w.m.start(cfg, e.clock.Now())
+		w.m.start(cfg, w.deps.clock.Now())
 		w.reportState()
 		w.emit()
 		e.mu.Unlock()
 
-		timer := e.clock.AfterFunc(w.opts.Timeout, func() { cancelAttempt(errAttemptTimeout) })
-		start := e.clock.Now()
+		timer := w.deps.clock.AfterFunc(w.opts.Timeout, func() { cancelAttempt(errAttemptTimeout) })
+		start := w.deps.clock.Now()
 		err := w.apply(attemptCtx, cfg)
-		dur := e.clock.Since(start)
+		dur := w.deps.clock.Since(start)
 		timer.Stop()
 		cause := context.Cause(attemptCtx)
 		cancelAttempt(nil)
@@ -266,7 +284,7 @@ func (w *worker) releaseSlot() {
 func (w *worker) wait(d time.Duration) bool {
 	var timer <-chan time.Time
 	if d > 0 {
-		t := w.e.clock.NewTimer(d)
+		t := w.deps.clock.NewTimer(d)
 		defer t.Stop()
 		timer = t.Chan()
 	}
@@ -304,7 +322,7 @@ func (w *worker) decide(now time.Time) decision {
 // held.
 func (w *worker) reportState() {
 	for _, c := range w.m.takeChanges() {
-		w.e.metrics.StateChanged(w.name, w.kind, c.from, c.to)
+		w.deps.metrics.StateChanged(w.name, w.kind, c.from, c.to)
 	}
 }
 
@@ -312,7 +330,7 @@ func (w *worker) reportState() {
 func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.e.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			w.deps.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			err = &sink.Error{Code: sink.CodeInternal, Message: fmt.Sprintf("the sink panicked: %v", p), Err: errSinkPanicked}
 		}
 	}()
@@ -322,7 +340,7 @@ func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 // finish takes the outcome of an attempt: the machine's transition, then
 // one event for status, metrics and logs. e.mu is held.
 func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration) {
-	now := w.e.clock.Now()
+	now := w.deps.clock.Now()
 	w.cancelApply = nil
 	w.lastDur = dur
 	if w.ctx.Err() != nil {
@@ -330,7 +348,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 		w.m.outcome(attemptOutcome{kind: outAbandoned, cfg: cfg}, now)
 		return
 	}
-	o, f := w.classify(cfg, err, cause, w.e.rnd)
+	o, f := w.classify(cfg, err, cause, w.deps.rnd)
 	t := w.m.outcome(o, now)
 	w.report(w.outcomeOf(o, t, f, dur, now), t.prevApplied, t.kickWaiters)
 }
@@ -342,8 +360,8 @@ func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 	e := w.e
 	w.show(ev)
 	w.reportState()
-	ev.measure(e.metrics)
-	ev.logTo(e.log)
+	ev.measure(w.deps.metrics)
+	ev.logTo(w.deps.log)
 	if prevApplied != w.m.appliedGen {
 		e.appliedChanged(w, prevApplied)
 	} else if kick {
@@ -369,11 +387,11 @@ func (w *worker) takeRecord() *store.Applied {
 // recordApplied stores what the sink applied; on failure the next apply
 // records again (a record overwrites the previous one).
 func (w *worker) recordApplied(a *store.Applied) {
-	if a == nil || w.e.recorder == nil {
+	if a == nil || w.deps.recorder == nil {
 		return
 	}
-	if err := w.e.recorder.RecordApplied(w.ctx, *a); err != nil && w.ctx.Err() == nil {
-		w.e.log.Warn("recording the applied generation failed; it is recorded again after the next apply", "sink", w.name, "generation", a.Generation, "error", err)
+	if err := w.deps.recorder.RecordApplied(w.ctx, *a); err != nil && w.ctx.Err() == nil {
+		w.deps.log.Warn("recording the applied generation failed; it is recorded again after the next apply", "sink", w.name, "generation", a.Generation, "error", err)
 	}
 }
 
@@ -479,7 +497,7 @@ func (n notifier) Resync(reason string) {
 	// reconnected): the backoff wait is no longer worth waiting out.
 	// A destination's own Retry-After still holds.
 	w.m.requestResync(reason)
-	w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
+	w.deps.log.Info("resync requested", "sink", w.name, "reason", reason)
 	w.wake()
 }
 
@@ -502,9 +520,9 @@ func (n notifier) Health(err error) {
 		return
 	}
 	if h != "" {
-		w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
+		w.deps.log.Warn("sink unreachable", "sink", w.name, "error", h)
 	} else {
-		w.e.log.Info("sink reachable again", "sink", w.name)
+		w.deps.log.Info("sink reachable again", "sink", w.name)
 		// A retry scheduled while it was down is tried now, not after the
 		// rest of its backoff.
 		w.m.reachable()
