@@ -8,9 +8,7 @@ func WatchEncodes(s *Server) []int {
 	defer w.mu.Unlock()
 	out := make([]int, len(w.classes))
 	for i, c := range w.classes {
-		c.mu.Lock()
-		out[i] = c.encodes
-		c.mu.Unlock()
+		out[i] = c.enc.Encodes()
 	}
 	return out
 }

@@ -7,9 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/engine/status"
 )
 
 // sharedEncodings is how many recent status events keep their wire
@@ -37,7 +38,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 				if ctx.Err() != nil {
 					return nil
 				}
-				return status.Error(codes.Unavailable, ShutdownMessage)
+				return grpcstatus.Error(codes.Unavailable, ShutdownMessage)
 			}
 			if err := enc.send(stream, ev); err != nil {
 				return fmt.Errorf("send status event: %w", err)
@@ -48,8 +49,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 
 // watchEncodings shares the wire encoding of each status event between the
 // WatchStatus streams that encode alike, so a change watched by 1,000
-// clients is marshalled once, not 1,000 times (the broker hands every
-// watcher the same read-only event).
+// clients is marshalled once, not 1,000 times.
 //
 // A grpc.PreparedMsg is encoded with its stream's codec and compressor,
 // which grpc does not expose: streams are grouped by the encoding of a
@@ -62,19 +62,7 @@ type watchEncodings struct {
 
 type encodingClass struct {
 	probe *grpc.PreparedMsg
-	mu    sync.Mutex
-	byEv  map[*confighubv1.WatchStatusResponse]*encoded
-	// order is a ring of the keys of byEv, oldest at next once full.
-	order []*confighubv1.WatchStatusResponse
-	next  int
-	// encodes counts the marshals (tests).
-	encodes int
-}
-
-type encoded struct {
-	once sync.Once
-	msg  *grpc.PreparedMsg
-	err  error
+	enc   *status.Encodings[*grpc.PreparedMsg]
 }
 
 var probeEvent = &confighubv1.WatchStatusResponse{Revision: 1, SnapshotReason: "probe"}
@@ -94,7 +82,7 @@ func (w *watchEncodings) forStream(s grpc.ServerStream) *encodingClass {
 			return c
 		}
 	}
-	c := &encodingClass{probe: probe, byEv: map[*confighubv1.WatchStatusResponse]*encoded{}}
+	c := &encodingClass{probe: probe, enc: status.NewEncodings[*grpc.PreparedMsg](sharedEncodings)}
 	w.classes = append(w.classes, c)
 	return c
 }
@@ -105,37 +93,12 @@ func (c *encodingClass) send(s grpc.ServerStreamingServer[confighubv1.WatchStatu
 	if c == nil || ev.GetSnapshot() != nil {
 		return s.Send(ev)
 	}
-	e := c.entry(ev)
-	e.once.Do(func() {
-		msg := &grpc.PreparedMsg{}
-		if e.err = msg.Encode(s, ev); e.err == nil {
-			e.msg = msg
-		}
-		c.mu.Lock()
-		c.encodes++
-		c.mu.Unlock()
+	msg, err := c.enc.Get(ev, func() (*grpc.PreparedMsg, error) {
+		m := &grpc.PreparedMsg{}
+		return m, m.Encode(s, ev)
 	})
-	if e.err != nil {
-		return e.err
+	if err != nil {
+		return err
 	}
-	return s.SendMsg(e.msg)
-}
-
-// entry returns ev's slot, made (and the oldest evicted) when new.
-func (c *encodingClass) entry(ev *confighubv1.WatchStatusResponse) *encoded {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byEv[ev]; e != nil {
-		return e
-	}
-	e := &encoded{}
-	c.byEv[ev] = e
-	if len(c.order) < sharedEncodings {
-		c.order = append(c.order, ev)
-		return e
-	}
-	delete(c.byEv, c.order[c.next])
-	c.order[c.next] = ev
-	c.next = (c.next + 1) % len(c.order)
-	return e
+	return s.SendMsg(msg)
 }

@@ -186,3 +186,46 @@ func TestNoSecretReachesThePage(t *testing.T) {
 		t.Fatalf("watch event %s quotes the secret", b)
 	}
 }
+
+// TestWatchersShareEvents: pages watching one stream get the same events,
+// each change encoded once for all of them.
+func TestWatchersShareEvents(t *testing.T) {
+	f := startHub(t, fakeSinks("a", "b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var readers []*bufio.Reader
+	for range 3 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"api/v1/watch", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		r := bufio.NewReader(res.Body)
+		if _, ev := readEvent(t, r); ev.GetSnapshot() == nil {
+			t.Fatalf("first event %v, want the snapshot", ev)
+		}
+		readers = append(readers, r)
+	}
+	gen := f.push(t, []byte("_format_version: \"3.0\"\n"), nil)
+	// Each page reads until the generation counts both sinks applied.
+	got := make([][]string, len(readers))
+	for i, r := range readers {
+		for {
+			id, ev := readEvent(t, r)
+			got[i] = append(got[i], id+" "+protojson.Format(ev))
+			if g := ev.GetGeneration(); g.GetGeneration() == gen && g.GetSinksApplied() == 2 {
+				break
+			}
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if strings.Join(got[i], "\n") != strings.Join(got[0], "\n") {
+			t.Fatalf("page %d saw other events than page 0:\n%v\n%v", i, got[i], got[0])
+		}
+	}
+	// Unshared, 3 pages would encode each change 3 times.
+	if n := statuspage.EventEncodes(f.page); n < len(got[0]) || n >= 2*len(got[0]) {
+		t.Fatalf("%d encodings for %d changes read by 3 pages, want one per change", n, len(got[0]))
+	}
+}

@@ -115,6 +115,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 type fixture struct {
 	hub   *hub.Hub
 	fleet *enginetest.Fleet
+	page  *statuspage.Handler
 	url   string
 }
 
@@ -144,9 +145,10 @@ func startHubWith(t *testing.T, seed []*confighubv1.Sink, presets map[string]eng
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewServer(statuspage.New(ctx, h, opts...))
+	page := statuspage.New(ctx, h, opts...)
+	srv := httptest.NewServer(page)
 	t.Cleanup(func() { cancel(); srv.Close(); eng.Stop() })
-	return &fixture{hub: h, fleet: fleet, url: srv.URL + "/"}
+	return &fixture{hub: h, fleet: fleet, page: page, url: srv.URL + "/"}
 }
 
 func (f *fixture) push(t *testing.T, raw []byte, labels map[string]string) uint64 {

@@ -39,7 +39,8 @@
 //     without the token.
 //   - A watch resumes after the revision given (TestWatchResumes); event
 //     streams end when the context given to New ends, so the listener's
-//     shutdown does not wait for them.
+//     shutdown does not wait for them. Each change is encoded once for
+//     every page watching it (status.Encodings; TestWatchersShareEvents).
 //
 // The browser tests need Chromium (CONFIGHUB_CHROMIUM, or chromium on PATH);
 // without it they fail, unless CONFIGHUB_SKIP_BROWSER=1 skips them (saying

@@ -19,6 +19,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/hub"
 )
 
@@ -64,6 +65,8 @@ type Handler struct {
 	keepalive time.Duration
 	ctx       context.Context
 	mux       *http.ServeMux
+	// events shares each change's event bytes between the pages watching.
+	events *status.Encodings[[]byte]
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -71,7 +74,8 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the page's handler. Event streams end when ctx ends (the
 // hub's shutdown), so an HTTP server's Shutdown does not wait for them.
 func New(ctx context.Context, src Source, opts ...Option) *Handler {
-	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), keepalive: 15 * time.Second, ctx: ctx, mux: http.NewServeMux()}
+	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), keepalive: 15 * time.Second, ctx: ctx, mux: http.NewServeMux(),
+		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -218,12 +222,12 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 				_ = rc.Flush()
 				return
 			}
-			buf, err = appendEvent(buf[:0], ev)
+			out, err := h.encode(&buf, ev)
 			if err != nil {
 				h.log.Error("status page: encode event", "error", err)
 				return
 			}
-			if _, err := w.Write(buf); err != nil {
+			if _, err := w.Write(out); err != nil {
 				return
 			}
 			// A burst (a push to 1,000 sinks) goes out in few writes.
@@ -234,6 +238,18 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// encode returns ev as an event: a change's bytes are shared by every
+// page watching (the broker hands them the same event), a snapshot (each
+// watcher's own) goes through buf.
+func (h *Handler) encode(buf *[]byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) {
+	if ev.GetSnapshot() != nil {
+		b, err := appendEvent((*buf)[:0], ev)
+		*buf = b
+		return b, err
+	}
+	return h.events.Get(ev, func() ([]byte, error) { return appendEvent(nil, ev) })
 }
 
 func appendEvent(b []byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) {

@@ -76,5 +76,8 @@
 //     below it (etcdstatus.TestMirrorRecoversAfterEtcdRestart).
 //
 // Messages handed out (snapshots, events, statuses) are shared between
-// watchers: read only.
+// watchers: read only. So a change can be encoded once for all the
+// watchers that send it: Encodings keeps the latest changes' encodings
+// (gRPC's WatchStatus and the status page use it), made once even when
+// many watchers ask at once (TestEncodingsEncodeOnce).
 package status
