@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -633,41 +634,84 @@ func TestReplicasEtcdUnreachable(t *testing.T) {
 
 var convergedAllRE = regexp.MustCompile(`(?m)^confighub_stream_convergence_seconds_count\{stream="default"\} (\d+)$`)
 
-// TestReplicasConvergenceMetric: summed over the replicas, the convergence
-// histogram observes each generation once, whichever replicas run the
-// sinks; GetStatus answers the same generations on every replica.
-func TestReplicasConvergenceMetric(t *testing.T) {
-	rs := startReplicaSet(t)
-	p := &pusher{rs: rs}
-	const pushes = 8
-	for range pushes {
-		a := p.mustPush(t)
-		harness.Eventually(t, 30*time.Second, func() bool {
-			for _, c := range rs.live() {
-				st, err := c.GetStatus(context.Background(), &confighubv1.GetStatusRequest{})
-				g := st.GetGenerations()
-				if err != nil || len(g) == 0 || g[len(g)-1].GetGeneration() != a.gen || g[len(g)-1].GetConvergeTime() == nil {
-					return false
-				}
-			}
-			return true
-		}, "generation %d converged, seen from every replica", a.gen)
-	}
-	total := 0
-	var per []string
-	for id, h := range rs.hubs {
+// convergedCounts scrapes confighub_stream_convergence_seconds_count of
+// stream default from every live replica.
+func convergedCounts(t *testing.T, rs *replicaSet) map[string]int {
+	t.Helper()
+	rs.mu.Lock()
+	hubs := maps.Clone(rs.hubs)
+	rs.mu.Unlock()
+	out := map[string]int{}
+	for id, h := range hubs {
 		m := convergedAllRE.FindStringSubmatch(scrape(t, h.WaitOutput(t, metricsRE, 10*time.Second)))
 		n := 0
 		if m != nil {
 			n, _ = strconv.Atoi(m[1])
 		}
+		out[id] = n
+	}
+	return out
+}
+
+func sumCounts(c map[string]int) (int, string) {
+	total := 0
+	var per []string
+	for id, n := range c {
 		total += n
 		per = append(per, fmt.Sprintf("%s=%d", id, n))
 	}
 	slices.Sort(per)
-	t.Logf("confighub_stream_convergence_seconds_count summed over replicas: %d for %d generations (%s)", total, pushes, strings.Join(per, " "))
+	return total, strings.Join(per, " ")
+}
+
+// convergeTimes is generation -> converge time as a replica's GetStatus
+// shows them.
+func convergeTimes(t *testing.T, c confighubv1.ConfigHubServiceClient) map[uint64]time.Time {
+	t.Helper()
+	st, err := c.GetStatus(context.Background(), &confighubv1.GetStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64]time.Time{}
+	for _, g := range st.GetGenerations() {
+		if g.GetConvergeTime() != nil {
+			out[g.GetGeneration()] = g.GetConvergeTime().AsTime()
+		}
+	}
+	return out
+}
+
+// TestReplicasConvergenceMetric: summed over the replicas, the convergence
+// histogram observes each generation once, whichever replicas run the
+// sinks; GetStatus answers the same generations on every replica. After a
+// kill -9 of the stream's leader, the replica that takes the lead keeps
+// the converge times and counts each later generation once; the killed
+// replica, restarted, shows the same times and counts nothing again.
+func TestReplicasConvergenceMetric(t *testing.T) {
+	rs := startReplicaSet(t)
+	p := &pusher{rs: rs}
+	pushN := func(n int) {
+		for range n {
+			a := p.mustPush(t)
+			harness.Eventually(t, 30*time.Second, func() bool {
+				for _, c := range rs.live() {
+					st, err := c.GetStatus(context.Background(), &confighubv1.GetStatusRequest{})
+					g := st.GetGenerations()
+					if err != nil || len(g) == 0 || g[len(g)-1].GetGeneration() != a.gen || g[len(g)-1].GetConvergeTime() == nil {
+						return false
+					}
+				}
+				return true
+			}, "generation %d converged, seen from every replica", a.gen)
+		}
+	}
+	const pushes = 8
+	pushN(pushes)
+	counts := convergedCounts(t, rs)
+	total, per := sumCounts(counts)
+	t.Logf("confighub_stream_convergence_seconds_count summed over replicas: %d for %d generations (%s)", total, pushes, per)
 	if total != pushes {
-		t.Errorf("convergence observed %d times over the replicas (%s), want %d: once per generation", total, strings.Join(per, " "), pushes)
+		t.Errorf("convergence observed %d times over the replicas (%s), want %d: once per generation", total, per, pushes)
 	}
 	var first *confighubv1.GetStatusResponse
 	for id, c := range rs.live() {
@@ -685,5 +729,59 @@ func TestReplicasConvergenceMetric(t *testing.T) {
 				t.Errorf("%s: generation %d %v, another replica says %v", id, g.GetGeneration(), g, f)
 			}
 		}
+	}
+
+	// kill -9 of the leader (the replica that counted): another takes the
+	// lead, keeps the times, and counts the next generations once.
+	leader := ""
+	for id, n := range counts {
+		if n > 0 && (leader == "" || n > counts[leader]) {
+			leader = id
+		}
+	}
+	var witness confighubv1.ConfigHubServiceClient
+	for id, c := range rs.live() {
+		if id != leader {
+			witness = c
+			break
+		}
+	}
+	before := convergeTimes(t, witness)
+	h := rs.hub(leader)
+	rs.forget(leader)
+	h.Kill()
+	rs.waitSettled("after killing the leader " + leader)
+	const more = 3
+	pushN(more)
+	after := convergeTimes(t, witness)
+	for gen, at := range before {
+		if _, kept := after[gen]; kept && !after[gen].Equal(at) {
+			t.Errorf("generation %d: converge time %v after the takeover, %v before", gen, after[gen], at)
+		}
+	}
+	live := convergedCounts(t, rs)
+	total, per = sumCounts(live)
+	total += counts[leader]
+	t.Logf("after kill -9 of the leader %s and %d more generations: %d observations for %d generations (%s, %s=%d before the kill)", leader, more, total, pushes+more, per, leader, counts[leader])
+	if total != pushes+more {
+		t.Errorf("convergence observed %d times (%s, killed %s=%d), want %d", total, per, leader, counts[leader], pushes+more)
+	}
+
+	// The killed replica restarts: same times, nothing counted again.
+	rs.start(leader)
+	rs.waitSettled("after restarting " + leader)
+	want := convergeTimes(t, witness)
+	c := rs.live()[leader]
+	harness.Eventually(t, 30*time.Second, func() bool {
+		got := convergeTimes(t, c)
+		for gen, at := range want {
+			if !got[gen].Equal(at) {
+				return false
+			}
+		}
+		return true
+	}, "the restarted %s shows the converge times of the others", leader)
+	if n := convergedCounts(t, rs)[leader]; n != 0 {
+		t.Errorf("the restarted %s observed %d convergences, want 0 (they happened before)", leader, n)
 	}
 }
