@@ -63,9 +63,10 @@ func (st *watchStats) sawAll(last uint64) bool {
 }
 
 // scenarioWatchers: scenario 5. 999 WatchStatus streams over gRPC that read
-// everything, one that never reads (its own connection, a small flow
-// control window): every normal watcher must see every change, and the
-// push latency must not depend on the watchers.
+// everything (in a child process), one that never reads (its own
+// connection, a small flow control window): every normal watcher must be
+// told of every generation (a resume from a snapshot counts), and the push
+// latency must not depend on the watchers.
 func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
 	e, err := newEnv(ctx, envOptions{})
 	if err != nil {

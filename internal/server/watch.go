@@ -15,9 +15,9 @@ import (
 
 // sharedEncodings is how many recent status events keep their wire
 // encoding per class of watchers: a watcher further behind than its
-// broker buffer (status.DefaultWatchBuffer) is cut over to a snapshot, so
-// the changes it sends are among the latest.
-const sharedEncodings = 1024
+// broker buffer is cut over to a snapshot, so the changes it sends are
+// among the latest.
+const sharedEncodings = status.DefaultWatchBuffer
 
 func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
 	ctx := stream.Context()
