@@ -57,8 +57,9 @@ func cpuTime(b *testing.B) time.Duration {
 
 // benchHub serves a hub on the bolt store in a temp dir, with one sink
 // that accepts everything (as scenario 7 of confighub-bench, which has
-// none, plus the fan-out a real stream has), and returns a client of it.
-func benchHub(b *testing.B) confighubv1.ConfigHubServiceClient {
+// none, plus the fan-out a real stream has), and returns clients of it on
+// conns connections.
+func benchHub(b *testing.B, conns int) []confighubv1.ConfigHubServiceClient {
 	b.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
@@ -78,7 +79,11 @@ func benchHub(b *testing.B) confighubv1.ConfigHubServiceClient {
 		b.Fatal(err)
 	}
 	addr := harness.ServeGRPC(b, srv.GRPC, eng.Stop, func() { _ = st.Close() })
-	return confighubv1.NewConfigHubServiceClient(harness.Dial(b, addr, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20))))
+	cs := make([]confighubv1.ConfigHubServiceClient, conns)
+	for i := range cs {
+		cs[i] = confighubv1.NewConfigHubServiceClient(harness.Dial(b, addr, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20))))
+	}
+	return cs
 }
 
 // rawPush is the minimal durable ack of scenario 1 of confighub-bench: a
@@ -150,7 +155,9 @@ func benchRaw(b *testing.B, size int) *grpc.ClientConn {
 // disk). Reported besides ns/op and allocs/op (client
 // and server together): cpu-us/op, the process's CPU time per push. "serial"
 // pushes one at a time; "c32" from 32 goroutines on one connection, as
-// confighub-bench scenario 7 (where pushes/s is the figure).
+// confighub-bench scenario 7 (where pushes/s is the figure); "c32x16conn"
+// the hub's with the 32 spread over 16 connections, as 16 controllers
+// would push.
 //
 //	go test -run '^$' -bench BenchmarkPushConfig -benchmem -benchtime 2000x ./internal/server
 func BenchmarkPushConfig(b *testing.B) {
@@ -164,24 +171,30 @@ func BenchmarkPushConfig(b *testing.B) {
 			if conc > 1 {
 				mode = fmt.Sprintf("c%d", conc)
 			}
-			b.Run(fmt.Sprintf("%dKiB/%s/hub", size>>10, mode), func(b *testing.B) {
-				c := benchHub(b)
-				push := func(ctx context.Context, cfg []byte) error {
-					_, err := c.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
-					return err
+			hubOn := func(conns int) func(b *testing.B) {
+				return func(b *testing.B) {
+					cs := benchHub(b, conns)
+					push := func(ctx context.Context, g int, cfg []byte) error {
+						_, err := cs[g%conns].PushConfig(ctx, &confighubv1.PushConfigRequest{Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
+						return err
+					}
+					runPushes(b, conc, raw, push)
 				}
-				runPushes(b, conc, raw, push)
-			})
+			}
+			b.Run(fmt.Sprintf("%dKiB/%s/hub", size>>10, mode), hubOn(1))
+			if conc > 1 {
+				b.Run(fmt.Sprintf("%dKiB/%sx16conn/hub", size>>10, mode), hubOn(16))
+			}
 			b.Run(fmt.Sprintf("%dKiB/%s/raw", size>>10, mode), func(b *testing.B) {
 				conn := benchRaw(b, size+4096)
-				push := func(ctx context.Context, cfg []byte) error {
+				push := func(ctx context.Context, _ int, cfg []byte) error {
 					return conn.Invoke(ctx, "/bench.Raw/Push", wrapperspb.Bytes(cfg), new(emptypb.Empty))
 				}
 				runPushes(b, conc, raw, push)
 			})
 			b.Run(fmt.Sprintf("%dKiB/%s/grpc", size>>10, mode), func(b *testing.B) {
 				conn := benchRaw(b, 0)
-				push := func(ctx context.Context, cfg []byte) error {
+				push := func(ctx context.Context, _ int, cfg []byte) error {
 					return conn.Invoke(ctx, "/bench.Raw/Push", wrapperspb.Bytes(cfg), new(emptypb.Empty))
 				}
 				runPushes(b, conc, raw, push)
@@ -193,10 +206,10 @@ func BenchmarkPushConfig(b *testing.B) {
 // runPushes makes b.N pushes of distinct configs (raw stamped with the
 // push's number) from conc goroutines, each with its own buffer, and
 // reports cpu-us/op and pushes/s.
-func runPushes(b *testing.B, conc int, raw []byte, push func(context.Context, []byte) error) {
+func runPushes(b *testing.B, conc int, raw []byte, push func(ctx context.Context, g int, cfg []byte) error) {
 	ctx := context.Background()
 	for i := range 4 { // warm up: connection, pool, first generation
-		if err := push(ctx, benchStamp(raw, int64(1e9+i))); err != nil {
+		if err := push(ctx, i, benchStamp(raw, int64(1e9+i))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -205,7 +218,7 @@ func runPushes(b *testing.B, conc int, raw []byte, push func(context.Context, []
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
 	done := make(chan error, conc)
-	for range conc {
+	for g := range conc {
 		cfg := bytes.Clone(raw)
 		go func() {
 			for {
@@ -215,7 +228,7 @@ func runPushes(b *testing.B, conc int, raw []byte, push func(context.Context, []
 					return
 				}
 				stampInto(cfg, i)
-				if err := push(ctx, cfg); err != nil {
+				if err := push(ctx, g, cfg); err != nil {
 					done <- err
 					return
 				}
