@@ -8,8 +8,11 @@ import (
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
 // recvPool is a mem.BufferPool that hands buffers out as they were last
@@ -85,6 +88,9 @@ func newCodec(pool mem.BufferPool) codec {
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if p, ok := v.(*confighubv1.PushConfigRequest); ok && len(data) > 1 {
+		return unmarshalPush(data.Materialize(), p)
+	}
 	var m proto.Message
 	switch v := v.(type) {
 	case protoadapt.MessageV2:
@@ -98,3 +104,41 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
+
+// unmarshalPush decodes a PushConfigRequest whose config keeps the bytes
+// of raw (a buffer of its own) instead of a copy: a large unary push is
+// copied once from the transport's frames, not twice, and not held twice.
+// Every other field goes through proto.Unmarshal as it came (UTF-8 checks,
+// labels, unknown fields); as there, the last config field wins.
+func unmarshalPush(raw []byte, m *confighubv1.PushConfigRequest) error {
+	var cfg []byte
+	var found bool
+	rest := make([]byte, 0, 256)
+	for b := raw; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		if num == configField && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			cfg, found = v, true
+		} else {
+			rest = append(rest, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	if err := proto.Unmarshal(rest, m); err != nil {
+		return err
+	}
+	if found {
+		m.Config = cfg
+	}
+	return nil
+}
+
+// configField is PushConfigRequest.config's field number.
+var configField = (&confighubv1.PushConfigRequest{}).ProtoReflect().Descriptor().Fields().ByName("config").Number()

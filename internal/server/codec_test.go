@@ -1,7 +1,13 @@
 package server
 
 import (
+	"slices"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
 // recvPool hands out buffers of the length asked for and a capacity at
@@ -26,4 +32,34 @@ func TestRecvPoolSizes(t *testing.T) {
 			p.Put(b)
 		}
 	}
+}
+
+// unmarshalPush decodes what proto.Unmarshal decodes, and refuses what it
+// refuses: every field, labels, unknown fields, a repeated or mistyped
+// config field, invalid UTF-8, truncations.
+func FuzzUnmarshalPush(f *testing.F) {
+	full := &confighubv1.PushConfigRequest{Stream: "prod", Config: []byte(`{"_format_version":"3.0"}`), Format: confighubv1.Format_FORMAT_YAML,
+		ExpectedGeneration: 7, Labels: map[string]string{"pod": "kic-1", "": "x"}}
+	seed, err := proto.Marshal(full)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)-3])
+	f.Add([]byte{})
+	f.Add(protowire.AppendBytes(protowire.AppendTag(slices.Clone(seed), 2, protowire.BytesType), []byte("second")))
+	f.Add(protowire.AppendVarint(protowire.AppendTag(slices.Clone(seed), 2, protowire.VarintType), 5))
+	f.Add(protowire.AppendBytes(protowire.AppendTag(slices.Clone(seed), 99, protowire.BytesType), []byte("unknown")))
+	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff, 0xfe}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, got := &confighubv1.PushConfigRequest{}, &confighubv1.PushConfigRequest{}
+		werr := proto.Unmarshal(b, want)
+		gerr := unmarshalPush(slices.Clone(b), got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("proto.Unmarshal: %v, unmarshalPush: %v", werr, gerr)
+		}
+		if werr == nil && !proto.Equal(want, got) {
+			t.Fatalf("decoded %v, proto.Unmarshal decoded %v", got, want)
+		}
+	})
 }

@@ -30,7 +30,9 @@
 // use (recvPool, grpc-go's default pool clears each one, up to its whole
 // capacity) and decoded by the proto codec from them; every byte a
 // handler gets is one the client sent (TestReceivedBytesAreExact,
-// TestRecvPoolSizes). Calls are served by up to 64 worker goroutines that
+// TestRecvPoolSizes). A PushConfigRequest that arrived in several frames
+// is copied once into a buffer of its own, which its config keeps, and
+// decodes as proto.Unmarshal decodes it (FuzzUnmarshalPush). Calls are served by up to 64 worker goroutines that
 // keep their grown stacks (grpc.NumStreamWorkers); docs/performance.md
 // (scenario 7) has what both save per push.
 //
