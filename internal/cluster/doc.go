@@ -54,15 +54,17 @@
 //     not report a replica's own writes (every test here pushes through
 //     one replica and reads through another, with the etcd store in
 //     TestConvergenceSurvivesTakeoverAndRestart).
-//   - GetConfig with failed answers the same on every replica, the owner
-//     included (Replica.Diagnostics, the hub's Diagnostics port): the
-//     sink's failed record in etcd (its owner's writer copies the engine's
-//     last failed apply) and the failed generation's bytes from the etcd
-//     store, which keeps the last 8 generations of each stream; a failure
-//     older than those is NotFound on every replica. One test body runs
-//     on a single hub and on two replicas, asked on both: a generation
-//     rejected, still the failed one while a newer is being applied, none
-//     once the newer applied (TestFailedConfigOnEveryReplica).
+//   - GetConfig of a sink, with failed or not, answers the same on every
+//     replica, the owner included (Replica.Diagnostics, the hub's
+//     Diagnostics port): the sink's failed record in etcd (its owner's
+//     writer copies the engine's last failed apply), or its shared
+//     status's applied generation, with that generation's bytes from the
+//     etcd store, which keeps the last 8 generations of each stream; a
+//     generation older than those is NotFound on every replica. One test
+//     body runs on a single hub and on two replicas, asked on both: a
+//     generation rejected, still the failed one while a newer is being
+//     applied, none once the newer applied, and the applied one while a
+//     newer is being applied (TestFailedConfigOnEveryReplica).
 //   - A watch resumes on another replica from a revision of the first
 //     (TestWatchResumesAcrossReplicas).
 //   - The engine conformance suite that internal/engine runs on one

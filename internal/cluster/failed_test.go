@@ -26,9 +26,11 @@ type failedEnv struct {
 // generation it failed, also once a newer one is current, the same on a
 // single hub and on every replica, the ones that do not run the sink
 // included; once the sink applies a newer generation there is none.
+// GetConfig of what it applied answers that generation while a newer one
+// is being applied, the same everywhere too.
 func TestFailedConfigOnEveryReplica(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
-		a := &applies{log: map[string][]string{}, hold: make(chan struct{})}
+		a := &applies{log: map[string][]string{}, hold: make(chan struct{}), wait: make(chan struct{})}
 		st := memory.New()
 		eng := engine.New(recKind(t, "single", a), engine.WithRecorder(st))
 		t.Cleanup(eng.Stop)
@@ -41,7 +43,7 @@ func TestFailedConfigOnEveryReplica(t *testing.T) {
 	t.Run("replicas", func(t *testing.T) {
 		e := etcdtest.Start(t)
 		cli := e.Client(t)
-		a := &applies{log: map[string][]string{}, hold: make(chan struct{})}
+		a := &applies{log: map[string][]string{}, hold: make(chan struct{}), wait: make(chan struct{})}
 		r1 := startReplica(t, "r1", etcdShared(t, cli), cli, a)
 		r2 := startReplica(t, "r2", etcdShared(t, cli), cli, a)
 		waitReplicas(t, r1, r2)
@@ -125,6 +127,27 @@ func testFailedConfig(t *testing.T, env failedEnv, a *applies) {
 		}
 		return nil
 	})
+
+	// Generation 3 is current and being applied: the applied config is
+	// still generation 2, on every hub.
+	g3 := pushRaw(raw("wait"))
+	check("generation 3 in flight", func(h *hub.Hub, name string) error {
+		if s := sinkStatus(h, name); s.GetDesiredGeneration() != g3 || s.GetState() != confighubv1.SinkState_SINK_STATE_APPLYING {
+			return fmt.Errorf("status %v, want generation %d applying", s, g3)
+		}
+		return nil
+	})
+	check("generation 2 is the applied config", func(h *hub.Hub, name string) error {
+		cfg, _, err := h.SinkConfig(name, false)
+		if err != nil {
+			return err
+		}
+		if cfg.Generation != g2 || !bytes.Equal(cfg.Raw, raw("hold")) {
+			return fmt.Errorf("applied config is generation %d %q, want %d", cfg.Generation, cfg.Raw, g2)
+		}
+		return nil
+	})
+	close(a.wait)
 }
 
 func sinkStatus(h *hub.Hub, name string) *confighubv1.SinkStatus {

@@ -39,7 +39,6 @@ type Engine interface {
 	// LastFailed is a sink's last failed apply, known for the sinks run
 	// here; the writer copies it to etcd.
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
-	LastApplied(sinkName string) (*config.Config, bool)
 	// View is the engine's status broker, which the etcd writer watches.
 	View() status.View
 }
@@ -179,20 +178,42 @@ func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *cli
 func (r *Replica) View() status.View { return r.mirror }
 
 // Diagnostics answers GetConfig of a sink on a replica (the hub's
-// Diagnostics port): what a sink applied as the engine knows it, and what
-// it last failed as its owner wrote it to etcd, with the configuration's
-// bytes read from the store by generation, so every replica, the owner
-// included, answers the same.
+// Diagnostics port): what a sink last applied as its shared status says,
+// and what it last failed as its owner wrote it to etcd, with the
+// configuration's bytes read from the store by generation, so every
+// replica, the owner included, answers the same.
 func (r *Replica) Diagnostics() *Diagnostics { return &Diagnostics{r: r} }
 
 // Diagnostics is a replica's GetConfig source (see Replica.Diagnostics).
 type Diagnostics struct{ r *Replica }
 
-// LastApplied is the engine's: the sink's last applied configuration on
-// its owner, the current one on the others when the sink's shared applied
-// hash is the current one.
+// LastApplied is the generation the sink's shared status says it applied
+// whole (applied_generation; a DEGRADED sink's fallback is not a whole
+// apply), read from the store; false when it applied none, the
+// generation is no longer kept, or etcd does not answer.
 func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
-	return d.r.eng.LastApplied(sinkName)
+	r := d.r
+	gr, ok := r.st.(store.GenerationReader)
+	if !ok {
+		r.log.Warn("cluster: the store keeps no older generations; an applied configuration is not readable", "sink", sinkName)
+		return nil, false
+	}
+	st := r.mirror.Sink(sinkName)
+	if st.GetAppliedGeneration() == 0 {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
+	defer cancel()
+	cfg, err := gr.GetGeneration(ctx, st.GetStream(), st.GetAppliedGeneration())
+	if err != nil {
+		r.log.Info("cluster: a sink's applied configuration is not readable", "sink", sinkName, "stream", st.GetStream(), "generation", st.GetAppliedGeneration(), "error", err)
+		return nil, false
+	}
+	// A DEGRADED sink's applied_hash is its fallback's.
+	if st.GetFallbackGeneration() == 0 && cfg.Hash != st.GetAppliedHash() {
+		return nil, false
+	}
+	return cfg, true
 }
 
 // LastFailed reads the sink's failed record from etcd and its generation's

@@ -29,9 +29,9 @@ import (
 type applies struct {
 	mu  sync.Mutex
 	log map[string][]string // sink -> "replica:gen"
-	// hold, when set, is what a "bad..." sink's apply of a config holding
-	// "hold" waits for.
-	hold chan struct{}
+	// hold and wait, when set, are what a "bad..." sink's apply of a
+	// config holding "hold" or "wait" waits for.
+	hold, wait chan struct{}
 }
 
 func (a *applies) add(sinkName, replica string, gen uint64) {
@@ -47,8 +47,8 @@ func (a *applies) of(sinkName string) []string {
 }
 
 // recSink records its applies; a sink named "bad..." rejects a config
-// holding "reject" and holds the apply of one holding "hold" until
-// a.hold is closed.
+// holding "reject" and holds the apply of one holding "hold" ("wait")
+// until a.hold (a.wait) is closed.
 type recSink struct {
 	name, replica string
 	a             *applies
@@ -66,6 +66,12 @@ func (s *recSink) Apply(ctx context.Context, cfg *config.Config) error {
 	case strings.Contains(string(cfg.Raw), "hold"):
 		select {
 		case <-s.a.hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case strings.Contains(string(cfg.Raw), "wait"):
+		select {
+		case <-s.a.wait:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -144,11 +144,11 @@
 //     what its previous owner applied; a lost one is stopped and closed
 //     (TestReownResumesFromSharedStatus), and logged as "sink handed over"
 //     (to= its new owner when the Ownership is an OwnerNamer), never as
-//     "sink deleted" (TestHandOverIsNotADelete). A peer's LastApplied is the
-//     current config when its shared applied hash is the current one; its
-//     LastFailed is not known to this engine: the owner's status writer
-//     copies it to etcd and every replica reads it there
-//     (cluster TestFailedConfigOnEveryReplica).
+//     "sink deleted" (TestHandOverIsNotADelete). A peer's LastApplied and
+//     LastFailed are not known to this engine: a replica answers GetConfig
+//     of every sink from its shared status, the failed record its owner's
+//     status writer copies to etcd, and the generation's bytes in the etcd
+//     store (cluster TestFailedConfigOnEveryReplica).
 //   - Both modes pass one conformance suite, enginetest.Run, observed
 //     through the status view: one engine here (TestEngineConformance),
 //     two replicas over etcd in package cluster (its

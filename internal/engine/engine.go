@@ -663,9 +663,8 @@ func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	defer e.mu.Unlock()
 	w := e.sinks[sinkName]
 	if w == nil {
-		if p := e.peers[sinkName]; p != nil {
-			return peerApplied(p)
-		}
+		// A peer's: a replica answers for every sink from the shared
+		// status and the store (cluster.Diagnostics).
 		return nil, false
 	}
 	if w.lastAppliedCfg != nil {

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/sinkspec"
 	"github.com/confighub/confighub/sink"
 )
@@ -235,15 +234,6 @@ func (e *Engine) putPeer(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 	}
 	e.addPeer(&peer{name: norm.GetName(), spec: norm, opts: opts, gateway: kind.Gateway, st: e.stream(norm.GetStream())})
 	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prev == nil, nil
-}
-
-// peerApplied is LastApplied of a peer: the current config when its
-// applied hash is the current one. e.mu is held.
-func peerApplied(p *peer) (*config.Config, bool) {
-	if cur := p.st.cur; cur != nil && p.status.GetAppliedHash() != "" && cur.Hash == p.status.GetAppliedHash() {
-		return cur, true
-	}
-	return nil, false
 }
 
 // logOwned logs the sinks run here when the set changed, on replicas
