@@ -68,6 +68,12 @@ func TestConvergenceSurvivesTakeoverAndRestart(t *testing.T) {
 	}
 	before := convergeTimes(r1)
 	eventually(t, "both replicas show the same converge times", func() bool { return fmt.Sprint(convergeTimes(r2)) == fmt.Sprint(before) })
+	// The follower's engine took the leader's times from its view (what
+	// it does within a mirror round trip; a leader stopped before that is
+	// the crash window of the package doc).
+	eventually(t, "both engines hold the leader's converge times", func() bool {
+		return fmt.Sprint(ownTimes(r1)) == fmt.Sprint(before) && fmt.Sprint(ownTimes(r2)) == fmt.Sprint(before)
+	})
 	ms := []*replica{r1, r2}
 	counted := func(gen uint64) int {
 		c := 0
