@@ -47,14 +47,14 @@ func startServer(t *testing.T, opts ...server.Option) string {
 
 // startServerWith is startServer with options of the hub; it returns the
 // hub too.
-func startServerWith(t *testing.T, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub) {
+func startServerWith(t testing.TB, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub) {
 	t.Helper()
 	addr, h, _ := startHubServer(t, hubOpts, opts...)
 	return addr, h
 }
 
 // startHubServer is startServerWith that also returns the server.
-func startHubServer(t *testing.T, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub, *server.Server) {
+func startHubServer(t testing.TB, hubOpts []hub.Option, opts ...server.Option) (string, *hub.Hub, *server.Server) {
 	t.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
