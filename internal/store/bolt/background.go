@@ -142,12 +142,16 @@ func (s *Store) recycle(name string) {
 		return
 	}
 	s.retiring--
-	if len(s.pool) < s.poolLimit() && isNamed(name, recExt) {
-		s.pool = append(s.pool, name)
+	f := s.held[name]
+	delete(s.held, name)
+	if !isNamed(name, recExt) { // a layout 2 file: never staged into
+		if f != nil {
+			_ = f.Close()
+		}
+		_ = os.Remove(filepath.Join(s.blobDir, name))
 		return
 	}
-	// Best effort: a file left behind is removed at the next Open.
-	_ = os.Remove(filepath.Join(s.blobDir, name))
+	s.poolAdd(name, f)
 }
 
 // refillPool creates one free record file, its name made durable.
@@ -167,10 +171,11 @@ func (s *Store) refillPool() {
 	if err != nil {
 		return
 	}
-	err = errors.Join(f.Sync(), f.Close(), syncDir(s.blobDir))
+	err = errors.Join(f.Sync(), syncDir(s.blobDir))
 	if err != nil {
+		_ = f.Close()
 		_ = os.Remove(p)
 		return
 	}
-	s.poolPut(name)
+	s.release(f, name)
 }

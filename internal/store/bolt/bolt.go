@@ -116,10 +116,13 @@ type Store struct {
 	// (staging) and of replaced files not yet recycled (retiring), and the
 	// peak of their sum, which sizes the pool.
 	poolMu   sync.Mutex
-	pool     []string
+	pool     []poolFile
 	staging  int
 	retiring int
 	peakOut  int
+	// held keeps open the files of committed records (hold), under
+	// poolMu, until they are recycled into the pool with their descriptor.
+	held map[string]*os.File
 	// pins counts the streamed commits reading a record file back; a
 	// pinned file due for recycling waits in deferred until unpinned.
 	pins     map[string]int
@@ -192,7 +195,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
-		pending: map[string]streamMeta{}, logged: map[string]bool{}, pins: map[string]int{},
+		pending: map[string]streamMeta{}, logged: map[string]bool{}, pins: map[string]int{}, held: map[string]*os.File{},
 		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
 		gcDone: make(chan struct{})}
 	s.bgIdle = sync.NewCond(&s.bgMu)
@@ -1031,6 +1034,7 @@ func (s *Store) Close() error {
 		<-s.gcDone
 		close(s.bgStop)
 		<-s.bgDone
+		s.closeFiles()
 		s.bgMu.Lock()
 		err := s.bgErr
 		s.bgMu.Unlock()

@@ -35,9 +35,11 @@
 //     (at least 2 kept, and as many as were ever out of it at once, staged
 //     or replaced and waiting for the index, up to 128; others removed), so
 //     rounds of concurrent pushes reuse their files and create none
-//     (TestConcurrentPushesReuseFiles). Once the index covers every entry
-//     of the log, the log starts a new epoch and is written from its start
-//     again.
+//     (TestConcurrentPushesReuseFiles). A committed record's file stays
+//     open (up to 256 of them) until it is recycled, and pool files keep
+//     their descriptors, so a stage opens no file. Once the index covers
+//     every entry of the log, the log starts a new epoch and is written
+//     from its start again.
 //
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything

@@ -258,14 +258,17 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 			err = s.fail(err)
 		}
 	}
-	for _, r := range recs {
-		_ = r.f.Close() // after a successful flush, close cannot lose data
-	}
 	if err != nil {
+		for _, r := range recs {
+			_ = r.f.Close()
+		}
 		for _, r := range batch {
 			r.done <- err
 		}
 		return
+	}
+	for _, r := range recs {
+		s.hold(r.m.Blob, r.f)
 	}
 	s.mu.Lock()
 	for _, r := range recs {

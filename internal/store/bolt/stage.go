@@ -101,11 +101,13 @@ func (s *Store) takeFile() (f *os.File, name string, fresh bool, err error) {
 	s.staging++
 	s.countOut()
 	for len(s.pool) > 0 && f == nil {
-		name = s.pool[len(s.pool)-1]
+		e := s.pool[len(s.pool)-1]
 		s.pool = s.pool[:len(s.pool)-1]
-		f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR, 0)
-		if err != nil {
-			f = nil // gone: create one instead
+		name, f = e.name, e.f
+		if f == nil {
+			if f, err = os.OpenFile(filepath.Join(s.blobDir, name), os.O_RDWR, 0); err != nil {
+				f = nil // gone: create one instead
+			}
 		}
 	}
 	empty := len(s.pool) == 0
@@ -135,23 +137,68 @@ func (s *Store) unstage() {
 }
 
 // release returns a record file whose header the store did not write to
-// the pool (or removes it when the pool is full). Its stale header, if it
-// has one, is of a generation the index already passed: never replayed.
+// the pool, still open (or removes it when the pool is full). Its stale
+// header, if it has one, is of a generation the index already passed:
+// never replayed.
 func (s *Store) release(f *os.File, name string) {
-	_ = f.Close()
-	s.poolPut(name)
-}
-
-// poolPut adds a free record file to the pool, or removes it when the pool
-// is full.
-func (s *Store) poolPut(name string) {
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
+	s.poolAdd(name, f)
+}
+
+// poolFile is a free record file; f is its open descriptor, or nil (opened
+// when it is taken).
+type poolFile struct {
+	name string
+	f    *os.File
+}
+
+// poolAdd adds a free record file to the pool, or closes and removes it
+// when the pool is full (poolMu held).
+func (s *Store) poolAdd(name string, f *os.File) {
 	if len(s.pool) < s.poolLimit() {
-		s.pool = append(s.pool, name)
+		s.pool = append(s.pool, poolFile{name, f})
 		return
 	}
+	if f != nil {
+		_ = f.Close()
+	}
+	// Best effort: a file left behind is removed at the next Open.
 	_ = os.Remove(filepath.Join(s.blobDir, name))
+}
+
+// heldMax bounds the descriptors kept open for committed records (one
+// per stream at most, recycled with them): a store with more streams
+// opens the others again when they are recycled.
+const heldMax = 256
+
+// hold keeps f, the file of a record just made durable, open until the
+// record is replaced and its file recycled, so no stage opens it again.
+func (s *Store) hold(name string, f *os.File) {
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	if len(s.held) >= heldMax {
+		_ = f.Close()
+		return
+	}
+	s.held[name] = f
+}
+
+// closeFiles closes the descriptors of the pool and of held records
+// (Close, once nothing stages or recycles any more).
+func (s *Store) closeFiles() {
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	for i, e := range s.pool {
+		if e.f != nil {
+			_ = e.f.Close()
+			s.pool[i].f = nil
+		}
+	}
+	for name, f := range s.held {
+		_ = f.Close()
+		delete(s.held, name)
+	}
 }
 
 // writebackMin is the smallest stage whose write-back starts as it is

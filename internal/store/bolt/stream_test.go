@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,18 +122,19 @@ func TestPinnedFileWaitsForRecycling(t *testing.T) {
 	if now, err := os.ReadFile(filepath.Join(s.blobDir, name)); err != nil || !bytes.Equal(now, keep) {
 		t.Fatalf("the pinned file changed or went: %v", err)
 	}
-	s.poolMu.Lock()
-	pooled := strings.Contains(strings.Join(s.pool, ","), name)
-	s.poolMu.Unlock()
-	if pooled {
+	if inPool(s, name) {
 		t.Fatal("the pinned file is in the pool")
 	}
 	s.unpin(name)
 	s.WaitRemoved()
-	s.poolMu.Lock()
-	pooled = strings.Contains(strings.Join(s.pool, ","), name)
-	s.poolMu.Unlock()
-	if !pooled {
+	if !inPool(s, name) {
 		t.Fatal("the file was not recycled once unpinned")
 	}
+}
+
+// inPool says whether the record file name is free in s's pool.
+func inPool(s *Store, name string) bool {
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	return slices.ContainsFunc(s.pool, func(e poolFile) bool { return e.name == name })
 }
