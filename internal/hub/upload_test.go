@@ -71,8 +71,11 @@ func TestUploadStoresThenPublishes(t *testing.T) {
 				t.Fatalf("upload %d: %+v, %v (chunk %d); want generation %d", i, res, err, at, wantGen)
 			}
 			s, err := st.GetStream(context.Background(), config.DefaultStream)
-			if err != nil || !bytes.Equal(s.Raw, c.raw) || s.Hash != config.Hash(c.raw) {
-				t.Fatalf("upload %d: stored %d bytes (%v), want its %d", i, len(s.Raw), err, len(c.raw))
+			if err != nil {
+				t.Fatalf("upload %d: read back: %v", i, err)
+			}
+			if !bytes.Equal(s.Raw, c.raw) || s.Hash != config.Hash(c.raw) {
+				t.Fatalf("upload %d: stored %d bytes, want its %d", i, len(s.Raw), len(c.raw))
 			}
 			last := fan.Current(config.DefaultStream)
 			if !bytes.Equal(last.Raw, c.raw) || last.Generation != min(wantGen, 4) {
@@ -131,8 +134,11 @@ func TestBadUploadChangesNothing(t *testing.T) {
 			}
 		}
 		s, err := st.GetStream(context.Background(), config.DefaultStream)
-		if err != nil || s.Generation != 1 || !bytes.Equal(s.Raw, good) || len(fan.published) != 1 {
-			t.Fatalf("a bad upload changed something: gen %d (%v), published %d", s.Generation, err, len(fan.published))
+		if err != nil {
+			t.Fatalf("after the bad uploads: %v", err)
+		}
+		if s.Generation != 1 || !bytes.Equal(s.Raw, good) || len(fan.published) != 1 {
+			t.Fatalf("a bad upload changed something: gen %d, published %d", s.Generation, len(fan.published))
 		}
 		// A truncated upload and one that sends too much.
 		u, err := h.BeginUpload(context.Background(), PushInput{}, 10, config.Hash(good))

@@ -225,9 +225,8 @@ func TestCrashTornRecordIsDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 			s2 := openT(t, crash)
-			got, err := s2.GetStream(context.Background(), "default")
-			if err != nil || got.Generation != 1 || got.Hash != first.Hash {
-				t.Fatalf("after a torn record: gen %d, %v; want generation 1", got.Generation, err)
+			if got := storetest.Get(t, s2, "default"); got.Generation != 1 || got.Hash != first.Hash {
+				t.Fatalf("after a torn record: gen %d; want generation 1", got.Generation)
 			}
 			if _, err := os.Stat(rec); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("torn record kept: %v", err)
@@ -253,9 +252,8 @@ func TestCrashNewestTornOlderReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openT(t, crash)
-	got, err := s2.GetStream(context.Background(), "default")
-	if err != nil || got.Generation != 2 || got.Hash != second.Hash {
-		t.Fatalf("gen %d, %v; want generation 2", got.Generation, err)
+	if got := storetest.Get(t, s2, "default"); got.Generation != 2 || got.Hash != second.Hash {
+		t.Fatalf("gen %d; want generation 2", got.Generation)
 	}
 	if n := files(t, crash); n != 1 {
 		t.Fatalf("%d files, want 1", n)
@@ -289,9 +287,8 @@ func TestCrashWhileStagingIntoRecycledFile(t *testing.T) {
 				}
 			}
 			s2 := openT(t, crash)
-			got, err := s2.GetStream(context.Background(), "default")
-			if err != nil || got.Generation != 3 || !bytes.Equal(got.Raw, storetest.Cfg(3)) {
-				t.Fatalf("gen %d, %v; want generation 3", got.Generation, err)
+			if got := storetest.Get(t, s2, "default"); got.Generation != 3 || !bytes.Equal(got.Raw, storetest.Cfg(3)) {
+				t.Fatalf("gen %d; want generation 3", got.Generation)
 			}
 			if n := files(t, crash); n != 1 {
 				t.Fatalf("%d files, want 1", n)
@@ -321,8 +318,8 @@ func TestFailedSealStopsCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openT(t, path)
-	if got, err := s2.GetStream(context.Background(), "default"); err != nil || got.Generation != 1 {
-		t.Fatalf("after reopen: gen %d, %v", got.Generation, err)
+	if got := storetest.Get(t, s2, "default"); got.Generation != 1 {
+		t.Fatalf("after reopen: gen %d", got.Generation)
 	}
 	if g := commitT(t, s2, labelled(storetest.Cfg(3), 3), 1).Generation; g != 2 {
 		t.Fatalf("next generation %d, want 2", g)
@@ -440,8 +437,8 @@ func TestNoWriteAfterClose(t *testing.T) {
 		t.Fatalf("records after Close: %v, before: %v", after, before)
 	}
 	s2 := openT(t, path)
-	if got, err := s2.GetStream(context.Background(), "default"); err != nil || got.Generation != 1 || got.Hash != first.Hash {
-		t.Fatalf("after reopen: gen %d, %v; want generation 1", got.Generation, err)
+	if got := storetest.Get(t, s2, "default"); got.Generation != 1 || got.Hash != first.Hash {
+		t.Fatalf("after reopen: gen %d; want generation 1", got.Generation)
 	}
 }
 
@@ -508,16 +505,16 @@ func TestFailedFdatasyncStopsCommits(t *testing.T) {
 			t.Fatalf("write %d after a failed flush: %v, want refused (restart, EIO)", i, err)
 		}
 	}
-	if got, err := s.GetStream(ctx, "default"); err != nil || got.Generation != 1 || got.Hash != first.Hash {
-		t.Fatalf("read after a failed flush: gen %d, %v; want generation 1", got.Generation, err)
+	if got := storetest.Get(t, s, "default"); got.Generation != 1 || got.Hash != first.Hash {
+		t.Fatalf("read after a failed flush: gen %d; want generation 1", got.Generation)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openT(t, path)
-	got, err := s2.GetStream(ctx, "default")
-	if err != nil || got.Generation < 1 || got.Generation > 2 {
-		t.Fatalf("after reopen: gen %d, %v; want 1 or 2 (2 only if its bytes reached the disk)", got.Generation, err)
+	got := storetest.Get(t, s2, "default")
+	if got.Generation < 1 || got.Generation > 2 {
+		t.Fatalf("after reopen: gen %d; want 1 or 2 (2 only if its bytes reached the disk)", got.Generation)
 	}
 	if g := commitT(t, s2, labelled(storetest.Cfg(4), 4), got.Generation).Generation; g != got.Generation+1 {
 		t.Fatalf("next generation %d after reopen at %d", g, got.Generation)
@@ -554,9 +551,8 @@ func TestIndexedFileNotRecycledWhileIndexLags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s2.GetStream(context.Background(), "default")
-		if err != nil || got.Generation != acked.Generation || got.Hash != acked.Hash {
-			t.Fatalf("crash after the ack of %d: gen %d, %v", acked.Generation, got.Generation, err)
+		if got := storetest.Get(t, s2, "default"); got.Generation != acked.Generation || got.Hash != acked.Hash {
+			t.Fatalf("crash after the ack of %d: gen %d", acked.Generation, got.Generation)
 		}
 		if err := s2.Close(); err != nil {
 			t.Fatal(err)
@@ -595,9 +591,9 @@ func TestCrashConcurrentStreams(t *testing.T) {
 	check := func(what string, s *Store) {
 		t.Helper()
 		for w := range streams {
-			got, err := s.GetStream(context.Background(), fmt.Sprint("s", w))
-			if err != nil || got.Generation != each || got.Hash != last[w].Hash || !bytes.Equal(got.Raw, storetest.Cfg(w*100+each-1)) {
-				t.Fatalf("%s: stream s%d gen %d, %v; want its last ack %d", what, w, got.Generation, err, each)
+			got := storetest.Get(t, s, fmt.Sprint("s", w))
+			if got.Generation != each || got.Hash != last[w].Hash || !bytes.Equal(got.Raw, storetest.Cfg(w*100+each-1)) {
+				t.Fatalf("%s: stream s%d gen %d; want its last ack %d", what, w, got.Generation, each)
 			}
 		}
 	}

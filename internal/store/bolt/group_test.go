@@ -178,9 +178,8 @@ func TestGroupCommitSharesOneFlush(t *testing.T) {
 		t.Fatalf("%d commits made %d log and %d record flushes, want one log flush", len(ps), l, f)
 	}
 	for name, w := range last {
-		got, err := s.GetStream(context.Background(), name)
-		if err != nil || got.Generation != 8 || got.Hash != w.Hash {
-			t.Fatalf("stream %s: gen %d, %v; want 8 (its last ack)", name, got.Generation, err)
+		if got := storetest.Get(t, s, name); got.Generation != 8 || got.Hash != w.Hash {
+			t.Fatalf("stream %s: gen %d; want 8 (its last ack)", name, got.Generation)
 		}
 	}
 }
@@ -396,17 +395,16 @@ func TestGroupCommitFailedLogFlush(t *testing.T) {
 	if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("a", storetest.Cfg(9999)), 0); err == nil || !strings.Contains(err.Error(), "restart") {
 		t.Fatalf("commit after a failed flush: %v, want refused", err)
 	}
-	if got, err := s.GetStream(context.Background(), "default"); err != nil || got.Generation != 1 {
-		t.Fatalf("read after a failed flush: gen %d, %v; want the last ack, 1", got.Generation, err)
+	if got := storetest.Get(t, s, "default"); got.Generation != 1 {
+		t.Fatalf("read after a failed flush: gen %d; want the last ack, 1", got.Generation)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openT(t, path)
 	for _, name := range []string{"default", "a"} {
-		got, err := s2.GetStream(context.Background(), name)
-		if err != nil || got.Generation < 1 || got.Generation > 5 {
-			t.Fatalf("stream %s after reopen: gen %d, %v; want 1..5", name, got.Generation, err)
+		if got := storetest.Get(t, s2, name); got.Generation < 1 || got.Generation > 5 {
+			t.Fatalf("stream %s after reopen: gen %d; want 1..5", name, got.Generation)
 		}
 	}
 }

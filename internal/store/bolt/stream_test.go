@@ -45,25 +45,40 @@ func TestStageStreamCommits(t *testing.T) {
 		raw := big(i, size)
 		g := stageStream(t, s, "default", raw, 7777)
 		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, nil, nil, nil, time.Time{}), uint64(i))
-		if err != nil || unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Raw, raw) {
-			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back, %v", size, got.Generation, unchanged, len(got.Raw), err)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
 		}
-		if r, err := s.GetStream(ctx, "default"); err != nil || !bytes.Equal(r.Raw, raw) {
-			t.Fatalf("size %d: read %d bytes, %v", size, len(r.Raw), err)
+		if unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Raw, raw) {
+			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back", size, got.Generation, unchanged, len(got.Raw))
+		}
+		r, err := s.GetStream(ctx, "default")
+		if err != nil {
+			t.Fatalf("size %d: read: %v", size, err)
+		}
+		if !bytes.Equal(r.Raw, raw) {
+			t.Fatalf("size %d: read %d bytes", size, len(r.Raw))
 		}
 		want = append(want, got)
 	}
 	// The same bytes again: unchanged, nothing read back.
 	last := want[len(want)-1]
 	g := stageStream(t, s, "default", last.Raw, 1<<20)
-	if got, unchanged, err := g.Commit(ctx, config.New("default", 0, last.Hash, config.FormatJSON, nil, nil, nil, time.Time{}), 0); err != nil || !unchanged || got.Generation != 3 {
-		t.Fatalf("same bytes: gen %d, unchanged %v, %v", got.Generation, unchanged, err)
+	got, unchanged, err := g.Commit(ctx, config.New("default", 0, last.Hash, config.FormatJSON, nil, nil, nil, time.Time{}), 0)
+	if err != nil {
+		t.Fatalf("same bytes: %v", err)
+	}
+	if !unchanged || got.Generation != 3 {
+		t.Fatalf("same bytes: gen %d, unchanged %v", got.Generation, unchanged)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := openT(t, path).GetStream(ctx, "default"); err != nil || r.Generation != 3 || !bytes.Equal(r.Raw, last.Raw) {
-		t.Fatalf("reopen: gen %d, %v", r.Generation, err)
+	r, err := openT(t, path).GetStream(ctx, "default")
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if r.Generation != 3 || !bytes.Equal(r.Raw, last.Raw) {
+		t.Fatalf("reopen: gen %d", r.Generation)
 	}
 }
 

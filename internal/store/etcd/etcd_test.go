@@ -104,9 +104,9 @@ func TestReplicasShareGenerations(t *testing.T) {
 	if len(gens) != 4*each {
 		t.Fatalf("%d distinct generations, want %d", len(gens), 4*each)
 	}
-	cur, err := b.GetStream(ctx, "default")
-	if err != nil || cur.Generation != 4*each {
-		t.Fatalf("final generation %d (%v), want %d", cur.Generation, err, 4*each)
+	cur := storetest.Get(t, b, "default")
+	if cur.Generation != 4*each {
+		t.Fatalf("final generation %d, want %d", cur.Generation, 4*each)
 	}
 	// a's view is stale once b commits.
 	if _, _, err := b.CommitConfig(ctx, storetest.NewStream("default", storetest.Cfg(1)), cur.Generation); err != nil {
@@ -135,9 +135,8 @@ func TestLargeConfigChunks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("commit 8 MiB: %v", err)
 	}
-	back, err := s.GetStream(ctx, "default")
-	if err != nil || !bytes.Equal(back.Raw, big) || back.Generation != got.Generation {
-		t.Fatalf("8 MiB round trip: gen %d, %d bytes, %v", back.Generation, len(back.Raw), err)
+	if back := storetest.Get(t, s, "default"); !bytes.Equal(back.Raw, big) || back.Generation != got.Generation {
+		t.Fatalf("8 MiB round trip: gen %d, %d bytes", back.Generation, len(back.Raw))
 	}
 	if n := len(keys(t, cli, etcd.DefaultPrefix+"configs/default/")); n != 9 {
 		t.Fatalf("%d chunks for 8 MiB + 4 bytes, want 9 (1 MiB each)", n)

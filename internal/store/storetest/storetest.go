@@ -122,7 +122,8 @@ func commit(t *testing.T, s store.Store, c *config.Config, expected uint64) *con
 	return got
 }
 
-func get(t *testing.T, s store.Store, name string) *config.Config {
+// Get reads stream name from s, failing t with the error if the read fails.
+func Get(t *testing.T, s store.Store, name string) *config.Config {
 	t.Helper()
 	got, err := s.GetStream(context.Background(), name)
 	if err != nil {
@@ -189,7 +190,7 @@ func testGenerations(t *testing.T, s store.Store) {
 	if got := commit(t, s, NewStream("a", Cfg(1)), 0); got.Generation != 7 {
 		t.Fatalf("re-commit of older content: generation %d, want 7", got.Generation)
 	}
-	if g := get(t, s, "a").Generation; g != 7 {
+	if g := Get(t, s, "a").Generation; g != 7 {
 		t.Fatalf("GetStream(a) generation %d, want 7", g)
 	}
 }
@@ -215,7 +216,7 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	if want.Generation != 0 {
 		t.Errorf("CommitConfig changed the caller's config: generation %d", want.Generation)
 	}
-	back := get(t, s, "yaml-stream")
+	back := Get(t, s, "yaml-stream")
 	sameStream(t, "GetStream", back, want, 1)
 	if gotJS, err := back.JSON(); err != nil || !bytes.Equal(gotJS, js) {
 		t.Errorf("GetStream's JSON form = %s, %v; want %s", gotJS, err, js)
@@ -263,7 +264,7 @@ func testConflict(t *testing.T, s store.Store) {
 	if _, _, err := s.CommitConfig(ctx, NewStream("c", Cfg(2)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected with the current hash: %v, want ErrConflict", err)
 	}
-	sameStream(t, "after conflicts", get(t, s, "c"), second, 2)
+	sameStream(t, "after conflicts", Get(t, s, "c"), second, 2)
 	if got := commit(t, s, NewStream("c", Cfg(3)), 2); got.Generation != 3 {
 		t.Fatalf("after conflicts, commit with expected 2: generation %d, want 3", got.Generation)
 	}
@@ -283,7 +284,7 @@ func testUnchanged(t *testing.T, s store.Store) {
 		t.Fatal("same hash: unchanged = false")
 	}
 	sameStream(t, "unchanged result", got, first, 1)
-	sameStream(t, "GetStream after unchanged", get(t, s, "u"), first, 1)
+	sameStream(t, "GetStream after unchanged", Get(t, s, "u"), first, 1)
 	// A different hash after that is generation 2.
 	if g := commit(t, s, NewStream("u", Cfg(2)), 0).Generation; g != 2 {
 		t.Fatalf("next new content: generation %d, want 2", g)
@@ -297,15 +298,15 @@ func testLarge(t *testing.T, s store.Store, n int) {
 	}
 	st := NewStream("large", raw)
 	sameStream(t, "large commit", commit(t, s, st, 0), st, 1)
-	sameStream(t, "large get", get(t, s, "large"), st, 1)
+	sameStream(t, "large get", Get(t, s, "large"), st, 1)
 	// Replacing a large config with a small one leaves only the small one.
 	small := NewStream("large", Cfg(1))
 	commit(t, s, small, 1)
-	sameStream(t, "small after large", get(t, s, "large"), small, 2)
+	sameStream(t, "small after large", Get(t, s, "large"), small, 2)
 	// And a large one again.
 	big := NewStream("large", bytes.Repeat([]byte("z"), n+1))
 	commit(t, s, big, 2)
-	sameStream(t, "large again", get(t, s, "large"), big, 3)
+	sameStream(t, "large again", Get(t, s, "large"), big, 3)
 }
 
 func sinkSpec(name, stream, dir string) *confighubv1.Sink {
@@ -458,7 +459,7 @@ func testConcurrent(t *testing.T, s store.Store) {
 			t.Fatalf("generation %d never handed out (got %d generations)", g, len(seen))
 		}
 	}
-	if g := get(t, s, "conc").Generation; g != workers*each {
+	if g := Get(t, s, "conc").Generation; g != workers*each {
 		t.Fatalf("final generation %d, want %d", g, workers*each)
 	}
 }
@@ -492,7 +493,7 @@ func testConcurrentExpected(t *testing.T, s store.Store) {
 	if wins != 1 {
 		t.Fatalf("%d writers won with expected 1, want exactly 1", wins)
 	}
-	if g := get(t, s, "race").Generation; g != 2 {
+	if g := Get(t, s, "race").Generation; g != 2 {
 		t.Fatalf("generation after the race %d, want 2", g)
 	}
 }
@@ -535,8 +536,8 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	}
 
 	s2 := reopen(t, s)
-	sameStream(t, "p after reopen", get(t, s2, "p"), last, 2)
-	sameStream(t, "q after reopen", get(t, s2, "q"), q, 1)
+	sameStream(t, "p after reopen", Get(t, s2, "p"), last, 2)
+	sameStream(t, "q after reopen", Get(t, s2, "q"), q, 1)
 	l, err := s2.ListStreams(ctx)
 	if err != nil || len(l) != 2 {
 		t.Fatalf("streams after reopen: %d, %v", len(l), err)
