@@ -17,7 +17,9 @@
 // from its last revision. Each status change is marshalled once for all
 // the WatchStatus streams that encode alike (a grpc.PreparedMsg shared by
 // watchers of the same codec and compressor), not once per watcher
-// (TestWatchersShareEncodings).
+// (TestWatchersShareEncodings); a compressor whose output varies costs at
+// most 8 such classes, its streams then encoding their own
+// (TestWatchEncodingClassesBounded).
 //
 // HTTP/2 keepalive (DefaultKeepalive, WithKeepalive): clients may ping
 // every 5 s or more with or without streams, so a watcher pinging every

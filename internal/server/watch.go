@@ -19,6 +19,11 @@ import (
 // among the latest.
 const sharedEncodings = status.DefaultWatchBuffer
 
+// maxEncodingClasses bounds the classes of streams: a compressor whose
+// output varies from call to call would make each stream a class of its
+// own; past the bound, streams send their own encodings.
+const maxEncodingClasses = 8
+
 func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
 	ctx := stream.Context()
 	// An unknown stream is NotFound, as for GetStatus; a watcher can wait
@@ -81,6 +86,9 @@ func (w *watchEncodings) forStream(s grpc.ServerStream) *encodingClass {
 		if reflect.DeepEqual(c.probe, probe) {
 			return c
 		}
+	}
+	if len(w.classes) >= maxEncodingClasses {
+		return nil
 	}
 	c := &encodingClass{probe: probe, enc: status.NewEncodings[*grpc.PreparedMsg](sharedEncodings)}
 	w.classes = append(w.classes, c)

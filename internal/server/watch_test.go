@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // a watcher that compresses
 	"google.golang.org/protobuf/proto"
 
@@ -152,4 +154,67 @@ func BenchmarkWatchStatusFanout(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 	b.ReportMetric(float64(msgs.Load())/float64(b.N)/watchers, "msgs/op")
+}
+
+// varyingCompressor is a compressor whose output differs at each call (a
+// counter before the bytes), as a compressor that stamps its output would.
+type varyingCompressor struct{ n atomic.Uint32 }
+
+func (c *varyingCompressor) Compress(w io.Writer) (io.WriteCloser, error) {
+	if _, err := w.Write([]byte{byte(c.n.Add(1))}); err != nil {
+		return nil, err
+	}
+	return nopCloser{w}, nil
+}
+
+func (c *varyingCompressor) Decompress(r io.Reader) (io.Reader, error) {
+	if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (*varyingCompressor) Name() string { return "varying-test" }
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// TestWatchEncodingClassesBounded: streams whose encodings never match
+// (a compressor whose output varies) get their own encodings past a few
+// classes, and still read every change.
+func TestWatchEncodingClassesBounded(t *testing.T) {
+	encoding.RegisterCompressor(&varyingCompressor{})
+	addr, _, srv := startHubServer(t, nil)
+	hc := confighubv1.NewConfigHubServiceClient(harness.Dial(t, addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var watches []grpc.ServerStreamingClient[confighubv1.WatchStatusResponse]
+	for range 12 {
+		s, err := hc.WatchStatus(ctx, &confighubv1.WatchStatusRequest{}, grpc.UseCompressor("varying-test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, s)
+	}
+	if _, err := hc.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(`{"_format_version":"3.0"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range watches {
+		for {
+			ev, err := s.Recv()
+			if err != nil {
+				t.Fatalf("watcher %d: %v", i, err)
+			}
+			if ev.GetSink().GetAppliedGeneration() == 1 {
+				break
+			}
+		}
+	}
+	if n := len(server.WatchEncodes(srv)); n > 8 {
+		t.Fatalf("%d classes of streams for 12 watchers whose encodings never match, want at most 8", n)
+	}
 }
