@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/engine/status"
 )
 
 func snapEv(rev uint64, reason string, gens ...uint64) *confighubv1.WatchStatusResponse {
@@ -25,10 +26,10 @@ func genEv(rev, gen uint64) *confighubv1.WatchStatusResponse {
 // not read up to the last generation.
 func TestTallyCountsResumes(t *testing.T) {
 	watchers := [][]*confighubv1.WatchStatusResponse{
-		{snapEv(10, "start", 1), genEv(11, 2), genEv(14, 3)},                        // every event
-		{snapEv(10, "start", 1), genEv(11, 2), snapEv(14, "slow-watcher", 1, 2, 3)}, // resumed, the snapshot shows 3
-		{snapEv(10, "start", 1), snapEv(14, "slow-watcher", 3)},                     // resumed, 2 never shown
-		{snapEv(10, "start", 1), genEv(11, 2)},                                      // behind
+		{snapEv(10, status.ReasonStart, 1), genEv(11, 2), genEv(14, 3)},                                  // every event
+		{snapEv(10, status.ReasonStart, 1), genEv(11, 2), snapEv(14, status.ReasonSlowWatcher, 1, 2, 3)}, // resumed, the snapshot shows 3
+		{snapEv(10, status.ReasonStart, 1), snapEv(14, status.ReasonSlowWatcher, 3)},                     // resumed, 2 never shown
+		{snapEv(10, status.ReasonStart, 1), genEv(11, 2)},                                                // behind
 	}
 	stats := make([]watchStats, len(watchers))
 	for i, evs := range watchers {

@@ -22,6 +22,10 @@ import (
 // after the last push.
 const watchDrainWait = 30 * time.Second
 
+// childReady is the line the watch child writes once every watcher has its
+// start snapshot.
+const childReady = "ready"
+
 // watchTally is what the normal watchers saw by the time they drained (or
 // watchDrainWait passed).
 type watchTally struct {
@@ -68,9 +72,9 @@ func startWatchChild(addr string) (*watchChild, error) {
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the watchers: %w", err)
 	}
-	if line, err := c.line(); err != nil || line != "ready" {
+	if line, err := c.line(); err != nil || line != childReady {
 		c.close()
-		return nil, fmt.Errorf("watchers: %q, %w", line, err)
+		return nil, fmt.Errorf("watchers: %q, want %q (%v)", line, childReady, err)
 	}
 	return c, nil
 }
@@ -105,7 +109,7 @@ func (c *watchChild) close() {
 }
 
 // runWatchChild is the -watch-child mode: n watchers of addr's default
-// stream over watcherConns connections; "ready" once each has its start
+// stream over watcherConns connections; childReady once each has its start
 // snapshot; then for each line "REV GEN" read from in, the tally (JSON)
 // once every watcher read REV or watchDrainWait passed. It returns when
 // in closes.
@@ -168,7 +172,7 @@ func runWatchChild(addr string, n int, in io.Reader, out io.Writer) error {
 	if watchErr != nil {
 		return fmt.Errorf("watchers: %w", watchErr)
 	}
-	fmt.Fprintln(out, "ready")
+	fmt.Fprintln(out, childReady)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		var rev, gen uint64

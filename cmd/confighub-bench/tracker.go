@@ -100,5 +100,3 @@ func (t *tracker) wait(ctx context.Context, match func(string) bool, want int, g
 		return time.Time{}, fmt.Errorf("%d of %d sinks applied generation %d: %w", n, want, gen, ctx.Err())
 	}
 }
-
-func allSinks(string) bool { return true }
