@@ -135,6 +135,10 @@ func Get(t *testing.T, s store.Store, name string) *config.Config {
 // sameStream compares every stored field, want's generation being gen.
 func sameStream(t *testing.T, what string, got, want *config.Config, gen uint64) {
 	t.Helper()
+	if got == nil {
+		t.Errorf("%s: no config, want %s gen %d", what, want.Stream, gen)
+		return
+	}
 	if got.Stream != want.Stream || got.Generation != gen || got.Hash != want.Hash || got.Format != want.Format {
 		t.Errorf("%s: got %s gen %d hash %.12s format %v, want %s gen %d hash %.12s format %v", what,
 			got.Stream, got.Generation, got.Hash, got.Format, want.Stream, gen, want.Hash, want.Format)
