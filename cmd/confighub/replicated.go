@@ -28,6 +28,9 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
+// On replicas, GetConfig of a sink is answered from etcd and the store.
+var _ hub.Diagnostics = (*cluster.Diagnostics)(nil)
+
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
 type replicaFlags struct {
 	endpoints string
