@@ -176,6 +176,9 @@ func (c *varyingCompressor) Decompress(r io.Reader) (io.Reader, error) {
 
 func (*varyingCompressor) Name() string { return "varying-test" }
 
+// grpc's compressor registry may only be written at initialisation.
+func init() { encoding.RegisterCompressor(&varyingCompressor{}) }
+
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
@@ -184,7 +187,6 @@ func (nopCloser) Close() error { return nil }
 // (a compressor whose output varies) get their own encodings past a few
 // classes, and still read every change.
 func TestWatchEncodingClassesBounded(t *testing.T) {
-	encoding.RegisterCompressor(&varyingCompressor{})
 	addr, _, srv := startHubServer(t, nil)
 	hc := confighubv1.NewConfigHubServiceClient(harness.Dial(t, addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
