@@ -29,7 +29,9 @@
 //     announced total_size is taken from its header before any chunk is
 //     read, an upload that does not fit is ErrTooLarge saying so, and the
 //     share comes back when the upload ends (Abort), acked, refused or
-//     abandoned (server TestUploadBudget).
+//     abandoned (server TestUploadBudget), or when BeginUpload itself
+//     fails after taking it, as when the store cannot open the stage
+//     (TestUploadThatCannotStageGivesItsBudgetBack).
 //   - A sink spec is at most 256 KiB (ErrInvalid) and all specs together
 //     at most 32 MiB (ErrTooLarge), so ListSinks, which answers them all
 //     at once, fits the message limit (TestSinkSpecBytesBounded).

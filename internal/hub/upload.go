@@ -133,10 +133,12 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	}
 	u := &Upload{h: h, ctx: ctx, in: in, stream: config.StreamName(in.Stream), total: int64(totalSize), want: expectedHash, release: release}
 	switch in.Format {
-	case config.FormatJSON:
-		return u, u.decide(config.FormatJSON)
-	case config.FormatYAML:
-		return u, u.decide(config.FormatYAML)
+	case config.FormatJSON, config.FormatYAML:
+		if err := u.decide(in.Format); err != nil {
+			// The caller gets no Upload to Abort: give its share back here.
+			u.Abort()
+			return nil, err
+		}
 	}
 	return u, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/internal/store/memory"
 )
 
 // upload sends raw to h in chunks of n bytes, as UploadConfig does, and
@@ -161,4 +162,28 @@ func TestBadUploadChangesNothing(t *testing.T) {
 		}
 		u.Abort()
 	}, func(t *testing.T, blobs []os.DirEntry) { oneBlob(t, blobs) })
+}
+
+// refusingStager cannot open a stage for an upload (a full disk).
+type refusingStager struct{ store.Store }
+
+func (refusingStager) StageStream(context.Context, string, int64) (store.StageWriter, error) {
+	return nil, errors.New("no space left on device")
+}
+
+// An upload whose stage cannot open is refused by BeginUpload, which gives
+// its share of the upload budget back: the caller gets no Upload to Abort,
+// and a budget held by it would refuse every later upload
+// (TestUploadThatCannotStageGivesItsBudgetBack).
+func TestUploadThatCannotStageGivesItsBudgetBack(t *testing.T) {
+	h := New(refusingStager{memory.New()}, newFake().ports(), WithUploadBudgetBytes(int64(len(good))))
+	for i := range 2 {
+		u, err := h.BeginUpload(context.Background(), PushInput{Format: config.FormatJSON}, uint64(len(good)), config.Hash([]byte(good)))
+		if !errors.Is(err, ErrUnavailable) || u != nil {
+			t.Fatalf("upload %d on a store that cannot stage: %v, %v; want Unavailable and no Upload", i, u, err)
+		}
+	}
+	if h.uploads.held != 0 || h.uploads.count != 0 {
+		t.Fatalf("budget after refused uploads: %d bytes held by %d, want none", h.uploads.held, h.uploads.count)
+	}
 }
