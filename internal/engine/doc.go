@@ -187,7 +187,7 @@
 //
 // Metrics and logs: every attempt (and hash skip) ends in one apply-outcome
 // event (outcome.go: sink, stream, generation, hash, Result of the closed
-// set Results, sink.Code, duration, attempt, next attempt, excluded
+// set Results(), sink.Code, duration, attempt, next attempt, excluded
 // entities) from which the sink's status fields, the metrics and the log
 // line are made, never by hand in a branch (TestApplyOutcomeEvent): one log
 // line per apply (sink, stream, generation, result, duration, attempt); a

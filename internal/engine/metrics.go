@@ -27,8 +27,11 @@ const (
 	ResultDegraded Result = "degraded"
 )
 
-// Results is the closed set, in the order docs/metrics.md lists it.
-var Results = []Result{ResultApplied, ResultSkipped, ResultFailed, ResultRejected, ResultDegraded, ResultCancelled}
+// Results returns the closed set, in the order docs/metrics.md lists it, as
+// a fresh slice the caller owns (no shared mutable package state).
+func Results() []Result {
+	return []Result{ResultApplied, ResultSkipped, ResultFailed, ResultRejected, ResultDegraded, ResultCancelled}
+}
 
 // Metrics receives the engine's measurements. Implementations must be safe
 // for concurrent use and fast: some methods are called while the engine

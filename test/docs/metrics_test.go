@@ -48,7 +48,7 @@ func TestMetricsDocumented(t *testing.T) {
 			t.Errorf("docs/metrics.md does not list the state %q of confighub_sink_state", metrics.StateLabel(s))
 		}
 	}
-	for _, r := range engine.Results {
+	for _, r := range engine.Results() {
 		if !strings.Contains(md, "`"+string(r)+"`") {
 			t.Errorf("docs/metrics.md does not list the result %q of confighub_sink_applies_total", r)
 		}
