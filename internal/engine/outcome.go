@@ -65,7 +65,9 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 	if d, ok := sink.AsDegraded(err); ok {
 		rej := d.Rejection
 		if rej == nil {
-			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: "rejected"}
+			// The sink did not say why: say what happened, so an operator
+			// reading last_error knows the destination runs a fallback.
+			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fallbackMessage(cfg.Generation, len(d.Excluded))}
 		}
 		f := w.failure(rej)
 		f.code = sink.CodeRejected
@@ -88,6 +90,16 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 	f.err.Code = f.code
 	return attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
 		panicked: errors.Is(err, errSinkPanicked), jitter: jitter()}, f
+}
+
+// fallbackMessage is the error text of a degraded apply whose sink gave no
+// rejection of its own.
+func fallbackMessage(generation uint64, excluded int) string {
+	noun := "entities"
+	if excluded == 1 {
+		noun = "entity"
+	}
+	return fmt.Sprintf("the destination rejected generation %d and applied a fallback that excludes %d %s", generation, excluded, noun)
 }
 
 // failure cleans and bounds se for status, logs and LastFailed (a copy:

@@ -92,8 +92,10 @@ func TestApplyOutcomeEvent(t *testing.T) {
 			// The rejection's own text; the code of a degraded apply is rejected.
 			lastError: "invalid: bad", code: "rejected"},
 		{name: "degraded without a rejection", err: &sink.Degraded{Hash: "fb", Excluded: excluded}, result: ResultDegraded, applied: true, failedKept: true,
-			metrics:   []string{`ApplyDone a kong degraded "rejected" 1.5s 10`, "EntityErrors a 0", "ExcludedEntities a 1"},
-			lastError: "rejected: rejected", code: "rejected"},
+			metrics: []string{`ApplyDone a kong degraded "rejected" 1.5s 10`, "EntityErrors a 0", "ExcludedEntities a 1"},
+			// No rejection text from the sink: last_error still says what
+			// happened and what the fallback leaves out.
+			lastError: "rejected: the destination rejected generation 2 and applied a fallback that excludes 1 entity", code: "rejected"},
 		{name: "panic", err: &sink.Error{Code: sink.CodeInternal, Message: "the sink panicked: boom", Err: errSinkPanicked}, result: ResultFailed, failedKept: true,
 			metrics:   []string{`ApplyDone a kong failed "internal" 1.5s 10`, "EntityErrors a 0"},
 			lastError: "internal: the sink panicked: boom", code: "internal"},
