@@ -87,6 +87,21 @@ func newCodec(pool mem.BufferPool) codec {
 	return codec{CodecV2: encoding.GetCodecV2(protoenc.Name), pool: pool}
 }
 
+// marshalled is a message already marshalled by the proto codec, sent as
+// it is (a status event shared by watchers, see watchEncodings). Its bytes
+// are never written after marshalling: every stream reads the same ones.
+type marshalled struct{ b []byte }
+
+// Marshal is the proto codec's, except that a marshalled message's bytes
+// are sent as they are.
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*marshalled); ok {
+		// A SliceBuffer is not pooled: freeing it after the send is a no-op.
+		return mem.BufferSlice{mem.SliceBuffer(m.b)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}
+
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*confighubv1.PushConfigRequest); ok && len(data) > 1 {
 		return unmarshalPush(data.Materialize(), p)

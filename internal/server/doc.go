@@ -15,11 +15,11 @@
 // (TestReadRPCsValidateNames). A WatchStatus whose events end because the hub
 // stops (not the client) ends with Unavailable, so the client resumes
 // from its last revision. Each status change is marshalled once for all
-// the WatchStatus streams that encode alike (a grpc.PreparedMsg shared by
-// watchers of the same codec and compressor), not once per watcher
-// (TestWatchersShareEncodings); a compressor whose output varies costs at
-// most 8 such classes, its streams then encoding their own
-// (TestWatchEncodingClassesBounded).
+// WatchStatus streams, not once per watcher: every stream uses the
+// server's one codec, and grpc compresses the shared bytes per stream, so
+// a client that asked for compression reads each change compressed
+// (TestWatchersShareEncodings), whatever its compressor's output
+// (TestWatchSharesWithVaryingCompressor).
 //
 // HTTP/2 keepalive (DefaultKeepalive, WithKeepalive): clients may ping
 // every 5 s or more with or without streams, so a watcher pinging every

@@ -27,7 +27,7 @@ type hubService struct {
 	hub     *hub.Hub
 	redact  Redactor
 	pageURL func() string
-	// watchEnc shares status events' encodings between watchers.
+	// watchEnc shares status events' marshalled bytes between watchers.
 	watchEnc watchEncodings
 }
 
