@@ -56,7 +56,7 @@ type slotMachine struct {
 	fallback    fallbackState // DEGRADED: the fallback the destination runs
 
 	// changes are the state changes since the worker last took them
-	// (takeChanges), for the metrics.
+	// (eachChange), for the metrics.
 	changes []stateChange
 }
 
@@ -130,11 +130,14 @@ func (m *slotMachine) setState(s state, reason string) {
 	m.state, m.reason = s, reason
 }
 
-// takeChanges returns the state changes since the last call.
-func (m *slotMachine) takeChanges() []stateChange {
-	c := m.changes
+// eachChange passes each state change since the last call to f, then
+// forgets them. The machine reuses its buffer (no allocation per report on
+// the fan-out path), so no slice of it leaves the machine.
+func (m *slotMachine) eachChange(f func(stateChange)) {
+	for _, c := range m.changes {
+		f(c)
+	}
 	m.changes = m.changes[:0]
-	return c
 }
 
 // seed sets what a restarted or taken-over sink is known to have applied.

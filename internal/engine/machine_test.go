@@ -332,7 +332,7 @@ func TestSlotMachineOutcome(t *testing.T) {
 			if c.setup != nil {
 				c.setup(m)
 			}
-			m.takeChanges()
+			takeChanges(m)
 			o := c.out
 			o.cfg = gen1
 			tr := m.outcome(o, mt0)
@@ -402,7 +402,7 @@ func TestSlotMachineStateChanges(t *testing.T) {
 	m.start(gen1, mt0)                                                              // -> APPLYING
 	m.outcome(attemptOutcome{kind: outApplied, cfg: gen1}, mt0)                     // -> APPLIED
 	want := []stateChange{{statePending, stateWaiting}, {stateWaiting, statePending}, {statePending, stateApplying}, {stateApplying, stateApplied}}
-	got := m.takeChanges()
+	got := takeChanges(m)
 	if len(got) != len(want) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
@@ -411,7 +411,7 @@ func TestSlotMachineStateChanges(t *testing.T) {
 			t.Errorf("change %d: %v, want %v", i, got[i], want[i])
 		}
 	}
-	if len(m.takeChanges()) != 0 {
+	if len(takeChanges(m)) != 0 {
 		t.Error("changes reported twice")
 	}
 	if m.reason != "" {
@@ -438,4 +438,11 @@ func TestSlotMachineRefusal(t *testing.T) {
 	if r := m.refusal("me", 1); r != "me" {
 		t.Errorf("rejected: refusal %q, want me", r)
 	}
+}
+
+// takeChanges collects the machine's state changes since the last call.
+func takeChanges(m *slotMachine) []stateChange {
+	var got []stateChange
+	m.eachChange(func(c stateChange) { got = append(got, c) })
+	return got
 }

@@ -321,9 +321,9 @@ func (w *worker) decide(now time.Time) decision {
 // reportState passes the machine's state changes to the metrics. e.mu is
 // held.
 func (w *worker) reportState() {
-	for _, c := range w.m.takeChanges() {
+	w.m.eachChange(func(c stateChange) {
 		w.deps.metrics.StateChanged(w.name, w.kind, c.from, c.to)
-	}
+	})
 }
 
 // apply calls the sink, turning a panic into an error.
