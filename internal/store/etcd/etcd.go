@@ -393,6 +393,15 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 
 // GetStream implements store.Store.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
+	return s.atMeta(ctx, name, func(meta []byte, rev int64) (*config.Config, error) {
+		return s.readStream(ctx, name, meta, rev)
+	})
+}
+
+// atMeta reads stream name's meta and passes it to read with the revision
+// it was read at; when read's own reads at that revision find it compacted
+// (rpctypes.ErrCompacted), it reads the meta again, up to maxAttempts.
+func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
 	for range maxAttempts {
 		if err := s.check(ctx); err != nil {
 			return nil, err
@@ -404,9 +413,9 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 		if len(resp.Kvs) == 0 {
 			return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
-		st, err := s.readStream(ctx, name, resp.Kvs[0].Value, resp.Header.Revision)
+		st, err := read(resp.Kvs[0].Value, resp.Header.Revision)
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			continue // compacted between the two reads: read again
+			continue // compacted between the reads: read again
 		}
 		return st, err
 	}

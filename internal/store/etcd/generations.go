@@ -53,30 +53,18 @@ func (s *Store) sweep(name string, gen uint64, prefix string) []clientv3.Op {
 // GetGeneration implements store.GenerationReader: the stream's generation
 // gen, while it is one of the kept ones; store.ErrNotFound otherwise.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
-	for range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, err
-		}
-		resp, err := s.cli.Get(ctx, s.metaKey(name))
-		if err != nil {
-			return nil, fmt.Errorf("etcd store: read stream %q: %w", name, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		rev := resp.Header.Revision
-		cur, err := decodeMeta(s.metaKey(name), resp.Kvs[0].Value)
+	return s.atMeta(ctx, name, func(metaVal []byte, rev int64) (*config.Config, error) {
+		cur, err := decodeMeta(s.metaKey(name), metaVal)
 		if err != nil {
 			return nil, err
 		}
-		metaVal := resp.Kvs[0].Value
 		switch {
 		case gen > cur.Generation || gen == 0:
 			return nil, fmt.Errorf("stream %q has no generation %d (current %d): %w", name, gen, cur.Generation, store.ErrNotFound)
 		case gen < cur.Generation:
 			h, err := s.cli.Get(ctx, s.histKey(name, gen), clientv3.WithRev(rev))
 			if errors.Is(err, rpctypes.ErrCompacted) {
-				continue
+				return nil, err // atMeta reads again
 			}
 			if err != nil {
 				return nil, fmt.Errorf("etcd store: read generation %d of %q: %w", gen, name, err)
@@ -86,14 +74,6 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 			}
 			metaVal = h.Kvs[0].Value
 		}
-		st, err := s.readStream(ctx, name, metaVal, rev)
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return st, nil
-	}
-	return nil, fmt.Errorf("etcd store: stream %q: history compacted on every read", name)
+		return s.readStream(ctx, name, metaVal, rev)
+	})
 }
