@@ -2,85 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/rawack"
 )
 
-// rawService is the baseline of scenario 1: the least work a durable ack
-// of the same bytes can do. A bare gRPC service (no interceptors) whose
-// unary Push writes the bytes with one pwrite into a file preallocated
-// (written with zeros and fsynced once, so no block is allocated and no
-// size changes during a run), calls fdatasync once and answers; its
-// client-streaming Upload writes each chunk at its offset as it arrives,
-// then fdatasyncs once after the last and answers.
-type rawService struct{ f *os.File }
-
-func (r *rawService) push(in *wrapperspb.BytesValue) (*emptypb.Empty, error) {
-	if _, err := r.f.WriteAt(in.GetValue(), 0); err != nil {
-		return nil, err
-	}
-	return &emptypb.Empty{}, syscall.Fdatasync(int(r.f.Fd()))
-}
-
-func (r *rawService) upload(st grpc.ServerStream) error {
-	var off int64
-	for {
-		in := new(wrapperspb.BytesValue)
-		err := st.RecvMsg(in)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		n, err := r.f.WriteAt(in.GetValue(), off)
-		if err != nil {
-			return err
-		}
-		off += int64(n)
-	}
-	if err := syscall.Fdatasync(int(r.f.Fd())); err != nil {
-		return err
-	}
-	return st.SendMsg(&emptypb.Empty{})
-}
-
-var rawServiceDesc = grpc.ServiceDesc{
-	ServiceName: "bench.Raw",
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Push",
-		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			in := new(wrapperspb.BytesValue)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			return srv.(*rawService).push(in)
-		},
-	}},
-	Streams: []grpc.StreamDesc{{
-		StreamName:    "Upload",
-		ClientStreams: true,
-		Handler:       func(srv any, st grpc.ServerStream) error { return srv.(*rawService).upload(st) },
-	}},
-}
-
+// rawBaseline serves rawack's minimal durable ack, the baseline of
+// scenario 1 (and 8): the least work a durable ack of the same bytes can do.
 type rawBaseline struct {
 	f      *os.File
 	srv    *grpc.Server
@@ -91,7 +30,7 @@ type rawBaseline struct {
 // startRaw serves the baseline on 127.0.0.1 with a file of capacity bytes
 // preallocated in dir.
 func startRaw(dir string, capacity int) (*rawBaseline, error) {
-	f, err := preallocate(filepath.Join(dir, "raw.json"), capacity)
+	f, err := rawack.Preallocate(filepath.Join(dir, "raw.json"), capacity)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +40,7 @@ func startRaw(dir string, capacity int) (*rawBaseline, error) {
 		return nil, err
 	}
 	r := &rawBaseline{f: f, srv: grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg)), served: make(chan error, 1)}
-	r.srv.RegisterService(&rawServiceDesc, &rawService{f: f})
+	rawack.Register(r.srv, f)
 	go func() { r.served <- r.srv.Serve(lis) }()
 	r.conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMsg), grpc.MaxCallRecvMsgSize(maxMsg)))
@@ -112,48 +51,14 @@ func startRaw(dir string, capacity int) (*rawBaseline, error) {
 	return r, nil
 }
 
-// preallocate creates path with size bytes of zeros written and flushed.
-func preallocate(path string, size int) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	zeros := make([]byte, 4<<20)
-	for off := 0; off < size; off += len(zeros) {
-		if _, err := f.WriteAt(zeros[:min(len(zeros), size-off)], int64(off)); err != nil {
-			_ = f.Close()
-			return nil, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
 func (r *rawBaseline) push(ctx context.Context, b []byte) error {
-	return r.conn.Invoke(ctx, "/bench.Raw/Push", wrapperspb.Bytes(b), new(emptypb.Empty))
+	return rawack.Push(ctx, r.conn, b)
 }
 
 // upload streams b in chunks of hubclient.DefaultChunkBytes, as the hub's
 // upload does.
 func (r *rawBaseline) upload(ctx context.Context, b []byte) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := r.conn.NewStream(ctx, &rawServiceDesc.Streams[0], "/bench.Raw/Upload")
-	if err != nil {
-		return err
-	}
-	for off := 0; off < len(b); off += hubclient.DefaultChunkBytes {
-		if err := st.SendMsg(wrapperspb.Bytes(b[off:min(off+hubclient.DefaultChunkBytes, len(b))])); err != nil {
-			return err
-		}
-	}
-	if err := st.CloseSend(); err != nil {
-		return err
-	}
-	return st.RecvMsg(new(emptypb.Empty))
+	return rawack.Upload(ctx, r.conn, b, hubclient.DefaultChunkBytes)
 }
 
 func (r *rawBaseline) close() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/rawack"
 )
 
 const (
@@ -31,7 +32,7 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		return nil, err
 	}
 	defer e.close()
-	f, err := preallocate(filepath.Join(e.dir, "floor.rec"), 64<<10)
+	f, err := rawack.Preallocate(filepath.Join(e.dir, "floor.rec"), 64<<10)
 	if err != nil {
 		return nil, err
 	}

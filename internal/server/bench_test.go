@@ -14,13 +14,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/rawack"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/sink"
@@ -86,54 +85,21 @@ func benchHub(b *testing.B, conns int) []confighubv1.ConfigHubServiceClient {
 	return cs
 }
 
-// rawPush is the minimal durable ack of scenario 1 of confighub-bench: a
-// bare gRPC unary call (no interceptors) carrying the bytes, whose handler
-// pwrites them into a preallocated file, fdatasyncs it and answers. With
-// no file it only answers: the transport's own cost.
-type rawPush struct{ f *os.File }
-
-var rawDesc = grpc.ServiceDesc{
-	ServiceName: "bench.Raw",
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Push",
-		Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			in := new(wrapperspb.BytesValue)
-			if err := dec(in); err != nil {
-				return nil, err
-			}
-			f := srv.(*rawPush).f
-			if f == nil {
-				return &emptypb.Empty{}, nil
-			}
-			if _, err := f.WriteAt(in.GetValue(), 0); err != nil {
-				return nil, err
-			}
-			return &emptypb.Empty{}, syscall.Fdatasync(int(f.Fd()))
-		},
-	}},
-}
-
-// benchRaw serves rawPush with a file of size bytes preallocated (none
+// benchRaw serves rawack's minimal durable ack (scenario 1's baseline in
+// confighub-bench) with a file of size bytes preallocated (none
 // when size is 0).
 func benchRaw(b *testing.B, size int) *grpc.ClientConn {
 	b.Helper()
 	var f *os.File
 	if size > 0 {
 		var err error
-		if f, err = os.Create(filepath.Join(b.TempDir(), "raw")); err != nil {
+		if f, err = rawack.Preallocate(filepath.Join(b.TempDir(), "raw"), size); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = f.Close() })
-		if _, err := f.Write(make([]byte, size)); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
 	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
-	srv.RegisterService(&rawDesc, &rawPush{f: f})
+	rawack.Register(srv, f)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -188,14 +154,14 @@ func BenchmarkPushConfig(b *testing.B) {
 			b.Run(fmt.Sprintf("%dKiB/%s/raw", size>>10, mode), func(b *testing.B) {
 				conn := benchRaw(b, size+4096)
 				push := func(ctx context.Context, _ int, cfg []byte) error {
-					return conn.Invoke(ctx, "/bench.Raw/Push", wrapperspb.Bytes(cfg), new(emptypb.Empty))
+					return rawack.Push(ctx, conn, cfg)
 				}
 				runPushes(b, conc, raw, push)
 			})
 			b.Run(fmt.Sprintf("%dKiB/%s/grpc", size>>10, mode), func(b *testing.B) {
 				conn := benchRaw(b, 0)
 				push := func(ctx context.Context, _ int, cfg []byte) error {
-					return conn.Invoke(ctx, "/bench.Raw/Push", wrapperspb.Bytes(cfg), new(emptypb.Empty))
+					return rawack.Push(ctx, conn, cfg)
 				}
 				runPushes(b, conc, raw, push)
 			})
