@@ -52,6 +52,10 @@
 //     every loaded entity, about the configuration's size) is drained
 //     through a small buffer and dropped; other answers are read up to
 //     8 MiB (TestAnswerBodiesAreNotBuffered).
+//   - At most one idle connection per gateway: when an apply and a status
+//     poll overlap (two connections), the second is closed once both are
+//     answered and later requests reuse the one kept
+//     (TestOneIdleConnectionPerGateway).
 //   - Liveness (sink.Runner): GET /status every status_interval (default
 //     10s) on the injected clock, each poll bounded by min(interval, 10s).
 //     The all-zeros configuration_hash after a successful apply (or at the

@@ -594,3 +594,66 @@ func TestKeyAuthKeyNeverNamed(t *testing.T) {
 		t.Errorf("a route keeps its name: %v", ents[1])
 	}
 }
+
+// A sink keeps one idle connection to its gateway: after an apply and a
+// status poll overlapped (two connections), the second is closed, and the
+// next request reuses the one kept. 1,000 sinks otherwise held 1,306.
+func TestOneIdleConnectionPerGateway(t *testing.T) {
+	applying, polled := make(chan struct{}), make(chan struct{})
+	closed := make(chan struct{}, 4)
+	var mu sync.Mutex
+	opened := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/config":
+			close(applying)
+			<-polled // answer only once the poll has its own connection
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{}`))
+		case "/status":
+			_, _ = w.Write([]byte(`{"configuration_hash":"0123456789abcdef0123456789abcdef"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		case http.StateClosed:
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	s := newSink(t, &confighubv1.KongSpec{Address: srv.URL}, sink.Deps{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	applied := make(chan error, 1)
+	go func() { applied <- s.Apply(ctx, cfgOf(t, []byte(`{"_format_version":"3.0"}`))) }()
+	<-applying
+	if _, err := s.client.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(polled)
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("both connections kept idle after the overlap")
+	}
+	if _, err := s.client.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != 2 {
+		t.Fatalf("connections opened: %d, want 2 (the overlap's two, then the kept one reused)", opened)
+	}
+}
