@@ -616,6 +616,42 @@ func (e *Engine) SinkCount(streamName string) int {
 	return len(st.sinks) + len(st.peers)
 }
 
+// Sink returns a copy of one sink's normalised spec (run here or not), nil
+// if there is none.
+func (e *Engine) Sink(name string) *confighubv1.Sink {
+	e.mu.Lock()
+	var spec *confighubv1.Sink
+	if w := e.sinks[name]; w != nil {
+		spec = w.spec
+	} else if p := e.peers[name]; p != nil {
+		spec = p.spec
+	}
+	e.mu.Unlock()
+	if spec == nil {
+		return nil
+	}
+	return proto.Clone(spec).(*confighubv1.Sink)
+}
+
+// SpecBytes is the encoded size of every sink's spec but except's, without
+// copying them (a spec is never changed once the engine holds it).
+func (e *Engine) SpecBytes(except string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for name, w := range e.sinks {
+		if name != except {
+			n += proto.Size(w.spec)
+		}
+	}
+	for name, p := range e.peers {
+		if name != except {
+			n += proto.Size(p.spec)
+		}
+	}
+	return n
+}
+
 // ListSinks returns the normalised specs of a stream's sinks ("" = all),
 // sorted by name.
 func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {

@@ -1258,3 +1258,35 @@ func TestStatusBoundsSinkErrors(t *testing.T) {
 		t.Fatalf("a success kept %d entity errors, %d omitted", len(st.GetEntityErrors()), st.GetEntityErrorsOmitted())
 	}
 }
+
+// Sink and SpecBytes answer what ListSinks would, without copying every
+// spec: the hub asks both on every PutSink, so putting N sinks one by one
+// does not cost N*N/2 spec copies. Sink's answer is the caller's copy.
+func TestSinkAndSpecBytes(t *testing.T) {
+	h := newHarness(t)
+	h.put("a", "test", nil)
+	h.putOn("b", "test", "other", nil)
+	if h.e.Sink("missing") != nil {
+		t.Fatal("Sink of a missing sink is not nil")
+	}
+	b := h.e.Sink("b")
+	if b.GetName() != "b" || b.GetStream() != "other" || b.GetKind() != "test" {
+		t.Fatalf("Sink(b) = %v", b)
+	}
+	b.Stream = "changed"
+	if got := h.e.Sink("b").GetStream(); got != "other" {
+		t.Fatalf("changing Sink's answer changed the engine's spec: stream %q", got)
+	}
+	all := 0
+	sizes := map[string]int{}
+	for _, s := range h.e.ListSinks("") {
+		sizes[s.GetName()] = proto.Size(s)
+		all += sizes[s.GetName()]
+	}
+	if got := h.e.SpecBytes(""); got != all {
+		t.Fatalf("SpecBytes(\"\") = %d, ListSinks' specs hold %d", got, all)
+	}
+	if got := h.e.SpecBytes("a"); got != all-sizes["a"] {
+		t.Fatalf("SpecBytes(a) = %d, want %d", got, all-sizes["a"])
+	}
+}

@@ -34,7 +34,10 @@
 //     (TestUploadThatCannotStageGivesItsBudgetBack).
 //   - A sink spec is at most 256 KiB (ErrInvalid) and all specs together
 //     at most 32 MiB (ErrTooLarge), so ListSinks, which answers them all
-//     at once, fits the message limit (TestSinkSpecBytesBounded).
+//     at once, fits the message limit (TestSinkSpecBytesBounded). The
+//     check asks the engine for one spec and the specs' total size, not for
+//     a copy of every spec, so putting N sinks is linear in N (engine
+//     TestSinkAndSpecBytes).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;
 //     TestPutSinkRefusedByFactoryChangesNothing); the sinks file is put at

@@ -322,8 +322,19 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 	return c, nil, nil
 }
 
+// sinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
+// size of all specs, without copying every spec (both are asked on every
+// PutSink: listing them made putting N sinks cost N*N/2 spec copies).
+type sinkSpecs interface {
+	Sink(name string) *confighubv1.Sink
+	SpecBytes(except string) int
+}
+
 // sink returns the spec of a running sink, nil if none.
 func (h *Hub) sink(name string) *confighubv1.Sink {
+	if ss, ok := h.sinks.(sinkSpecs); ok {
+		return ss.Sink(name)
+	}
 	for _, s := range h.sinks.ListSinks("") {
 		if s.GetName() == name {
 			return s
@@ -446,9 +457,13 @@ func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 		return fmt.Errorf("%w: sink %q: the spec is %d bytes, at most %d (ListSinks answers every spec at once); put large TLS bundles in files (ca_file, cert_file, key_file)", ErrInvalid, n.GetName(), size, maxSinkSpecBytes)
 	}
 	total := size
-	for _, s := range h.sinks.ListSinks("") {
-		if s.GetName() != n.GetName() {
-			total += proto.Size(s)
+	if ss, ok := h.sinks.(sinkSpecs); ok {
+		total += ss.SpecBytes(n.GetName())
+	} else {
+		for _, s := range h.sinks.ListSinks("") {
+			if s.GetName() != n.GetName() {
+				total += proto.Size(s)
+			}
 		}
 	}
 	if total > h.maxSpecs {
