@@ -168,6 +168,22 @@ func (rs *replicaSet) waitSettled(what string) map[string][]string {
 
 // converged: seen from every live replica, every sink applied generation
 // gen or a later one.
+// waitServingAgain waits for every replica to report SERVING after etcd
+// came back at since (it restarted or answered again) and, with strict
+// timing, fails when the slowest took more than about 2 s.
+func (rs *replicaSet) waitServingAgain(t *testing.T, since time.Time, what string) {
+	t.Helper()
+	var worst time.Duration
+	for id, h := range rs.hubs {
+		harness.Eventually(t, 30*time.Second, func() bool { return healthOf(t, h.Addr) == "SERVING" }, "%s SERVING again after etcd %s", id, what)
+		worst = max(worst, time.Since(since))
+	}
+	t.Logf("replicas serving again %.2fs after etcd %s", worst.Seconds(), what)
+	if worst > 2500*time.Millisecond && strictTiming() {
+		t.Errorf("replicas served again %.2fs after etcd %s, want within about 2s", worst.Seconds(), what)
+	}
+}
+
 func (rs *replicaSet) converged(gen uint64) bool {
 	for _, c := range rs.live() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -478,16 +494,7 @@ func TestReplicasEtcdRestart(t *testing.T) {
 	}
 
 	rs.etcd.Restart()
-	back := time.Now()
-	var worst time.Duration
-	for id, h := range rs.hubs {
-		harness.Eventually(t, 30*time.Second, func() bool { return healthOf(t, h.Addr) == "SERVING" }, "%s SERVING again after etcd is back", id)
-		worst = max(worst, time.Since(back))
-	}
-	t.Logf("replicas serving again %.2fs after etcd restarted", worst.Seconds())
-	if worst > 2500*time.Millisecond && strictTiming() {
-		t.Errorf("replicas served again %.2fs after etcd restarted, want within about 2s", worst.Seconds())
-	}
+	rs.waitServingAgain(t, time.Now(), "restarted")
 	after := p.mustPush(t)
 	if after.gen != before.gen+1 {
 		t.Errorf("first push after the restart got generation %d, want %d (the one before was acknowledged at %d)", after.gen, before.gen+1, before.gen)
@@ -615,16 +622,7 @@ func TestReplicasEtcdUnreachable(t *testing.T) {
 		harness.Eventually(t, 20*time.Second, func() bool { return healthOf(t, h.Addr) == "NOT_SERVING" }, "%s reports NOT_SERVING while etcd is unreachable", id)
 	}
 	rs.proxy.Resume()
-	resumed := time.Now()
-	var worst time.Duration
-	for id, h := range rs.hubs {
-		harness.Eventually(t, 30*time.Second, func() bool { return healthOf(t, h.Addr) == "SERVING" }, "%s SERVING again after etcd answers", id)
-		worst = max(worst, time.Since(resumed))
-	}
-	t.Logf("replicas serving again %.2fs after etcd answered", worst.Seconds())
-	if worst > 2500*time.Millisecond && strictTiming() {
-		t.Errorf("replicas served again %.2fs after etcd answered, want within about 2s", worst.Seconds())
-	}
+	rs.waitServingAgain(t, time.Now(), "answered")
 	after := p.mustPush(t)
 	harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(after.gen) }, "generation %d applied after etcd is back", after.gen)
 	if lost := rs.checkNothingLost(t, p); lost != 0 {
