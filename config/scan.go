@@ -474,9 +474,11 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 		bit uint64
 		j   int
 		r   uint8
-		ok  bool
-		key []byte
-		err error
+		// isKey: the string at str is a key.
+		isKey bool
+		ok    bool
+		key   []byte
+		err   error
 	)
 	if len(sc.frames) == 0 {
 		return i, nil // the top-level value starts or ended: write's
@@ -517,14 +519,17 @@ keyStart:
 	if p[i] != '"' {
 		goto stop
 	}
-	if j, r = scanString(p, i+1); r >= strBad {
-		goto stop
-	}
+	isKey = true
+	goto str
+keyEnd: // the key's quotes are at i and j-1
 	key = p[i+1 : j-1]
-	if r == strEscaped {
+	switch {
+	case r == strEscaped:
 		key = unescape(key)
 		k = sc.keep(key)
-	} else {
+	case i >= 7 && j+7 <= len(p):
+		k = keyEntry{at: i + 1, n: len(key), h: keyHashAt(p, i+1, len(key))}
+	default:
 		k = keyEntry{at: i + 1, n: len(key), h: keyHash(key)}
 	}
 	// A key whose bit is clear in its object's bloom filter is new: added
@@ -573,11 +578,8 @@ valueStart:
 	}
 	switch p[i] {
 	case '"':
-		if j, r = scanString(p, i+1); r >= strBad {
-			goto stop
-		}
-		i = j
-		goto after
+		isKey = false
+		goto str
 	case '{':
 		if len(sc.frames) >= MaxDepth {
 			goto stop
@@ -646,6 +648,31 @@ after: // after a value
 		}
 	}
 	goto stop
+str: // a string (a key when isKey) opens at i: plainRun inlined
+	for j = i + 1; j+16 <= len(p); j += 16 {
+		m1 := special(binary.LittleEndian.Uint64(p[j:]))
+		m2 := special(binary.LittleEndian.Uint64(p[j+8:]))
+		if m1|m2 != 0 {
+			n := 8 + bits.TrailingZeros64(m2)>>3
+			if m1 != 0 {
+				n = bits.TrailingZeros64(m1) >> 3
+			}
+			j += n
+			goto strSpecial
+		}
+	}
+	j = plainRun(p, j)
+strSpecial:
+	if j < len(p) && p[j] == '"' {
+		j, r = j+1, strPlain
+	} else if j, r = scanStringRest(p, j, strPlain); r >= strBad {
+		goto stop
+	}
+	if isKey {
+		goto keyEnd
+	}
+	i = j
+	goto after
 closed: // a '}' or ']' was consumed
 	sc.pop()
 	if len(sc.frames) == 0 {

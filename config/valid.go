@@ -154,20 +154,36 @@ func (s *scanner) pop() {
 	s.frames = s.frames[:len(s.frames)-1]
 }
 
-// keyHash mixes a key's length and its first and last eight bytes: cheap,
-// and distinct for the keys of Kong entities. A match is always confirmed
-// by comparing the bytes.
+// keyHash mixes a key's length and its first and last eight bytes (the
+// whole key when shorter, read as one little-endian number): cheap, and
+// distinct for the keys of Kong entities. A match is always confirmed by
+// comparing the bytes. The fast path computes the same hash from two
+// loads around the key (keyHashAt).
 func keyHash(k []byte) uint64 {
-	var a, b uint64
-	switch n := len(k); {
-	case n >= 8:
-		a, b = binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[n-8:])
-	case n >= 4:
-		a, b = uint64(binary.LittleEndian.Uint32(k)), uint64(binary.LittleEndian.Uint32(k[n-4:]))
-	case n > 0:
-		a = uint64(k[0]) | uint64(k[n/2])<<8 | uint64(k[n-1])<<16
+	n := len(k)
+	if n >= 8 {
+		return mixKey(binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[n-8:]), n)
 	}
-	return (a ^ bits.RotateLeft64(b, 29) ^ uint64(len(k))<<56) * 0x9e3779b97f4a7c15
+	var a uint64
+	for i := n - 1; i >= 0; i-- {
+		a = a<<8 | uint64(k[i])
+	}
+	return mixKey(a, a, n)
+}
+
+// keyHashAt is keyHash(p[at:at+n]) without a branch on n, for a key with
+// at least eight bytes of p on each side of its start: the word at the
+// start, masked to the key, and the word that ends with the key, shifted
+// down to it.
+func keyHashAt(p []byte, at, n int) uint64 {
+	sh := uint(max(8-n, 0)) * 8
+	a := binary.LittleEndian.Uint64(p[at:]) & (^uint64(0) >> sh)
+	b := binary.LittleEndian.Uint64(p[at+n-8:]) >> sh
+	return mixKey(a, b, n)
+}
+
+func mixKey(a, b uint64, n int) uint64 {
+	return (a ^ bits.RotateLeft64(b, 29) ^ uint64(n)<<56) * 0x9e3779b97f4a7c15
 }
 
 // addKey records k (whose bytes are key, read at byte at) in the innermost
@@ -334,11 +350,49 @@ const (
 // special marks (high bit of each byte) the bytes of w that end a run of
 // plain ASCII string bytes: '"', '\\', control characters (< 0x20) and
 // non-ASCII bytes (checked as UTF-8). Only the lowest mark is exact (a
-// borrow may mark bytes above it), which is all scanString uses.
+// borrow may mark bytes above it), which is all its callers use.
+//
+// Six operations, no compare: xor 0x02 maps '"' to 0x20 and keeps
+// control characters below 0x20, so subtracting 0x21 borrows out of
+// exactly those bytes below 0x80 and sets their high bit; xor '\\' maps
+// '\\' to 0, so subtracting 1 borrows out of it alone. A byte from 0x80 up
+// is marked by one of the two (its xor with '\\' minus 1 keeps the high
+// bit, except 0xdc, which its xor with 0x02 minus 0x21 marks). Only a
+// marked byte borrows, so no byte below the lowest mark is touched
+// (TestSpecialMarksFirst).
 func special(w uint64) uint64 {
-	q := w ^ (ones * '"')
-	s := w ^ (ones * '\\')
-	return ((q-ones)&^q | (s-ones)&^s | (w-ones*0x20)&^w | w) & highs
+	q := (w ^ ones*0x02) - ones*0x21
+	e := (w ^ ones*'\\') - ones
+	return (q | e) & highs
+}
+
+// plainRun returns the index of the first byte of b from i that is not a
+// plain ASCII string byte (special), or len(b). Sixteen bytes per test:
+// most strings of a configuration end within them, and their lengths
+// vary, so a test per word would mispredict at one word or the other.
+func plainRun(b []byte, i int) int {
+	for i+16 <= len(b) {
+		m1 := special(binary.LittleEndian.Uint64(b[i:]))
+		m2 := special(binary.LittleEndian.Uint64(b[i+8:]))
+		if m1|m2 != 0 {
+			n := 8 + bits.TrailingZeros64(m2)>>3
+			if m1 != 0 {
+				n = bits.TrailingZeros64(m1) >> 3
+			}
+			return i + n
+		}
+		i += 16
+	}
+	if i+8 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
+		i++
+	}
+	return i
 }
 
 // Outcomes of scanString.
@@ -353,32 +407,17 @@ const (
 // the index after its closing quote and an outcome (where it stopped, on
 // an error).
 func scanString(b []byte, i int) (int, uint8) {
-	res := uint8(strPlain)
+	if i = plainRun(b, i); i < len(b) && b[i] == '"' {
+		return i + 1, strPlain
+	}
+	return scanStringRest(b, i, strPlain)
+}
+
+// scanStringRest goes on with a string at i, the first byte plainRun
+// stopped at: an escape, a non-ASCII character, the closing quote or what
+// is wrong.
+func scanStringRest(b []byte, i int, res uint8) (int, uint8) {
 	for {
-		// Sixteen bytes per test: most strings of a configuration end
-		// within them, and their lengths vary, so a test per word would
-		// mispredict at one word or the other.
-		for i+16 <= len(b) {
-			m1 := special(binary.LittleEndian.Uint64(b[i:]))
-			m2 := special(binary.LittleEndian.Uint64(b[i+8:]))
-			if m1|m2 != 0 {
-				n := 8 + bits.TrailingZeros64(m2)>>3
-				if m1 != 0 {
-					n = bits.TrailingZeros64(m1) >> 3
-				}
-				i += n
-				goto found
-			}
-			i += 16
-		}
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-	found:
 		if i >= len(b) {
 			return i, strBad
 		}
@@ -403,16 +442,14 @@ func scanString(b []byte, i int) (int, uint8) {
 			default:
 				return i, strBad
 			}
-		case c >= utf8.RuneSelf:
+		default: // c >= utf8.RuneSelf
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n == 1 {
 				return i, strBadUTF8
 			}
 			i += n
-		default:
-			// Only in the tail of fewer than 8 bytes: a plain byte.
-			i++
 		}
+		i = plainRun(b, i)
 	}
 }
 

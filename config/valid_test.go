@@ -2,9 +2,12 @@ package config
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -243,5 +246,62 @@ func TestScanSaysWhatAndWhere(t *testing.T) {
 	deep := strings.Repeat(`{"`+strings.Repeat("k", 1000)+`":`, 5000) + `{"a":1,"a":2}` + strings.Repeat("}", 5000)
 	if err := Scan([]byte(deep)); err == nil || len(err.Error()) > 4096 {
 		t.Errorf("deep duplicate: %d bytes of error: %.200v", len(fmt.Sprint(err)), err)
+	}
+}
+
+// special's lowest mark is the first byte that ends a run of plain string
+// bytes, for every byte value at every position of a word, whatever the
+// bytes after it (they may borrow).
+func TestSpecialMarksFirst(t *testing.T) {
+	isSpecial := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf }
+	rng := rand.New(rand.NewPCG(1, 2))
+	for pos := range 8 {
+		for c := range 256 {
+			for range 64 {
+				var w [8]byte
+				for i := range w {
+					switch {
+					case i < pos:
+						w[i] = byte(0x20 + rng.IntN(0x60))
+						for isSpecial(w[i]) {
+							w[i] = byte(0x20 + rng.IntN(0x60))
+						}
+					case i == pos:
+						w[i] = byte(c)
+					default:
+						w[i] = byte(rng.Uint32())
+					}
+				}
+				want := 8
+				for i, b := range w {
+					if isSpecial(b) {
+						want = i
+						break
+					}
+				}
+				m := special(binary.LittleEndian.Uint64(w[:]))
+				if got := bits.TrailingZeros64(m) >> 3; got != want {
+					t.Fatalf("special(%q) marks byte %d first, want %d", w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// The fast path's branchless key hash is keyHash, whatever surrounds the
+// key: a key read in place and the same key kept or unescaped compare
+// equal.
+func TestKeyHashAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 40 {
+		for range 100 {
+			p := make([]byte, 8+n+8)
+			for i := range p {
+				p[i] = byte(rng.Uint32())
+			}
+			if got, want := keyHashAt(p, 8, n), keyHash(bytes.Clone(p[8:8+n])); got != want {
+				t.Fatalf("keyHashAt(%q) = %x, keyHash: %x", p[8:8+n], got, want)
+			}
+		}
 	}
 }
