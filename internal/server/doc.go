@@ -38,6 +38,13 @@
 // keep their grown stacks (grpc.NumStreamWorkers); docs/performance.md
 // (scenario 7) has what both save per push.
 //
+// Every unary call is logged once it ended as "finished call" with the
+// fields go-grpc-middleware's logging interceptor writes (service, method,
+// peer, start time, deadline, code, error, duration), in its order and at
+// its levels (TestUnaryCallLogMatchesMiddleware); the fields are built
+// only when the logger takes the line. Streams are logged by the
+// middleware's interceptor.
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

@@ -101,13 +101,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build the request validator: %w", err)
 	}
-	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		level := slog.Level(lvl)
-		if level < slog.LevelWarn && plumbing(fields) {
-			level = slog.LevelDebug
-		}
-		o.log.Log(ctx, level, msg, fields...)
-	})
+	logger := middlewareLogger(o.log)
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		o.log.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
@@ -115,7 +109,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	})
 	unary := append([]grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(rec),
-		logging.UnaryServerInterceptor(logger, logOpts...),
+		logUnary(o.log),
 	}, o.unary...)
 	unary = append(unary, pvmw.UnaryServerInterceptor(v))
 	stream := append([]grpc.StreamServerInterceptor{
@@ -167,6 +161,19 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.GRPC.Stop()
 		<-done
 	}
+}
+
+// middlewareLogger is the go-grpc-middleware logger of the stream
+// interceptor: calls to plumbingServices are logged at debug unless they
+// fail with a warning or worse.
+func middlewareLogger(log *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		level := slog.Level(lvl)
+		if level < slog.LevelWarn && plumbing(fields) {
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, msg, fields...)
+	})
 }
 
 // plumbingServices are the services whose calls are not news to an
