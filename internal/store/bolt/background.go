@@ -39,8 +39,8 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 			stopping = true
 		}
 		s.bgMu.Lock()
-		pending, retired, refill, logged, seq := s.pending, s.retired, s.refill, s.logged, s.loggedSeq
-		s.pending, s.retired, s.refill, s.logged = map[string]streamMeta{}, nil, false, map[string]bool{}
+		pending, retired, refill, logged, unwritten, seq := s.pending, s.retired, s.refill, s.logged, s.unwritten, s.loggedSeq
+		s.pending, s.retired, s.refill, s.logged, s.unwritten = map[string]streamMeta{}, nil, false, map[string]bool{}, map[string]recWrite{}
 		s.bgQueued, s.bgBusy = false, true
 		s.bgMu.Unlock()
 
@@ -50,7 +50,7 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 		// A record acked through the commit log is flushed in its own file
 		// before the index names it: the log is reused once the index
 		// covers its entries.
-		err := s.syncLogged(pending, logged)
+		err := s.syncLogged(pending, logged, unwritten)
 		if err != nil {
 			// fsyncgate: the pages may be lost; only the log holds the
 			// record now. Stop, and let the next Open replay it.
@@ -72,8 +72,14 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 			for name := range logged {
 				s.logged[name] = true
 			}
+			for name, w := range unwritten {
+				if _, ok := s.unwritten[name]; !ok {
+					s.unwritten[name] = w
+				}
+			}
 			s.bgMu.Unlock()
 		} else {
+			s.written(pending, unwritten)
 			s.bgMu.Lock()
 			s.indexedSeq = max(s.indexedSeq, seq)
 			s.bgMu.Unlock()
@@ -178,4 +184,19 @@ func (s *Store) refillPool() {
 		return
 	}
 	s.release(f, name)
+}
+
+// written tells readers that the records of pending found in unwritten
+// are in their files now: they read them there again.
+func (s *Store) written(pending map[string]streamMeta, unwritten map[string]recWrite) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, m := range pending {
+		if _, ok := unwritten[m.Blob]; !ok {
+			continue
+		}
+		if ss := s.streams[name]; ss != nil && ss.unwritten && ss.meta.Blob == m.Blob {
+			ss.unwritten, ss.data = false, nil
+		}
+	}
 }

@@ -146,6 +146,7 @@ type Store struct {
 	// yet flushed on their own; loggedSeq is the flusher's last batch that
 	// logged any, indexedSeq the last whose records the index covers.
 	logged     map[string]bool
+	unwritten  map[string]recWrite
 	loggedSeq  uint64
 	indexedSeq uint64
 	refill     bool
@@ -195,7 +196,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
-		pending: map[string]streamMeta{}, logged: map[string]bool{}, pins: map[string]int{}, held: map[string]*os.File{},
+		pending: map[string]streamMeta{}, logged: map[string]bool{}, unwritten: map[string]recWrite{}, pins: map[string]int{}, held: map[string]*os.File{},
 		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
 		gcDone: make(chan struct{})}
 	s.bgIdle = sync.NewCond(&s.bgMu)
@@ -738,20 +739,34 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	defer s.blobMu.RUnlock()
 	s.mu.Lock()
 	ss := s.streams[name]
-	var m streamMeta
+	var r current
 	ok := ss != nil && ss.exists
 	if ok {
-		m = ss.meta
+		r = current{ss.meta, ss.unwritten, ss.data}
 	}
 	s.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}
-	return s.read(name, m)
+	return s.read(name, r)
 }
 
-// read reads and checks the record file m names (blobMu held shared).
-func (s *Store) read(name string, m streamMeta) (*config.Config, error) {
+// current is a stream's current record as readers see it: its meta, and
+// its bytes when its file does not hold them yet (streamState.unwritten).
+type current struct {
+	m         streamMeta
+	unwritten bool
+	data      []byte
+}
+
+// read reads and checks the record file r names (blobMu held shared), or
+// returns the bytes of a record not yet in its file.
+func (s *Store) read(name string, r current) (*config.Config, error) {
+	m := r.m
+	if r.unwritten {
+		m.Stream = name
+		return configOf(m, r.data), nil
+	}
 	f, err := openBlob(s.blobDir, m, name)
 	if err != nil {
 		return nil, s.wrap(err)
@@ -788,19 +803,19 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	s.blobMu.RLock()
 	defer s.blobMu.RUnlock()
 	s.mu.Lock()
-	metas := make([]streamMeta, 0, len(s.streams))
+	metas := make([]current, 0, len(s.streams))
 	for name, ss := range s.streams {
 		if ss.exists {
 			m := ss.meta
 			m.Stream = name
-			metas = append(metas, m)
+			metas = append(metas, current{m, ss.unwritten, ss.data})
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(metas, func(a, b streamMeta) int { return strings.Compare(a.Stream, b.Stream) })
+	slices.SortFunc(metas, func(a, b current) int { return strings.Compare(a.m.Stream, b.m.Stream) })
 	out := make([]*config.Config, 0, len(metas))
 	for _, m := range metas {
-		st, err := s.read(m.Stream, m)
+		st, err := s.read(m.m.Stream, m)
 		if err != nil {
 			return nil, err
 		}

@@ -16,11 +16,16 @@
 //     allocated, so the overwrite and its flush need no journal commit)
 //     or a new file whose directory entry was fsynced before it joined the
 //     pool. With an empty pool the stage creates one and fsyncs the
-//     directory while it writes.
+//     directory while it writes. A stage below 64 KiB (deferMax) writes
+//     nothing and only hashes: its bytes are written with their meta and
+//     header in one system call (pwritev) when the record is made
+//     durable in its own file, or after the ack when it is made durable
+//     through the commit log (step 3).
 //  2. Staged.Commit takes the stream's commit lock, checks
 //     expected_generation against the stream's last sealed generation,
 //     writes the meta record after the bytes and the header at offset 0
-//     (no flush), queues the file for the flusher goroutine and releases
+//     (no flush; a deferred stage's are only encoded), queues the file
+//     for the flusher goroutine and releases
 //     the lock; it returns once a flush covered its record. The flusher
 //     takes everything queued at once (group commit, group.go): a batch of
 //     one record is fdatasynced in its file; a batch of several appends the
@@ -28,8 +33,9 @@
 //     (<file>.log) and fdatasyncs the log once, larger ones fdatasync
 //     their own files beside it. Then the batch is acked, in queue order,
 //     and the streams' generations move on in memory.
-//  3. After the ack, the store's background goroutine fdatasyncs the
-//     record files of the newest generations acked through the log, then
+//  3. After the ack, the store's background goroutine writes (when they
+//     are not in them yet) and fdatasyncs the record files of the newest
+//     generations acked through the log, then
 //     writes their meta records to the bbolt index (one fsynced
 //     transaction), then recycles the files they replaced into the pool
 //     (at least 2 kept, and as many as were ever out of it at once, staged
@@ -125,7 +131,10 @@
 //     it.
 //   - Readers read the stream's current meta from memory and its file
 //     under blobMu (shared), recycling takes it exclusively, so no reader
-//     sees a file being overwritten.
+//     sees a file being overwritten. A small record acked through the log
+//     is read from memory until the background wrote it to its file; the
+//     generations a newer one replaced before that are never written to
+//     theirs (TestLoggedRecordsWrittenByBackground).
 //   - A bbolt file that cannot be read gives an error wrapping
 //     store.ErrCorrupt that names it; Open walks every record (and bbolt's
 //     page consistency check) before returning (TestGarbageFileIsCorrupt,

@@ -68,6 +68,13 @@ type flushReq struct {
 	// meta is m as the record file holds it (JSON).
 	meta []byte
 	data []byte
+	// unwritten is a record not yet in its file (a stage below
+	// deferMax): hdr is its header; the flusher writes it whole before
+	// its own flush, or, when the log takes it (logged), the background
+	// goroutine does before the index names it.
+	unwritten bool
+	hdr       []byte
+	logged    bool
 	// prev is the file of the generation this one replaced ("" if none).
 	prev string
 	ss   *streamState
@@ -82,7 +89,12 @@ type commitLog struct {
 	off   int64
 	// lastSeq is the last batch written in this epoch (0: none).
 	lastSeq uint64
+	// buf is the last batch's entries, reused for the next one.
+	buf []byte
 }
+
+// logBufKeep bounds the entries buffer the log keeps between batches.
+const logBufKeep = 1 << 20
 
 // logEntry is an entry read back at Open.
 type logEntry struct {
@@ -189,7 +201,15 @@ func (l *commitLog) encodeEntries(reqs []*flushReq) []byte {
 	for _, r := range reqs {
 		n += entHdrLen + len(r.meta) + len(r.data)
 	}
-	buf := make([]byte, 0, n)
+	buf := l.buf[:0]
+	if cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
+	if cap(buf) <= logBufKeep {
+		l.buf = buf
+	} else {
+		l.buf = nil
+	}
 	for _, r := range reqs {
 		var hdr [entHdrLen]byte
 		copy(hdr[:], entMagic)
@@ -274,6 +294,10 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 	for _, r := range recs {
 		if r.m.Generation > r.ss.meta.Generation || !r.ss.exists {
 			r.ss.meta, r.ss.exists = r.m, true
+			r.ss.unwritten, r.ss.data = r.unwritten && r.logged, nil
+			if r.ss.unwritten {
+				r.ss.data = r.data
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -300,6 +324,9 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 		}
 		for _, r := range logged {
 			s.logged[r.m.Blob] = true
+			if r.unwritten {
+				s.unwritten[r.m.Blob] = recWrite{hdr: r.hdr, meta: r.meta, data: r.data}
+			}
 		}
 		if len(logged) > 0 {
 			s.loggedSeq = seq
@@ -338,12 +365,20 @@ func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) 
 			}
 			s.clog.off += int64(len(buf))
 			s.clog.lastSeq = seq
+			for _, r := range small {
+				r.logged = true
+			}
 		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(own)+1)
 	for i, r := range own {
 		wg.Go(func() {
+			if r.unwritten {
+				if errs[i] = writeRecord(r.f, r.hdr, r.meta, r.data); errs[i] != nil {
+					return
+				}
+			}
 			if err := s.sync(r.f); err != nil {
 				errs[i] = fmt.Errorf("fdatasync %s: %w", r.f.Name(), err)
 			}
@@ -390,9 +425,15 @@ func (s *Store) sync(f *os.File) error {
 	return fdatasync(f)
 }
 
+// recWrite is a record acked through the log that is not yet in its file
+// (flushReq.unwritten).
+type recWrite struct{ hdr, meta, data []byte }
+
 // syncLogged fdatasyncs the record files of metas that were made durable
-// through the log, before the index names them.
-func (s *Store) syncLogged(metas map[string]streamMeta, logged map[string]bool) error {
+// through the log, before the index names them, writing first those not
+// yet in their file (unwritten). The records of unwritten that a newer
+// generation replaced are not written: their files are recycled.
+func (s *Store) syncLogged(metas map[string]streamMeta, logged map[string]bool, unwritten map[string]recWrite) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -403,7 +444,13 @@ func (s *Store) syncLogged(metas map[string]streamMeta, logged map[string]bool) 
 		wg.Go(func() {
 			f, err := os.OpenFile(filepath.Join(s.blobDir, m.Blob), os.O_RDWR, 0)
 			if err == nil {
-				err = errors.Join(s.sync(f), f.Close())
+				if w, ok := unwritten[m.Blob]; ok {
+					err = writeRecord(f, w.hdr, w.meta, w.data)
+				}
+				if err == nil {
+					err = s.sync(f)
+				}
+				err = errors.Join(err, f.Close())
 			}
 			if err != nil {
 				mu.Lock()

@@ -476,3 +476,61 @@ func TestConcurrentPushesReuseFiles(t *testing.T) {
 		})
 	}
 }
+
+// Small records acked through the commit log are not written to their
+// files on the ack path: readers get the newest one's bytes from memory
+// until the background goroutine writes it, before the index names it;
+// the generations it replaced meanwhile are never written (their files
+// are recycled as they were).
+func TestLoggedRecordsWrittenByBackground(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := openT(t, path)
+	releaseIndex := holdIndex(t, s)
+	queued, release := holdFlusher(t, s)
+	ps := pushers([]string{"default", "a"}, 8, 0)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	last := lastAcked(t, ps, map[string]uint64{"default": 1, "a": 1})
+	onDisk := func() []string {
+		ents, err := os.ReadDir(path + ".blobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			f, err := os.Open(filepath.Join(path+".blobs", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, _, err := readRec(f); err == nil {
+				out = append(out, fmt.Sprintf("%s/%d", m.Stream, m.Generation))
+			}
+			_ = f.Close()
+		}
+		slices.Sort(out)
+		return out
+	}
+	read := func(when string) {
+		for name, w := range last {
+			if got := storetest.Get(t, s, name); got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Raw, w.Raw) {
+				t.Fatalf("%s: stream %s read generation %d, want its last ack %d", when, name, got.Generation, w.Generation)
+			}
+		}
+		l, err := s.ListStreams(context.Background())
+		if err != nil || len(l) != 2 || !bytes.Equal(l[0].Raw, last["a"].Raw) || !bytes.Equal(l[1].Raw, last["default"].Raw) {
+			t.Fatalf("%s: ListStreams %v, %v", when, l, err)
+		}
+	}
+	if got := onDisk(); len(got) != 0 {
+		t.Fatalf("records in their files before the background ran: %v", got)
+	}
+	read("before the background wrote them")
+	releaseIndex()
+	s.WaitRemoved()
+	if got, want := onDisk(), []string{"a/8", "default/8"}; !slices.Equal(got, want) {
+		t.Fatalf("records in their files after the background ran: %v, want %v", got, want)
+	}
+	read("after")
+	if g := indexGen(t, snapshot(t, path), "a"); g != 8 {
+		t.Fatalf("index at %d, want 8", g)
+	}
+}

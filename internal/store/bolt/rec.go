@@ -58,6 +58,10 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// recPad is the zeros written between a whole record's header and its
+// config bytes (writeRecord); never written to.
+var recPad [recDataOff]byte
+
 func blobDirFor(path string) string { return path + ".blobs" }
 
 func newRecName() (string, error) {

@@ -48,6 +48,11 @@ type streamState struct {
 	exists     bool
 	head       streamMeta
 	headExists bool
+	// unwritten (guarded by Store.mu) says meta's record is not in its
+	// file yet (acked through the commit log, written by the background
+	// goroutine): readers read data, its bytes, instead.
+	unwritten bool
+	data      []byte
 }
 
 func (s *Store) state(name string) *streamState {
@@ -206,6 +211,15 @@ func (s *Store) closeFiles() {
 // fast, and the system call would only cost CPU.
 const writebackMin = 64 << 10
 
+// deferMax is the size below which a stage writes nothing: the config
+// bytes are written with their header and meta in one system call
+// (writeRecord) by the flush of a record acked in its own file, or, when
+// the record is acked through the commit log, by the background goroutine
+// before the index names it, and not at all when a newer generation
+// replaced it by then (docs/performance.md, issue 17: three writes per
+// small push were about a tenth of its CPU).
+const deferMax = writebackMin
+
 // writeData writes raw as f's config bytes, handing each chunk to the disk
 // at once (from writebackMin on) and then to tee.
 func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error {
@@ -246,6 +260,9 @@ type staged struct {
 	// for the commit log.
 	streamed bool
 	data     []byte
+	// deferred is a stage below deferMax: nothing is written yet, data
+	// holds the bytes.
+	deferred bool
 }
 
 var _ store.Staged = (*staged)(nil)
@@ -292,7 +309,17 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 		dirSynced = make(chan error, 1)
 		go func() { dirSynced <- syncDir(s.blobDir) }()
 	}
-	err = writeData(ctx, f, raw, tee)
+	deferred := len(raw) < deferMax
+	if deferred {
+		err = ctx.Err()
+		if err == nil && tee != nil {
+			if _, werr := tee.Write(raw); werr != nil {
+				err = fmt.Errorf("stage config: %w", werr)
+			}
+		}
+	} else {
+		err = writeData(ctx, f, raw, tee)
+	}
 	if fresh {
 		if derr := <-dirSynced; err == nil && derr != nil {
 			err = fmt.Errorf("stage config: %w", derr)
@@ -300,7 +327,11 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 	}
 	switch {
 	case err == nil:
-		return &staged{s: s, stream: stream, name: name, size: len(raw), f: f}, nil
+		g := &staged{s: s, stream: stream, name: name, size: len(raw), f: f, deferred: deferred}
+		if deferred {
+			g.data = raw
+		}
+		return g, nil
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		defer s.unstage()
 		if fresh {
@@ -416,8 +447,16 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		AcceptTime: st.AcceptTime,
 		Blob:       g.name,
 	}
-	meta, err := writeRec(g.f, m)
-	if err != nil {
+	var hdr, meta []byte
+	var err error
+	if g.deferred {
+		// Written whole by the flusher or the background (writeRecord).
+		hdr, meta, err = encodeRec(m)
+		if err != nil {
+			s.release(g.f, g.name)
+			return nil, nil, err
+		}
+	} else if meta, err = writeRec(g.f, m); err != nil {
 		_ = g.f.Close()
 		// The header may or may not be on disk: keep the file, refuse
 		// more commits; the next Open decides from what is on disk.
@@ -428,11 +467,13 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		prev = cur.Blob
 	}
 	data := st.Raw
-	if g.streamed {
+	if g.streamed || g.deferred {
 		data = g.data
+	}
+	if g.streamed {
 		s.pin(g.name) // read back after the ack
 	}
-	req := &flushReq{f: g.f, m: m, meta: meta, data: data, prev: prev, ss: ss, done: make(chan error, 1)}
+	req := &flushReq{f: g.f, m: m, hdr: hdr, meta: meta, data: data, unwritten: g.deferred, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()
 	ss.head, ss.headExists = m, true
 	s.mu.Unlock()

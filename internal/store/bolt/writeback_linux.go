@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -18,3 +20,17 @@ func startWriteback(f *os.File, off, n int64) {
 // size, its blocks), not its times: one flush, and none of the journal
 // when a recycled file is overwritten in place.
 func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+
+// writeRecord writes a whole record into f in one system call: the header
+// at 0, zeros up to recDataOff, the config bytes, then the meta.
+func writeRecord(f *os.File, hdr, meta, data []byte) error {
+	iov := [][]byte{hdr, recPad[:recDataOff-len(hdr)], data, meta}
+	n, err := unix.Pwritev(int(f.Fd()), iov, 0)
+	if err == nil && n != recDataOff+len(data)+len(meta) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("write record to %s: %w", f.Name(), err)
+	}
+	return nil
+}
