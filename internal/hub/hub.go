@@ -184,6 +184,9 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
+	if sg, ok := h.store.(store.Stager); ok && len(in.Config) < smallPush {
+		return h.pushSmall(ctx, sg, stream, in)
+	}
 	// Check, hash and (on a store that stages) the durable write of the
 	// bytes run side by side: on 2 cores the ack costs about the slowest
 	// of them plus a small commit (docs/performance.md, scenario 1). Staged bytes are
@@ -228,11 +231,48 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, checkErr)
 	}
 	if stageErr != nil {
-		if ctx.Err() != nil {
-			return PushResult{}, fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
-		}
-		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, stageErr)
+		return PushResult{}, stageFailed(ctx, stream, stageErr)
 	}
+	return h.commit(ctx, stream, in, checked, hashHex, staged)
+}
+
+// smallPush is the size below which Push checks, hashes and stages one
+// after the other on the calling goroutine (pushSmall): the bolt store
+// stages such a config without writing it, so there is nothing to
+// overlap, and a goroutine, a cancelable context and the results they
+// share cost more CPU than the overlap saves (docs/performance.md, issue
+// 17).
+const smallPush = 64 << 10
+
+// pushSmall is Push for a config below smallPush on a store that stages.
+func (h *Hub) pushSmall(ctx context.Context, sg store.Stager, stream string, in PushInput) (PushResult, error) {
+	checked, err := config.Check(in.Config, in.Format)
+	if err != nil {
+		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, err)
+	}
+	hashHex := in.Hash
+	if hashHex == "" {
+		hashHex = config.Hash(in.Config)
+	}
+	staged, err := sg.StageConfig(ctx, stream, in.Config, nil)
+	if err != nil {
+		return PushResult{}, stageFailed(ctx, stream, err)
+	}
+	defer func() { _ = staged.Discard() }() // a no-op after Commit
+	return h.commit(ctx, stream, in, checked, hashHex, staged)
+}
+
+// stageFailed maps a failed stage to the hub's sentinels.
+func stageFailed(ctx context.Context, stream string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
+	}
+	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
+}
+
+// commit stores a checked configuration of hash hashHex (through staged
+// when the store staged it) and hands it to the engine.
+func (h *Hub) commit(ctx context.Context, stream string, in PushInput, checked config.Checked, hashHex string, staged store.Staged) (PushResult, error) {
 	var js []byte // the YAML form's JSON, made by the check, kept for the sinks
 	if checked.Format == config.FormatYAML {
 		js = checked.JSON
@@ -269,7 +309,9 @@ func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResu
 		h.pub.Publish(stored)
 	}
 	sinks := h.sinkCount(stored.Stream)
-	h.log.Info("config accepted", "stream", stored.Stream, "generation", stored.Generation, "hash", stored.Hash, "bytes", size, "unchanged", unchanged, "sinks", sinks)
+	// Attrs, not key-value pairs: the same line without boxing each value.
+	h.log.LogAttrs(context.Background(), slog.LevelInfo, "config accepted", slog.String("stream", stored.Stream), slog.Uint64("generation", stored.Generation),
+		slog.String("hash", stored.Hash), slog.Int("bytes", size), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
 }
 

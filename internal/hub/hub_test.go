@@ -183,18 +183,27 @@ func testPushHoldsTheBytesOnce(t *testing.T, st store.Store) {
 }
 
 func TestRejectedPushChangesNothing(t *testing.T) {
-	eachStore(t, testRejectedPushChangesNothing, func(t *testing.T, blobs []os.DirEntry) {
-		if len(blobs) != 1 {
-			t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
-		}
-	})
+	// Below smallPush the bolt store's push checks, then stages; from it
+	// on the check and the stage run side by side.
+	for _, pad := range []int{0, smallPush} {
+		t.Run(fmt.Sprint("padded ", pad), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st store.Store) { testRejectedPushChangesNothing(t, st, pad) }, func(t *testing.T, blobs []os.DirEntry) {
+				if len(blobs) != 1 {
+					t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
+				}
+			})
+		})
+	}
 }
 
-func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
+// testRejectedPushChangesNothing pushes configs padded with pad bytes of
+// trailing white space.
+func testRejectedPushChangesNothing(t *testing.T, st store.Store, pad int) {
 	ctx := context.Background()
 	fan := newFake()
-	h := New(st, fan.ports(), WithMaxConfigBytes(64))
-	if _, err := h.Push(ctx, PushInput{Config: []byte(good)}); err != nil {
+	h := New(st, fan.ports(), WithMaxConfigBytes(int64(64+pad)))
+	padded := func(s string) []byte { return append([]byte(s), bytes.Repeat([]byte(" "), pad)...) }
+	if _, err := h.Push(ctx, PushInput{Config: padded(good)}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -202,27 +211,27 @@ func testRejectedPushChangesNothing(t *testing.T, st store.Store) {
 		want error
 		msg  string
 	}{
-		{PushInput{Config: []byte(`{"services":[]}`)}, ErrInvalid, "_format_version"},
-		{PushInput{Config: []byte(`{`)}, ErrInvalid, "not valid JSON"},
-		{PushInput{Config: []byte(strings.Repeat(" ", 65))}, ErrTooLarge, "limit of 64"},
-		{PushInput{Config: []byte(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 7}, ErrStale, "generation"},
+		{PushInput{Config: padded(`{"services":[]}`)}, ErrInvalid, "_format_version"},
+		{PushInput{Config: padded(`{`)}, ErrInvalid, "not valid JSON"},
+		{PushInput{Config: padded(strings.Repeat(" ", 65))}, ErrTooLarge, fmt.Sprint("limit of ", 64+pad)},
+		{PushInput{Config: padded(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 7}, ErrStale, "generation"},
 	}
 	for _, c := range cases {
 		_, err := h.Push(ctx, c.in)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("push %q: %v, want %v naming %q", c.in.Config, err, c.want, c.msg)
+			t.Errorf("push %.40q: %v, want %v naming %q", c.in.Config, err, c.want, c.msg)
 		}
 		// The check's own sentinel stays in the chain under the hub's.
 		if c.want == ErrInvalid && !errors.Is(err, config.ErrInvalid) {
-			t.Errorf("push %q: %v does not wrap config.ErrInvalid", c.in.Config, err)
+			t.Errorf("push %.40q: %v does not wrap config.ErrInvalid", c.in.Config, err)
 		}
 	}
 	s, _ := st.GetStream(ctx, config.DefaultStream)
-	if s.Generation != 1 || string(s.Raw) != good || len(fan.published) != 1 {
+	if s.Generation != 1 || !bytes.Equal(s.Raw, padded(good)) || len(fan.published) != 1 {
 		t.Fatalf("a rejected push changed something: stored gen %d, published %d", s.Generation, len(fan.published))
 	}
 	// The right expected generation is accepted.
-	res, err := h.Push(ctx, PushInput{Config: []byte(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 1})
+	res, err := h.Push(ctx, PushInput{Config: padded(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 1})
 	if err != nil || res.Generation != 2 {
 		t.Fatalf("expected_generation 1: %+v %v", res, err)
 	}
