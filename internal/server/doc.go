@@ -12,7 +12,11 @@
 // bytes, value 1 KiB, 16 KiB in all) with a refusal naming the label
 // (TestLabelBounds); every stream and sink name, on read RPCs as on
 // pushes, by one rule each (rules.proto), with a short message
-// (TestReadRPCsValidateNames). A WatchStatus whose events end because the hub
+// (TestReadRPCsValidateNames). A PushConfigRequest that a direct check of
+// its rules accepts (pushValid: it accepts nothing the rules refuse,
+// FuzzPushValidAgrees, and knows every rule of the message,
+// TestPushRulesAreKnown) skips protovalidate's CEL programs; any other
+// goes through them and is refused by the rule it breaks. A WatchStatus whose events end because the hub
 // stops (not the client) ends with Unavailable, so the client resumes
 // from its last revision. Each status change is marshalled once for all
 // WatchStatus streams, not once per watcher: every stream uses the

@@ -111,7 +111,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		recovery.UnaryServerInterceptor(rec),
 		logUnary(o.log),
 	}, o.unary...)
-	unary = append(unary, pvmw.UnaryServerInterceptor(v))
+	unary = append(unary, validateUnary(v))
 	stream := append([]grpc.StreamServerInterceptor{
 		recovery.StreamServerInterceptor(rec),
 		logging.StreamServerInterceptor(logger, logOpts...),
