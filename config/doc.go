@@ -5,9 +5,14 @@
 // The acknowledgement path must not decode a JSON configuration into Go
 // values: Check runs one pass over the bytes (Scan's), which also finds
 // _format_version among the top-level keys. Scan and the streaming Scanner
-// share one fast path that jumps from token to token (strings skipped
-// sixteen bytes per test, each key deduplicated through a bloom
-// filter of its hash, no allocation per token); a byte-wise state machine
+// share one fast path that jumps from token to token and calls nothing
+// for the common tokens: strings skipped sixteen bytes per test (a mark of
+// '"', '\\', control and non-ASCII bytes in six operations a word,
+// TestSpecialMarksFirst), integers digit by digit, each key of an inner
+// object deduplicated in place through a bloom filter of a hash read with
+// two loads (the hash every other path uses, TestKeyHashAt), no
+// allocation per token. Helpers take keys it cannot record in place,
+// escapes, non-ASCII text and other numbers; a byte-wise state machine
 // takes only the tokens cut by the end of a piece, the _format_version
 // value and whatever is wrong, so every refusal is worded by one piece of
 // code. Checking a configuration allocates once whatever its size
@@ -43,7 +48,8 @@
 // _format_version as Check for JSON, whatever the cuts
 // (TestScannerTable, TestScannerMatchesCheck, TestScannerFixtures,
 // FuzzScanner: a differential test against Check and Scan on random
-// pieces), failing at the first bad byte, and holding only the open
+// pieces; TestScannerEverySplit: Check's very error, offset and path, for
+// a cut at every byte of every fixture), failing at the first bad byte, and holding only the open
 // objects' keys: a key borrows the piece it was read from until Write
 // returns, then is copied, and the copies go when their object closes
 // (TestScannerKeepsOnlyOpenKeys).

@@ -457,33 +457,84 @@ func (s *Scanner) end() error {
 	return nil
 }
 
+// Why fastLoop stopped.
+const (
+	needWrite  = iota // at the end of p, or at a token for write
+	needKey           // a key to record with slowKey
+	needString        // a string with an escape or a non-ASCII byte
+	needNumber        // a number with a sign, fraction or exponent
+)
+
 // fast consumes the whole tokens of p from i, starting between tokens
 // (a structural state), and returns where it stopped: at the end of p, or
 // at the start of a token it leaves to write (cut by the end of p, the
-// _format_version value, the top-level value) or at a byte that is wrong
-// (write finds what). It jumps from token to token with the state in the
-// program counter (no dispatch on a state per token); a string is skipped
-// eight bytes at a time (scanString) and a key is deduplicated by its
-// hash (scanner.addKey).
+// _format_version value, the top-level value, nesting past the first
+// memory) or at a byte that is wrong (write finds what). fastLoop does the
+// common tokens without a call, so that nothing it keeps in registers is
+// spilled; what needs a call (a key it cannot record in place, a string
+// with escapes or non-ASCII bytes, a number that is not an integer) it
+// hands back here, and is resumed after it.
 func (s *Scanner) fast(p []byte, i int) (int, error) {
+	if len(s.sc.frames) == 0 {
+		return i, nil // the top-level value starts or ended: write's
+	}
+	for {
+		var (
+			j    int
+			r    uint8
+			need uint8
+		)
+		i, j, r, need = s.fastLoop(p, i)
+		switch need {
+		case needString:
+			// The string opens at i; j is its first escape or non-ASCII
+			// byte.
+			if j, r = scanStringRest(p, j, strPlain); r >= strBad {
+				return i, nil // write says what is wrong
+			}
+			if s.st == sKey || s.st == sKeyOrClose {
+				if err := s.slowKey(p, i, j, r); err != nil {
+					return i, err
+				}
+				i, s.st = j, sColon
+				continue
+			}
+		case needKey:
+			if err := s.slowKey(p, i, j, r); err != nil {
+				return i, err
+			}
+			i, s.st = j, sColon
+			continue
+		case needNumber:
+			var ok bool
+			if j, ok = scanNumber(p, i); !ok || j == len(p) {
+				return i, nil // write's: wrong, or may go on in the next piece
+			}
+		default:
+			return i, nil
+		}
+		i, s.st = j, sAfter
+	}
+}
+
+// fastLoop is fast's loop over the common tokens: it jumps from token to
+// token with the state in the program counter (no dispatch on a state per
+// token) and calls nothing. A string is skipped sixteen bytes per test
+// (special), an integer digit by digit, and a key of an inner object is
+// added in place when its hash's bit is clear in the object's bloom
+// filter or no key of the object has its hash. It returns where it
+// stopped and why (need), with s.st the state there; for needKey j is
+// after the key's closing quote and r its scanString outcome, for
+// needString j is the byte that ended the plain run.
+func (s *Scanner) fastLoop(p []byte, i int) (_, j int, r, need uint8) {
+	p = p[:len(p):len(p)] // one bound for loads and slices
 	var (
 		sc  = &s.sc
 		st  = s.st
-		top *frame // the innermost open value
-		k   keyEntry
-		bit uint64
-		j   int
-		r   uint8
-		// isKey: the string at str is a key.
-		isKey bool
-		ok    bool
-		key   []byte
-		err   error
+		top = &sc.frames[len(sc.frames)-1] // the innermost open value
+		c   byte
+		h   uint64
 	)
-	if len(sc.frames) == 0 {
-		return i, nil // the top-level value starts or ended: write's
-	}
-	top = &sc.frames[len(sc.frames)-1]
 	switch st {
 	case sKeyOrClose:
 		goto keyOrClose
@@ -498,7 +549,7 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 	case sAfter:
 		goto after
 	}
-	return i, nil
+	goto stop
 
 keyOrClose: // after '{'
 	st = sKeyOrClose
@@ -506,45 +557,49 @@ keyOrClose: // after '{'
 		goto stop
 	}
 	if p[i] == '}' {
-		i++
-		goto closed
+		goto close
 	}
 	goto keyStart
 key: // after ',' in an object
 	st = sKey
-	if i = skipSpace(p, i); i >= len(p) {
+	if i >= len(p) {
 		goto stop
+	}
+	if p[i] <= ' ' {
+		if i = skipSpace(p, i); i >= len(p) {
+			goto stop
+		}
 	}
 keyStart:
 	if p[i] != '"' {
 		goto stop
 	}
-	isKey = true
 	goto str
-keyEnd: // the key's quotes are at i and j-1
-	key = p[i+1 : j-1]
-	switch {
-	case r == strEscaped:
-		key = unescape(key)
-		k = sc.keep(key)
-	case i >= 7 && j+7 <= len(p):
-		k = keyEntry{at: i + 1, n: len(key), h: keyHashAt(p, i+1, len(key))}
-	default:
-		k = keyEntry{at: i + 1, n: len(key), h: keyHash(key)}
+keyEnd: // a plain key's quotes are at i and j-1
+	if i < 7 || j+7 > len(p) || j == i+2 || len(sc.frames) == 1 || len(sc.keys) == cap(sc.keys) {
+		need = needKey
+		goto stop
 	}
-	// A key whose bit is clear in its object's bloom filter is new: added
-	// here; the rest (a possible duplicate, a big object) in addKey.
-	bit = 1 << (k.h >> 58)
-	if top.bloom&bit == 0 && !top.big && len(sc.keys)-int(top.keys) < bigKeys {
+	h = keyHashAt(p, i, j)
+	if bit := uint64(1) << (h >> 58); top.bloom&bit != 0 {
+		// A big object (its bloom filter is full) or one becoming big
+		// is addKey's, and so is a key whose hash is an earlier one's
+		// (maybe a duplicate: addKey compares).
+		if top.big || len(sc.keys)-int(top.keys) >= bigKeys {
+			need = needKey
+			goto stop
+		}
+		for _, o := range sc.keys[top.keys:] {
+			if o.h == h {
+				need = needKey
+				goto stop
+			}
+		}
+	} else {
 		top.bloom |= bit
-		sc.keys = append(sc.keys, k)
-	} else if err = sc.addKey(k, key, s.n+int64(i)); err != nil {
-		s.st = st
-		return i, err
 	}
-	if len(sc.frames) == 1 && string(key) == fvKey && !s.fvSeen {
-		s.fvNext = true
-	}
+	sc.keys = sc.keys[:len(sc.keys)+1] // not full (checked above)
+	sc.keys[len(sc.keys)-1] = keyEntry{at: i + 1, n: j - i - 2, h: h}
 	i = j
 colon:
 	st = sColon
@@ -563,46 +618,57 @@ valueOrClose: // after '['
 		goto stop
 	}
 	if p[i] == ']' {
-		i++
-		goto closed
+		goto close
 	}
 	goto valueStart
 value: // after ':', or ',' in an array
 	st = sValue
-	if i = skipSpace(p, i); i >= len(p) {
+	if i >= len(p) {
 		goto stop
+	}
+	if p[i] <= ' ' {
+		if i = skipSpace(p, i); i >= len(p) {
+			goto stop
+		}
 	}
 valueStart:
 	if s.fvNext {
 		goto stop
 	}
-	switch p[i] {
+	switch c = p[i]; c {
 	case '"':
-		isKey = false
 		goto str
-	case '{':
-		if len(sc.frames) >= MaxDepth {
+	case '{', '[':
+		// A frame in place while the first memory lasts; then write's
+		// (it grows the stack and checks MaxDepth).
+		if len(sc.frames) == cap(sc.frames) || len(sc.frames) >= MaxDepth {
 			goto stop
 		}
-		sc.push(true)
+		sc.frames = sc.frames[:len(sc.frames)+1]
 		top = &sc.frames[len(sc.frames)-1]
+		*top = frame{obj: c == '{', keys: int32(len(sc.keys)), kept: -1}
 		i++
-		goto keyOrClose
-	case '[':
-		if len(sc.frames) >= MaxDepth {
-			goto stop
+		if c == '{' {
+			goto keyOrClose
 		}
-		sc.push(false)
-		top = &sc.frames[len(sc.frames)-1]
-		i++
 		goto valueOrClose
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		// A number that reaches the end of p may go on in the next piece.
-		if j, ok = scanNumber(p, i); !ok || j == len(p) {
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		// An integer in place; a leading zero with digits after it is
+		// write's to refuse, a fraction or exponent scanNumber's.
+		for j = i + 1; j < len(p) && p[j]-'0' < 10; j++ {
+		}
+		if j >= len(p) || c == '0' && j > i+1 {
+			goto stop // a number at the end of p may go on in the next piece
+		}
+		if c = p[j]; c == '.' || c|0x20 == 'e' {
+			need = needNumber
 			goto stop
 		}
 		i = j
 		goto after
+	case '-':
+		need = needNumber
+		goto stop
 	case 't':
 		if !hasLiteral(p, i, "true") {
 			goto stop
@@ -625,65 +691,98 @@ valueStart:
 	goto stop
 after: // after a value
 	st = sAfter
-	if i = skipSpace(p, i); i >= len(p) {
+	if i >= len(p) {
 		goto stop
 	}
-	switch p[i] {
-	case ',':
+	if c = p[i]; c <= ' ' {
+		if i = skipSpace(p, i); i >= len(p) {
+			goto stop
+		}
+		c = p[i]
+	}
+	switch {
+	case c == ',':
 		i++
 		if top.obj {
 			goto key
 		}
 		top.index++
 		goto value
-	case '}':
-		if top.obj {
-			i++
-			goto closed
-		}
-	case ']':
-		if !top.obj {
-			i++
-			goto closed
-		}
+	case c == '}' && top.obj, c == ']' && !top.obj:
+		goto close
 	}
 	goto stop
-str: // a string (a key when isKey) opens at i: plainRun inlined
+close: // p[i] closes top
+	if top.big || len(sc.frames) == 1 {
+		goto stop // write's: a big object's map is cleared, the document ends
+	}
+	if top.obj {
+		sc.keys = sc.keys[:top.keys]
+		sc.owned = min(sc.owned, int(top.keys))
+		if top.kept >= 0 {
+			sc.arena = sc.arena[:top.kept]
+		}
+	}
+	sc.frames = sc.frames[:len(sc.frames)-1]
+	top = &sc.frames[len(sc.frames)-1]
+	i++
+	goto after
+str: // a string (a key in the key states) opens at i
 	for j = i + 1; j+16 <= len(p); j += 16 {
-		m1 := special(binary.LittleEndian.Uint64(p[j:]))
-		m2 := special(binary.LittleEndian.Uint64(p[j+8:]))
+		m1 := special(binary.LittleEndian.Uint64(p[j : j+8]))
+		m2 := special(binary.LittleEndian.Uint64(p[j+8 : j+16]))
 		if m1|m2 != 0 {
-			n := 8 + bits.TrailingZeros64(m2)>>3
-			if m1 != 0 {
-				n = bits.TrailingZeros64(m1) >> 3
-			}
-			j += n
+			// The first word's count (8 when it has no mark) plus the
+			// second's when it is 8, without a branch: string lengths
+			// vary, so a branch on m1 would mispredict.
+			n := bits.TrailingZeros64(m1) >> 3
+			j += n + bits.TrailingZeros64(m2)>>3&-(n>>3)
 			goto strSpecial
 		}
 	}
-	j = plainRun(p, j)
+	for ; j < len(p); j++ { // the last bytes of p
+		if c = p[j]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			goto strSpecial
+		}
+	}
+	goto stop // cut by the end of p: write's
 strSpecial:
-	if j < len(p) && p[j] == '"' {
-		j, r = j+1, strPlain
-	} else if j, r = scanStringRest(p, j, strPlain); r >= strBad {
+	if p[j] != '"' {
+		need = needString
 		goto stop
 	}
-	if isKey {
+	j++
+	if st == sKey || st == sKeyOrClose {
 		goto keyEnd
 	}
 	i = j
 	goto after
-closed: // a '}' or ']' was consumed
-	sc.pop()
-	if len(sc.frames) == 0 {
-		st = sEnd
-		goto stop
-	}
-	top = &sc.frames[len(sc.frames)-1]
-	goto after
 stop:
 	s.st = st
-	return i, nil
+	return i, j, r, need
+}
+
+// slowKey records the key whose quotes are at i and j-1 of p (r is its
+// scanString outcome) in the innermost object, where fastLoop cannot: it
+// has escapes, is a top-level key (maybe _format_version), is near an end
+// of p, or may be a duplicate (addKey compares).
+func (s *Scanner) slowKey(p []byte, i, j int, r uint8) error {
+	sc := &s.sc
+	key := p[i+1 : j-1]
+	var k keyEntry
+	if r == strEscaped {
+		key = unescape(key)
+		k = sc.keep(key)
+	} else {
+		k = keyEntry{at: i + 1, n: len(key), h: keyHash(key)}
+	}
+	if err := sc.addKey(k, key, s.n+int64(i)); err != nil {
+		return err
+	}
+	if len(sc.frames) == 1 && string(key) == fvKey && !s.fvSeen {
+		s.fvNext = true
+	}
+	return nil
 }
 
 // Close checks that the document ended and is a configuration Check

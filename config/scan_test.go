@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/confighub/confighub/internal/harness"
 )
 
 // scanPieces runs a Scanner over b cut at random places.
@@ -204,6 +206,60 @@ func TestScanAllocatesOnce(t *testing.T) {
 			}
 		}); n > 2 {
 			t.Errorf("%s: Check allocates %.0f times", f, n)
+		}
+	}
+}
+
+// A Scanner fed a document in two pieces, cut at every offset, says
+// exactly what Check says of the whole (verdict, _format_version, error
+// text with its offset and path): every KIC fixture as compact JSON (and
+// some indented), the bench's generated configuration, and variants with
+// a duplicate key, invalid UTF-8, escapes and non-ASCII text near their
+// end.
+func TestScannerEverySplit(t *testing.T) {
+	var docs [][]byte
+	for n, f := range fixtures(t) {
+		js, ind := fixtureJSON(t, f)
+		docs = append(docs, js)
+		if n%8 == 0 {
+			docs = append(docs, ind)
+		}
+	}
+	gen := harness.KongJSON(6 << 10)
+	docs = append(docs, gen)
+	tail := func(s string) []byte { // gen with s before its last two bytes
+		return append(append(bytes.Clone(gen[:len(gen)-2]), s...), gen[len(gen)-2:]...)
+	}
+	last := fmt.Sprintf("services[%d]", bytes.Count(gen, []byte(`"routes"`))) // the added service
+	variants := []struct{ add, says string }{
+		{`,{"name":"a","tags":["x"],"name":"b"}`, "duplicate key " + last + ".name "},
+		{`,{"name":"a","t\u0061gs":["x"],"tags":1}`, "duplicate key " + last + ".tags "},
+		{`,{"name":"caf` + "\xe9" + `"}`, "invalid UTF-8 in a string"},
+		{`,{"name":"ünïcödé 漢字 😀","k\"ey":"v\\a\/l\n","e":-1.5e+3,"z":0}`, ""},
+		{`,{"name":"a","n":01}`, "syntax error"},
+	}
+	for _, v := range variants {
+		d := tail(v.add)
+		if _, err := Check(d, FormatJSON); v.says == "" && err != nil || v.says != "" && !strings.Contains(fmt.Sprint(err), v.says) {
+			t.Fatalf("Check(…%s…) = %v, want %q", v.add, err, v.says)
+		}
+		docs = append(docs, d)
+	}
+	for _, d := range docs {
+		want, werr := Check(d, FormatJSON)
+		for cut := 0; cut <= len(d); cut++ {
+			s := NewScanner()
+			_, err := s.Write(d[:cut])
+			if err == nil {
+				_, err = s.Write(d[cut:])
+			}
+			fv, cerr := s.Close()
+			if err == nil {
+				err = cerr
+			}
+			if fmt.Sprint(err) != fmt.Sprint(werr) || fv != want.FormatVersion {
+				t.Fatalf("%.80q cut at %d: %q, %v; Check: %q, %v", d, cut, fv, err, want.FormatVersion, werr)
+			}
 		}
 	}
 }

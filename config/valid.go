@@ -60,7 +60,9 @@ func Valid(b []byte) bool { return Scan(b) == nil }
 
 // bigKeys is how many keys of one object are deduplicated with a bloom
 // filter and hashes before its keys go into a map: Kong entities have a
-// dozen keys or two, and a map would cost an allocation per key.
+// dozen keys or two, and a map would cost an allocation per key. (A key
+// whose bloom bit is clear is added without counting, so an object turns
+// big at its first key past bigKeys whose bit is set.)
 const bigKeys = 32
 
 // frame is one open object or array. It holds no pointer, so a scan's
@@ -68,7 +70,7 @@ const bigKeys = 32
 type frame struct {
 	obj bool
 	// big: past bigKeys keys, the object's keys are in scanner.sets[depth]
-	// too.
+	// too, and bloom has every bit set.
 	big bool
 	// keys is where this object's keys start in scanner.keys (for an
 	// array: how many keys were open when it opened).
@@ -171,14 +173,16 @@ func keyHash(k []byte) uint64 {
 	return mixKey(a, a, n)
 }
 
-// keyHashAt is keyHash(p[at:at+n]) without a branch on n, for a key with
-// at least eight bytes of p on each side of its start: the word at the
-// start, masked to the key, and the word that ends with the key, shifted
-// down to it.
-func keyHashAt(p []byte, at, n int) uint64 {
-	sh := uint(max(8-n, 0)) * 8
-	a := binary.LittleEndian.Uint64(p[at:]) & (^uint64(0) >> sh)
-	b := binary.LittleEndian.Uint64(p[at+n-8:]) >> sh
+// keyHashAt is keyHash of the key between the quotes at i and j-1 of p,
+// without a branch on its length, for a key of at least one byte with at
+// least seven bytes of p before i and after j: the word at the key's
+// start, masked to the key, and the word that ends with it, shifted down
+// to it.
+func keyHashAt(p []byte, i, j int) uint64 {
+	n := j - i - 2
+	sh := uint(max(8-n, 0)*8) & 63 // n >= 1: below 64
+	a := binary.LittleEndian.Uint64(p[i+1:i+9]) & (^uint64(0) >> sh)
+	b := binary.LittleEndian.Uint64(p[j-9:j-1]) >> sh
 	return mixKey(a, b, n)
 }
 
@@ -208,7 +212,8 @@ func (s *scanner) addKey(k keyEntry, key []byte, at int64) error {
 	f.bloom |= bit
 	s.keys = append(s.keys, k)
 	if !f.big && len(s.keys)-int(f.keys) > bigKeys {
-		f.big = true
+		// All bits set: the fast path adds no key to a big object.
+		f.big, f.bloom = true, ^uint64(0)
 		for len(s.sets) <= depth {
 			s.sets = append(s.sets, nil)
 		}
