@@ -22,11 +22,13 @@
 //     hashes) while the transport receives the next chunk, so the ack
 //     follows the last chunk by about one flush, a bad byte ends the
 //     upload without waiting for the rest, and the bytes are held in
-//     memory once, read back after the commit for
-//     the sinks (TestUploadStoresThenPublishes, TestBadUploadChangesNothing;
-//     peak RSS in docs/performance.md, scenario 1). A YAML upload (its
-//     check converts the whole document) or one on another store is
-//     assembled in memory and pushed.
+//     memory once: each chunk, handed over as the transport's receive
+//     buffers (WriteChunk), is copied into the one slice the workers read
+//     and the sinks get after the commit, and no reference to the buffers
+//     is kept (TestUploadStoresThenPublishes, TestBadUploadChangesNothing,
+//     TestWriteChunkKeepsNoReference; peak RSS in docs/performance.md,
+//     scenario 1). A YAML upload (its check converts the whole document)
+//     or one on another store is assembled in memory and pushed.
 //   - The uploads in flight share one budget of bytes (BeginUpload,
 //     WithUploadBudgetBytes, default DefaultUploadBudgetBytes): an upload's
 //     announced total_size is taken from its header before any chunk is

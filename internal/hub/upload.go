@@ -82,10 +82,10 @@ func (a *Assembler) Finish() ([]byte, string, error) {
 // Upload is one UploadConfig under way. A JSON configuration on a store
 // that stages streams (store.StreamStager) is checked (config.Scanner),
 // hashed and written to disk chunk by chunk as it arrives, so the ack
-// follows the last chunk by about one flush and the bytes are in memory
-// once, read back after the commit for the sinks. A YAML one (its check
-// converts the whole document), or one on another store, is assembled in
-// memory and pushed (Assembler, Push).
+// follows the last chunk by about one flush; its bytes are copied once,
+// from the transport's buffers into the one slice the sinks get after the
+// commit. A YAML one (its check converts the whole document), or one on
+// another store, is assembled in memory and pushed (Assembler, Push).
 type Upload struct {
 	h      *Hub
 	ctx    context.Context
@@ -98,15 +98,19 @@ type Upload struct {
 	// known yet (FormatUnknown: the first other byte tells).
 	lead    []byte
 	decided bool
-	// streamed: two workers take each chunk while the transport receives
-	// the next, one checks it, the other writes it to the stage and
-	// hashes it (the check costs about what the other two cost together,
-	// and the disk starts on each chunk at once).
+	// streamed: each chunk is copied into raw (allocated at the first
+	// one, filled up to off) and its span handed to two workers while
+	// the transport receives the next: one checks it, the other writes it
+	// to the stage and hashes it (the check costs about what the other two
+	// cost together, and the disk starts on each chunk at once). raw is
+	// only written before its span is queued and only read after.
+	raw     []byte
+	off     int64
 	sum     hash.Hash
 	scan    *config.Scanner
 	w       store.StageWriter
-	toCheck chan []byte
-	toStore chan []byte
+	toCheck chan span
+	toStore chan span
 	workers sync.WaitGroup
 	mu      sync.Mutex
 	werr    error // the first error of a worker
@@ -116,8 +120,13 @@ type Upload struct {
 	release func()
 }
 
-// pipeDepth is how many chunks each worker may have queued.
-const pipeDepth = 4
+// pipeDepth is how many chunks each worker may have queued: the spans
+// are in raw, so a deeper queue costs no memory, and it lets the
+// transport run ahead of a worker that another goroutine held up.
+const pipeDepth = 16
+
+// span is a chunk's place in Upload.raw.
+type span struct{ from, to int64 }
 
 // BeginUpload checks an upload's header (in without Config) and returns
 // the Upload its chunks go to; ctx bounds the upload.
@@ -154,19 +163,19 @@ func (u *Upload) decide(f config.Format) error {
 		}
 		u.w, u.scan, u.sum = w, config.NewScanner(), sha256.New()
 		u.in.Format = config.FormatJSON
-		toCheck, toStore := make(chan []byte, pipeDepth), make(chan []byte, pipeDepth)
+		toCheck, toStore := make(chan span, pipeDepth), make(chan span, pipeDepth)
 		u.toCheck, u.toStore = toCheck, toStore
 		u.workers.Go(func() {
-			for b := range toCheck {
+			for sp := range toCheck {
 				if u.failed() == nil {
-					u.setErr(u.check(b))
+					u.setErr(u.check(u.raw[sp.from:sp.to]))
 				}
 			}
 		})
 		u.workers.Go(func() {
-			for b := range toStore {
+			for sp := range toStore {
 				if u.failed() == nil {
-					u.setErr(u.store(b))
+					u.setErr(u.store(u.raw[sp.from:sp.to]))
 				}
 			}
 		})
@@ -181,22 +190,33 @@ func (u *Upload) decide(f config.Format) error {
 func (u *Upload) Received() int64 { return u.got }
 
 // Write takes the next chunk. An error ends the upload (Abort it).
-func (u *Upload) Write(chunk []byte) error {
-	if u.got+int64(len(chunk)) > u.total {
+func (u *Upload) Write(chunk []byte) error { return u.WriteChunk([][]byte{chunk}) }
+
+// WriteChunk takes the next chunk as pieces, in order (the server hands
+// over the transport's receive buffers as they are), and keeps no
+// reference to them once it returns. An error ends the upload (Abort it).
+func (u *Upload) WriteChunk(pieces [][]byte) error {
+	var n int64
+	for _, p := range pieces {
+		n += int64(len(p))
+	}
+	if u.got+n > u.total {
 		return fmt.Errorf("%w: upload sent more than the announced total_size of %d bytes", ErrInvalid, u.total)
 	}
-	u.got += int64(len(chunk))
-	if !u.decided {
+	u.got += n
+	for !u.decided && len(pieces) > 0 {
+		p := pieces[0]
 		i := 0
-		for i < len(chunk) && (chunk[i] == ' ' || chunk[i] == '\t' || chunk[i] == '\r' || chunk[i] == '\n') {
+		for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
 			i++
 		}
-		if i == len(chunk) {
-			u.lead = append(u.lead, chunk...)
-			return nil
+		if i == len(p) {
+			u.lead = append(u.lead, p...)
+			pieces = pieces[1:]
+			continue
 		}
 		f := config.FormatYAML
-		if chunk[i] == '{' {
+		if p[i] == '{' {
 			f = config.FormatJSON
 		}
 		if err := u.decide(f); err != nil {
@@ -204,25 +224,42 @@ func (u *Upload) Write(chunk []byte) error {
 		}
 		lead := u.lead
 		u.lead = nil
-		if err := u.write(lead); err != nil {
-			return err
-		}
+		pieces = append([][]byte{lead}, pieces...)
 	}
-	return u.write(chunk)
-}
-
-func (u *Upload) write(b []byte) error {
-	if len(b) == 0 {
+	if !u.decided {
 		return nil
 	}
+	return u.write(pieces)
+}
+
+// write copies pieces into the assembler or into raw; the streamed path
+// then queues their span for both workers.
+func (u *Upload) write(pieces [][]byte) error {
 	if u.asm != nil {
-		return u.asm.Write(b)
+		for _, p := range pieces {
+			if err := u.asm.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err := u.failed(); err != nil {
 		return err
 	}
-	u.toCheck <- b // the transport does not reuse a received chunk
-	u.toStore <- b
+	if u.raw == nil {
+		// At the first chunk, not the header: a header alone holds no
+		// memory (the budget bounds what the uploads under way announce).
+		u.raw = make([]byte, u.total)
+	}
+	from := u.off
+	for _, p := range pieces {
+		u.off += int64(copy(u.raw[u.off:], p))
+	}
+	if u.off == from {
+		return nil
+	}
+	u.toCheck <- span{from, u.off}
+	u.toStore <- span{from, u.off}
 	return nil
 }
 
@@ -310,8 +347,8 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
-	// Raw is nil: the stage holds the bytes, Commit reads them back.
-	rec := config.New(u.stream, 0, u.want, config.FormatJSON, nil, nil, u.in.Labels, u.h.clock.Now())
+	// Raw is what was written: Commit need not read it back.
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now())
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {

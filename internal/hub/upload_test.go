@@ -187,3 +187,51 @@ func TestUploadThatCannotStageGivesItsBudgetBack(t *testing.T) {
 		t.Fatalf("budget after refused uploads: %d bytes held by %d, want none", h.uploads.held, h.uploads.count)
 	}
 }
+
+// WriteChunk takes a chunk as pieces, cut anywhere (the transport's
+// receive buffers), and keeps no reference to them once it returns: the
+// server reuses them at once. Each piece is overwritten after its chunk
+// was written, and the stored and published bytes are still the upload's.
+func TestWriteChunkKeepsNoReference(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		fan := newFake()
+		h := New(st, fan.ports())
+		for _, raw := range [][]byte{bigConfig(3<<20, "pieces"), append([]byte("\n  "), bigConfig(100<<10, "lead")...)} {
+			ctx := context.Background()
+			u, err := h.BeginUpload(ctx, PushInput{}, uint64(len(raw)), config.Hash(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := bytes.Clone(raw)
+			for off, i := 0, 0; off < len(buf); i++ {
+				// Chunks of about 1 MiB in pieces of 1 to 16 KiB, the first
+				// ones whitespace only for the second config.
+				var pieces [][]byte
+				for end := min(off+1<<20, len(buf)); off < end; {
+					n := min(1+(i*7919+off)%(16<<10), end-off)
+					pieces = append(pieces, buf[off:off+n])
+					off += n
+				}
+				if err := u.WriteChunk(pieces); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pieces {
+					for j := range p {
+						p[j] = 'X'
+					}
+				}
+			}
+			if _, err := u.Finish(ctx); err != nil {
+				t.Fatal(err)
+			}
+			u.Abort()
+			s, err := st.GetStream(ctx, config.DefaultStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(s.Raw, raw) || !bytes.Equal(fan.Current(config.DefaultStream).Raw, raw) {
+				t.Fatalf("stored or published bytes differ from the %d uploaded", len(raw))
+			}
+		}
+	}, nil)
+}

@@ -30,6 +30,7 @@ import (
 func benchConfig(n int) []byte {
 	entry := []byte(`{"name":"svc-000000","host":"upstream.example.svc","port":8080,"path":"/path","tags":["k8s-name:x","k8s-namespace:y"]},`)
 	var b bytes.Buffer
+	b.Grow(n)
 	b.WriteString(`{"_format_version":"3.0","services":[`)
 	for b.Len() < n-64 {
 		b.Write(entry)

@@ -106,6 +106,9 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*confighubv1.PushConfigRequest); ok && len(data) > 1 {
 		return unmarshalPush(data.Materialize(), p)
 	}
+	if u, ok := v.(*uploadMsg); ok {
+		return u.unmarshal(data, c.pool)
+	}
 	var m proto.Message
 	switch v := v.(type) {
 	case protoadapt.MessageV2:

@@ -38,7 +38,13 @@
 // handler gets is one the client sent (TestReceivedBytesAreExact,
 // TestRecvPoolSizes). A PushConfigRequest that arrived in several frames
 // is copied once into a buffer of its own, which its config keeps, and
-// decodes as proto.Unmarshal decodes it (FuzzUnmarshalPush). Calls are served by up to 64 worker goroutines that
+// decodes as proto.Unmarshal decodes it (FuzzUnmarshalPush). An upload
+// chunk (an UploadConfigRequest that is a chunk and nothing else) is not
+// copied at all: UploadConfig hands the receive buffers' bytes to the hub,
+// which copies them once into the configuration's own slice, and frees
+// the buffers after (TestUploadChunkKeepsReceiveBuffers); every other
+// message decodes as proto.Unmarshal decodes it (FuzzUnmarshalUpload).
+// Calls are served by up to 64 worker goroutines that
 // keep their grown stacks (grpc.NumStreamWorkers); docs/performance.md
 // (scenario 7) has what both save per push.
 //

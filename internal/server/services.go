@@ -102,11 +102,15 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	// share of the budget of uploads in flight comes back in any case.
 	defer up.Abort()
 	for {
-		msg, err := stream.Recv()
+		// The chunk's bytes stay in the transport's buffers (uploadMsg)
+		// until the upload copied them.
+		msg := &uploadMsg{}
+		err := stream.RecvMsg(msg)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
+			msg.free()
 			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
 				return status.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", up.Received(), hdr.GetTotalSize())
 			}
@@ -115,7 +119,10 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 		if msg.GetHeader() != nil {
 			return status.Error(codes.InvalidArgument, "upload: a second header arrived; only the first message is a header")
 		}
-		if err := up.Write(msg.GetChunk()); err != nil {
+		pieces, free := msg.chunk()
+		err = up.WriteChunk(pieces)
+		free()
+		if err != nil {
 			return toStatus(err)
 		}
 	}

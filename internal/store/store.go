@@ -143,9 +143,9 @@ type StageWriter interface {
 	// error.
 	Write(p []byte) (int, error)
 	// Staged returns the handle of the stage once all its bytes were
-	// written. Its Commit takes a config whose Raw is nil and returns
-	// the stored config with the committed bytes read back (nil when
-	// unchanged): the bytes are in memory once, after the commit.
+	// written. Its Commit takes a config whose Raw is the bytes written
+	// (kept by the caller: stored as they are) or nil: then the stored
+	// config has the committed bytes read back (nil when unchanged).
 	Staged() (Staged, error)
 	// Discard removes what was written.
 	Discard() error

@@ -109,7 +109,8 @@
 //   - A streamed stage (store.StreamStager, an upload's chunks) writes
 //     each piece at its offset as it arrives, takes no more than its
 //     announced size and ends only whole (TestStageStreamSize); its
-//     Commit reads the bytes back after the ack (TestStageStreamCommits),
+//     Commit returns the bytes the caller kept (the hub's upload), or,
+//     given none, reads them back after the flush (TestStageStreamCommits),
 //     and the record file it reads is not recycled before the read ends
 //     (TestPinnedFileWaitsForRecycling).
 //   - Nothing unchecked is stored: the hub commits only after its check

@@ -384,8 +384,9 @@ func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64)
 	if err != nil {
 		return nil, false, err
 	}
+	readBack := g.streamed && st.Raw == nil
 	err = <-req.done
-	if g.streamed && req.f != nil {
+	if readBack && req.f != nil {
 		defer s.unpin(g.name)
 	}
 	if err != nil {
@@ -394,7 +395,7 @@ func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64)
 	if req.f == nil { // unchanged: the record it returns is durable now
 		return out, true, nil
 	}
-	if g.streamed {
+	if readBack {
 		raw, err := s.readBack(g.name, g.size)
 		if err != nil {
 			return nil, false, err
@@ -470,8 +471,8 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 	if g.streamed || g.deferred {
 		data = g.data
 	}
-	if g.streamed {
-		s.pin(g.name) // read back after the ack
+	if g.streamed && st.Raw == nil {
+		s.pin(g.name) // read back after the flush
 	}
 	req := &flushReq{f: g.f, m: m, hdr: hdr, meta: meta, data: data, unwritten: g.deferred, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()

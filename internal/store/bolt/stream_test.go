@@ -34,22 +34,31 @@ func stageStream(t *testing.T, s *Store, stream string, raw []byte, n int) store
 }
 
 // A streamed stage, small (commit log size) or large, commits without the
-// bytes in hand and returns them read back; readers and the next Open
-// find them.
+// bytes in hand and returns them read back, or with the bytes the caller
+// kept and returns those, not read again; readers and the next Open find
+// them.
 func TestStageStreamCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := openT(t, path)
 	ctx := context.Background()
 	var want []*config.Config
-	for i, size := range []int{100, 300 << 10, 3 << 20} {
+	for i, size := range []int{100, 300 << 10, 3 << 20, 200, 2 << 20} {
 		raw := big(i, size)
+		kept := i >= 3 // the caller kept the bytes it wrote
 		g := stageStream(t, s, "default", raw, 7777)
-		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, nil, nil, nil, time.Time{}), uint64(i))
+		var in []byte
+		if kept {
+			in = raw
+		}
+		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, in, nil, nil, time.Time{}), uint64(i))
 		if err != nil {
 			t.Fatalf("size %d: %v", size, err)
 		}
 		if unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Raw, raw) {
 			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back", size, got.Generation, unchanged, len(got.Raw))
+		}
+		if kept != (&got.Raw[0] == &raw[0]) {
+			t.Fatalf("size %d: the caller kept the bytes: %v, the commit returned them: %v", size, kept, &got.Raw[0] == &raw[0])
 		}
 		r, err := s.GetStream(ctx, "default")
 		if err != nil {
@@ -67,7 +76,7 @@ func TestStageStreamCommits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("same bytes: %v", err)
 	}
-	if !unchanged || got.Generation != 3 {
+	if !unchanged || got.Generation != 5 {
 		t.Fatalf("same bytes: gen %d, unchanged %v", got.Generation, unchanged)
 	}
 	if err := s.Close(); err != nil {
@@ -77,7 +86,7 @@ func TestStageStreamCommits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	if r.Generation != 3 || !bytes.Equal(r.Raw, last.Raw) {
+	if r.Generation != 5 || !bytes.Equal(r.Raw, last.Raw) {
 		t.Fatalf("reopen: gen %d", r.Generation)
 	}
 }
