@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -46,14 +44,7 @@ func benchStamp(raw []byte, i int64) []byte {
 	return out
 }
 
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+var cpuTime = server.CPUTime
 
 // benchHub serves a hub on the bolt store in a temp dir, with one sink
 // that accepts everything (as scenario 7 of confighub-bench, which has

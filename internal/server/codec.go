@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -104,7 +105,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*confighubv1.PushConfigRequest); ok && len(data) > 1 {
-		return unmarshalPush(data.Materialize(), p)
+		return unmarshalPush(assemble(data), p)
 	}
 	if u, ok := v.(*uploadMsg); ok {
 		return u.unmarshal(data, c.pool)
@@ -121,6 +122,18 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(c.pool)
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// assemble copies a message spread over several buffers into one new
+// slice. Unlike data.Materialize it does not clear the slice first
+// (bytes.Join allocates without zeroing): every byte is written by the
+// copy, and clearing a 20 MiB push cost as much as a third of copying it.
+func assemble(data mem.BufferSlice) []byte {
+	parts := make([][]byte, len(data))
+	for i, b := range data {
+		parts[i] = b.ReadOnlyData()
+	}
+	return bytes.Join(parts, nil)
 }
 
 // unmarshalPush decodes a PushConfigRequest whose config keeps the bytes
