@@ -262,67 +262,78 @@ func TestCrashNewestTornOlderReplayed(t *testing.T) {
 
 // kill -9 while a recycled file is being staged into: it holds a stale,
 // valid record of an older generation (here even the same bytes again), or
-// a stale header over new bytes. Neither is replayed.
+// (from deferMax on: a smaller stage writes nothing) a stale header over
+// new bytes. Neither is replayed.
 func TestCrashWhileStagingIntoRecycledFile(t *testing.T) {
-	for _, again := range []bool{false, true} {
-		t.Run(fmt.Sprint("same bytes ", again), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "confighub.db")
-			s := openT(t, path)
-			for i := 1; i <= 3; i++ {
-				commitT(t, s, labelled(storetest.Cfg(i), i), 0)
-				s.WaitRemoved()
-			}
-			// The pool's newest file is generation 2's.
-			raw := bytes.Repeat([]byte("x"), 9000)
-			if again {
-				raw = storetest.Cfg(2)
-			}
-			if _, err := s.StageConfig(context.Background(), "default", raw, nil); err != nil {
-				t.Fatal(err)
-			}
-			crash := snapshot(t, path)
-			if again {
-				if _, ok := records(t, crash)[2]; !ok {
+	for _, rs := range recordSizes {
+		for _, again := range []bool{false, true} {
+			t.Run(fmt.Sprint(rs.name, " same bytes ", again), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "confighub.db")
+				s := openT(t, path)
+				for i := 1; i <= 3; i++ {
+					commitT(t, s, labelled(big(i, rs.size), i), 0)
+					s.WaitRemoved()
+				}
+				// The pool's newest file is generation 2's.
+				raw := bytes.Repeat([]byte("x"), rs.size+9000)
+				if again {
+					raw = big(2, rs.size)
+				}
+				if _, err := s.StageConfig(context.Background(), "default", raw, nil); err != nil {
+					t.Fatal(err)
+				}
+				crash := snapshot(t, path)
+				_, stale := records(t, crash)[2]
+				if again && !stale {
 					t.Fatal("the staged file does not hold a valid stale record: test does not test")
 				}
-			}
-			s2 := openT(t, crash)
-			if got := storetest.Get(t, s2, "default"); got.Generation != 3 || !bytes.Equal(got.Raw, storetest.Cfg(3)) {
-				t.Fatalf("gen %d; want generation 3", got.Generation)
-			}
-			if n := files(t, crash); n != 1 {
-				t.Fatalf("%d files, want 1", n)
-			}
-		})
+				if !again && rs.size >= deferMax && stale {
+					t.Fatal("the stale record is whole: no new bytes under its header, test does not test")
+				}
+				s2 := openT(t, crash)
+				if got := storetest.Get(t, s2, "default"); got.Generation != 3 || !bytes.Equal(got.Raw, big(3, rs.size)) {
+					t.Fatalf("gen %d; want generation 3", got.Generation)
+				}
+				if n := files(t, crash); n != 1 {
+					t.Fatalf("%d files, want 1", n)
+				}
+			})
+		}
 	}
 }
 
 // A commit whose write or flush fails may or may not be on disk: the store
-// refuses every later stage and commit, and the next Open decides.
+// refuses every later stage and commit, and the next Open decides. Below
+// deferMax the failed write is the flusher's (the whole record), from it
+// on the commit's (meta and header over the staged bytes).
 func TestFailedSealStopsCommits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := openT(t, path)
-	commitT(t, s, labelled(storetest.Cfg(1), 1), 0)
-	g, err := s.StageConfig(context.Background(), "default", storetest.Cfg(2), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = g.(*staged).f.Close() // the write of the header fails
-	if _, _, err := g.Commit(context.Background(), labelled(storetest.Cfg(2), 2), 0); err == nil {
-		t.Fatal("commit with a failed write succeeded")
-	}
-	if _, _, err := s.CommitConfig(context.Background(), labelled(storetest.Cfg(3), 3), 0); err == nil || !bytes.Contains([]byte(err.Error()), []byte("restart")) {
-		t.Fatalf("commit after a failed one: %v, want refused", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := openT(t, path)
-	if got := storetest.Get(t, s2, "default"); got.Generation != 1 {
-		t.Fatalf("after reopen: gen %d", got.Generation)
-	}
-	if g := commitT(t, s2, labelled(storetest.Cfg(3), 3), 1).Generation; g != 2 {
-		t.Fatalf("next generation %d, want 2", g)
+	for _, rs := range recordSizes {
+		t.Run(rs.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "confighub.db")
+			s := openT(t, path)
+			commitT(t, s, labelled(big(1, rs.size), 1), 0)
+			g, err := s.StageConfig(context.Background(), "default", big(2, rs.size), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = g.(*staged).f.Close() // the write of the header fails
+			if _, _, err := g.Commit(context.Background(), labelled(big(2, rs.size), 2), 0); err == nil {
+				t.Fatal("commit with a failed write succeeded")
+			}
+			if _, _, err := s.CommitConfig(context.Background(), labelled(big(3, rs.size), 3), 0); err == nil || !bytes.Contains([]byte(err.Error()), []byte("restart")) {
+				t.Fatalf("commit after a failed one: %v, want refused", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2 := openT(t, path)
+			if got := storetest.Get(t, s2, "default"); got.Generation != 1 {
+				t.Fatalf("after reopen: gen %d", got.Generation)
+			}
+			if g := commitT(t, s2, labelled(big(3, rs.size), 3), 1).Generation; g != 2 {
+				t.Fatalf("next generation %d, want 2", g)
+			}
+		})
 	}
 }
 
@@ -608,8 +619,18 @@ func TestCrashConcurrentStreams(t *testing.T) {
 
 // big is a config of about n bytes, distinct for each i.
 func big(i, n int) []byte {
-	return fmt.Appendf(nil, `{"_format_version":"3.0","services":[],"pad":"%s"}`, bytes.Repeat([]byte{byte('a' + i%26)}, n))
+	return fmt.Appendf(nil, `{"_format_version":"3.0","services":[],"i":%d,"pad":"%s"}`, i, bytes.Repeat([]byte{byte('a' + i%26)}, n))
 }
+
+// recordSizes are the two ways a record reaches its file, and the crash
+// tests run at both: below deferMax the stage writes nothing and the
+// flusher (or, for a record acked through the commit log, the background)
+// writes the whole record; from deferMax on the stage writes the bytes and
+// the commit the meta and header over them.
+var recordSizes = []struct {
+	name string
+	size int
+}{{"deferred", 1 << 10}, {"staged", deferMax + 8<<10}}
 
 // Power loss while a commit into a recycled file was being flushed (never
 // acked): the disk may hold any mix of the file's old and new pages, and

@@ -20,7 +20,10 @@
 //     nothing and only hashes: its bytes are written with their meta and
 //     header in one system call (pwritev) when the record is made
 //     durable in its own file, or after the ack when it is made durable
-//     through the commit log (step 3).
+//     through the commit log (step 3). The crash tests whose window differs
+//     between the two run at both sizes (TestFailedSealStopsCommits,
+//     TestCrashWhileStagingIntoRecycledFile,
+//     TestCrashConcurrentPushersGroupCommit).
 //  2. Staged.Commit takes the stream's commit lock, checks
 //     expected_generation against the stream's last sealed generation,
 //     writes the meta record after the bytes and the header at offset 0

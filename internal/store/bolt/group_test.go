@@ -96,10 +96,15 @@ func noExpected(*pusher) uint64 { return 0 }
 
 // pushers returns perStream commits of distinct configs to each stream.
 func pushers(streams []string, perStream, seed int) []*pusher {
+	return pushersOf(streams, perStream, seed, storetest.Cfg)
+}
+
+// pushersOf is pushers with configs made by cfg (distinct for each n).
+func pushersOf(streams []string, perStream, seed int, cfg func(n int) []byte) []*pusher {
 	var ps []*pusher
 	for i, name := range streams {
 		for j := range perStream {
-			ps = append(ps, &pusher{st: storetest.NewStream(name, storetest.Cfg(seed+i*1000+j))})
+			ps = append(ps, &pusher{st: storetest.NewStream(name, cfg(seed+i*1000+j))})
 		}
 	}
 	return ps
@@ -219,15 +224,25 @@ func TestGroupCommitExpectedGeneration(t *testing.T) {
 
 // A crash after concurrent pushers were acked through the commit log,
 // before the index or the records' own files were flushed: with the
-// record files as written (kill -9) or with every record file newer than
-// the index lost (power loss: only the log was flushed), Open finds each
-// stream at its last ack. Then pushes go on from there.
+// record files as written (kill -9: below deferMax not written at all,
+// from it on written but not flushed) or with every record file newer
+// than the index lost (power loss: only the log was flushed), Open finds
+// each stream at its last ack. Then pushes go on from there.
 func TestCrashConcurrentPushersGroupCommit(t *testing.T) {
+	for _, rs := range recordSizes {
+		t.Run(rs.name, func(t *testing.T) { crashConcurrentPushers(t, rs.size) })
+	}
+}
+
+// crashConcurrentPushers is TestCrashConcurrentPushersGroupCommit with
+// configs of about size bytes.
+func crashConcurrentPushers(t *testing.T, size int) {
+	cfg := func(n int) []byte { return big(n, size) }
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := openT(t, path)
 	streams := []string{"default", "a", "b"}
 	for _, name := range streams {
-		commitT(t, s, storetest.NewStream(name, storetest.Cfg(len(name))), 0)
+		commitT(t, s, storetest.NewStream(name, cfg(len(name))), 0)
 	}
 	s.WaitRemoved()
 	indexed := map[string]bool{}
@@ -244,7 +259,7 @@ func TestCrashConcurrentPushersGroupCommit(t *testing.T) {
 	var last map[string]*config.Config
 	for round := range 3 {
 		queued, release := holdFlusher(t, s)
-		ps := pushers(streams, 6, 10_000*(round+1))
+		ps := pushersOf(streams, 6, 10_000*(round+1), cfg)
 		pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
 		first := map[string]uint64{}
 		for _, name := range streams {
@@ -274,7 +289,7 @@ func TestCrashConcurrentPushersGroupCommit(t *testing.T) {
 	checkAt(t, "kill -9", kill, last)
 	checkAt(t, "power loss", power, last)
 	s2 := openT(t, power)
-	ps := pushers(streams, 4, 99_000)
+	ps := pushersOf(streams, 4, 99_000, cfg)
 	pushAll(s2, ps, noExpected, func() {})
 	first := map[string]uint64{}
 	for name, w := range last {

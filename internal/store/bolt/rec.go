@@ -30,8 +30,10 @@ import (
 //	beyond             whatever a recycled file held before (ignored)
 //
 // The stage writes only the config bytes; the commit writes the meta and
-// the header, then fdatasyncs once. The header is at a fixed offset the
-// config bytes never reach, so a client cannot forge one with its payload.
+// the header, then fdatasyncs once. A record below deferMax is written
+// whole, in one system call, after the commit (writeRecord). The header
+// is at a fixed offset the config bytes never reach, so a client cannot
+// forge one with its payload.
 // A record is valid when its header's CRC matches and its config bytes
 // hash to the meta's SHA-256; anything else (a torn write: never acked) is
 // not a record.
