@@ -475,10 +475,12 @@ const (
 // with escapes or non-ASCII bytes, a number that is not an integer) it
 // hands back here, and is resumed after it.
 func (s *Scanner) fast(p []byte, i int) (int, error) {
-	if len(s.sc.frames) == 0 {
-		return i, nil // the top-level value starts or ended: write's
-	}
 	for {
+		if len(s.sc.frames) == 0 || s.fvNext {
+			// The top-level value starts or ended, or the next value is
+			// _format_version: write's.
+			return i, nil
+		}
 		var (
 			j    int
 			r    uint8
@@ -576,16 +578,16 @@ keyStart:
 	}
 	goto str
 keyEnd: // a plain key's quotes are at i and j-1
-	if i < 7 || j+7 > len(p) || j == i+2 || len(sc.frames) == 1 || len(sc.keys) == cap(sc.keys) {
+	if i < 7 || j+7 > len(p) || j == i+2 || len(sc.keys) == cap(sc.keys) {
 		need = needKey
 		goto stop
 	}
 	h = keyHashAt(p, i, j)
 	if bit := uint64(1) << (h >> 58); top.bloom&bit != 0 {
-		// A big object (its bloom filter is full) or one becoming big
-		// is addKey's, and so is a key whose hash is an earlier one's
-		// (maybe a duplicate: addKey compares).
-		if top.big || len(sc.keys)-int(top.keys) >= bigKeys {
+		// A big object or the top level (their bloom filters are full)
+		// or an object becoming big is addKey's, and so is a key whose
+		// hash is an earlier one's (maybe a duplicate: addKey compares).
+		if top.big || len(sc.frames) == 1 || len(sc.keys)-int(top.keys) >= bigKeys {
 			need = needKey
 			goto stop
 		}
@@ -632,12 +634,10 @@ value: // after ':', or ',' in an array
 		}
 	}
 valueStart:
-	if s.fvNext {
-		goto stop
-	}
-	switch c = p[i]; c {
-	case '"':
+	if c = p[i]; c == '"' { // most values are strings: one test first
 		goto str
+	}
+	switch c {
 	case '{', '[':
 		// A frame in place while the first memory lasts; then write's
 		// (it grows the stack and checks MaxDepth).

@@ -139,6 +139,11 @@ func (s *scanner) push(obj bool) {
 	}
 	f := &s.frames[len(s.frames)-1]
 	f.obj, f.keys, f.index, f.bloom, f.big, f.kept = obj, int32(len(s.keys)), 0, 0, false, -1
+	if len(s.frames) == 1 {
+		// Every top-level key goes through addKey (and is compared
+		// with _format_version): the fast path adds none.
+		f.bloom = ^uint64(0)
+	}
 }
 
 func (s *scanner) pop() {
