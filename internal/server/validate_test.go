@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -141,6 +142,22 @@ func TestPushRulesAreKnown(t *testing.T) {
 		}
 		if got != strings.ReplaceAll(w, " ", "") {
 			t.Errorf("field %s rules %q, want %q", fd.Name(), got, w)
+		}
+	}
+	// The shared rules the fields name (rules.proto) are the ones
+	// pushValid re-implements: a change to their CEL changes what it must
+	// refuse, so check pushValid against the new rule, then update want.
+	for x, want := range map[protoreflect.ExtensionType]string{
+		confighubv1.E_StreamName: "ccf8541fff41bc48",
+		confighubv1.E_Labels:     "a9bc001f23f16493",
+	} {
+		pr, _ := proto.GetExtension(x.TypeDescriptor().Options(), validate.E_Predefined).(*validate.PredefinedRules)
+		h := sha256.New()
+		for _, r := range pr.GetCel() {
+			fmt.Fprintf(h, "%q %q %q\n", r.GetId(), r.GetMessage(), r.GetExpression())
+		}
+		if got := fmt.Sprintf("%x", h.Sum(nil))[:16]; got != want {
+			t.Errorf("rule %s changed (fingerprint %s, pushValid knows %s):\n%v", x.TypeDescriptor().FullName(), got, want, prototext.Format(pr))
 		}
 	}
 	// The enum values pushValid lets through are the defined ones.
