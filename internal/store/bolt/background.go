@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -29,16 +30,88 @@ func (s *Store) kick(set func()) {
 	}
 }
 
+// The index trails the acks by up to indexLag records, indexLagBytes of
+// the commit log or indexDelay, whichever comes first: under a steady
+// load of small pushes its transaction, and the flush of each stream's
+// newest record file before it, are shared by many batches instead of
+// following each (docs/performance.md, issue 17). The lag bounds what
+// Open replays and how long the files the indexed records replaced wait
+// before they are recycled; the records are durable meanwhile. A stage
+// that finds the pool empty, WaitRemoved and Close do not wait.
+const (
+	indexLag      = 1024
+	indexLagBytes = logCap / 4
+	indexDelay    = 50 * time.Millisecond
+)
+
+// due says whether the background runs now rather than after indexDelay
+// (bgMu held).
+func (s *Store) due() bool {
+	return s.bgForce || s.lagRecs >= s.idxLag || s.lagBytes >= indexLagBytes
+}
+
+// takeRefill says whether a stage found the pool empty, and clears it.
+func (s *Store) takeRefill() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	r := s.refill
+	s.refill = false
+	return r
+}
+
+// awaitDue returns once the work queued is due, indexDelay after it was
+// first kicked, or at stop (true). A pool found empty is refilled
+// meanwhile, at once.
+func (s *Store) awaitDue(stop <-chan struct{}) (stopping bool) {
+	s.bgMu.Lock()
+	due := s.due()
+	s.bgMu.Unlock()
+	if due {
+		return false
+	}
+	if s.takeRefill() {
+		s.refillPool()
+	}
+	t := s.clock.NewTimer(indexDelay)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bgKick:
+			if s.takeRefill() {
+				s.refillPool()
+			}
+			s.bgMu.Lock()
+			due = s.due()
+			s.bgMu.Unlock()
+			if due {
+				return false
+			}
+		case <-t.Chan():
+			return false
+		case <-stop:
+			return true
+		}
+	}
+}
+
 func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
 		var stopping bool
 		select {
 		case <-s.bgKick:
+			s.bgMu.Lock()
+			queued := s.bgQueued
+			s.bgMu.Unlock()
+			if !queued {
+				continue // a kick whose work an earlier run took
+			}
+			stopping = s.awaitDue(stop)
 		case <-stop:
 			stopping = true
 		}
 		s.bgMu.Lock()
+		s.lagRecs, s.lagBytes, s.bgForce = 0, 0, false
 		pending, retired, refill, logged, unwritten, seq := s.pending, s.retired, s.refill, s.logged, s.unwritten, s.loggedSeq
 		s.pending, s.retired, s.refill, s.logged, s.unwritten = map[string]streamMeta{}, nil, false, map[string]bool{}, map[string]recWrite{}
 		s.bgQueued, s.bgBusy = false, true
@@ -61,7 +134,9 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 		if err != nil {
 			// The records are durable; the index catches up at the next
 			// run or the next Open (which replays them). Until then the
-			// replaced files stay.
+			// replaced files stay. The unwritten ones are not taken back:
+			// either they are in their files now (only the index failed)
+			// or the store failed (their log entries are replayed).
 			s.bgMu.Lock()
 			for k, m := range pending {
 				if cur, ok := s.pending[k]; !ok || cur.Generation < m.Generation {
@@ -71,11 +146,6 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 			s.retired = append(retired, s.retired...)
 			for name := range logged {
 				s.logged[name] = true
-			}
-			for name, w := range unwritten {
-				if _, ok := s.unwritten[name]; !ok {
-					s.unwritten[name] = w
-				}
 			}
 			s.bgMu.Unlock()
 		} else {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/protobuf/proto"
@@ -71,7 +72,12 @@ type options struct {
 	noFreelistSync bool
 	// syncDir flushes a directory (a test records the calls).
 	syncDir func(dir string) error
+	clock   clockwork.Clock
 }
+
+// WithClock sets the clock that times the index's lag (default: the real
+// one; tests use a fake).
+func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithLockTimeout bounds the wait for the file lock (default 1s); past it
 // Open fails with ErrInUse.
@@ -91,6 +97,7 @@ type Store struct {
 	db      *bbolt.DB
 	path    string
 	blobDir string
+	clock   clockwork.Clock
 
 	// mu guards streams (each stream's current meta) and failed.
 	mu      sync.Mutex
@@ -150,13 +157,20 @@ type Store struct {
 	loggedSeq  uint64
 	indexedSeq uint64
 	refill     bool
-	bgQueued   bool
-	bgBusy     bool
-	bgStopped  bool
-	bgErr      error
-	bgKick     chan struct{}
-	bgStop     chan struct{}
-	bgDone     chan struct{}
+	// lagRecs and lagBytes count the records acked since the background
+	// last took its work (and their logged bytes); bgForce asks it to run
+	// now (WaitRemoved). See indexLag.
+	lagRecs   int
+	lagBytes  int64
+	idxLag    int // indexLag; smaller in tests
+	bgForce   bool
+	bgQueued  bool
+	bgBusy    bool
+	bgStopped bool
+	bgErr     error
+	bgKick    chan struct{}
+	bgStop    chan struct{}
+	bgDone    chan struct{}
 
 	// hookIndex, when set (tests), runs before each index write: a test
 	// holds it to look at the disk between an ack and the index.
@@ -177,7 +191,7 @@ type Store struct {
 // store.ErrCorrupt and is left untouched; a file locked by another process
 // gives ErrInUse.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: time.Second, mmapSize: 1 << 30, syncDir: syncDir}
+	o := options{lockTimeout: time.Second, mmapSize: 1 << 30, syncDir: syncDir, clock: clockwork.NewRealClock()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -195,7 +209,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, blobDir: blobDirFor(path), streams: map[string]*streamState{},
+	s := &Store{db: db, path: path, blobDir: blobDirFor(path), clock: o.clock, idxLag: indexLag, streams: map[string]*streamState{},
 		pending: map[string]streamMeta{}, logged: map[string]bool{}, unwritten: map[string]recWrite{}, pins: map[string]int{}, held: map[string]*os.File{},
 		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
 		gcDone: make(chan struct{})}
@@ -1062,6 +1076,7 @@ func (s *Store) Close() error {
 // recycling, pool) is done (or the store is closed), so that a test or a
 // benchmark can tell it apart from what it measures next.
 func (s *Store) WaitRemoved() {
+	s.kick(func() { s.bgForce = true })
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
 	for (s.bgQueued || s.bgBusy) && !s.bgStopped {

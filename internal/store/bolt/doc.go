@@ -48,7 +48,15 @@
 //     open (up to 256 of them) until it is recycled, and pool files keep
 //     their descriptors, so a stage opens no file. Once the index covers
 //     every entry of the log, the log starts a new epoch and is written
-//     from its start again.
+//     from its start again. The goroutine does this for all the records
+//     acked since its last run, 50 ms (indexDelay) after the first of them,
+//     at once when 1,024 records or 4 MiB of log entries wait, and at
+//     Close (TestIndexTrailsByDelayOrLag): under a steady load the index
+//     and its flushes follow many batches, not each one. That lag bounds
+//     what Open replays. A replaced generation that was acked through
+//     the log and never written to its file (the goroutine had not taken
+//     it yet) is recycled at once, without waiting for the index
+//     (TestEarlyRecycledFilesCrash).
 //
 // Guarantees, with kill -9 or power loss at any point:
 //   - The data dir and the record directory are durable before anything
@@ -74,6 +82,13 @@
 //     never above the index and never replayed, whether the bytes staged
 //     over it are different, torn or the same again
 //     (TestCrashWhileStagingIntoRecycledFile, TestPowerLossMixesRecycledPages).
+//     The one exception is a file whose record was acked through the log
+//     and never written to it: it still holds what it held in the pool (a
+//     stale record the index passed, or none), and a newer generation of
+//     its stream is durable before it is recycled, so Open never restores
+//     the log entry naming it, whatever record the file holds next
+//     (TestEarlyRecycledFilesCrash: kill -9 and power loss after rounds of
+//     reuse with no index written).
 //   - The record the index names is never recycled before the index names
 //     a newer one (TestIndexedFileNotRecycledWhileIndexLags), so Open
 //     checks it strictly (TestBrokenBlobIsCorrupt): missing, short, a bad
@@ -81,8 +96,8 @@
 //     not hash to the SHA-256 is an error wrapping store.ErrCorrupt that
 //     names the file. Nothing is reset silently. (A record newer than the
 //     index that fails its checks is indistinguishable from a torn,
-//     unacked one and is dropped: that window is the few milliseconds
-//     between an ack and the next index write.)
+//     unacked one and is dropped: that window is the time between an ack
+//     and the next index write, at most 50 ms.)
 //   - Generations are handed out in memory under a per-stream commit lock
 //     held until the record is queued for the flusher, which flushes and
 //     acks in queue order (the bbolt file lock keeps a second process
@@ -130,7 +145,7 @@
 //     from what is on disk (it may replay that unacked record, flushed
 //     again, if it reads back whole) (TestFailedFdatasyncStopsCommits,
 //     TestFailedSealStopsCommits).
-//   - An index write that fails is retried at the next commit; the
+//   - An index write that fails is retried at the next run; the
 //     records are durable meanwhile and Open replays them. Close reports
 //     it.
 //   - Readers read the stream's current meta from memory and its file

@@ -312,28 +312,42 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 	s.countOut()
 	s.poolMu.Unlock()
 	// In commit order, so the index and the recycling see each stream's
-	// generations in order.
+	// generations in order. A replaced record that was acked through the
+	// log and never written to its file (the background had not taken it)
+	// is recycled now: its file holds what it held in the pool, a stale
+	// record the index passed or none, and a newer generation of its
+	// stream is durable, so Open never restores it.
+	var early []string
 	s.kick(func() {
 		for _, r := range recs {
 			if cur, ok := s.pending[r.m.Stream]; !ok || cur.Generation < r.m.Generation {
 				s.pending[r.m.Stream] = r.m
 			}
-			if r.prev != "" {
+			if _, ok := s.unwritten[r.prev]; ok && r.prev != "" {
+				delete(s.unwritten, r.prev)
+				delete(s.logged, r.prev)
+				early = append(early, r.prev)
+			} else if r.prev != "" {
 				s.retired = append(s.retired, r.prev)
 			}
-		}
-		for _, r := range logged {
-			s.logged[r.m.Blob] = true
-			if r.unwritten {
-				s.unwritten[r.m.Blob] = recWrite{hdr: r.hdr, meta: r.meta, data: r.data}
+			if r.logged {
+				s.logged[r.m.Blob] = true
+				s.lagBytes += int64(entHdrLen + len(r.meta) + len(r.data))
+				if r.unwritten {
+					s.unwritten[r.m.Blob] = recWrite{hdr: r.hdr, meta: r.meta, data: r.data}
+				}
 			}
 		}
+		s.lagRecs += len(recs)
 		if len(logged) > 0 {
 			s.loggedSeq = seq
 		}
 	})
 	for _, r := range batch {
 		r.done <- nil
+	}
+	for _, name := range early {
+		s.recycle(name)
 	}
 }
 

@@ -94,6 +94,22 @@ func pushAll(s *Store, ps []*pusher, expected func(*pusher) uint64, ready func()
 
 func noExpected(*pusher) uint64 { return 0 }
 
+// pushRound commits perStream configs to each stream at once, in one
+// batch of the flusher, as round number round of a test whose streams
+// were at generation first-1 before round 0; it returns each stream's
+// last ack. Configs are made by cfg.
+func pushRound(t *testing.T, s *Store, streams []string, perStream, round int, first uint64, cfg func(n int) []byte) map[string]*config.Config {
+	t.Helper()
+	queued, release := holdFlusher(t, s)
+	ps := pushersOf(streams, perStream, 10_000*(round+1), cfg)
+	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
+	firsts := map[string]uint64{}
+	for _, name := range streams {
+		firsts[name] = first + uint64(perStream*round)
+	}
+	return lastAcked(t, ps, firsts)
+}
+
 // pushers returns perStream commits of distinct configs to each stream.
 func pushers(streams []string, perStream, seed int) []*pusher {
 	return pushersOf(streams, perStream, seed, storetest.Cfg)
@@ -258,14 +274,7 @@ func crashConcurrentPushers(t *testing.T, size int) {
 	holdIndex(t, s)
 	var last map[string]*config.Config
 	for round := range 3 {
-		queued, release := holdFlusher(t, s)
-		ps := pushersOf(streams, 6, 10_000*(round+1), cfg)
-		pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
-		first := map[string]uint64{}
-		for _, name := range streams {
-			first[name] = uint64(2 + 6*round)
-		}
-		last = lastAcked(t, ps, first)
+		last = pushRound(t, s, streams, 6, round, 2, cfg)
 	}
 	kill := snapshot(t, path)
 	power := snapshot(t, path)
