@@ -120,10 +120,13 @@ type Upload struct {
 	release func()
 }
 
-// pipeDepth is how many chunks each worker may have queued: the spans
-// are in raw, so a deeper queue costs no memory, and it lets the
-// transport run ahead of a worker that another goroutine held up.
-const pipeDepth = 16
+// pipeDepth is how many chunks each worker may have queued. The spans
+// are in raw, so a deeper queue would cost no memory, but what is queued
+// when the last chunk arrives is worked off after it, on one core while
+// the other idles (16 deep: up to 30 ms of the check after the last
+// chunk of 200 MiB); a full queue holds the transport back instead, and
+// the client with it, which leaves the workers the CPU.
+const pipeDepth = 4
 
 // span is a chunk's place in Upload.raw.
 type span struct{ from, to int64 }
