@@ -211,14 +211,17 @@ func (l *commitLog) encodeEntries(reqs []*flushReq) []byte {
 		l.buf = nil
 	}
 	for _, r := range reqs {
-		var hdr [entHdrLen]byte
-		copy(hdr[:], entMagic)
+		// The header is written in place (buf has room for every entry):
+		// a header array of its own would escape to the heap.
+		buf = buf[:len(buf)+entHdrLen]
+		hdr := buf[len(buf)-entHdrLen:]
+		copy(hdr, entMagic)
 		binary.LittleEndian.PutUint64(hdr[8:], l.epoch)
 		binary.LittleEndian.PutUint32(hdr[16:], uint32(len(r.meta)))
 		binary.LittleEndian.PutUint32(hdr[20:], uint32(len(r.data)))
 		crc := crc32.Update(crc32.Checksum(hdr[:24], castagnoli), castagnoli, r.meta)
 		binary.LittleEndian.PutUint32(hdr[24:], crc32.Update(crc, castagnoli, r.data))
-		buf = append(buf, hdr[:]...)
+		binary.LittleEndian.PutUint32(hdr[28:], 0)
 		buf = append(buf, r.meta...)
 		buf = append(buf, r.data...)
 	}

@@ -83,8 +83,12 @@ func isNamed(name, ext string) bool {
 	if !ok || len(id) != 2*blobIDBytes {
 		return false
 	}
-	_, err := hex.DecodeString(id)
-	return err == nil
+	for i := 0; i < len(id); i++ { // hex, as newRecName writes it, without decoding
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // syncDir makes the directory's entries (a created or removed file) durable.
@@ -102,7 +106,7 @@ func syncDir(dir string) error {
 
 // encodeRec returns the header and the meta bytes of a record of m.
 func encodeRec(m streamMeta) (hdr, meta []byte, err error) {
-	meta, err = json.Marshal(m)
+	meta, err = marshalMeta(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode meta: %w", err)
 	}
