@@ -489,10 +489,20 @@ func TestNonUTF8Refused(t *testing.T) {
 // the last acked generation; the next Open decides from the disk, and
 // generations go on from what it found.
 func TestFailedFdatasyncStopsCommits(t *testing.T) {
+	for _, rs := range recordSizes {
+		t.Run(rs.name, func(t *testing.T) {
+			failedFdatasyncStopsCommits(t, func(i int) []byte { return big(i, rs.size) })
+		})
+	}
+}
+
+// failedFdatasyncStopsCommits is TestFailedFdatasyncStopsCommits with
+// configs made by cfg.
+func failedFdatasyncStopsCommits(t *testing.T, cfg func(i int) []byte) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := openT(t, path)
 	ctx := context.Background()
-	first := commitT(t, s, labelled(storetest.Cfg(1), 1), 0)
+	first := commitT(t, s, labelled(cfg(1), 1), 0)
 	fails := 1
 	s.hookSync = func(f *os.File) error {
 		if fails > 0 {
@@ -501,14 +511,14 @@ func TestFailedFdatasyncStopsCommits(t *testing.T) {
 		}
 		return fdatasync(f)
 	}
-	if _, _, err := s.CommitConfig(ctx, labelled(storetest.Cfg(2), 2), 1); !errors.Is(err, syscall.EIO) {
+	if _, _, err := s.CommitConfig(ctx, labelled(cfg(2), 2), 1); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("commit with a failed fdatasync: %v, want EIO", err)
 	}
 	for i, try := range []func() error{
-		func() error { _, err := s.StageConfig(ctx, "default", storetest.Cfg(3), nil); return err },
-		func() error { _, _, err := s.CommitConfig(ctx, labelled(storetest.Cfg(3), 3), 0); return err },
+		func() error { _, err := s.StageConfig(ctx, "default", cfg(3), nil); return err },
+		func() error { _, _, err := s.CommitConfig(ctx, labelled(cfg(3), 3), 0); return err },
 		func() error {
-			_, _, err := s.CommitConfig(ctx, storetest.NewStream("other", storetest.Cfg(3)), 0)
+			_, _, err := s.CommitConfig(ctx, storetest.NewStream("other", cfg(3)), 0)
 			return err
 		},
 	} {
@@ -527,7 +537,7 @@ func TestFailedFdatasyncStopsCommits(t *testing.T) {
 	if got.Generation < 1 || got.Generation > 2 {
 		t.Fatalf("after reopen: gen %d; want 1 or 2 (2 only if its bytes reached the disk)", got.Generation)
 	}
-	if g := commitT(t, s2, labelled(storetest.Cfg(4), 4), got.Generation).Generation; g != got.Generation+1 {
+	if g := commitT(t, s2, labelled(cfg(4), 4), got.Generation).Generation; g != got.Generation+1 {
 		t.Fatalf("next generation %d after reopen at %d", g, got.Generation)
 	}
 }
