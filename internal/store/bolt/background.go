@@ -120,16 +120,26 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 		if s.hookIndex != nil && len(pending) > 0 {
 			s.hookIndex()
 		}
-		// A record acked through the commit log is flushed in its own file
-		// before the index names it: the log is reused once the index
-		// covers its entries.
-		err := s.syncLogged(pending, logged, unwritten)
-		if err != nil {
-			// fsyncgate: the pages may be lost; only the log holds the
-			// record now. Stop, and let the next Open replay it.
-			err = s.fail(err)
-		} else {
-			err = s.writeIndex(pending)
+		// Once the store failed, the index names nothing more: a flush
+		// that succeeds after a failed one proves nothing (fsyncgate) and
+		// a record whose write failed may be torn, while the log still
+		// holds them; the next Open replays what was acked.
+		s.mu.Lock()
+		failed := s.failed
+		s.mu.Unlock()
+		err := failed
+		if err == nil {
+			// A record acked through the commit log is flushed in its own
+			// file before the index names it: the log is reused once the
+			// index covers its entries.
+			err = s.syncLogged(pending, logged, unwritten)
+			if err != nil {
+				// fsyncgate: the pages may be lost; only the log holds the
+				// record now. Stop, and let the next Open replay it.
+				err = s.fail(err)
+			} else {
+				err = s.writeIndex(pending)
+			}
 		}
 		if err != nil {
 			// The records are durable; the index catches up at the next
@@ -162,7 +172,9 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 		}
 
 		s.bgMu.Lock()
-		s.bgErr = err
+		if failed == nil { // a failure the commits reported is not the index's
+			s.bgErr = err
+		}
 		s.bgBusy = false
 		s.bgStopped = stopping
 		s.bgIdle.Broadcast()

@@ -139,9 +139,11 @@
 //     group commit: every commit of the batch, TestGroupCommitFailedLogFlush;
 //     a record file of a logged record that fails its flush before the
 //     index names it, likewise): the store then refuses every later stage
-//     and commit ("restart to recover"), even once a flush would succeed again (after a failed
+//     and commit ("restart to recover"), and its index names nothing more,
+//     even once a flush would succeed again (after a failed
 //     fsync the kernel may have marked the lost pages clean: a later one
-//     proves nothing); the hub answers Unavailable. The next Open decides
+//     proves nothing; TestLoggedRecordFlushFails: a power loss then opens
+//     at the last acks, from the log); the hub answers Unavailable. The next Open decides
 //     from what is on disk (it may replay that unacked record, flushed
 //     again, if it reads back whole) (TestFailedFdatasyncStopsCommits,
 //     TestFailedSealStopsCommits).
