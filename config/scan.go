@@ -808,6 +808,13 @@ func (s *Scanner) Close() (string, error) {
 		return "", fmt.Errorf("%w: _format_version must be a string, got %s", ErrInvalid, kindOf([]byte{s.fvKind}))
 	}
 	raw := s.fvRaw[:s.fvN]
+	if !s.fvLong {
+		for _, v := range SupportedFormatVersions {
+			if string(raw) == v {
+				return v, nil // the common case, without a copy
+			}
+		}
+	}
 	v := string(raw) // a whole string, its escapes checked
 	if bytes.IndexByte(raw, '\\') >= 0 && !s.fvLong {
 		v = string(unescape(raw))

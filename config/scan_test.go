@@ -204,7 +204,7 @@ func TestScanAllocatesOnce(t *testing.T) {
 			if _, err := Check(js, FormatJSON); err != nil {
 				t.Fatal(err)
 			}
-		}); n > 2 {
+		}); n > 1 {
 			t.Errorf("%s: Check allocates %.0f times", f, n)
 		}
 	}
