@@ -350,7 +350,7 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
-	// Raw is what was written: Commit need not read it back.
+	// Raw is what was written: Commit stores it as it is.
 	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now())
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {

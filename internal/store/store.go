@@ -143,9 +143,9 @@ type StageWriter interface {
 	// error.
 	Write(p []byte) (int, error)
 	// Staged returns the handle of the stage once all its bytes were
-	// written. Its Commit takes a config whose Raw is the bytes written
-	// (kept by the caller: stored as they are) or nil: then the stored
-	// config has the committed bytes read back (nil when unchanged).
+	// written. Its Commit takes a config whose Raw is the bytes written,
+	// kept by the caller, and stores them as they are: nothing is read
+	// back.
 	Staged() (Staged, error)
 	// Discard removes what was written.
 	Discard() error

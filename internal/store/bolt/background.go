@@ -225,10 +225,6 @@ func (s *Store) recycle(name string) {
 	defer s.blobMu.Unlock()
 	s.poolMu.Lock()
 	defer s.poolMu.Unlock()
-	if s.pins[name] > 0 {
-		s.deferred = append(s.deferred, name) // recycled at unpin
-		return
-	}
 	s.retiring--
 	f := s.held[name]
 	delete(s.held, name)

@@ -130,10 +130,6 @@ type Store struct {
 	// held keeps open the files of committed records (hold), under
 	// poolMu, until they are recycled into the pool with their descriptor.
 	held map[string]*os.File
-	// pins counts the streamed commits reading a record file back; a
-	// pinned file due for recycling waits in deferred until unpinned.
-	pins     map[string]int
-	deferred []string
 
 	// The flusher's queue (group.go), under gcMu; clog is the commit log,
 	// written by the flusher only.
@@ -210,7 +206,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, blobDir: blobDirFor(path), clock: o.clock, idxLag: indexLag, streams: map[string]*streamState{},
-		pending: map[string]streamMeta{}, logged: map[string]bool{}, unwritten: map[string]recWrite{}, pins: map[string]int{}, held: map[string]*os.File{},
+		pending: map[string]streamMeta{}, logged: map[string]bool{}, unwritten: map[string]recWrite{}, held: map[string]*os.File{},
 		bgKick: make(chan struct{}, 1), bgStop: make(chan struct{}), bgDone: make(chan struct{}),
 		gcDone: make(chan struct{})}
 	s.bgIdle = sync.NewCond(&s.bgMu)

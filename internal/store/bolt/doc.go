@@ -127,10 +127,9 @@
 //   - A streamed stage (store.StreamStager, an upload's chunks) writes
 //     each piece at its offset as it arrives, takes no more than its
 //     announced size and ends only whole (TestStageStreamSize); its
-//     Commit returns the bytes the caller kept (the hub's upload), or,
-//     given none, reads them back after the flush (TestStageStreamCommits),
-//     and the record file it reads is not recycled before the read ends
-//     (TestPinnedFileWaitsForRecycling).
+//     Commit takes the bytes the caller wrote and kept (the hub's upload)
+//     and stores them as they are, reading nothing back
+//     (TestStageStreamCommits).
 //   - Nothing unchecked is stored: the hub commits only after its check
 //     passed; a failed check, a conflict or an unchanged hash returns the
 //     staged file to the pool without a header

@@ -255,14 +255,12 @@ type staged struct {
 	mu   sync.Mutex
 	f    *os.File
 	done bool
-	// streamed is a stage written by a streamWriter: Commit takes no bytes
-	// and reads them back after the ack; data holds them when small enough
-	// for the commit log.
+	// streamed is a stage written by a streamWriter.
 	streamed bool
-	data     []byte
 	// deferred is a stage below deferMax: nothing is written yet, data
 	// holds the bytes.
 	deferred bool
+	data     []byte
 }
 
 var _ store.Staged = (*staged)(nil)
@@ -371,7 +369,7 @@ func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64)
 		return nil, false, err
 	}
 	defer s.end()
-	if st.Stream != g.stream || (!g.streamed || st.Raw != nil) && len(st.Raw) != g.size {
+	if st.Stream != g.stream || len(st.Raw) != g.size {
 		s.release(g.f, g.name)
 		return nil, false, fmt.Errorf("bolt store: commit of stream %q (%d bytes) does not match what was staged (stream %q, %d bytes)", st.Stream, len(st.Raw), g.stream, g.size)
 	}
@@ -384,25 +382,11 @@ func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64)
 	if err != nil {
 		return nil, false, err
 	}
-	readBack := g.streamed && st.Raw == nil
-	err = <-req.done
-	if readBack && req.f != nil {
-		defer s.unpin(g.name)
-	}
-	if err != nil {
+	if err := <-req.done; err != nil {
 		return nil, false, err
 	}
-	if req.f == nil { // unchanged: the record it returns is durable now
-		return out, true, nil
-	}
-	if readBack {
-		raw, err := s.readBack(g.name, g.size)
-		if err != nil {
-			return nil, false, err
-		}
-		out = config.New(out.Stream, out.Generation, out.Hash, out.Format, raw, nil, out.Labels, out.AcceptTime)
-	}
-	return out, false, nil
+	// unchanged: the record it returns is durable now
+	return out, req.f == nil, nil
 }
 
 // seal does the part of Commit under the stream's commit lock: the checks
@@ -468,11 +452,8 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		prev = cur.Blob
 	}
 	data := st.Raw
-	if g.streamed || g.deferred {
+	if g.deferred {
 		data = g.data
-	}
-	if g.streamed && st.Raw == nil {
-		s.pin(g.name) // read back after the flush
 	}
 	req := &flushReq{f: g.f, m: m, hdr: hdr, meta: meta, data: data, unwritten: g.deferred, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/confighub/confighub/internal/store"
@@ -27,8 +25,6 @@ type streamWriter struct {
 	// dirSynced reports the directory flush of a fresh file's name.
 	dirSynced chan error
 	size, off int64
-	// small keeps the bytes of a record the commit log may take.
-	small []byte
 
 	mu   sync.Mutex
 	done bool
@@ -49,9 +45,6 @@ func (s *Store) StageStream(ctx context.Context, stream string, size int64) (sto
 	if fresh {
 		w.dirSynced = make(chan error, 1)
 		go func() { w.dirSynced <- syncDir(s.blobDir) }()
-	}
-	if size <= logMaxEntry {
-		w.small = make([]byte, 0, size)
 	}
 	return w, nil
 }
@@ -75,9 +68,6 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 		return 0, fmt.Errorf("store %s: stage config: write %s: %w", w.s.path, w.f.Name(), err)
 	}
 	startWriteback(w.f, at, int64(len(p)))
-	if w.small != nil {
-		w.small = append(w.small, p...)
-	}
 	w.off += int64(len(p))
 	return len(p), nil
 }
@@ -103,7 +93,7 @@ func (w *streamWriter) Staged() (store.Staged, error) {
 		w.drop()
 		return nil, err
 	}
-	return &staged{s: w.s, stream: w.stream, name: w.name, size: int(w.size), f: w.f, streamed: true, data: w.small}, nil
+	return &staged{s: w.s, stream: w.stream, name: w.name, size: int(w.size), f: w.f, streamed: true}, nil
 }
 
 // Discard implements store.StageWriter.
@@ -131,43 +121,4 @@ func (w *streamWriter) drop() {
 		return
 	}
 	w.s.release(w.f, w.name)
-}
-
-// pin keeps a record file from being recycled until unpin (a streamed
-// commit reads its bytes back after the ack).
-func (s *Store) pin(name string) {
-	s.poolMu.Lock()
-	s.pins[name]++
-	s.poolMu.Unlock()
-}
-
-func (s *Store) unpin(name string) {
-	s.poolMu.Lock()
-	s.pins[name]--
-	again := false
-	if s.pins[name] <= 0 {
-		delete(s.pins, name)
-		if i := slices.Index(s.deferred, name); i >= 0 {
-			s.deferred = slices.Delete(s.deferred, i, i+1)
-			again = true
-		}
-	}
-	s.poolMu.Unlock()
-	if again {
-		s.kick(func() { s.retired = append(s.retired, name) })
-	}
-}
-
-// readBack reads the size config bytes of the record file name.
-func (s *Store) readBack(name string, size int) ([]byte, error) {
-	f, err := os.Open(filepath.Join(s.blobDir, name))
-	if err != nil {
-		return nil, fmt.Errorf("store %s: read back %s: %w", s.path, name, err)
-	}
-	defer func() { _ = f.Close() }()
-	raw := make([]byte, size)
-	if _, err := f.ReadAt(raw, recDataOff); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
-		return nil, fmt.Errorf("store %s: read back %s: %w", s.path, name, err)
-	}
-	return raw, nil
 }

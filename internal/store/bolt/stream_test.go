@@ -3,9 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +31,9 @@ func stageStream(t *testing.T, s *Store, stream string, raw []byte, n int) store
 	return g
 }
 
-// A streamed stage, small (commit log size) or large, commits without the
-// bytes in hand and returns them read back, or with the bytes the caller
-// kept and returns those, not read again; readers and the next Open find
-// them.
+// A streamed stage, small (commit log size) or large, commits with the
+// bytes the caller wrote and returns those, not read again; readers and
+// the next Open find them.
 func TestStageStreamCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s := openT(t, path)
@@ -44,21 +41,13 @@ func TestStageStreamCommits(t *testing.T) {
 	var want []*config.Config
 	for i, size := range []int{100, 300 << 10, 3 << 20, 200, 2 << 20} {
 		raw := big(i, size)
-		kept := i >= 3 // the caller kept the bytes it wrote
 		g := stageStream(t, s, "default", raw, 7777)
-		var in []byte
-		if kept {
-			in = raw
-		}
-		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, in, nil, nil, time.Time{}), uint64(i))
+		got, unchanged, err := g.Commit(ctx, config.New("default", 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Time{}), uint64(i))
 		if err != nil {
 			t.Fatalf("size %d: %v", size, err)
 		}
-		if unchanged || got.Generation != uint64(i+1) || !bytes.Equal(got.Raw, raw) {
-			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes back", size, got.Generation, unchanged, len(got.Raw))
-		}
-		if kept != (&got.Raw[0] == &raw[0]) {
-			t.Fatalf("size %d: the caller kept the bytes: %v, the commit returned them: %v", size, kept, &got.Raw[0] == &raw[0])
+		if unchanged || got.Generation != uint64(i+1) || &got.Raw[0] != &raw[0] || len(got.Raw) != len(raw) {
+			t.Fatalf("size %d: gen %d, unchanged %v, %d bytes, the caller's: %v", size, got.Generation, unchanged, len(got.Raw), &got.Raw[0] == &raw[0])
 		}
 		r, err := s.GetStream(ctx, "default")
 		if err != nil {
@@ -69,10 +58,10 @@ func TestStageStreamCommits(t *testing.T) {
 		}
 		want = append(want, got)
 	}
-	// The same bytes again: unchanged, nothing read back.
+	// The same bytes again: unchanged.
 	last := want[len(want)-1]
 	g := stageStream(t, s, "default", last.Raw, 1<<20)
-	got, unchanged, err := g.Commit(ctx, config.New("default", 0, last.Hash, config.FormatJSON, nil, nil, nil, time.Time{}), 0)
+	got, unchanged, err := g.Commit(ctx, config.New("default", 0, last.Hash, config.FormatJSON, last.Raw, nil, nil, time.Time{}), 0)
 	if err != nil {
 		t.Fatalf("same bytes: %v", err)
 	}
@@ -127,38 +116,4 @@ func TestStageStreamSize(t *testing.T) {
 	if n := files(t, path); n != 0 {
 		t.Fatalf("%d files after Open, want none", n)
 	}
-}
-
-// A record file a streamed commit is reading back is not recycled: the
-// background defers it until the read is done, then recycles it.
-func TestPinnedFileWaitsForRecycling(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := openT(t, path)
-	commitT(t, s, labelled(big(1, 1000), 1), 0)
-	name := s.streams["default"].meta.Blob
-	keep, err := os.ReadFile(filepath.Join(s.blobDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.pin(name)
-	commitT(t, s, labelled(big(2, 1000), 2), 1)
-	s.WaitRemoved()
-	if now, err := os.ReadFile(filepath.Join(s.blobDir, name)); err != nil || !bytes.Equal(now, keep) {
-		t.Fatalf("the pinned file changed or went: %v", err)
-	}
-	if inPool(s, name) {
-		t.Fatal("the pinned file is in the pool")
-	}
-	s.unpin(name)
-	s.WaitRemoved()
-	if !inPool(s, name) {
-		t.Fatal("the file was not recycled once unpinned")
-	}
-}
-
-// inPool says whether the record file name is free in s's pool.
-func inPool(s *Store, name string) bool {
-	s.poolMu.Lock()
-	defer s.poolMu.Unlock()
-	return slices.ContainsFunc(s.pool, func(e poolFile) bool { return e.name == name })
 }
