@@ -49,10 +49,10 @@
 // (TestScannerTable, TestScannerMatchesCheck, TestScannerFixtures,
 // FuzzScanner: a differential test against Check and Scan on random
 // pieces; TestScannerEverySplit: Check's very error, offset and path, for
-// a cut at every byte of every fixture), failing at the first bad byte, and holding only the open
-// objects' keys: a key borrows the piece it was read from until Write
-// returns, then is copied, and the copies go when their object closes
-// (TestScannerKeepsOnlyOpenKeys).
+// a cut at every byte of every fixture), failing at the first bad byte,
+// and holding only the open objects' keys: a key borrows the piece it was
+// read from until Write returns, then is copied, and the copies go when
+// their object closes (TestScannerKeepsOnlyOpenKeys).
 //
 // A Config is immutable once built and is shared by every sink of its
 // stream and by the store that holds it: nobody modifies Raw, Labels or

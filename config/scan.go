@@ -486,12 +486,12 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 			r    uint8
 			need uint8
 		)
-		i, j, r, need = s.fastLoop(p, i)
+		i, j, need = s.fastLoop(p, i)
 		switch need {
 		case needString:
 			// The string opens at i; j is its first escape or non-ASCII
 			// byte.
-			if j, r = scanStringRest(p, j, strPlain); r >= strBad {
+			if j, r = scanStringRest(p, j); r >= strBad {
 				return i, nil // write says what is wrong
 			}
 			if s.st == sKey || s.st == sKeyOrClose {
@@ -502,7 +502,7 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 				continue
 			}
 		case needKey:
-			if err := s.slowKey(p, i, j, r); err != nil {
+			if err := s.slowKey(p, i, j, strPlain); err != nil {
 				return i, err
 			}
 			i, s.st = j, sColon
@@ -526,9 +526,9 @@ func (s *Scanner) fast(p []byte, i int) (int, error) {
 // added in place when its hash's bit is clear in the object's bloom
 // filter or no key of the object has its hash. It returns where it
 // stopped and why (need), with s.st the state there; for needKey j is
-// after the key's closing quote and r its scanString outcome, for
+// after the closing quote of the key (which has no escape), for
 // needString j is the byte that ended the plain run.
-func (s *Scanner) fastLoop(p []byte, i int) (_, j int, r, need uint8) {
+func (s *Scanner) fastLoop(p []byte, i int) (_, j int, need uint8) {
 	p = p[:len(p):len(p)] // one bound for loads and slices
 	var (
 		sc  = &s.sc
@@ -759,13 +759,14 @@ strSpecial:
 	goto after
 stop:
 	s.st = st
-	return i, j, r, need
+	return i, j, need
 }
 
 // slowKey records the key whose quotes are at i and j-1 of p (r is its
-// scanString outcome) in the innermost object, where fastLoop cannot: it
-// has escapes, is a top-level key (maybe _format_version), is near an end
-// of p, or may be a duplicate (addKey compares).
+// scanStringRest outcome) in the innermost object, where fastLoop cannot:
+// it has escapes or non-ASCII text, is empty, is a top-level key (maybe
+// _format_version), is near an end of p, finds the keys' memory full, may
+// make its object big, or may be a duplicate (addKey compares).
 func (s *Scanner) slowKey(p []byte, i, j int, r uint8) error {
 	sc := &s.sc
 	key := p[i+1 : j-1]

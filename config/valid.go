@@ -405,7 +405,7 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
-// Outcomes of scanString.
+// Outcomes of scanStringRest.
 const (
 	strPlain   = iota // a string without escapes
 	strEscaped        // a string with escapes
@@ -413,20 +413,12 @@ const (
 	strBadUTF8        // not UTF-8
 )
 
-// scanString scans a string whose opening quote is before i and returns
-// the index after its closing quote and an outcome (where it stopped, on
-// an error).
-func scanString(b []byte, i int) (int, uint8) {
-	if i = plainRun(b, i); i < len(b) && b[i] == '"' {
-		return i + 1, strPlain
-	}
-	return scanStringRest(b, i, strPlain)
-}
-
-// scanStringRest goes on with a string at i, the first byte plainRun
-// stopped at: an escape, a non-ASCII character, the closing quote or what
-// is wrong.
-func scanStringRest(b []byte, i int, res uint8) (int, uint8) {
+// scanStringRest goes on with a string at i, the first byte a plain run
+// stopped at (an escape, a non-ASCII character, the closing quote or what
+// is wrong), and returns the index after its closing quote and an outcome
+// (where it stopped, on an error).
+func scanStringRest(b []byte, i int) (int, uint8) {
+	res := uint8(strPlain)
 	for {
 		if i >= len(b) {
 			return i, strBad
