@@ -1073,6 +1073,12 @@ func (s *Store) Close() error {
 // benchmark can tell it apart from what it measures next.
 func (s *Store) WaitRemoved() {
 	s.kick(func() { s.bgForce = true })
+	s.waitIdle()
+}
+
+// waitIdle returns once the background goroutine did what was queued (or
+// stopped), without asking it to run now.
+func (s *Store) waitIdle() {
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
 	for (s.bgQueued || s.bgBusy) && !s.bgStopped {

@@ -121,18 +121,29 @@ func indexGen(t *testing.T, path, stream string) uint64 {
 // records lists the valid records in a store's directory by generation.
 func records(t *testing.T, path string) map[uint64]string {
 	t.Helper()
+	out := map[uint64]string{}
+	for file, m := range recordMetas(t, path) {
+		out[m.Generation] = file
+	}
+	return out
+}
+
+// recordMetas lists the valid records in a store's directory: their
+// metas by file.
+func recordMetas(t *testing.T, path string) map[string]streamMeta {
+	t.Helper()
 	ents, err := os.ReadDir(path + ".blobs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[uint64]string{}
+	out := map[string]streamMeta{}
 	for _, e := range ents {
 		f, err := os.Open(filepath.Join(path+".blobs", e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if m, _, err := readRec(f); err == nil {
-			out[m.Generation] = f.Name()
+			out[f.Name()] = m
 		}
 		_ = f.Close()
 	}

@@ -5,8 +5,8 @@
 // and their meta (stream, generation, SHA-256, format, size, labels, accept
 // time) behind a checksummed header (format in rec.go).
 //
-// A push is acknowledged after one flush (store.Stager; the hub runs the
-// stage beside its check and hash):
+// A push is acknowledged after one flush (store.Stager; from 64 KiB on the
+// hub runs the stage beside its check and hash, below it after them):
 //
 //  1. StageConfig writes the bytes into a free record file at offset 4096
 //     and, from 64 KiB on, starts their write-back (sync_file_range),
@@ -17,11 +17,13 @@
 //     or a new file whose directory entry was fsynced before it joined the
 //     pool. With an empty pool the stage creates one and fsyncs the
 //     directory while it writes. A stage below 64 KiB (deferMax) writes
-//     nothing and only hashes: its bytes are written with their meta and
+//     nothing (it only feeds tee; the hub passes none: it has the hash
+//     by then): its bytes are written with their meta and
 //     header in one system call (pwritev) when the record is made
 //     durable in its own file, or after the ack when it is made durable
 //     through the commit log (step 3). The crash tests whose window differs
 //     between the two run at both sizes (TestFailedSealStopsCommits,
+//     TestFailedFdatasyncStopsCommits, TestLoggedRecordFlushFails,
 //     TestCrashWhileStagingIntoRecycledFile,
 //     TestCrashConcurrentPushersGroupCommit).
 //  2. Staged.Commit takes the stream's commit lock, checks
@@ -97,7 +99,8 @@
 //     names the file. Nothing is reset silently. (A record newer than the
 //     index that fails its checks is indistinguishable from a torn,
 //     unacked one and is dropped: that window is the time between an ack
-//     and the next index write, at most 50 ms.)
+//     and the next index write: about 50 ms (indexDelay) and the flushes
+//     before it, or until the next run after a failed index write.)
 //   - Generations are handed out in memory under a per-stream commit lock
 //     held until the record is queued for the flusher, which flushes and
 //     acks in queue order (the bbolt file lock keeps a second process

@@ -274,9 +274,8 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 		}
 	}
 	err := failed
-	var logged []*flushReq
 	if err == nil {
-		logged, err = s.flushRecords(recs, seq)
+		err = s.flushRecords(recs, seq)
 		if err != nil {
 			err = s.fail(err)
 		}
@@ -335,6 +334,7 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 			}
 			if r.logged {
 				s.logged[r.m.Blob] = true
+				s.loggedSeq = seq
 				s.lagBytes += int64(entHdrLen + len(r.meta) + len(r.data))
 				if r.unwritten {
 					s.unwritten[r.m.Blob] = recWrite{hdr: r.hdr, meta: r.meta, data: r.data}
@@ -342,9 +342,6 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 			}
 		}
 		s.lagRecs += len(recs)
-		if len(logged) > 0 {
-			s.loggedSeq = seq
-		}
 	})
 	for _, r := range batch {
 		r.done <- nil
@@ -356,9 +353,8 @@ func (s *Store) flushBatch(batch []*flushReq, seq uint64) {
 
 // flushRecords writes and flushes recs: one record by its own fdatasync;
 // several through the log (the small ones; each large one by its own
-// fdatasync, at the same time). It returns the records flushed through
-// the log only.
-func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) {
+// fdatasync, at the same time), marking those the log took (logged).
+func (s *Store) flushRecords(recs []*flushReq, seq uint64) error {
 	var small, own []*flushReq
 	for _, r := range recs {
 		if r.m.Size <= logMaxEntry && len(recs) > 1 && s.clog != nil {
@@ -378,7 +374,7 @@ func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) 
 		}
 		if len(small) > 0 {
 			if _, err := s.clog.f.WriteAt(buf, s.clog.off); err != nil {
-				return nil, fmt.Errorf("write commit log: %w", err)
+				return fmt.Errorf("write commit log: %w", err)
 			}
 			s.clog.off += int64(len(buf))
 			s.clog.lastSeq = seq
@@ -407,7 +403,7 @@ func (s *Store) flushRecords(recs []*flushReq, seq uint64) ([]*flushReq, error) 
 		}
 	}
 	wg.Wait()
-	return small, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // logRoom says whether n more bytes fit in the log, starting a new epoch

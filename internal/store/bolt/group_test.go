@@ -570,20 +570,9 @@ func TestLoggedRecordsWrittenByBackground(t *testing.T) {
 	pushAll(s, ps, noExpected, func() { queued(len(ps)); release() })
 	last := lastAcked(t, ps, map[string]uint64{"default": 1, "a": 1})
 	onDisk := func() []string {
-		ents, err := os.ReadDir(path + ".blobs")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, e := range ents {
-			f, err := os.Open(filepath.Join(path+".blobs", e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m, _, err := readRec(f); err == nil {
-				out = append(out, fmt.Sprintf("%s/%d", m.Stream, m.Generation))
-			}
-			_ = f.Close()
+		for _, m := range recordMetas(t, path) {
+			out = append(out, fmt.Sprintf("%s/%d", m.Stream, m.Generation))
 		}
 		slices.Sort(out)
 		return out

@@ -12,16 +12,6 @@ import (
 	"github.com/confighub/confighub/internal/store/storetest"
 )
 
-// waitIdle waits until the background goroutine did what was queued,
-// without asking it to run now (as WaitRemoved does).
-func waitIdle(s *Store) {
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	for (s.bgQueued || s.bgBusy) && !s.bgStopped {
-		s.bgIdle.Wait()
-	}
-}
-
 // openClocked opens a store at path on a fake clock (closed at cleanup).
 func openClocked(t *testing.T, path string) (*Store, *clockwork.FakeClock) {
 	t.Helper()
@@ -51,14 +41,14 @@ func TestIndexTrailsByDelayOrLag(t *testing.T) {
 		t.Fatalf("index at %d before indexDelay, want none", g)
 	}
 	clock.Advance(indexDelay)
-	waitIdle(s)
+	s.waitIdle()
 	if g := indexGen(t, snapshot(t, path), "a"); g != 1 {
 		t.Fatalf("index at %d after indexDelay, want 1", g)
 	}
 	for i := 2; i <= 5; i++ { // the fourth since the last index makes it due
 		commitT(t, s, storetest.NewStream("a", storetest.Cfg(i)), 0)
 	}
-	waitIdle(s)
+	s.waitIdle()
 	if g := indexGen(t, snapshot(t, path), "a"); g != 5 {
 		t.Fatalf("index at %d after %d records, want 5 without the clock moving", g, s.idxLag)
 	}

@@ -244,8 +244,8 @@ func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error
 	return nil
 }
 
-// staged is config bytes written into a record file that has no header
-// for them yet.
+// staged is config bytes staged into a record file that has no header
+// for them yet (below deferMax not written yet: data holds them).
 type staged struct {
 	s      *Store
 	stream string
@@ -292,8 +292,10 @@ func (s *Store) openStage(ctx context.Context, stream string) (f *os.File, name 
 
 // StageConfig implements store.Stager: it writes raw into a free record
 // file (feeding tee as it goes) and starts its write-back, without a
-// flush. Nothing refers to the bytes until Commit writes their header; a
-// crash leaves a file without a valid header, and the next Open removes it.
+// flush; below deferMax it only feeds tee and keeps raw, written whole
+// after the commit. Nothing refers to the bytes until their header is
+// written; a crash leaves a file without a valid header (or a recycled
+// one's stale record, below the index), and the next Open removes it.
 func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
 	f, name, fresh, err := s.openStage(ctx, stream)
 	if err != nil {
@@ -349,12 +351,12 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 
 // Commit implements store.Staged. Under the stream's commit lock it checks
 // expected_generation against the stream's last sealed generation, writes
-// the record's meta and header (generation = that+1) and queues the file
-// for the flusher (group.go), then waits for the flush that covers it:
-// after it the record is the durable truth. Concurrent commits, of one
-// stream or many, share a flush. The bbolt index follows after the return
-// (indexLater); the replaced generation's file is recycled once the index
-// no longer names it.
+// (below deferMax: encodes) the record's meta and header (generation =
+// that+1) and queues the file for the flusher (group.go), then waits for
+// the flush that covers it: after it the record is the durable truth.
+// Concurrent commits, of one stream or many, share a flush. The bbolt
+// index follows after the return (background.go); the replaced
+// generation's file is recycled once the index no longer names it.
 func (g *staged) Commit(ctx context.Context, st *config.Config, expected uint64) (*config.Config, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
