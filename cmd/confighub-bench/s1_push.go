@@ -34,9 +34,21 @@ func startRaw(dir string, capacity int) (*rawBaseline, error) {
 	if err != nil {
 		return nil, err
 	}
+	return serveRaw(f)
+}
+
+// startAnswerOnly serves rawack with no file: a server that answers each
+// call at once, so its rate is the transport's ceiling.
+func startAnswerOnly() (*rawBaseline, error) { return serveRaw(nil) }
+
+// serveRaw serves rawack writing into f (nil: answer only), and closes f
+// if it cannot.
+func serveRaw(f *os.File) (*rawBaseline, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		_ = f.Close()
+		if f != nil {
+			_ = f.Close()
+		}
 		return nil, err
 	}
 	r := &rawBaseline{f: f, srv: grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg)), served: make(chan error, 1)}
@@ -67,7 +79,9 @@ func (r *rawBaseline) close() {
 	}
 	r.srv.Stop()
 	reportServeErr(<-r.served)
-	_ = r.f.Close()
+	if r.f != nil {
+		_ = r.f.Close()
+	}
 }
 
 // uploadConfig is UploadConfig with the hash computed beforehand: what the

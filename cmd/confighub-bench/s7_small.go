@@ -25,7 +25,10 @@ const (
 // fdatasync floor measured in the same run: one writer that pwrites a
 // 5 KiB record into a preallocated file and fdatasyncs it, in a loop. A
 // store that flushes each push on its own cannot pass the floor; the
-// targets need concurrent pushes to share flushes.
+// targets need concurrent pushes to share flushes. Beside them, the same
+// clients push the same bytes to a server that answers at once (rawack
+// with no file): the transport's ceiling, which no server that checks,
+// hashes and stores a push can pass, in the same run.
 func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
 	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
@@ -37,6 +40,11 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		return nil, err
 	}
 	defer f.Close()
+	ceil, err := startAnswerOnly()
+	if err != nil {
+		return nil, err
+	}
+	defer ceil.close()
 	base := genConfig(smallSize)
 	var stamp atomic.Int64
 	span := o.smallSpan
@@ -56,44 +64,54 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		}
 		return perOp(time.Since(t0), n), nil
 	}
+	// clients runs smallClients goroutines, each calling push(client
+	// number, its next config) in a loop for one span, and returns the
+	// time per push.
+	clients := func(push func(c int, cfg []byte) error) (time.Duration, error) {
+		var n, errs atomic.Int64
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for c := range smallClients {
+			wg.Go(func() {
+				for time.Since(t0) < span && ctx.Err() == nil {
+					if err := push(c, stamped(base, int(stamp.Add(1)))); err != nil {
+						errs.Add(1)
+						return
+					}
+					n.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if k := errs.Load(); k > 0 {
+			return 0, fmt.Errorf("%d pushes failed", k)
+		}
+		return perOp(time.Since(t0), int(n.Load())), nil
+	}
 	pushers := func(streams int) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
 			defer e.store.WaitRemoved()
-			var n, errs atomic.Int64
-			var wg sync.WaitGroup
-			t0 := time.Now()
-			for c := range smallClients {
+			return clients(func(c int, cfg []byte) error {
 				stream := ""
 				if streams > 1 {
 					stream = fmt.Sprintf("small-%02d", c%streams)
 				}
-				wg.Go(func() {
-					for time.Since(t0) < span && ctx.Err() == nil {
-						cfg := stamped(base, int(stamp.Add(1)))
-						_, err := e.client.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: stream, Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
-						if err != nil {
-							errs.Add(1)
-							return
-						}
-						n.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if k := errs.Load(); k > 0 {
-				return 0, fmt.Errorf("%d pushes failed", k)
-			}
-			return perOp(time.Since(t0), int(n.Load())), nil
+				_, err := e.client.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: stream, Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
+				return err
+			})
 		}
+	}
+	ceiling := func() (time.Duration, error) {
+		return clients(func(_ int, cfg []byte) error { return ceil.push(ctx, cfg) })
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 7))
 	load := loadAvg()
-	t, err := interleave(rng, 1, o.smallRounds, floor, pushers(1), pushers(smallStreams))
+	t, err := interleave(rng, 1, o.smallRounds, floor, pushers(1), pushers(smallStreams), ceiling)
 	if err != nil {
 		return nil, err
 	}
 	rate := func(d []time.Duration) float64 { return 1000 / medianMS(d) }
-	log("  5 KiB: floor %.0f/s, 1 stream %.0f/s, %d streams %.0f/s, load %s", rate(t[0]), rate(t[1]), smallStreams, rate(t[2]), load)
+	log("  5 KiB: floor %.0f/s, 1 stream %.0f/s, %d streams %.0f/s, transport ceiling %.0f/s, load %s", rate(t[0]), rate(t[1]), smallStreams, rate(t[2]), rate(t[3]), load)
 	row := func(name string, d []time.Duration, min float64) Row {
 		r := Row{Scenario: name, Unit: "/s", Hub: rate(d), Baseline: rate(t[0]), Runs: o.smallRounds,
 			Target: fmt.Sprintf("ratio >= %.0f (x serial fdatasync floor)", min)}
@@ -107,8 +125,11 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		row(fmt.Sprintf("7 5 KiB pushes acked/s, %d clients, one stream", smallClients), t[1], 2),
 		row(fmt.Sprintf("7 5 KiB pushes acked/s, %d clients, %d streams", smallClients, smallStreams), t[2], 3),
 	}
-	rows[0].Note = fmt.Sprintf("rounds of %v each, interleaved in random order with the floor (one 5 KiB pwrite + fdatasync per record, serially)", span)
-	return rows, nil
+	rows[0].Note = fmt.Sprintf("rounds of %v each, interleaved in random order with the floor (one 5 KiB pwrite + fdatasync per record, serially) and the ceiling", span)
+	c := row(fmt.Sprintf("7 5 KiB pushes answered/s, %d clients, a server that only answers", smallClients), t[3], 0)
+	c.Info, c.OK, c.Target = true, true, "-"
+	c.Note = "the transport's ceiling: the same clients and bytes (one connection) to a bare gRPC server (rawack, no file) that answers at once; a hub that checks, hashes and stores each push stays below it"
+	return append(rows, c), nil
 }
 
 // perOp is the time per operation of n operations in d (d when n is 0).
