@@ -2,11 +2,8 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"sort"
@@ -204,16 +201,16 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if sg, ok := h.store.(store.Stager); ok {
 		// The stage hashes each chunk right after writing it, while the
 		// disk writes it.
-		var sum hash.Hash
+		var sum *config.Hasher
 		var tee io.Writer // nil unless hashing: a typed nil is not nil
 		if hashHex == "" {
-			sum = sha256.New()
+			sum = config.NewHasher()
 			tee = sum
 		}
 		wg.Go(func() {
 			staged, stageErr = sg.StageConfig(stageCtx, stream, in.Config, tee)
 			if stageErr == nil && sum != nil {
-				hashHex = hex.EncodeToString(sum.Sum(nil))
+				hashHex = sum.Sum()
 			}
 		})
 	} else if hashHex == "" {

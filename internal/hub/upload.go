@@ -2,11 +2,8 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"sync"
 
 	"github.com/confighub/confighub/config"
@@ -23,7 +20,7 @@ type Assembler struct {
 	total    int64
 	expected string
 	buf      []byte
-	h        hash.Hash
+	h        *config.Hasher
 }
 
 // checkHeader checks an upload header's size against limit and its hash.
@@ -50,7 +47,7 @@ func NewAssembler(totalSize uint64, expectedHash string, limit int64) (*Assemble
 	// buffer starts at the announced size only up to preallocBytes (which
 	// covers the configs real gateways take without a copy) and grows
 	// with the bytes that really arrive.
-	return &Assembler{total: int64(totalSize), expected: expectedHash, buf: make([]byte, 0, min(totalSize, preallocBytes)), h: sha256.New()}, nil
+	return &Assembler{total: int64(totalSize), expected: expectedHash, buf: make([]byte, 0, min(totalSize, preallocBytes)), h: config.NewHasher()}, nil
 }
 
 // Write appends one chunk; more bytes than announced is an error.
@@ -72,7 +69,7 @@ func (a *Assembler) Finish() ([]byte, string, error) {
 	if int64(len(a.buf)) != a.total {
 		return nil, "", fmt.Errorf("%w: upload truncated: got %d of %d bytes", ErrInvalid, len(a.buf), a.total)
 	}
-	got := hex.EncodeToString(a.h.Sum(nil))
+	got := a.h.Sum()
 	if got != a.expected {
 		return nil, "", fmt.Errorf("%w: upload hash mismatch: expected_hash %s, bytes hash to %s", ErrInvalid, a.expected, got)
 	}
@@ -106,7 +103,7 @@ type Upload struct {
 	// only written before its span is queued and only read after.
 	raw     []byte
 	off     int64
-	sum     hash.Hash
+	sum     *config.Hasher
 	scan    *config.Scanner
 	w       store.StageWriter
 	toCheck chan span
@@ -164,7 +161,7 @@ func (u *Upload) decide(f config.Format) error {
 		if err != nil {
 			return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 		}
-		u.w, u.scan, u.sum = w, config.NewScanner(), sha256.New()
+		u.w, u.scan, u.sum = w, config.NewScanner(), config.NewHasher()
 		u.in.Format = config.FormatJSON
 		toCheck, toStore := make(chan span, pipeDepth), make(chan span, pipeDepth)
 		u.toCheck, u.toStore = toCheck, toStore
@@ -337,7 +334,7 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	if err := u.drain(); err != nil {
 		return PushResult{}, err
 	}
-	if got := hex.EncodeToString(u.sum.Sum(nil)); got != u.want {
+	if got := u.sum.Sum(); got != u.want {
 		return PushResult{}, fmt.Errorf("%w: upload hash mismatch: expected_hash %s, bytes hash to %s", ErrInvalid, u.want, got)
 	}
 	if _, err := u.scan.Close(); err != nil {

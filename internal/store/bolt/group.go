@@ -2,9 +2,7 @@ package bolt
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/confighub/confighub/config"
 )
 
 // Group commit. A commit writes its record's meta and header without a
@@ -161,8 +161,7 @@ func readEntry(f *os.File, off int64, epoch uint64) (logEntry, int64, bool) {
 		return e, 0, false
 	}
 	e.data = body[metaLen:]
-	sum := sha256.Sum256(e.data)
-	if hex.EncodeToString(sum[:]) != e.m.Hash {
+	if config.Hash(e.data) != e.m.Hash {
 		return e, 0, false
 	}
 	return e, entHdrLen + metaLen + dataLen, true

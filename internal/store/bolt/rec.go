@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/confighub/confighub/internal/store"
+
+	"github.com/confighub/confighub/config"
 )
 
 // A record file, <random id>.rec in <path>.blobs/, holds one generation of
@@ -196,8 +197,7 @@ func readRecData(f *os.File, m streamMeta) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	sum := sha256.Sum256(raw)
-	if hex.EncodeToString(sum[:]) != m.Hash {
+	if config.Hash(raw) != m.Hash {
 		return nil, errNotRec
 	}
 	return raw, nil
@@ -241,8 +241,7 @@ func readBlob(f *os.File, m streamMeta, stream string) ([]byte, error) {
 	if _, err := io.ReadFull(f, raw); err != nil {
 		return nil, fmt.Errorf("stream %q: read %s: %w", stream, f.Name(), err)
 	}
-	sum := sha256.Sum256(raw)
-	if got := hex.EncodeToString(sum[:]); got != m.Hash {
+	if got := config.Hash(raw); got != m.Hash {
 		return nil, fmt.Errorf("%w: stream %q generation %d: %s hashes to %s, meta says %s", store.ErrCorrupt, stream, m.Generation, f.Name(), got, m.Hash)
 	}
 	return raw, nil
