@@ -186,8 +186,10 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	}
 	// Check, hash and (on a store that stages) the durable write of the
 	// bytes run side by side: on 2 cores the ack costs about the slowest
-	// of them plus a small commit (docs/performance.md, scenario 1). Staged bytes are
-	// invisible until the commit, so nothing invalid is ever stored.
+	// of them plus a small commit, once the other core runs the stage's
+	// goroutine (on an idle machine that wait can outlast the check:
+	// docs/performance.md, scenario 1). Staged bytes are invisible until
+	// the commit, so nothing invalid is ever stored.
 	var (
 		checked  config.Checked
 		checkErr error
