@@ -5,9 +5,10 @@
 //   - A push is checked (config.Check) while the store writes the bytes
 //     aside and hashes them as it writes (store.Stager; a store
 //     without it: check and hash in parallel, then CommitConfig; below
-//     64 KiB on a store that stages: check, hash, then stage, on the
-//     caller's goroutine, as the bolt store writes nothing at such a
-//     stage; both paths in TestRejectedPushChangesNothing); only a
+//     the store's DeferBelow (store.Deferrer, 64 KiB for the bolt
+//     store), which stages such bytes without writing them: check,
+//     hash, then stage, on the caller's goroutine; both paths in
+//     TestRejectedPushChangesNothing); only a
 //     push that passed the check is committed (the store assigns the
 //     generation and enforces expected_generation), and only then
 //     acknowledged; the engine gets the new generation after the commit,

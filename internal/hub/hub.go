@@ -181,7 +181,7 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
-	if sg, ok := h.store.(store.Stager); ok && len(in.Config) < smallPush {
+	if sg, ok := h.store.(store.Stager); ok && len(in.Config) < deferBelow(h.store) {
 		return h.pushSmall(ctx, sg, stream, in)
 	}
 	// Check, hash and (on a store that stages) the durable write of the
@@ -235,15 +235,21 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	return h.commit(ctx, stream, in, checked, hashHex, staged)
 }
 
-// smallPush is the size below which Push checks, hashes and stages one
-// after the other on the calling goroutine (pushSmall): the bolt store
-// stages such a config without writing it, so there is nothing to
-// overlap, and a goroutine, a cancelable context and the results they
-// share cost more CPU than the overlap saves (docs/performance.md, issue
-// 17).
-const smallPush = 64 << 10
+// deferBelow is the size below which Push checks, hashes and stages one
+// after the other on the calling goroutine (pushSmall): the size below
+// which the store stages a config without writing it (store.Deferrer,
+// 0 for a store without the capability), so there is nothing to overlap,
+// and a goroutine, a cancelable context and the results they share cost
+// more CPU than the overlap saves (docs/performance.md, issue 17).
+func deferBelow(st store.Store) int {
+	if d, ok := st.(store.Deferrer); ok {
+		return d.DeferBelow()
+	}
+	return 0
+}
 
-// pushSmall is Push for a config below smallPush on a store that stages.
+// pushSmall is Push for a config below the store's DeferBelow on a store
+// that stages.
 func (h *Hub) pushSmall(ctx context.Context, sg store.Stager, stream string, in PushInput) (PushResult, error) {
 	checked, err := config.Check(in.Config, in.Format)
 	if err != nil {

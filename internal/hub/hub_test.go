@@ -183,9 +183,10 @@ func testPushHoldsTheBytesOnce(t *testing.T, st store.Store) {
 }
 
 func TestRejectedPushChangesNothing(t *testing.T) {
-	// Below smallPush the bolt store's push checks, then stages; from it
-	// on the check and the stage run side by side.
-	for _, pad := range []int{0, smallPush} {
+	// Below the bolt store's DeferBelow the push checks, then stages;
+	// from it on the check and the stage run side by side.
+	var bs bolt.Store
+	for _, pad := range []int{0, bs.DeferBelow()} {
 		t.Run(fmt.Sprint("padded ", pad), func(t *testing.T) {
 			eachStore(t, func(t *testing.T, st store.Store) { testRejectedPushChangesNothing(t, st, pad) }, func(t *testing.T, blobs []os.DirEntry) {
 				if len(blobs) != 1 {

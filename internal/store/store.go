@@ -115,6 +115,13 @@ type Stager interface {
 	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)
 }
 
+// Deferrer is an optional Stager capability: StageConfig of fewer than
+// DeferBelow bytes writes nothing (the commit writes them), so a caller
+// has no write to overlap with its own work on such bytes.
+type Deferrer interface {
+	DeferBelow() int
+}
+
 // Staged is configuration bytes written by StageConfig, not yet part of a
 // stream. Exactly one of Commit or Discard is called; Discard after Commit
 // is a no-op, so it may be deferred.

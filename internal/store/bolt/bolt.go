@@ -28,8 +28,9 @@ import (
 )
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Stager = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Stager   = (*Store)(nil)
+	_ store.Deferrer = (*Store)(nil)
 )
 
 // ErrInUse is wrapped by Open when another process holds the file lock.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 
@@ -27,7 +28,10 @@ func openClocked(t *testing.T, path string) (*Store, *clockwork.FakeClock) {
 // The index follows the acks within indexDelay, or at once when
 // indexLag records wait, not after every commit.
 func TestIndexTrailsByDelayOrLag(t *testing.T) {
-	ctx := context.Background()
+	// A bound for a broken background, not a synchronisation: the wait
+	// below returns as soon as its timer is set.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	s, clock := openClocked(t, path)
 	s.bgMu.Lock()

@@ -220,6 +220,10 @@ const writebackMin = 64 << 10
 // small push were about a tenth of its CPU).
 const deferMax = writebackMin
 
+// DeferBelow implements store.Deferrer: a stage below deferMax writes
+// nothing.
+func (s *Store) DeferBelow() int { return deferMax }
+
 // writeData writes raw as f's config bytes, handing each chunk to the disk
 // at once (from writebackMin on) and then to tee.
 func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error {
