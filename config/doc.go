@@ -22,11 +22,11 @@
 // and the Config keeps that JSON for every sink to share. The YAML form of
 // a JSON push is likewise made once, on first use (YAML), and shared.
 //
-// Hash and Hasher feed SHA-256 at most 64 KiB per call (TestHasherPieces):
-// its assembly cannot be preempted, and a stop of the world the garbage
-// collector asks for waits for the call in progress, with every goroutine
-// of the process; one call over a 200 MiB configuration would hold them
-// for about 160 ms.
+// Hasher feeds SHA-256 at most 64 KiB per call (TestHasherPieces), and
+// Hash is a Hasher's sum: SHA-256's assembly cannot be preempted, and a
+// stop of the world the garbage collector asks for waits for the call in
+// progress, with every goroutine of the process; one call over a 200 MiB
+// configuration would hold them for about 160 ms.
 //
 // Input is strict where parsers disagree (Kong keeps the last of two equal
 // keys, gjson the first; Kong refuses what is not UTF-8), and every refusal

@@ -217,11 +217,19 @@ func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn f
 // controller stopped.
 func hashHex(b []byte) string {
 	h := sha256.New()
-	for len(b) > 64<<10 {
-		h.Write(b[:64<<10])
-		b = b[64<<10:]
-	}
-	h.Write(b)
+	writePieces(h, b)
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0]))
+}
+
+// hashPiece bounds the bytes one call into SHA-256 takes.
+const hashPiece = 64 << 10
+
+// writePieces writes b to w at most hashPiece bytes per call.
+func writePieces(w io.Writer, b []byte) {
+	for len(b) > hashPiece {
+		_, _ = w.Write(b[:hashPiece])
+		b = b[hashPiece:]
+	}
+	_, _ = w.Write(b)
 }

@@ -85,8 +85,8 @@ func timed(f func() error) (time.Duration, error) {
 
 // wakeDelays measures n times how long a goroutine started from a busy one
 // waits before it runs, after the process idled for 2 ms: the other core
-// has to be woken for it. The 1 MiB push's check and its write and hash
-// run side by side only once that wait is over.
+// has to be woken for it. A proxy for the 1 MiB push, whose check and
+// whose write and hash run side by side only once that wait is over.
 func wakeDelays(n int) []time.Duration {
 	out := make([]time.Duration, 0, n)
 	for range n {

@@ -183,12 +183,17 @@ func testPushHoldsTheBytesOnce(t *testing.T, st store.Store) {
 }
 
 func TestRejectedPushChangesNothing(t *testing.T) {
-	// Below the bolt store's DeferBelow the push checks, then stages;
-	// from it on the check and the stage run side by side.
-	var bs bolt.Store
-	for _, pad := range []int{0, bs.DeferBelow()} {
-		t.Run(fmt.Sprint("padded ", pad), func(t *testing.T) {
-			eachStore(t, func(t *testing.T, st store.Store) { testRejectedPushChangesNothing(t, st, pad) }, func(t *testing.T, blobs []os.DirEntry) {
+	// Below the store's DeferBelow (the bolt store's) the push checks,
+	// then stages; from it on the check and the stage run side by side.
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprint("padded to DeferBelow ", big), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st store.Store) {
+				pad := 0
+				if big {
+					pad = deferBelow(st)
+				}
+				testRejectedPushChangesNothing(t, st, pad)
+			}, func(t *testing.T, blobs []os.DirEntry) {
 				if len(blobs) != 1 {
 					t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
 				}

@@ -13,9 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/confighub/confighub/internal/store"
-
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
 )
 
 // A record file, <random id>.rec in <path>.blobs/, holds one generation of
