@@ -193,7 +193,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		rows = append(rows, r)
 		base = nil
 	}
-	wake := wakeDelays(o.samples * 10)
+	wake := wakeDelays(wakeTries)
 	log("  wait before a goroutine started by a spinning one runs (after 2 ms idle): median %.3f ms (%s)", medianMS(wake), spreadMS(wake))
 	rows = append(rows, Row{Scenario: "1 wait before a goroutine started by a spinning one runs (after 2 ms idle)", Unit: "ms", Hub: medianMS(wake), HubSpread: spreadMS(wake),
 		Target: "-", OK: true, Info: true, Runs: len(wake),

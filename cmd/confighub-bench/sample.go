@@ -83,6 +83,9 @@ func timed(f func() error) (time.Duration, error) {
 	return time.Since(t0), err
 }
 
+// wakeTries is how many times scenario 1 measures wakeDelays.
+const wakeTries = 200
+
 // wakeDelays measures n times how long a goroutine started from a busy one
 // waits before it runs, after the process idled for 2 ms: the other core
 // has to be woken for it. A proxy for the 1 MiB push, whose check and
