@@ -109,10 +109,10 @@ func main() {
 			o.runs = 3
 		}
 	}
-	// 61: with 21 the 1 MiB push's ratio read 1.08-1.62 between quiet
-	// runs of the same code, with 61 1.35-1.43 (docs/performance.md).
+	// 61 and 15: fewer samples leave the ratios' spread between runs
+	// wider than the margins under test (docs/performance.md, Latest
+	// table).
 	o.samples = orDefault(o.samples, o.quick, 61, 5)
-	// 15: with 7 the 200 MiB upload's ratio read 0.98-1.62 between runs.
 	o.bigSamples = orDefault(o.bigSamples, o.quick, 15, 3)
 	o.smallRounds = orDefault(o.smallRounds, o.quick, 9, 3)
 	o.uploadMax = orDefault(*uploadMiB, o.quick, 200, 50) << 20

@@ -26,9 +26,9 @@ const (
 // 5 KiB record into a preallocated file and fdatasyncs it, in a loop. A
 // store that flushes each push on its own cannot pass the floor; the
 // targets need concurrent pushes to share flushes. Beside them, the same
-// clients push the same bytes to a default-options gRPC server that
-// answers at once (rawack with no file): the rate of the transport alone,
-// in the same run.
+// clients push the same bytes to a gRPC server with no interceptors (only
+// message-size limits set) that answers at once (rawack with no file):
+// the rate of the transport alone, in the same run.
 func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
 	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
@@ -128,7 +128,7 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	rows[0].Note = fmt.Sprintf("rounds of %v each, interleaved in random order with the floor (one 5 KiB pwrite + fdatasync per record, serially) and the ceiling", span)
 	c := row(fmt.Sprintf("7 5 KiB pushes answered/s, %d clients, a server that only answers", smallClients), t[3], 0)
 	c.Info, c.OK, c.Target = true, true, "-"
-	c.Note = "the transport alone: the same clients and bytes (one connection) to a default-options gRPC server (rawack, no file, no interceptors) that answers at once"
+	c.Note = "the transport alone: the same clients and bytes (one connection) to a gRPC server with no interceptors and only message-size limits set (rawack, no file) that answers at once"
 	return append(rows, c), nil
 }
 
