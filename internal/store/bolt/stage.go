@@ -221,7 +221,7 @@ const writebackMin = 64 << 10
 const deferMax = writebackMin
 
 // DeferBelow implements store.Deferrer: a stage below deferMax writes
-// nothing.
+// none of its bytes.
 func (s *Store) DeferBelow() int { return deferMax }
 
 // writeData writes raw as f's config bytes, handing each chunk to the disk
