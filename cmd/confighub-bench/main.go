@@ -39,6 +39,7 @@ type opts struct {
 	burst       time.Duration
 	cpuprof     string
 	mutexprof   string
+	trace       string
 	fleet       int    // child mode: serve this many emulated gateways
 	hubBinary   string // scenario 2 memory: this confighub binary instead of building it
 	verbose     bool
@@ -67,6 +68,7 @@ func main() {
 	fs.DurationVar(&o.burst, "burst", 0, "scenario 4's push duration (default 10s, quick 3s)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run here")
 	fs.StringVar(&o.mutexprof, "mutexprofile", "", "write a mutex contention profile of the whole run here")
+	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the whole run here (go tool trace -pprof=sched FILE: time goroutines waited to run)")
 	fs.BoolVar(&o.verbose, "v", false, "log progress details")
 	fs.IntVar(&o.fleet, "fleet", 0, "internal: serve N emulated gateways, print their URLs, run until stdin closes")
 	fs.StringVar(&o.hubBinary, "hub-binary", "", "confighub binary for scenario 2's memory rows (default: go build ./cmd/confighub)")
@@ -195,6 +197,13 @@ func run(ctx context.Context, o opts) error {
 			return err
 		}
 		defer stopProf()
+	}
+	if o.trace != "" {
+		stopTrace, err := startTrace(o.trace)
+		if err != nil {
+			return err
+		}
+		defer stopTrace()
 	}
 	scenarios := []scenario{
 		{"1", "push and upload ack vs the minimal durable ack", scenarioPushAck},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 func startCPUProfile(path string) (func(), error) {
@@ -27,4 +28,18 @@ func startMutexProfile(path string) (func(), error) {
 		_ = pprof.Lookup("mutex").WriteTo(f, 0)
 		_ = f.Close()
 	}, nil
+}
+
+// startTrace writes an execution trace: where goroutines waited for a
+// core (go tool trace -pprof=sched), which bounds scenario 7.
+func startTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); _ = f.Close() }, nil
 }
