@@ -320,14 +320,8 @@ func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResu
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
 }
 
-// sinkCounter is an optional SinkAdmin capability: how many sinks a stream
-// has, without copying their specs (asked on every ack).
-type sinkCounter interface {
-	SinkCount(stream string) int
-}
-
 func (h *Hub) sinkCount(stream string) int {
-	if c, ok := h.sinks.(sinkCounter); ok {
+	if c, ok := h.sinks.(SinkCounter); ok {
 		return c.SinkCount(stream)
 	}
 	return len(h.sinks.ListSinks(stream))
@@ -369,17 +363,9 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 	return c, nil, nil
 }
 
-// sinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
-// size of all specs, without copying every spec (both are asked on every
-// PutSink: listing them made putting N sinks cost N*N/2 spec copies).
-type sinkSpecs interface {
-	Sink(name string) *confighubv1.Sink
-	SpecBytes(except string) int
-}
-
 // sink returns the spec of a running sink, nil if none.
 func (h *Hub) sink(name string) *confighubv1.Sink {
-	if ss, ok := h.sinks.(sinkSpecs); ok {
+	if ss, ok := h.sinks.(SinkSpecs); ok {
 		return ss.Sink(name)
 	}
 	for _, s := range h.sinks.ListSinks("") {
@@ -504,7 +490,7 @@ func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 		return fmt.Errorf("%w: sink %q: the spec is %d bytes, at most %d (ListSinks answers every spec at once); put large TLS bundles in files (ca_file, cert_file, key_file)", ErrInvalid, n.GetName(), size, maxSinkSpecBytes)
 	}
 	total := size
-	if ss, ok := h.sinks.(sinkSpecs); ok {
+	if ss, ok := h.sinks.(SinkSpecs); ok {
 		total += ss.SpecBytes(n.GetName())
 	} else {
 		for _, s := range h.sinks.ListSinks("") {

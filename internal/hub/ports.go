@@ -31,6 +31,20 @@ type SinkAdmin interface {
 	ListSinks(stream string) []*confighubv1.Sink
 }
 
+// SinkCounter is an optional SinkAdmin capability: how many sinks a stream
+// has, without copying their specs (asked on every ack).
+type SinkCounter interface {
+	SinkCount(stream string) int
+}
+
+// SinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
+// size of all specs, without copying every spec (both are asked on every
+// PutSink: listing them made putting N sinks cost N*N/2 spec copies).
+type SinkSpecs interface {
+	Sink(name string) *confighubv1.Sink
+	SpecBytes(except string) int
+}
+
 // Diagnostics answers GetConfig of a sink: what it last applied, or failed
 // to apply.
 type Diagnostics interface {
