@@ -189,9 +189,6 @@ func (u *Upload) decide(f config.Format) error {
 // Received is the number of bytes so far.
 func (u *Upload) Received() int64 { return u.got }
 
-// Write takes the next chunk. An error ends the upload (Abort it).
-func (u *Upload) Write(chunk []byte) error { return u.WriteChunk([][]byte{chunk}) }
-
 // WriteChunk takes the next chunk as pieces, in order (the server hands
 // over the transport's receive buffers as they are), and keeps no
 // reference to them once it returns. An error ends the upload (Abort it).

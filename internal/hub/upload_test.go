@@ -24,7 +24,7 @@ func upload(h *Hub, in PushInput, raw []byte, n int, hash string) (PushResult, i
 	}
 	defer u.Abort()
 	for i := 0; i*n < len(raw); i++ {
-		if err := u.Write(raw[i*n : min((i+1)*n, len(raw))]); err != nil {
+		if err := u.WriteChunk([][]byte{raw[i*n : min((i+1)*n, len(raw))]}); err != nil {
 			return PushResult{}, i, err
 		}
 	}
@@ -146,10 +146,10 @@ func TestBadUploadChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := u.Write([]byte(`{"_format_`)); err != nil {
+		if err := u.WriteChunk([][]byte{[]byte(`{"_format_`)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := u.Write([]byte(`x`)); !errors.Is(err, ErrInvalid) {
+		if err := u.WriteChunk([][]byte{[]byte(`x`)}); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("an 11th byte of 10: %v", err)
 		}
 		u.Abort()
