@@ -10,6 +10,6 @@
 // answers; its client-streaming Upload writes each chunk at its offset as
 // it arrives, then fdatasyncs once after the last and answers. With no
 // file, both only answer: the transport's own cost. The file holds
-// exactly the bytes sent, and a service with no file answers without
+// the bytes sent at their offsets (zeros after them), and a service with no file answers without
 // writing (TestPushAndUploadWriteTheBytes).
 package rawack

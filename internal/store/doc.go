@@ -15,10 +15,12 @@
 // stream (the bolt store's commit is one fdatasync of the staged file),
 // or they are discarded if the check fails; staged bytes are never visible.
 // A Stager that is also a Deferrer writes none of the bytes of a stage
-// below its DeferBelow: the commit writes them with the record (bolt
-// TestLoggedRecordsWrittenByBackground, and the bolt store's crash tests
-// at both record sizes), so the hub checks and hashes such a push before
-// it stages it, on one goroutine.
+// below its DeferBelow: the commit's flush writes them with the record,
+// or, for a record acked through the bolt store's commit log, its
+// background goroutine after the ack and before the index names the record
+// (bolt TestLoggedRecordsWrittenByBackground, and the bolt store's crash
+// tests at both record sizes), so the hub checks and hashes such a push
+// before it stages it, on one goroutine.
 // Each sink's applied generation and hash are recorded as they happen.
 // Sinks put at run time are stored too. The three backends implement
 // FingerprintKeyer: the key of the fingerprints shown in place of sink

@@ -116,8 +116,9 @@ type Stager interface {
 }
 
 // Deferrer is an optional Stager capability: StageConfig of fewer than
-// DeferBelow bytes writes none of them (the commit does), so a caller has
-// no write to overlap with its own work on such bytes.
+// DeferBelow bytes writes none of them (the commit's flush does, or, for a
+// record acked through a commit log, the store after the ack), so a
+// caller has no write to overlap with its own work on such bytes.
 type Deferrer interface {
 	DeferBelow() int
 }

@@ -52,8 +52,8 @@
 //     every entry of the log, the log starts a new epoch and is written
 //     from its start again. The goroutine does this for all the records
 //     acked since its last run, 50 ms (indexDelay) after the first of them,
-//     at once when 1,024 records or 4 MiB of log entries wait, and at
-//     Close (TestIndexTrailsByDelayOrLag): under a steady load the index
+//     at once when 1,024 records (TestIndexTrailsByDelayOrLag, with the
+//     delay) or 4 MiB of log entries wait, and at Close: under a steady load the index
 //     and its flushes follow many batches, not each one. That lag bounds
 //     what Open replays. A replaced generation that was acked through
 //     the log and never written to its file (the goroutine had not taken

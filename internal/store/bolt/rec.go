@@ -30,8 +30,8 @@ import (
 //	beyond             whatever a recycled file held before (ignored)
 //
 // The stage writes only the config bytes; the commit writes the meta and
-// the header, then fdatasyncs once. A record below deferMax is written
-// whole, in one system call, after the commit (writeRecord). The header
+// the header, then fdatasyncs once. A StageConfig stage below deferMax is
+// written whole, in one system call, after the commit (writeRecord). The header
 // is at a fixed offset the config bytes never reach, so a client cannot
 // forge one with its payload.
 // A record is valid when its header's CRC matches and its config bytes

@@ -249,7 +249,8 @@ func writeData(ctx context.Context, f *os.File, raw []byte, tee io.Writer) error
 }
 
 // staged is config bytes staged into a record file that has no header
-// for them yet (below deferMax not written yet: data holds them).
+// for them yet (below deferMax not written yet: the commit's c.Raw, the
+// staged slice, is what the flush or the background writes).
 type staged struct {
 	s      *Store
 	stream string
@@ -259,12 +260,8 @@ type staged struct {
 	mu   sync.Mutex
 	f    *os.File
 	done bool
-	// streamed is a stage written by a streamWriter.
-	streamed bool
-	// deferred is a stage below deferMax: nothing is written yet, data
-	// holds the bytes.
+	// deferred is a stage below deferMax: none of its bytes is written.
 	deferred bool
-	data     []byte
 }
 
 var _ store.Staged = (*staged)(nil)
@@ -331,11 +328,7 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 	}
 	switch {
 	case err == nil:
-		g := &staged{s: s, stream: stream, name: name, size: len(raw), f: f, deferred: deferred}
-		if deferred {
-			g.data = raw
-		}
-		return g, nil
+		return &staged{s: s, stream: stream, name: name, size: len(raw), f: f, deferred: deferred}, nil
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		defer s.unstage()
 		if fresh {
@@ -457,11 +450,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 	if exists {
 		prev = cur.Blob
 	}
-	data := st.Raw
-	if g.deferred {
-		data = g.data
-	}
-	req := &flushReq{f: g.f, m: m, hdr: hdr, meta: meta, data: data, unwritten: g.deferred, prev: prev, ss: ss, done: make(chan error, 1)}
+	req := &flushReq{f: g.f, m: m, hdr: hdr, meta: meta, data: st.Raw, unwritten: g.deferred, prev: prev, ss: ss, done: make(chan error, 1)}
 	s.mu.Lock()
 	ss.head, ss.headExists = m, true
 	s.mu.Unlock()

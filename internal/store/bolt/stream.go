@@ -93,7 +93,7 @@ func (w *streamWriter) Staged() (store.Staged, error) {
 		w.drop()
 		return nil, err
 	}
-	return &staged{s: w.s, stream: w.stream, name: w.name, size: int(w.size), f: w.f, streamed: true}, nil
+	return &staged{s: w.s, stream: w.stream, name: w.name, size: int(w.size), f: w.f}, nil
 }
 
 // Discard implements store.StageWriter.
