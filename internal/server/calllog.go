@@ -27,10 +27,11 @@ func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(ctx, req)
-		if errors.Is(err, io.EOF) {
-			err = nil
+		logged := err // the line reads io.EOF as OK; the caller gets err as it is
+		if errors.Is(logged, io.EOF) {
+			logged = nil
 		}
-		code := status.Code(err)
+		code := status.Code(logged)
 		service, method := splitMethod(info.FullMethod)
 		level := slog.Level(logging.DefaultServerCodeToLevel(code))
 		if level < slog.LevelWarn && plumbingServices[service] {
@@ -54,8 +55,8 @@ func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 			attrs = append(attrs, slog.String("grpc.request.deadline", d.Format(time.RFC3339)))
 		}
 		attrs = append(attrs, slog.String("grpc.code", code.String()))
-		if err != nil {
-			attrs = append(attrs, slog.String("grpc.error", err.Error()))
+		if logged != nil {
+			attrs = append(attrs, slog.String("grpc.error", logged.Error()))
 		}
 		attrs = append(attrs, slog.String("grpc.time_ms", formatMillis(time.Since(start))))
 		log.LogAttrs(ctx, level, "finished call", attrs...)

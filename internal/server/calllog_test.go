@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"regexp"
@@ -40,6 +41,7 @@ func TestUnaryCallLogMatchesMiddleware(t *testing.T) {
 		{"unavailable", push, status.Error(codes.Unavailable, "store: a commit could not be made durable"), true, slog.LevelDebug},
 		{"invalid", push, status.Error(codes.InvalidArgument, "config: bad JSON at 1:2"), false, slog.LevelDebug},
 		{"plain error", push, errors.New("boom"), false, slog.LevelDebug},
+		{"io.EOF, logged as OK and returned as it is", push, io.EOF, false, slog.LevelDebug},
 		{"health ok", check, nil, false, slog.LevelDebug},
 		{"health failing", check, status.Error(codes.Unavailable, "down"), false, slog.LevelDebug},
 		{"ok at info", push, nil, false, slog.LevelInfo},
