@@ -151,8 +151,14 @@ func (c *Config) form(to Format) ([]byte, error) {
 // Size is the length of the configuration as pushed.
 func (c *Config) Size() int { return len(c.Raw) }
 
-// Hash returns the hex SHA-256 of b.
+// Hash returns the hex SHA-256 of b: in one call up to hashPiece bytes
+// (no digest to allocate, as for every small push), through a Hasher
+// above.
 func Hash(b []byte) string {
+	if len(b) <= hashPiece {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:])
+	}
 	h := NewHasher()
 	_, _ = h.Write(b)
 	return h.Sum()
