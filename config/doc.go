@@ -23,10 +23,10 @@
 // a JSON push is likewise made once, on first use (YAML), and shared.
 //
 // Hasher feeds SHA-256 at most 64 KiB per call (TestHasherPieces), and
-// Hash is a Hasher's sum above 64 KiB: SHA-256's assembly cannot be preempted, and a
-// stop of the world the garbage collector asks for waits for the call in
-// progress, with every goroutine of the process; one call over a 200 MiB
-// configuration would hold them for about 160 ms.
+// Hash is a Hasher's sum above 64 KiB: SHA-256's assembly cannot be
+// preempted, and a stop of the world the garbage collector asks for waits
+// for the call in progress, with every goroutine of the process; one call
+// over a 200 MiB configuration would hold them for about 160 ms.
 //
 // Input is strict where parsers disagree (Kong keeps the last of two equal
 // keys, gjson the first; Kong refuses what is not UTF-8), and every refusal

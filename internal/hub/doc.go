@@ -42,7 +42,8 @@
 //     at most 32 MiB (ErrTooLarge), so ListSinks, which answers them all
 //     at once, fits the message limit (TestSinkSpecBytesBounded). The
 //     check asks the engine for one spec and the specs' total size, not for
-//     a copy of every spec, so putting N sinks is linear in N (engine
+//     a copy of every spec, so putting N sinks copies no spec beside the
+//     one put (the total still sizes every spec: engine
 //     TestSinkAndSpecBytes).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;

@@ -76,11 +76,14 @@ func (p *recvPool) Put(b *[]byte) {
 	}
 }
 
-// codec is grpc-go's proto codec, except that a received message spread
-// over several buffers is assembled in one from pool (recvPool) instead
-// of the default pool.
+// codec is grpc-go's proto codec, except that: a message marshalled once
+// for many streams (marshalled) is sent as it is; a PushConfigRequest
+// spread over several buffers is assembled without clearing (assemble);
+// an upload chunk keeps the receive buffers (uploadMsg); anything else
+// spread over several buffers is assembled in one from pool (recvPool)
+// instead of the default pool.
 type codec struct {
-	encoding.CodecV2 // the proto codec: Marshal, Name
+	encoding.CodecV2 // the proto codec: Name, and Marshal of all but marshalled
 	pool             mem.BufferPool
 }
 

@@ -6,7 +6,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Encodings shares one encoding of each change (a prepared gRPC message,
+// Encodings shares one encoding of each change (the marshalled gRPC message,
 // Server-Sent Event bytes) between the watchers that send it: the broker
 // hands every watcher the same read-only event, so a change watched by
 // 1,000 clients is encoded once, not 1,000 times. It keeps the encodings
