@@ -138,6 +138,9 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 				// record now. Stop, and let the next Open replay it.
 				err = s.fail(err)
 			} else {
+				// In their files now, whatever the index does: readers
+				// read them there and the bytes held for them go.
+				s.written(pending, unwritten)
 				err = s.writeIndex(pending)
 			}
 		}
@@ -159,7 +162,6 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 			}
 			s.bgMu.Unlock()
 		} else {
-			s.written(pending, unwritten)
 			s.bgMu.Lock()
 			s.indexedSeq = max(s.indexedSeq, seq)
 			s.bgMu.Unlock()
