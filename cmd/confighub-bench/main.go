@@ -313,6 +313,8 @@ func fmtVal(v float64, unit string) string {
 		return fmt.Sprintf("%g", v)
 	case "/s":
 		return fmt.Sprintf("%.0f/s", v)
+	case "%":
+		return fmt.Sprintf("%.0f%%", v)
 	}
 	return fmt.Sprintf("%g %s", v, unit)
 }

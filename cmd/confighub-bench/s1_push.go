@@ -193,11 +193,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		rows = append(rows, r)
 		base = nil
 	}
-	wake := wakeDelays(wakeTries)
-	log("  wait before a goroutine started by a spinning one runs (after 2 ms idle): median %.3f ms (%s)", medianMS(wake), spreadMS(wake))
-	rows = append(rows, Row{Scenario: "1 wait before a goroutine started by a spinning one runs (after 2 ms idle)", Unit: "ms", Hub: medianMS(wake), HubSpread: spreadMS(wake),
-		Target: "-", OK: true, Info: true, Runs: len(wake),
-		Note: "a proxy for the push's second leg (write and SHA-256), started as the check begins: the starter spins for up to 2 ms; in a push, once the wait outlasts the check (0.8-1.0 ms for 1 MiB), the leg runs after it on the same core"})
+	rows = append(rows, wakeRows(log)...)
 	peak, err := uploadPeakRSS(ctx, o.uploadMax, log)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -81,31 +80,4 @@ func timed(f func() error) (time.Duration, error) {
 	t0 := time.Now()
 	err := f()
 	return time.Since(t0), err
-}
-
-// wakeTries is how many times scenario 1 measures wakeDelays.
-const wakeTries = 200
-
-// wakeDelays measures n times how long a goroutine started from a busy one
-// waits before it runs, after the process idled for 2 ms: the other core
-// has to be woken for it. A proxy for the 1 MiB push, whose check and
-// whose write and hash run side by side only once that wait is over.
-func wakeDelays(n int) []time.Duration {
-	out := make([]time.Duration, 0, n)
-	for range n {
-		time.Sleep(2 * time.Millisecond) // idle, as between two pushes
-		var started atomic.Int64
-		t0 := time.Now()
-		done := make(chan struct{})
-		go func() {
-			started.Store(int64(time.Since(t0)) + 1)
-			close(done)
-		}()
-		// Busy, as the handler checking a config, for up to 2 ms.
-		for started.Load() == 0 && time.Since(t0) < 2*time.Millisecond {
-		}
-		<-done
-		out = append(out, time.Duration(started.Load()-1))
-	}
-	return out
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// wakeTries is how many times scenario 1 measures wakeDelays.
+const wakeTries = 200
+
+// wakeTry is one measure of wakeDelays: how long the started goroutine
+// waited, and whether it ran on the vCPU its starter was spinning on
+// (false also where that cannot be told: thisCPU < 0).
+type wakeTry struct {
+	wait    time.Duration
+	sameCPU bool
+}
+
+// wakeDelays measures n times how long a goroutine started from a busy one
+// waits before it runs, after the process idled for 2 ms. A proxy for the
+// 1 MiB push, whose check and whose write and hash run side by side only
+// once that wait is over. Where the wait comes from shows in which vCPU
+// ran the goroutine: the idle one, which had to be woken, or the
+// starter's, which had to stop spinning or be preempted.
+func wakeDelays(n int) []wakeTry {
+	out := make([]wakeTry, 0, n)
+	for range n {
+		out = append(out, wakeOnce())
+	}
+	return out
+}
+
+// wakeOnce idles 2 ms, as between two pushes, then starts a goroutine and
+// spins, as the handler checking a config, until it runs or for 2 ms.
+func wakeOnce() wakeTry {
+	time.Sleep(2 * time.Millisecond)
+	var started, cpu atomic.Int64
+	t0 := time.Now()
+	c0 := thisCPU()
+	done := make(chan struct{})
+	go func() {
+		started.Store(int64(time.Since(t0)) + 1)
+		cpu.Store(int64(thisCPU()))
+		close(done)
+	}()
+	for started.Load() == 0 && time.Since(t0) < 2*time.Millisecond {
+	}
+	c1 := thisCPU()
+	<-done
+	c := int(cpu.Load())
+	return wakeTry{wait: time.Duration(started.Load() - 1), sameCPU: c >= 0 && (c == c0 || c == c1)}
+}
+
+// waits splits tries into the waits of those run on the starter's vCPU
+// and those run on another.
+func waits(tries []wakeTry) (same, other []time.Duration) {
+	for _, t := range tries {
+		if t.sameCPU {
+			same = append(same, t.wait)
+		} else {
+			other = append(other, t.wait)
+		}
+	}
+	return same, other
+}
+
+// wakeRows measures wakeDelays and pinnedWakeDelays and returns their info
+// rows: context for the 1 MiB push's row, whose two legs overlap only once
+// the wait is over.
+func wakeRows(log func(string, ...any)) []Row {
+	tries := wakeDelays(wakeTries)
+	all := make([]time.Duration, len(tries))
+	for i, t := range tries {
+		all[i] = t.wait
+	}
+	const what = "1 wait before a goroutine started by a spinning one runs (after 2 ms idle)"
+	log("  wait before a goroutine started by a spinning one runs (after 2 ms idle): median %.3f ms (%s)", medianMS(all), spreadMS(all))
+	rows := []Row{{Scenario: what, Unit: "ms", Hub: medianMS(all), HubSpread: spreadMS(all),
+		Target: "-", OK: true, Info: true, Runs: len(all),
+		Note: "a proxy for the push's second leg (write and SHA-256), started as the check begins: the starter spins for up to 2 ms; in a push, once the wait outlasts the check (0.8-1.0 ms for 1 MiB), the leg runs after it on the same core"}}
+	if thisCPU() >= 0 {
+		same, other := waits(tries)
+		share := 100 * float64(len(same)) / float64(len(tries))
+		log("    on the spinning one's vCPU in %.0f%% of the tries: median %.3f ms there, %.3f ms on another", share, medianMS(same), medianMS(other))
+		rows = append(rows, Row{Scenario: "1 the same wait: share of tries run on the spinning one's vCPU", Unit: "%", Hub: share,
+			Target: "-", OK: true, Info: true, Runs: len(tries),
+			Note: fmt.Sprintf("median wait %.3f ms (%s) on the spinning one's vCPU, %.3f ms (%s) on another (getcpu(2) in both goroutines)", medianMS(same), spreadMS(same), medianMS(other), spreadMS(other))})
+	}
+	pinned, err := pinnedWakeDelays(wakeTries)
+	if err != nil {
+		log("    pinned: not measured: %v", err)
+		return rows
+	}
+	log("    the spinning one pinned to one CPU, every other thread to another: median %.3f ms (%s)", medianMS(pinned), spreadMS(pinned))
+	return append(rows, Row{Scenario: "1 the same wait, the spinning one pinned to one vCPU, all other threads to the other", Unit: "ms", Hub: medianMS(pinned), HubSpread: spreadMS(pinned),
+		Target: "-", OK: true, Info: true, Runs: len(pinned),
+		Note: "the goroutine can only run on the other, idle vCPU: its wait is that vCPU's wake-up and the runtime's hand-over"})
+}
