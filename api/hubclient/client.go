@@ -58,7 +58,8 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUnaryLimit sets the size above which Push uses UploadConfig.
+// WithUnaryLimit sets the size above which Push uses UploadConfig (0: Push
+// uploads every configuration).
 func WithUnaryLimit(n int) Option { return func(c *Client) { c.unaryLimit = n } }
 
 // WithChunkBytes sets the upload chunk size.
@@ -95,6 +96,12 @@ type Push struct {
 	Format             confighubv1.Format
 	ExpectedGeneration uint64
 	Labels             map[string]string
+	// Hash is Config's hash as the hub computes it (hex SHA-256), for a
+	// caller that already has it: an upload sends it as its expected_hash
+	// instead of hashing Config again, and the hub refuses the upload if
+	// Config does not hash to it. Empty: Push hashes Config. A push within
+	// the unary limit does not send it (PushConfig carries no hash).
+	Hash string
 }
 
 // Push sends a configuration, by PushConfig or, above the unary limit, by
@@ -117,8 +124,12 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 		return nil, fmt.Errorf("open upload: %w", err)
 	}
 	total := int64(len(p.Config))
+	sum := p.Hash
+	if sum == "" {
+		sum = hashHex(p.Config)
+	}
 	hdr := &confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{
-		Stream: p.Stream, Format: p.Format, TotalSize: uint64(total), ExpectedHash: hashHex(p.Config),
+		Stream: p.Stream, Format: p.Format, TotalSize: uint64(total), ExpectedHash: sum,
 		ExpectedGeneration: p.ExpectedGeneration, Labels: p.Labels,
 	}}}
 	if err := st.Send(hdr); err != nil {

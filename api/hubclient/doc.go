@@ -24,6 +24,10 @@
 //   - Push above the unary limit uploads in chunks and reports progress; a
 //     rejected upload returns the hub's status, not io.EOF
 //     (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
+//   - An upload sends Push.Hash, when set, as its expected hash instead of
+//     hashing the config: the hub refuses a config that does not hash to
+//     it and acks one that does; WithUnaryLimit(0) uploads every push
+//     (hubclienttest.TestPushUploadsWithTheCallersHash).
 //   - Watch reconnects with backoff and resumes from the last revision it
 //     saw (hubclienttest.TestWatchResumesAfterDisconnect); NotFound,
 //     PermissionDenied, Unauthenticated, InvalidArgument and Unimplemented

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
 )
 
@@ -107,10 +107,8 @@ func uploadOnce(ctx context.Context, size int) (time.Duration, hubChildReport, e
 	if err != nil {
 		return 0, hubChildReport{}, err
 	}
-	d, err := timed(func() error {
-		_, err := uploadConfig(ctx, confighubv1.NewConfigHubServiceClient(c.conn), "", cfg, sum)
-		return err
-	})
+	up := hubclient.New(c.conn, hubclient.WithUnaryLimit(0))
+	d, err := timed(func() error { return uploadConfig(ctx, up, cfg, sum) })
 	r, ferr := c.finish()
 	if err == nil {
 		err = ferr

@@ -84,30 +84,12 @@ func (r *rawBaseline) close() {
 	}
 }
 
-// uploadConfig is UploadConfig with the hash computed beforehand: what the
-// hub does from the header to the ack (hubclient.Push also hashes the
-// bytes on the client first).
-func uploadConfig(ctx context.Context, c confighubv1.ConfigHubServiceClient, stream string, b []byte, sum string) (*confighubv1.UploadConfigResponse, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := c.UploadConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	hdr := &confighubv1.UploadHeader{Stream: stream, Format: confighubv1.Format_FORMAT_JSON, TotalSize: uint64(len(b)), ExpectedHash: sum}
-	if err := st.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: hdr}}); err != nil {
-		return nil, err
-	}
-	for off := 0; off < len(b); off += hubclient.DefaultChunkBytes {
-		chunk := b[off:min(off+hubclient.DefaultChunkBytes, len(b))]
-		if err := st.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: chunk}}); err != nil {
-			if _, rerr := st.CloseAndRecv(); rerr != nil {
-				return nil, rerr
-			}
-			return nil, err
-		}
-	}
-	return st.CloseAndRecv()
+// uploadConfig sends b by UploadConfig (c uploads every push) with its hash
+// computed beforehand: what the hub does from the header to the ack, where
+// a Push without Hash would also hash the bytes on the client first.
+func uploadConfig(ctx context.Context, c *hubclient.Client, b []byte, sum string) error {
+	_, err := c.Push(ctx, hubclient.Push{Config: b, Format: confighubv1.Format_FORMAT_JSON, Hash: sum})
+	return err
 }
 
 // scenarioPushAck: scenario 1. Push ack (unary PushConfig) of 1 and 20 MiB
@@ -167,7 +149,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			cfg := next(base)
 			sum := config.Hash(cfg)
 			defer e.store.WaitRemoved()
-			return timed(func() error { _, err := uploadConfig(ctx, e.client.Hub, "", cfg, sum); return err })
+			return timed(func() error { return uploadConfig(ctx, e.client, cfg, sum) })
 		}
 		rawUp := func() (time.Duration, error) {
 			cfg := next(base)

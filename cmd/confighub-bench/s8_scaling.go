@@ -53,7 +53,7 @@ func scenarioScaling(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			cfg := stamped(base, stamp)
 			sum := config.Hash(cfg)
 			defer e.store.WaitRemoved()
-			return timed(func() error { _, err := uploadConfig(ctx, e.client.Hub, "", cfg, sum); return err })
+			return timed(func() error { return uploadConfig(ctx, e.client, cfg, sum) })
 		}
 		rawUp := func() (time.Duration, error) {
 			stamp++

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/hub"
@@ -49,8 +50,9 @@ var cpuTime = server.CPUTime
 // benchHub serves a hub on the bolt store in a temp dir, with one sink
 // that accepts everything (as scenario 7 of confighub-bench, which has
 // none, plus the fan-out a real stream has), and returns clients of it on
-// conns connections.
-func benchHub(b *testing.B, conns int) []confighubv1.ConfigHubServiceClient {
+// conns connections. Their Push uploads every config; PushConfig goes
+// through their Hub.
+func benchHub(b *testing.B, conns int) []*hubclient.Client {
 	b.Helper()
 	reg := sink.NewRegistry()
 	if err := reg.Register("nop", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) { return nopSink{}, nil }); err != nil {
@@ -70,9 +72,9 @@ func benchHub(b *testing.B, conns int) []confighubv1.ConfigHubServiceClient {
 		b.Fatal(err)
 	}
 	addr := harness.ServeGRPC(b, srv.GRPC, eng.Stop, func() { _ = st.Close() })
-	cs := make([]confighubv1.ConfigHubServiceClient, conns)
+	cs := make([]*hubclient.Client, conns)
 	for i := range cs {
-		cs[i] = confighubv1.NewConfigHubServiceClient(harness.Dial(b, addr, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20))))
+		cs[i] = hubclient.New(harness.Dial(b, addr, grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20))), hubclient.WithUnaryLimit(0))
 	}
 	return cs
 }
@@ -133,7 +135,7 @@ func BenchmarkPushConfig(b *testing.B) {
 				return func(b *testing.B) {
 					cs := benchHub(b, conns)
 					push := func(ctx context.Context, g int, cfg []byte) error {
-						_, err := cs[g%conns].PushConfig(ctx, &confighubv1.PushConfigRequest{Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
+						_, err := cs[g%conns].Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: cfg, Format: confighubv1.Format_FORMAT_JSON})
 						return err
 					}
 					runPushes(b, conc, raw, push)

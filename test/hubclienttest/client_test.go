@@ -106,6 +106,26 @@ func TestPushSwitchesToUploadAboveTheUnaryLimit(t *testing.T) {
 	}
 }
 
+// TestPushUploadsWithTheCallersHash: with WithUnaryLimit(0) every push
+// uploads, and a Push carrying Hash sends that hash as it is: the hub
+// refuses a config that does not hash to it and acks one that does.
+func TestPushUploadsWithTheCallersHash(t *testing.T) {
+	h := startHub(t, "127.0.0.1:0")
+	defer h.stop()
+	cc := dial(t, h.addr)
+	defer cc.Close()
+	c := hubclient.New(cc, hubclient.WithUnaryLimit(0))
+	body := cfg(1)
+	_, err := c.Push(context.Background(), hubclient.Push{Config: body, Hash: config.Hash(cfg(2))})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("push with another config's hash: %v, want InvalidArgument", err)
+	}
+	res, err := c.Push(context.Background(), hubclient.Push{Config: body, Hash: config.Hash(body)})
+	if err != nil || res.GetGeneration() != 1 || res.GetHash() != config.Hash(body) {
+		t.Fatalf("push with its own hash: %v %v, want generation 1 (the refused push made none) with hash %s", res, err, config.Hash(body))
+	}
+}
+
 // TestWatchResumesAfterDisconnect: the hub goes away and comes back on the
 // same address; Watch reconnects on its own, resumes (here the new hub has
 // none of the old history, so it gets a fresh snapshot) and goes on
