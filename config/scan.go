@@ -160,16 +160,7 @@ func (s *Scanner) write(p []byte) (int, error) {
 		switch s.st {
 		case sString:
 			start := i
-			for i+8 <= len(p) {
-				if m := special(binary.LittleEndian.Uint64(p[i:])); m != 0 {
-					i += bits.TrailingZeros64(m) >> 3
-					break
-				}
-				i += 8
-			}
-			for i < len(p) && p[i] >= 0x20 && p[i] < utf8.RuneSelf && p[i] != '"' && p[i] != '\\' {
-				i++
-			}
+			i = plainRun(p, i)
 			s.keep(p[start:i])
 			if i == len(p) {
 				continue
