@@ -214,6 +214,10 @@ type Engine struct {
 	conv        map[string]store.Converged
 	convKick    chan struct{}
 	convRunning bool
+	// specBytes is the encoded size of every spec of sinks and peers,
+	// kept as they come and go, so that SpecBytes (asked on every PutSink)
+	// does not size them all.
+	specBytes int
 	// ownedLogged is the set of sinks run here last logged (replicas).
 	ownedLogged string
 	// names serialises PutSink and DeleteSink per sink name: they wait for
@@ -556,6 +560,8 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 		w.lastAppliedTime = seed.GetLastAppliedTime().AsTime()
 	}
 	e.sinks[w.name] = w
+	w.specSize = proto.Size(w.spec)
+	e.specBytes += w.specSize
 	st.sinks[w.name] = w
 	st.waves[w.opts.Wave]++
 	e.join(st, w.m.appliedGen)
@@ -576,6 +582,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	st := w.st
 	w.removed = true
 	delete(e.sinks, w.name)
+	e.specBytes -= w.specSize
 	delete(st.sinks, w.name)
 	delete(st.waiters, w)
 	if st.waves[w.opts.Wave]--; st.waves[w.opts.Wave] == 0 {
@@ -633,21 +640,16 @@ func (e *Engine) Sink(name string) *confighubv1.Sink {
 	return proto.Clone(spec).(*confighubv1.Sink)
 }
 
-// SpecBytes is the encoded size of every sink's spec but except's, without
-// copying them (a spec is never changed once the engine holds it).
+// SpecBytes is the encoded size of every sink's spec but except's, in
+// O(1): the running total less except's size.
 func (e *Engine) SpecBytes(except string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := 0
-	for name, w := range e.sinks {
-		if name != except {
-			n += proto.Size(w.spec)
-		}
-	}
-	for name, p := range e.peers {
-		if name != except {
-			n += proto.Size(p.spec)
-		}
+	n := e.specBytes
+	if w := e.sinks[except]; w != nil {
+		n -= w.specSize
+	} else if p := e.peers[except]; p != nil {
+		n -= p.specSize
 	}
 	return n
 }

@@ -1277,16 +1277,85 @@ func TestSinkAndSpecBytes(t *testing.T) {
 	if got := h.e.Sink("b").GetStream(); got != "other" {
 		t.Fatalf("changing Sink's answer changed the engine's spec: stream %q", got)
 	}
+	specBytesMatchList(t, h.e, "two sinks", "a", "b")
+}
+
+// specBytesMatchList fails t unless SpecBytes(x) is the size of the specs
+// ListSinks answers less x's, for "", a name that is not a sink, and each
+// of names.
+func specBytesMatchList(t *testing.T, e *engine.Engine, after string, names ...string) {
+	t.Helper()
 	all := 0
 	sizes := map[string]int{}
-	for _, s := range h.e.ListSinks("") {
+	for _, s := range e.ListSinks("") {
 		sizes[s.GetName()] = proto.Size(s)
 		all += sizes[s.GetName()]
 	}
-	if got := h.e.SpecBytes(""); got != all {
-		t.Fatalf("SpecBytes(\"\") = %d, ListSinks' specs hold %d", got, all)
+	for _, x := range append([]string{"", "missing"}, names...) {
+		if got := e.SpecBytes(x); got != all-sizes[x] {
+			t.Fatalf("after %s: SpecBytes(%q) = %d, ListSinks' specs less its hold %d", after, x, got, all-sizes[x])
+		}
 	}
-	if got := h.e.SpecBytes("a"); got != all-sizes["a"] {
-		t.Fatalf("SpecBytes(a) = %d, want %d", got, all-sizes["a"])
+}
+
+// SpecBytes keeps a running total of the specs' sizes instead of sizing
+// every spec on each PutSink; the total follows every way a spec comes,
+// changes or goes: puts, replaces by a bigger and a smaller spec, a
+// refused replace, a stream move, deletes, and, on a replica, peers put,
+// replaced and deleted and sinks handed over either way by Reown.
+func TestSpecBytesTotalFollowsEveryChange(t *testing.T) {
+	p := &placement{owner: map[string]string{"a": "A", "b": "A", "c": "A", "p1": "B", "p2": "B"}, leader: "A"}
+	h := newHarness(t, engine.WithOwnership(replicaOf{p, "A"}))
+	put := func(name, stream string, pad int, invalid bool) error {
+		f := map[string]any{"pad": strings.Repeat("x", pad)}
+		if invalid {
+			f["invalid"] = true
+		}
+		_, _, err := h.e.PutSink(&confighubv1.Sink{Name: name, Kind: kindTest, Stream: stream, Spec: &confighubv1.Sink_Custom{Custom: mustStruct(t, f)}})
+		return err
+	}
+	names := []string{"a", "b", "c", "p1", "p2"}
+	for _, s := range []struct {
+		name, stream string
+		pad          int
+	}{{"a", "", 10}, {"b", "other", 0}, {"c", "", 100}, {"p1", "", 10}, {"p2", "", 50}} {
+		must(t, put(s.name, s.stream, s.pad, false))
+	}
+	specBytesMatchList(t, h.e, "puts", names...)
+	for _, step := range []struct {
+		what         string
+		name, stream string
+		pad          int
+	}{
+		{"a sink replaced by a bigger spec", "a", "", 1000},
+		{"a sink replaced by a smaller spec", "c", "", 5},
+		{"a peer replaced by a bigger spec", "p1", "", 2000},
+		{"a peer replaced by a smaller spec", "p2", "", 1},
+		{"a sink put again unchanged", "a", "", 1000},
+		{"a sink moved to another stream", "b", "", 30},
+	} {
+		must(t, put(step.name, step.stream, step.pad, false))
+		specBytesMatchList(t, h.e, step.what, names...)
+	}
+	if err := put("a", "", 3, true); !errors.Is(err, sink.ErrInvalidSpec) {
+		t.Fatalf("a refused replace: %v, want ErrInvalidSpec", err)
+	}
+	specBytesMatchList(t, h.e, "a refused replace", names...)
+	must(t, h.e.DeleteSink("b"))
+	must(t, h.e.DeleteSink("p2"))
+	specBytesMatchList(t, h.e, "deleting a sink and a peer", names...)
+	// Hand-overs: the peer p1 starts here, the sink a goes on elsewhere.
+	p.set("p1", "A")
+	p.set("a", "B")
+	if errs := h.e.Reown(); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	specBytesMatchList(t, h.e, "hand-overs", names...)
+	for _, name := range []string{"a", "p1", "c"} {
+		must(t, h.e.DeleteSink(name))
+		specBytesMatchList(t, h.e, "deleting "+name, names...)
+	}
+	if got := h.e.SpecBytes(""); got != 0 {
+		t.Fatalf("SpecBytes of no sink = %d", got)
 	}
 }

@@ -46,6 +46,8 @@ type peer struct {
 	gateway bool
 	st      *stream
 	status  *confighubv1.SinkStatus
+	// specSize is proto.Size(spec), as counted in Engine.specBytes.
+	specSize int
 }
 
 func (p *peer) appliedGen() uint64 { return p.status.GetAppliedGeneration() }
@@ -72,6 +74,8 @@ func (e *Engine) addPeer(p *peer) {
 		e.broker.PutSink(st)
 	}
 	e.peers[p.name] = p
+	p.specSize = proto.Size(p.spec)
+	e.specBytes += p.specSize
 	p.st.peers[p.name] = p
 	p.st.waves[p.opts.Wave]++
 	e.join(p.st, p.appliedGen())
@@ -82,6 +86,7 @@ func (e *Engine) addPeer(p *peer) {
 // held.
 func (e *Engine) removePeer(p *peer, removeStatus bool) {
 	delete(e.peers, p.name)
+	e.specBytes -= p.specSize
 	delete(p.st.peers, p.name)
 	if p.st.waves[p.opts.Wave]--; p.st.waves[p.opts.Wave] == 0 {
 		delete(p.st.waves, p.opts.Wave)

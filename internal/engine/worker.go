@@ -66,6 +66,8 @@ type worker struct {
 	pool *slotPool
 	// scrub replaces the spec's secrets in error texts; nil when none.
 	scrub *strings.Replacer
+	// specSize is proto.Size(spec), as counted in Engine.specBytes.
+	specSize int
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -43,8 +43,10 @@
 //     at once, fits the message limit (TestSinkSpecBytesBounded). The
 //     check asks the engine for one spec and the specs' total size, not for
 //     a copy of every spec, so putting N sinks copies no spec beside the
-//     one put (the total still sizes every spec: engine
-//     TestSinkAndSpecBytes).
+//     one put (engine TestSinkAndSpecBytes), and the engine keeps that
+//     total as specs come, change and go (sinks and replicas' peers), so
+//     asking it costs the same however many sinks there are (engine
+//     TestSpecBytesTotalFollowsEveryChange).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;
 //     TestPutSinkRefusedByFactoryChangesNothing); the sinks file is put at
