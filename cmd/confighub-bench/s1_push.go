@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
@@ -21,10 +19,9 @@ import (
 // rawBaseline serves rawack's minimal durable ack, the baseline of
 // scenario 1 (and 8): the least work a durable ack of the same bytes can do.
 type rawBaseline struct {
-	f      *os.File
-	srv    *grpc.Server
-	conn   *grpc.ClientConn
-	served chan error
+	f    *os.File
+	conn *grpc.ClientConn
+	stop func() error
 }
 
 // startRaw serves the baseline on 127.0.0.1 with a file of capacity bytes
@@ -44,23 +41,14 @@ func startAnswerOnly() (*rawBaseline, error) { return serveRaw(nil) }
 // serveRaw serves rawack writing into f (nil: answer only), and closes f
 // if it cannot.
 func serveRaw(f *os.File) (*rawBaseline, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	conn, stop, err := rawack.Serve(f, maxMsg)
 	if err != nil {
 		if f != nil {
 			_ = f.Close()
 		}
 		return nil, err
 	}
-	r := &rawBaseline{f: f, srv: grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg)), served: make(chan error, 1)}
-	rawack.Register(r.srv, f)
-	go func() { r.served <- r.srv.Serve(lis) }()
-	r.conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMsg), grpc.MaxCallRecvMsgSize(maxMsg)))
-	if err != nil {
-		r.close()
-		return nil, err
-	}
-	return r, nil
+	return &rawBaseline{f: f, conn: conn, stop: stop}, nil
 }
 
 func (r *rawBaseline) push(ctx context.Context, b []byte) error {
@@ -74,11 +62,7 @@ func (r *rawBaseline) upload(ctx context.Context, b []byte) error {
 }
 
 func (r *rawBaseline) close() {
-	if r.conn != nil {
-		_ = r.conn.Close()
-	}
-	r.srv.Stop()
-	reportServeErr(<-r.served)
+	reportServeErr(r.stop())
 	if r.f != nil {
 		_ = r.f.Close()
 	}

@@ -9,7 +9,11 @@
 // writes the bytes with one pwrite at offset 0, calls fdatasync once and
 // answers; its client-streaming Upload writes each chunk at its offset as
 // it arrives, then fdatasyncs once after the last and answers. With no
-// file, both only answer: the transport's own cost. The file holds
-// the bytes sent at their offsets (zeros after them), and a service with no file answers without
-// writing (TestPushAndUploadWriteTheBytes).
+// file, both only answer: the transport's own cost. The file holds the
+// bytes sent at their offsets (zeros after them), and a service with no
+// file answers without writing (TestPushAndUploadWriteTheBytes). Serve
+// runs the baseline on loopback with a client connection to it, both
+// taking messages of up to the caller's limit and refusing larger ones
+// (TestServeAllowsMaxMsg), so the benchmark and confighub-bench set it up
+// alike.
 package rawack

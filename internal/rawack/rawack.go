@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"syscall"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -82,6 +84,34 @@ var serviceDesc = grpc.ServiceDesc{
 // s should have no interceptors, or it measures them too.
 func Register(s grpc.ServiceRegistrar, f *os.File) {
 	s.RegisterService(&serviceDesc, &service{f: f})
+}
+
+// Serve serves the baseline, writing into f (nil: answer only), on a free
+// 127.0.0.1 port with a bare grpc.Server, and returns a client connection
+// to it; both sides allow messages of up to maxMsg bytes. stop closes the
+// connection, stops the server and returns what its Serve returned (nil
+// after a stop); f stays open, as it is the caller's.
+func Serve(f *os.File, maxMsg int) (conn *grpc.ClientConn, stop func() error, err error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg))
+	Register(srv, f)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMsg), grpc.MaxCallRecvMsgSize(maxMsg)))
+	if err != nil {
+		srv.Stop()
+		<-served
+		return nil, nil, err
+	}
+	return conn, func() error {
+		_ = conn.Close()
+		srv.Stop()
+		return <-served
+	}, nil
 }
 
 // Push sends b in one unary call and waits for the ack.

@@ -2,38 +2,28 @@ package rawack_test
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/confighub/confighub/internal/rawack"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func serve(t *testing.T, f *os.File) *grpc.ClientConn {
+func serve(t *testing.T, f *os.File, maxMsg int) *grpc.ClientConn {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	rawack.Register(srv, f)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, stop, err := rawack.Serve(f, maxMsg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = conn.Close()
-		srv.Stop()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -51,7 +41,7 @@ func TestPushAndUploadWriteTheBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	conn := serve(t, f)
+	conn := serve(t, f, 1<<20)
 	read := func() []byte {
 		b := make([]byte, size+1)
 		n, _ := f.ReadAt(b, 0)
@@ -76,11 +66,25 @@ func TestPushAndUploadWriteTheBytes(t *testing.T) {
 		t.Fatalf("after Upload the file is %q, want %q", got, want)
 	}
 
-	bare := serve(t, nil)
+	bare := serve(t, nil, 1<<20)
 	if err := rawack.Push(ctx, bare, []byte("x")); err != nil {
 		t.Fatalf("Push with no file: %v", err)
 	}
 	if err := rawack.Upload(ctx, bare, up, 3); err != nil {
 		t.Fatalf("Upload with no file: %v", err)
+	}
+}
+
+// TestServeAllowsMaxMsg: Serve's server and client take messages of up to
+// maxMsg bytes, above grpc's 4 MiB default, and refuse larger ones.
+func TestServeAllowsMaxMsg(t *testing.T) {
+	const maxMsg = 5 << 20
+	conn := serve(t, nil, maxMsg)
+	big := make([]byte, maxMsg-64) // room for the message's framing
+	if err := rawack.Push(t.Context(), conn, big); err != nil {
+		t.Fatalf("Push of %d bytes with a limit of %d: %v", len(big), maxMsg, err)
+	}
+	if err := rawack.Push(t.Context(), conn, make([]byte, maxMsg+1)); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("Push of %d bytes with a limit of %d: %v, want ResourceExhausted", maxMsg+1, maxMsg, err)
 	}
 }

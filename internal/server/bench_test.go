@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
@@ -92,20 +90,15 @@ func benchRaw(b *testing.B, size int) *grpc.ClientConn {
 		}
 		b.Cleanup(func() { _ = f.Close() })
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
-	rawack.Register(srv, f)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	conn, stop, err := rawack.Serve(f, 64<<20)
 	if err != nil {
 		b.Fatal(err)
 	}
-	go func() { _ = srv.Serve(lis) }()
-	b.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = conn.Close() })
+	b.Cleanup(func() {
+		if err := stop(); err != nil {
+			b.Error(err)
+		}
+	})
 	return conn
 }
 
