@@ -43,6 +43,7 @@ type env struct {
 type envOptions struct {
 	maxApplies  int
 	watchBuffer int
+	kongURLs    []string // one Kong sink per gateway URL: gw-0000, gw-0001, ...
 }
 
 func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
@@ -76,6 +77,11 @@ func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
 	e.hub = hub.New(e.store, hub.PortsOf(e.eng))
 	if err := e.hub.Start(ctx, nil); err != nil {
 		return nil, fmt.Errorf("start hub: %w", err)
+	}
+	for i, u := range eo.kongURLs {
+		if err := e.putSinks(ctx, kongSpec(fmt.Sprintf("gw-%04d", i), u)); err != nil {
+			return nil, err
+		}
 	}
 	if e.srv, err = server.New(e.hub, server.WithMaxMessageBytes(maxMsg)); err != nil {
 		return nil, err

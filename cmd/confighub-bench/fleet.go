@@ -84,12 +84,18 @@ func startFleet(n int) (*fleet, error) {
 
 func (f *fleet) close() {
 	_ = f.stdin.Close()
+	waitOrKill(f.cmd)
+}
+
+// waitOrKill waits for a child asked to exit, and kills it after 10 s so
+// a stuck child cannot hold the run.
+func waitOrKill(cmd *exec.Cmd) {
 	done := make(chan struct{})
-	go func() { _ = f.cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		_ = f.cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		<-done
 	}
 }

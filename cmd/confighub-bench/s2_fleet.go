@@ -17,15 +17,6 @@ func kongSpec(name, url string) *confighubv1.Sink {
 	return &confighubv1.Sink{Name: name, Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: url}}}
 }
 
-func putKongSinks(ctx context.Context, e *env, urls []string) error {
-	for i, u := range urls {
-		if err := e.putSinks(ctx, kongSpec(fmt.Sprintf("gw-%04d", i), u)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func isGateway(name string) bool { return strings.HasPrefix(name, "gw-") }
 
 // scenarioFleet: scenario 2.
@@ -48,14 +39,11 @@ func scenarioFleet(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 }
 
 func fleetTiming(ctx context.Context, o opts, fl *fleet, log func(string, ...any)) ([]Row, error) {
-	e, err := newEnv(ctx, envOptions{})
+	e, err := newEnv(ctx, envOptions{kongURLs: fl.urls})
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := putKongSinks(ctx, e, fl.urls); err != nil {
-		return nil, err
-	}
 	p := newPoster()
 	defer p.close()
 	base := genConfig(1 << 20)

@@ -98,14 +98,7 @@ func (h *shippedHub) stop() {
 		_ = h.conn.Close()
 	}
 	_ = h.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = h.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = h.cmd.Process.Kill()
-		<-done
-	}
+	waitOrKill(h.cmd)
 }
 
 // procMiB reads a kB field of /proc/<pid>/status.

@@ -21,14 +21,11 @@ func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) 
 		return nil, err
 	}
 	defer closeGateways(gws)
-	e, err := newEnv(ctx, envOptions{})
+	e, err := newEnv(ctx, envOptions{kongURLs: urls})
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := putKongSinks(ctx, e, urls); err != nil {
-		return nil, err
-	}
 	tctx, stopTracker := context.WithCancel(ctx)
 	defer stopTracker()
 	tr := startTracker(tctx, e.hub)

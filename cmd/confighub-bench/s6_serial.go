@@ -89,14 +89,11 @@ func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 	}
 
 	// The hub: kong sinks and a Konnect stand-in that takes konnect-time.
-	e, err := newEnv(ctx, envOptions{})
+	e, err := newEnv(ctx, envOptions{kongURLs: urls})
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := putKongSinks(ctx, e, urls); err != nil {
-		return nil, err
-	}
 	const konnect = "konnect-slow"
 	if err := e.putSinks(ctx, benchSpec(konnect, o.konnect, false, false, &confighubv1.SinkOptions{Gate: confighubv1.Gate_GATE_ANY_GATEWAY})); err != nil {
 		return nil, err

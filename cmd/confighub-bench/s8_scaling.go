@@ -97,14 +97,11 @@ func scenarioScaling(ctx context.Context, o opts, log func(string, ...any)) ([]R
 // returns, per run, the time until all applied and the process CPU time
 // it took (the hub is this process; the gateways are not).
 func fanOut(ctx context.Context, urls []string) (times, cpu []time.Duration, err error) {
-	e, err := newEnv(ctx, envOptions{})
+	e, err := newEnv(ctx, envOptions{kongURLs: urls})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer e.close()
-	if err := putKongSinks(ctx, e, urls); err != nil {
-		return nil, nil, err
-	}
 	base := genConfig(1 << 20)
 	for i := -1; i < 3; i++ {
 		cfg := stamped(base, 1000+i)
