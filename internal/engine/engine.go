@@ -640,6 +640,14 @@ func (e *Engine) Sink(name string) *confighubv1.Sink {
 	return proto.Clone(spec).(*confighubv1.Sink)
 }
 
+// HasSink tells whether a sink of that name exists (run here or not),
+// without copying its spec as Sink does.
+func (e *Engine) HasSink(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sinks[name] != nil || e.peers[name] != nil
+}
+
 // SpecBytes is the encoded size of every sink's spec but except's, in
 // O(1): the running total less except's size.
 func (e *Engine) SpecBytes(except string) int {

@@ -1259,15 +1259,27 @@ func TestStatusBoundsSinkErrors(t *testing.T) {
 	}
 }
 
-// Sink and SpecBytes answer what ListSinks would, without copying every
-// spec: the hub asks both on every PutSink, so putting N sinks one by one
-// does not cost N*N/2 spec copies. Sink's answer is the caller's copy.
+// Sink, SpecBytes and HasSink answer what ListSinks would, for sinks run
+// here and peers, without copying every spec: the hub asks the first two
+// on every PutSink, so putting N sinks one by one does not cost N*N/2
+// spec copies, and HasSink on every GetConfig of a sink. Sink's answer is
+// the caller's copy.
 func TestSinkAndSpecBytes(t *testing.T) {
-	h := newHarness(t)
+	p := &placement{owner: map[string]string{"a": "A", "b": "A", "p": "B"}, leader: "A"}
+	h := newHarness(t, engine.WithOwnership(replicaOf{p, "A"}))
 	h.put("a", "test", nil)
 	h.putOn("b", "test", "other", nil)
+	h.put("p", "test", nil)
 	if h.e.Sink("missing") != nil {
 		t.Fatal("Sink of a missing sink is not nil")
+	}
+	if h.e.Sink("p").GetName() != "p" {
+		t.Fatalf("Sink(p) of a peer = %v", h.e.Sink("p"))
+	}
+	for name, want := range map[string]bool{"a": true, "p": true, "missing": false} {
+		if got := h.e.HasSink(name); got != want {
+			t.Fatalf("HasSink(%q) = %v, want %v", name, got, want)
+		}
 	}
 	b := h.e.Sink("b")
 	if b.GetName() != "b" || b.GetStream() != "other" || b.GetKind() != "test" {
@@ -1277,7 +1289,7 @@ func TestSinkAndSpecBytes(t *testing.T) {
 	if got := h.e.Sink("b").GetStream(); got != "other" {
 		t.Fatalf("changing Sink's answer changed the engine's spec: stream %q", got)
 	}
-	specBytesMatchList(t, h.e, "two sinks", "a", "b")
+	specBytesMatchList(t, h.e, "two sinks and a peer", "a", "b", "p")
 }
 
 // specBytesMatchList fails t unless SpecBytes(x) is the size of the specs

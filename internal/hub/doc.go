@@ -47,6 +47,10 @@
 //     total as specs come, change and go (sinks and replicas' peers), so
 //     asking it costs the same however many sinks there are (engine
 //     TestSpecBytesTotalFollowsEveryChange).
+//   - GetConfig of a sink tells an unknown sink (ErrNotFound naming it)
+//     from one that applied, or failed, nothing yet; learning that the
+//     sink exists copies no spec when the engine answers it (SinkSpecs'
+//     HasSink; TestSinkConfigOfUnknownSink, engine TestSinkAndSpecBytes).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;
 //     TestPutSinkRefusedByFactoryChangesNothing); the sinks file is put at

@@ -346,7 +346,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 // SinkConfig returns what a sink last applied, or with failed, what it last
 // failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
-	if h.sink(name) == nil {
+	if !h.hasSink(name) {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
 	}
 	if failed {
@@ -374,6 +374,14 @@ func (h *Hub) sink(name string) *confighubv1.Sink {
 		}
 	}
 	return nil
+}
+
+// hasSink tells whether a sink runs (on a replica: here or elsewhere).
+func (h *Hub) hasSink(name string) bool {
+	if ss, ok := h.sinks.(SinkSpecs); ok {
+		return ss.HasSink(name)
+	}
+	return h.sink(name) != nil
 }
 
 // Status returns a consistent snapshot of a stream's sinks.

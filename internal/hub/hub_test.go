@@ -551,3 +551,54 @@ func TestSinkSpecBytesBounded(t *testing.T) {
 		t.Fatalf("%d sinks stored, want 4", len(stored))
 	}
 }
+
+// specEngine is fakeEngine with the SinkSpecs capability; its Sink (a
+// copy of the spec, on the engine) fails the test: SinkConfig only asks
+// whether the sink exists.
+type specEngine struct {
+	*fakeEngine
+	t *testing.T
+}
+
+var _ SinkSpecs = specEngine{}
+
+func (f specEngine) Sink(string) *confighubv1.Sink {
+	f.t.Error("SinkConfig copied a sink's spec to learn that it exists")
+	return nil
+}
+func (f specEngine) SpecBytes(string) int { return 0 }
+func (f specEngine) HasSink(n string) bool {
+	_, ok := f.sinks[n]
+	return ok
+}
+
+// noDiag: every sink applied and failed nothing yet.
+type noDiag struct{}
+
+func (noDiag) LastApplied(string) (*config.Config, bool)             { return nil, false }
+func (noDiag) LastFailed(string) (*config.Config, *sink.Error, bool) { return nil, nil, false }
+
+// GetConfig of a sink tells an unknown sink (NotFound naming it) from one
+// that applied or failed nothing yet, with an engine that answers whether
+// a sink exists (SinkSpecs) and with one that only lists its sinks.
+func TestSinkConfigOfUnknownSink(t *testing.T) {
+	fan := newFake()
+	fan.sinks["s"] = &confighubv1.Sink{Name: "s", Kind: "test"}
+	for what, sinks := range map[string]SinkAdmin{"SinkSpecs": specEngine{fan, t}, "ListSinks only": fan} {
+		h := New(memory.New(), Ports{Publisher: fan, Sinks: sinks, Diagnostics: noDiag{}})
+		for _, c := range []struct {
+			name   string
+			failed bool
+			msg    string
+		}{
+			{"x", false, `not found: sink "x"`},
+			{"x", true, `not found: sink "x"`},
+			{"s", false, `sink "s" has applied nothing yet`},
+			{"s", true, `sink "s" has no failed apply`},
+		} {
+			if _, _, err := h.SinkConfig(c.name, c.failed); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("%s: SinkConfig(%q, failed %v): %v, want NotFound %q", what, c.name, c.failed, err, c.msg)
+			}
+		}
+	}
+}

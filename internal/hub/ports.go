@@ -39,10 +39,13 @@ type SinkCounter interface {
 
 // SinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
 // size of all specs, without copying every spec (both are asked on every
-// PutSink: listing them made putting N sinks cost N*N/2 spec copies).
+// PutSink: listing them made putting N sinks cost N*N/2 spec copies), and
+// whether a sink exists, without copying its spec (asked on every
+// GetConfig of a sink).
 type SinkSpecs interface {
 	Sink(name string) *confighubv1.Sink
 	SpecBytes(except string) int
+	HasSink(name string) bool
 }
 
 // Diagnostics answers GetConfig of a sink: what it last applied, or failed
