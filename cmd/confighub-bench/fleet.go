@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -53,21 +52,8 @@ type fleet struct {
 }
 
 func startFleet(n int) (*fleet, error) {
-	exe, err := os.Executable()
+	cmd, stdin, stdout, err := startSelf(context.Background(), "-fleet", fmt.Sprint(n))
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, "-fleet", fmt.Sprint(n))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start fleet: %w", err)
 	}
 	f := &fleet{cmd: cmd, stdin: stdin}
@@ -85,19 +71,6 @@ func startFleet(n int) (*fleet, error) {
 func (f *fleet) close() {
 	_ = f.stdin.Close()
 	waitOrKill(f.cmd)
-}
-
-// waitOrKill waits for a child asked to exit, and kills it after 10 s so
-// a stuck child cannot hold the run.
-func waitOrKill(cmd *exec.Cmd) {
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
 }
 
 // inProcFleet is n emulated gateways in this process (scenarios 3 and 6,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -53,23 +52,11 @@ type hubChild struct {
 }
 
 func startHubChild(ctx context.Context) (*hubChild, error) {
-	exe, err := os.Executable()
+	cmd, stdin, stdout, err := startSelf(ctx, "-hub-child")
 	if err != nil {
 		return nil, err
 	}
-	c := &hubChild{cmd: exec.CommandContext(ctx, exe, "-hub-child")}
-	c.cmd.Stderr = os.Stderr
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.cmd.Start(); err != nil {
-		return nil, err
-	}
-	c.out = bufio.NewReader(stdout)
+	c := &hubChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
 	addr, err := c.out.ReadString('\n')
 	if err != nil {
 		_ = c.cmd.Process.Kill()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -55,23 +54,11 @@ type watchChild struct {
 }
 
 func startWatchChild(addr string) (*watchChild, error) {
-	exe, err := os.Executable()
+	cmd, in, out, err := startSelf(context.Background(), "-watch-child", addr)
 	if err != nil {
-		return nil, err
-	}
-	c := &watchChild{cmd: exec.Command(exe, "-watch-child", addr)}
-	c.cmd.Stderr = os.Stderr
-	if c.in, err = c.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	c.out = bufio.NewScanner(out)
-	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the watchers: %w", err)
 	}
+	c := &watchChild{cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	if line, err := c.line(); err != nil || line != childReady {
 		c.close()
 		return nil, fmt.Errorf("watchers: %q, want %q (%v)", line, childReady, err)
