@@ -36,6 +36,17 @@ type Hub struct {
 	secrets  SinkSecrets
 	uploads  uploadBudget
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
+	// stager is the store as a store.Stager, nil when it does not stage;
+	// resolved once by New, as is deferBelow, since every push asks.
+	stager store.Stager
+	// deferBelow is the size below which Push checks, hashes and stages
+	// one after the other on the calling goroutine (prepareSmall): the
+	// size below which the store stages a config without writing it
+	// (store.Deferrer, 0 for a store without the capability), so there is
+	// nothing to overlap, and a goroutine, a cancelable context and the
+	// results they share cost more CPU than the overlap saves
+	// (docs/performance.md, issue 17).
+	deferBelow int
 }
 
 // SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
@@ -70,6 +81,10 @@ func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
 	h.maxSpecs = maxSinkSpecsBytes
+	h.stager, _ = st.(store.Stager)
+	if d, ok := st.(store.Deferrer); ok {
+		h.deferBelow = d.DeferBelow()
+	}
 	for _, o := range opts {
 		o(h)
 	}
@@ -181,115 +196,100 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
-	if sg, ok := h.store.(store.Stager); ok && len(in.Config) < deferBelow(h.store) {
-		return h.pushSmall(ctx, sg, stream, in)
+	if h.stager != nil && len(in.Config) < h.deferBelow {
+		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
-	// Check, hash and (on a store that stages) the durable write of the
-	// bytes run side by side: on 2 cores the ack costs about the slowest
-	// of them plus a small commit, once the other core runs the stage's
-	// goroutine (on an idle machine that wait can outlast the check:
-	// docs/performance.md, scenario 1). Staged bytes are invisible until
-	// the commit, so nothing invalid is ever stored.
-	var (
-		checked  config.Checked
-		checkErr error
-		staged   store.Staged
-		stageErr error
-		wg       sync.WaitGroup
-	)
-	hashHex := in.Hash
+	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
+}
+
+// prepared is a push checked, hashed and, on a store that stages, staged;
+// or why not.
+type prepared struct {
+	checked  config.Checked
+	checkErr error
+	hash     string
+	staged   store.Staged // nil on a store that does not stage
+	stageErr error
+}
+
+// prepare checks, hashes and (on a store that stages) stages side by side:
+// on 2 cores the ack costs about the slowest of them plus a small commit,
+// once the other core runs the stage's goroutine (on an idle machine that
+// wait can outlast the check: docs/performance.md, scenario 1). Staged
+// bytes are invisible until the commit, so nothing invalid is ever stored.
+func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared {
+	p := prepared{hash: in.Hash}
+	var wg sync.WaitGroup
 	stageCtx, cancelStage := context.WithCancel(ctx)
 	defer cancelStage()
-	if sg, ok := h.store.(store.Stager); ok {
+	if h.stager != nil {
 		// The stage hashes each chunk right after writing it, while the
 		// disk writes it.
 		var sum *config.Hasher
 		var tee io.Writer // nil unless hashing: a typed nil is not nil
-		if hashHex == "" {
+		if p.hash == "" {
 			sum = config.NewHasher()
 			tee = sum
 		}
 		wg.Go(func() {
-			staged, stageErr = sg.StageConfig(stageCtx, stream, in.Config, tee)
-			if stageErr == nil && sum != nil {
-				hashHex = sum.Sum()
+			p.staged, p.stageErr = h.stager.StageConfig(stageCtx, stream, in.Config, tee)
+			if p.stageErr == nil && sum != nil {
+				p.hash = sum.Sum()
 			}
 		})
-	} else if hashHex == "" {
-		wg.Go(func() { hashHex = config.Hash(in.Config) })
+	} else if p.hash == "" {
+		wg.Go(func() { p.hash = config.Hash(in.Config) })
 	}
-	checked, checkErr = config.Check(in.Config, in.Format)
-	if checkErr != nil {
+	p.checked, p.checkErr = config.Check(in.Config, in.Format)
+	if p.checkErr != nil {
 		cancelStage() // no need to finish writing bytes that are dropped
 	}
 	wg.Wait()
-	if staged != nil {
-		defer func() { _ = staged.Discard() }() // a no-op after Commit
-	}
-	if checkErr != nil {
-		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, checkErr)
-	}
-	if stageErr != nil {
-		return PushResult{}, stageFailed(ctx, stream, stageErr)
-	}
-	return h.commit(ctx, stream, in, checked, hashHex, staged)
+	return p
 }
 
-// deferBelow is the size below which Push checks, hashes and stages one
-// after the other on the calling goroutine (pushSmall): the size below
-// which the store stages a config without writing it (store.Deferrer,
-// 0 for a store without the capability), so there is nothing to overlap,
-// and a goroutine, a cancelable context and the results they share cost
-// more CPU than the overlap saves (docs/performance.md, issue 17).
-func deferBelow(st store.Store) int {
-	if d, ok := st.(store.Deferrer); ok {
-		return d.DeferBelow()
+// prepareSmall is prepare for a config below the store's DeferBelow on a
+// store that stages: check, hash, then stage, on the calling goroutine
+// (see Hub.deferBelow).
+func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) prepared {
+	p := prepared{hash: in.Hash}
+	if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr != nil {
+		return p
 	}
-	return 0
+	if p.hash == "" {
+		p.hash = config.Hash(in.Config)
+	}
+	p.staged, p.stageErr = h.stager.StageConfig(ctx, stream, in.Config, nil)
+	return p
 }
 
-// pushSmall is Push for a config below the store's DeferBelow on a store
-// that stages.
-func (h *Hub) pushSmall(ctx context.Context, sg store.Stager, stream string, in PushInput) (PushResult, error) {
-	checked, err := config.Check(in.Config, in.Format)
-	if err != nil {
-		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, err)
+// commit stores a prepared configuration (through p.staged when the store
+// staged it, discarded unless committed) and hands it to the engine, or
+// maps why it was not prepared to the hub's sentinels.
+func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
+	if p.staged != nil {
+		defer func() { _ = p.staged.Discard() }() // a no-op after Commit
 	}
-	hashHex := in.Hash
-	if hashHex == "" {
-		hashHex = config.Hash(in.Config)
+	switch {
+	case p.checkErr != nil:
+		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, p.checkErr)
+	case p.stageErr != nil && ctx.Err() != nil:
+		return PushResult{}, fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
+	case p.stageErr != nil:
+		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, p.stageErr)
 	}
-	staged, err := sg.StageConfig(ctx, stream, in.Config, nil)
-	if err != nil {
-		return PushResult{}, stageFailed(ctx, stream, err)
-	}
-	defer func() { _ = staged.Discard() }() // a no-op after Commit
-	return h.commit(ctx, stream, in, checked, hashHex, staged)
-}
-
-// stageFailed maps a failed stage to the hub's sentinels.
-func stageFailed(ctx context.Context, stream string, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
-	}
-	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
-}
-
-// commit stores a checked configuration of hash hashHex (through staged
-// when the store staged it) and hands it to the engine.
-func (h *Hub) commit(ctx context.Context, stream string, in PushInput, checked config.Checked, hashHex string, staged store.Staged) (PushResult, error) {
 	var js []byte // the YAML form's JSON, made by the check, kept for the sinks
-	if checked.Format == config.FormatYAML {
-		js = checked.JSON
+	if p.checked.Format == config.FormatYAML {
+		js = p.checked.JSON
 	}
-	rec := config.New(stream, 0, hashHex, checked.Format, in.Config, js, in.Labels, h.clock.Now())
+	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now())
 	var (
 		stored    *config.Config
 		unchanged bool
 		err       error
 	)
-	if staged != nil {
-		stored, unchanged, err = staged.Commit(ctx, rec, in.ExpectedGeneration)
+	if p.staged != nil {
+		stored, unchanged, err = p.staged.Commit(ctx, rec, in.ExpectedGeneration)
 	} else {
 		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
 	}

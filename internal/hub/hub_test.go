@@ -190,7 +190,7 @@ func TestRejectedPushChangesNothing(t *testing.T) {
 			eachStore(t, func(t *testing.T, st store.Store) {
 				pad := 0
 				if big {
-					pad = deferBelow(st)
+					pad = New(st, Ports{}).deferBelow
 				}
 				testRejectedPushChangesNothing(t, st, pad)
 			}, func(t *testing.T, blobs []os.DirEntry) {
