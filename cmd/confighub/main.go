@@ -94,6 +94,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if f.ops.profiling && f.ops.metricsListen == "" {
+		return f, errors.New("--profiling serves the profiles on the metrics listener, which --metrics-listen \"\" disables: set --metrics-listen ADDR, or drop --profiling")
+	}
 	if f.uploadBudget != 0 && f.uploadBudget < f.maxConfig {
 		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}

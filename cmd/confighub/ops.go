@@ -41,7 +41,12 @@ type opsFlags struct {
 	// value: an address the operator chose must be served or the start fails.
 	metricsListenSet bool
 	includeSecrets   bool
+	profiling        bool
 }
+
+// metricsRequired: the metrics listener must bind or the start fails,
+// when --metrics-listen was given or --profiling asks for what it serves.
+func (o opsFlags) metricsRequired() bool { return o.metricsListenSet || o.profiling }
 
 func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.StringVar(&o.authTokens, "auth-tokens", "", "file of bearer tokens and their roles (read, push, admin), reloaded on SIGHUP; see docs/operations.md")
@@ -51,6 +56,7 @@ func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen or --metrics-listen without --auth-tokens (anyone who can reach the gRPC port can push and change sinks)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus) and the live status page at / (with --auth-tokens its API needs a read token); empty disables both; if the default is in use metrics are disabled with a warning, an address given here must bind or the start fails; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
 	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
+	fs.BoolVar(&o.profiling, "profiling", false, fmt.Sprintf("also serve Go's pprof profiles under /debug/pprof/ on --metrics-listen (needs it; with --auth-tokens every profile needs an admin token, without it they are as open as /metrics); a CPU profile or trace runs at most %d s, one at a time; the block and mutex profiles stay empty (their sampling rates are not set); see docs/operations.md", metrics.MaxProfileSeconds))
 }
 
 // ops is the running security and metrics wiring of one hub process.
@@ -250,9 +256,17 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			// listener's Shutdown waits for its requests.
 			page = statuspage.New(rctx, o.page, popts...)
 		}
-		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page)
+		var lopts []metrics.ListenOption
+		if f.ops.profiling {
+			var c auth.Checker // nil: as open as /metrics (loopback unless --insecure-listen-any)
+			if o.auth != nil {
+				c = o.auth
+			}
+			lopts = append(lopts, metrics.WithProfiling(c))
+		}
+		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page, lopts...)
 		if err != nil {
-			if f.ops.metricsListenSet {
+			if f.ops.metricsRequired() {
 				return err
 			}
 			// The default port, not asked for, is taken (another hub on
@@ -261,6 +275,9 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		} else {
 			o.msrv = ms
 			o.log.Info("metrics serving", "listen", ms.Addr(), "path", "/metrics")
+			if f.ops.profiling {
+				o.log.Info("profiling serving", "url", pageURLFor(ms.Addr())+"debug/pprof/", "auth", o.auth != nil)
+			}
 			if page != nil {
 				u := pageURLFor(ms.Addr())
 				o.pageURL.Store(&u)

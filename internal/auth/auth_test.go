@@ -8,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -416,6 +418,47 @@ func TestCheck(t *testing.T) {
 		}
 		if err == nil && p.Role < c.need {
 			t.Errorf("Check(%q) principal %+v", c.token, p)
+		}
+	}
+}
+
+// TestCheckRequest: the hub's HTTP endpoints (status page API, profiles)
+// read the bearer token of the Authorization header (scheme in any case)
+// and answer 401 with WWW-Authenticate for no or an unknown token, 403 for
+// a role below the one needed; no error quotes the token.
+func TestCheckRequest(t *testing.T) {
+	tk, err := auth.ParseTokens([]byte("tok-read read\ntok-admin admin\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(tk)
+	for _, c := range []struct {
+		header string
+		want   int
+		err    error
+	}{
+		{"", http.StatusUnauthorized, auth.ErrNoToken},
+		{"Bearer ", http.StatusUnauthorized, auth.ErrNoToken},
+		{"Basic dG9rLWFkbWlu", http.StatusUnauthorized, auth.ErrNoToken},
+		{"Bearer nope", http.StatusUnauthorized, auth.ErrUnknownToken},
+		{"Bearer tok-read", http.StatusForbidden, auth.ErrPermissionDenied},
+		{"Bearer tok-admin", http.StatusOK, nil},
+		{"bearer tok-admin", http.StatusOK, nil},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/debug/pprof/heap", nil)
+		if c.header != "" {
+			r.Header.Set("Authorization", c.header)
+		}
+		w := httptest.NewRecorder()
+		p, code, err := auth.CheckRequest(a, w, r, auth.RoleAdmin)
+		if code != c.want || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+			t.Errorf("%q: %d %v, want %d %v", c.header, code, err, c.want, c.err)
+		}
+		if got := w.Header().Get("WWW-Authenticate"); (code == http.StatusUnauthorized) != (got != "") {
+			t.Errorf("%q: %d with WWW-Authenticate %q", c.header, code, got)
+		}
+		if err != nil && strings.Contains(err.Error(), "tok-") || err == nil && p.Role != auth.RoleAdmin {
+			t.Errorf("%q: %v, principal %+v", c.header, err, p)
 		}
 	}
 }

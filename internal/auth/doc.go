@@ -20,5 +20,10 @@
 //   - Check applies the same roles outside gRPC (the status page's HTTP
 //     API): ErrUnknownToken for no or an unknown token, ErrPermissionDenied
 //     for a role below the one needed (TestCheck).
+//   - CheckRequest is the one reading of an HTTP request's token (the
+//     status page's API, the profiles of --profiling): "Authorization:
+//     Bearer <token>", the scheme in any case; 401 with WWW-Authenticate
+//     for no token (ErrNoToken) or an unknown one, 403 for a role below the
+//     one needed (TestCheckRequest).
 //   - Tokens never appear in logs or error messages.
 package auth

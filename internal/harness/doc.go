@@ -19,6 +19,9 @@
 // the test at its end if a line carried a key twice, counting the
 // logger's own attributes and groups (TestLogRecorderFindsDuplicateKeys).
 //
+// HTTP: Get reads an HTTP endpoint of the hub (/metrics, the status page's
+// API, the profiles) with an optional bearer token, bounded to 30 s.
+//
 // Usage from a test package:
 //
 //	var bins *harness.Binaries

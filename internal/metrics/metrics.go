@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
 )
 
@@ -309,16 +310,40 @@ type Server struct {
 	done chan error
 }
 
+// ListenOption configures Listen.
+type ListenOption func(*listenConfig)
+
+type listenConfig struct {
+	// prof, when set, serves the profiles.
+	prof *profiling
+}
+
+// WithProfiling also serves Go's profiles under /debug/pprof/ (see
+// doc.go). With c, every profile needs a token of the admin role; with
+// nil, whoever reaches the listener may take them, as they may read
+// /metrics.
+func WithProfiling(c auth.Checker) ListenOption {
+	return func(l *listenConfig) { l.prof = &profiling{auth: c, running: make(chan struct{}, 1)} }
+}
+
 // Listen binds addr and serves /metrics on it until Shutdown. root, when
 // not nil, serves every other path (the status page); without it / says
 // where the metrics are.
-func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler) (*Server, error) {
+func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler, opts ...ListenOption) (*Server, error) {
+	var cfg listenConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.Handler())
+	if cfg.prof != nil {
+		cfg.prof.log = log
+		cfg.prof.register(mux)
+	}
 	if root != nil {
 		mux.Handle("/", root)
 	} else {

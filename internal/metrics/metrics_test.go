@@ -2,7 +2,6 @@ package metrics_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/sink"
 )
@@ -262,17 +262,9 @@ func scrape(t *testing.T, set *metrics.Set) string {
 			t.Error(err)
 		}
 	}()
-	resp, err := http.Get("http://" + srv.Addr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %s", resp.Status)
+	code, b := harness.Get(t, http.DefaultClient, "http://"+srv.Addr()+"/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
 	}
 	return string(b)
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -125,18 +124,10 @@ func (h *Handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 			next(w, r)
 			return
 		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || tok == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="confighub"`)
-			writeError(w, http.StatusUnauthorized, apiError{Error: "a bearer token with the read role is needed (Authorization: Bearer <token>)", Auth: true})
-			return
-		}
-		if _, err := h.auth.Check(tok, auth.RoleRead); err != nil {
-			code := http.StatusUnauthorized
-			if errors.Is(err, auth.ErrPermissionDenied) {
-				code = http.StatusForbidden
+		if _, code, err := auth.CheckRequest(h.auth, w, r, auth.RoleRead); err != nil {
+			if !errors.Is(err, auth.ErrNoToken) {
+				h.log.Warn("status page: token refused", "path", r.URL.Path, "error", err)
 			}
-			h.log.Warn("status page: token refused", "path", r.URL.Path, "error", err)
 			writeError(w, code, apiError{Error: err.Error(), Auth: code == http.StatusUnauthorized})
 			return
 		}
