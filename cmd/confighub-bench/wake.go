@@ -10,12 +10,21 @@ import (
 const wakeTries = 200
 
 // wakeTry is one measure of wakeDelays: how long the started goroutine
-// waited, and whether it ran on the vCPU its starter was spinning on
-// (false also where that cannot be told: thisCPU < 0).
+// waited, and where it ran.
 type wakeTry struct {
-	wait    time.Duration
-	sameCPU bool
+	wait  time.Duration
+	where ranOn
 }
+
+// ranOn is where a started goroutine ran, against its starter's vCPU.
+type ranOn uint8
+
+const (
+	ranUnknown      ranOn = iota // getcpu(2) failed
+	ranSameCPU                   // the vCPU its starter spun on
+	ranOtherCPU                  // another vCPU
+	ranStarterMoved              // the starter itself changed vCPU while it spun
+)
 
 // wakeDelays measures n times how long a goroutine started from a busy one
 // waits before it runs, after the process idled for 2 ms. A proxy for the
@@ -48,17 +57,27 @@ func wakeOnce() wakeTry {
 	}
 	c1 := thisCPU()
 	<-done
-	c := int(cpu.Load())
-	return wakeTry{wait: time.Duration(started.Load() - 1), sameCPU: c >= 0 && (c == c0 || c == c1)}
+	t := wakeTry{wait: time.Duration(started.Load() - 1)}
+	switch c := int(cpu.Load()); {
+	case c < 0 || c0 < 0:
+	case c0 != c1:
+		t.where = ranStarterMoved
+	case c == c0:
+		t.where = ranSameCPU
+	default:
+		t.where = ranOtherCPU
+	}
+	return t
 }
 
-// waits splits tries into the waits of those run on the starter's vCPU
-// and those run on another.
+// waits splits the waits of tries by where the goroutine ran (tries whose
+// starter moved, or where getcpu failed, are in neither).
 func waits(tries []wakeTry) (same, other []time.Duration) {
 	for _, t := range tries {
-		if t.sameCPU {
+		switch t.where {
+		case ranSameCPU:
 			same = append(same, t.wait)
-		} else {
+		case ranOtherCPU:
 			other = append(other, t.wait)
 		}
 	}
@@ -79,13 +98,13 @@ func wakeRows(log func(string, ...any)) []Row {
 	rows := []Row{{Scenario: what, Unit: "ms", Hub: medianMS(all), HubSpread: spreadMS(all),
 		Target: "-", OK: true, Info: true, Runs: len(all),
 		Note: "a proxy for the push's second leg (write and SHA-256), started as the check begins: the starter spins for up to 2 ms; in a push, once the wait outlasts the check (0.8-1.0 ms for 1 MiB), the leg runs after it on the same core"}}
-	if thisCPU() >= 0 {
-		same, other := waits(tries)
-		share := 100 * float64(len(same)) / float64(len(tries))
-		log("    on the spinning one's vCPU in %.0f%% of the tries: median %.3f ms there, %.3f ms on another", share, medianMS(same), medianMS(other))
+	if same, other := waits(tries); len(same)+len(other) > 0 {
+		share := 100 * float64(len(same)) / float64(len(same)+len(other))
+		left := len(tries) - len(same) - len(other)
+		log("    on the spinning one's vCPU in %.0f%% of the tries (%d left out: the spinning one moved): median %.3f ms there, %.3f ms on another", share, left, medianMS(same), medianMS(other))
 		rows = append(rows, Row{Scenario: "1 the same wait: share of tries run on the spinning one's vCPU", Unit: "%", Hub: share,
-			Target: "-", OK: true, Info: true, Runs: len(tries),
-			Note: fmt.Sprintf("median wait %.3f ms (%s) on the spinning one's vCPU, %.3f ms (%s) on another (getcpu(2) in both goroutines)", medianMS(same), spreadMS(same), medianMS(other), spreadMS(other))})
+			Target: "-", OK: true, Info: true, Runs: len(same) + len(other),
+			Note: fmt.Sprintf("median wait %.3f ms (%s) on the spinning one's vCPU, %.3f ms (%s) on another (getcpu(2) in both goroutines; %d tries left out, the spinning one changed vCPU)", medianMS(same), spreadMS(same), medianMS(other), spreadMS(other), left)})
 	}
 	pinned, err := pinnedWakeDelays(wakeTries)
 	if err != nil {

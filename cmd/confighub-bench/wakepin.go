@@ -49,14 +49,14 @@ func pinnedWakeDelays(n int) (_ []time.Duration, err error) {
 	defer runtime.UnlockOSThread()
 	self := unix.Gettid()
 	defer func() {
-		if rerr := pinThreads(-1, &all, &all); rerr != nil {
+		if rerr := restoreThreads(&all); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("restore the CPU sets: %w", rerr))
 		}
 	}()
 	out := make([]time.Duration, 0, n)
 	for range n {
 		// Again at every try: the runtime may have started threads.
-		if err := pinThreads(self, &mine, &others); err != nil {
+		if err := pinThreads(self, &mine, &others, nil); err != nil {
 			return nil, err
 		}
 		out = append(out, wakeOnce().wait)
@@ -64,26 +64,52 @@ func pinnedWakeDelays(n int) (_ []time.Duration, err error) {
 	return out, nil
 }
 
+// restoreThreads gives every thread of the process the CPU set all. A
+// thread started during a pass inherits its creator's set, maybe still a
+// pinned one: passes go on until one finds no thread it has not set yet.
+func restoreThreads(all *unix.CPUSet) error {
+	set := map[int]bool{}
+	var errs []error
+	for range 5 {
+		n := len(set)
+		if err := pinThreads(-1, all, all, set); err != nil {
+			errs = append(errs, err)
+		}
+		if len(set) == n {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // pinThreads sets the CPU set of thread self to mine and of every other
-// thread of the process to others. A thread that exits meanwhile is
-// skipped.
-func pinThreads(self int, mine, others *unix.CPUSet) error {
+// thread of the process (but those already in set, when set is not nil)
+// to others, and adds the threads it set to set. It goes on past a thread
+// it cannot set; one that exited meanwhile is no error.
+func pinThreads(self int, mine, others *unix.CPUSet, set map[int]bool) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
+		if err != nil || set[tid] {
 			continue
 		}
-		set := others
+		cpus := others
 		if tid == self {
-			set = mine
+			cpus = mine
 		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("thread %d: %w", tid, err)
+		if err := unix.SchedSetaffinity(tid, cpus); err != nil {
+			if !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("thread %d: %w", tid, err))
+			}
+			continue
+		}
+		if set != nil {
+			set[tid] = true
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
