@@ -101,10 +101,16 @@ func wakeRows(log func(string, ...any)) []Row {
 	if same, other := waits(tries); len(same)+len(other) > 0 {
 		share := 100 * float64(len(same)) / float64(len(same)+len(other))
 		left := len(tries) - len(same) - len(other)
-		log("    on the spinning one's vCPU in %.0f%% of the tries (%d left out: the spinning one moved): median %.3f ms there, %.3f ms on another", share, left, medianMS(same), medianMS(other))
+		there := func(d []time.Duration) string {
+			if len(d) == 0 {
+				return "no try"
+			}
+			return fmt.Sprintf("%.3f ms (%s)", medianMS(d), spreadMS(d))
+		}
+		log("    on the spinning one's vCPU in %.0f%% of the tries (%d left out: the spinning one moved): median wait %s there, %s on another", share, left, there(same), there(other))
 		rows = append(rows, Row{Scenario: "1 the same wait: share of tries run on the spinning one's vCPU", Unit: "%", Hub: share,
 			Target: "-", OK: true, Info: true, Runs: len(same) + len(other),
-			Note: fmt.Sprintf("median wait %.3f ms (%s) on the spinning one's vCPU, %.3f ms (%s) on another (getcpu(2) in both goroutines; %d tries left out, the spinning one changed vCPU)", medianMS(same), spreadMS(same), medianMS(other), spreadMS(other), left)})
+			Note: fmt.Sprintf("median wait %s on the spinning one's vCPU, %s on another (getcpu(2) in both goroutines; %d tries left out, the spinning one changed vCPU)", there(same), there(other), left)})
 	}
 	pinned, err := pinnedWakeDelays(wakeTries)
 	if err != nil {
