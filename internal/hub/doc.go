@@ -15,6 +15,10 @@
 //     and never delays the ack (TestPushStoresThenPublishes).
 //   - A push that is rejected stores nothing and touches no sink: its
 //     staged bytes are discarded (TestRejectedPushChangesNothing).
+//   - A push whose context ends while its bytes are staged (the client
+//     went away) is ErrUnavailable, "push abandoned", on both paths, and
+//     commits nothing: the stream keeps its generation, the engine gets
+//     nothing and no staged file is left (TestAbandonedPushCommitsNothing).
 //   - An upload's size is bounded by its header and its SHA-256 computed
 //     during receipt; a mismatch, a truncation or a failed check stores
 //     nothing. A JSON upload on a store that stages streams (the bolt

@@ -101,29 +101,32 @@ const good = `{"_format_version":"3.0","services":[]}`
 // files the store keeps for its next stages are removed then).
 func eachStore(t *testing.T, f func(t *testing.T, st store.Store), check func(t *testing.T, blobs []os.DirEntry)) {
 	t.Run("memory", func(t *testing.T) { f(t, memory.New()) })
-	t.Run("bolt", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "confighub.db")
-		st, err := bolt.Open(path)
+	t.Run("bolt", func(t *testing.T) { onBolt(t, func(t *testing.T, st *bolt.Store) { f(t, st) }, check) })
+}
+
+// onBolt is eachStore's bolt half.
+func onBolt(t *testing.T, f func(t *testing.T, st *bolt.Store), check func(t *testing.T, blobs []os.DirEntry)) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	st, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	f(t, st)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check != nil {
+		ents, err := os.ReadDir(path + ".blobs")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = st.Close() }()
-		f(t, st)
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-		st, err = bolt.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if check != nil {
-			ents, err := os.ReadDir(path + ".blobs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(t, ents)
-		}
-	})
+		check(t, ents)
+	}
 }
 
 // oneBlob: every rejected or unchanged push left no file behind.
@@ -427,6 +430,69 @@ func TestFailedFlushIsUnavailable(t *testing.T) {
 	c, err := h.Config(ctx, "")
 	if err != nil || c.Generation != first.Generation || c.Hash != first.Hash {
 		t.Fatalf("config after failed pushes: %v, %v; want generation %d", c, err, first.Generation)
+	}
+}
+
+// cancelingStager is the bolt store with the push's context ended while
+// its stage runs (the client went away): at its first bytes handed to
+// tee, or as the stage begins when there is no tee.
+type cancelingStager struct {
+	*bolt.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelingStager) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	if tee == nil {
+		c.cancel()
+	} else {
+		tee = cancelingWriter{tee, c.cancel}
+	}
+	return c.Store.StageConfig(ctx, stream, raw, tee)
+}
+
+type cancelingWriter struct {
+	io.Writer
+	cancel context.CancelFunc
+}
+
+func (w cancelingWriter) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.Writer.Write(p)
+}
+
+// A push whose context ends while its valid bytes are staged is
+// Unavailable, abandoned, and commits nothing: the stream stays at its
+// generation, the engine gets nothing, and no staged file is left. Below
+// DeferBelow the stage begins after the check; from it on, the stage is
+// cut between two of the bolt store's writes (1 MiB each) while the check
+// runs beside it.
+func TestAbandonedPushCommitsNothing(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprint("padded to DeferBelow ", big), func(t *testing.T) {
+			onBolt(t, func(t *testing.T, bs *bolt.Store) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				fan := newFake()
+				if _, err := New(bs, fan.ports()).Push(ctx, PushInput{Config: []byte(good)}); err != nil {
+					t.Fatal(err)
+				}
+				h := New(cancelingStager{bs, cancel}, fan.ports())
+				raw := []byte(`{"_format_version":"3.0","x":1}`)
+				if big {
+					raw = append(raw, bytes.Repeat([]byte(" "), max(h.deferBelow, 3<<20))...)
+				} else if len(raw) >= h.deferBelow {
+					t.Fatalf("a %d-byte config is not below DeferBelow %d", len(raw), h.deferBelow)
+				}
+				_, err := h.Push(ctx, PushInput{Config: raw})
+				if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "push abandoned") {
+					t.Fatalf("push whose context ended: %v, want Unavailable, push abandoned", err)
+				}
+				s, err := bs.GetStream(context.Background(), config.DefaultStream)
+				if err != nil || s.Generation != 1 || len(fan.published) != 1 {
+					t.Fatalf("an abandoned push changed something: stored %v (%v), published %d", s, err, len(fan.published))
+				}
+			}, oneBlob)
+		})
 	}
 }
 
