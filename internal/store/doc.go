@@ -14,6 +14,9 @@
 // and hashes them, and a small commit makes them durable and part of the
 // stream (the bolt store's commit is one fdatasync of the staged file),
 // or they are discarded if the check fails; staged bytes are never visible.
+// A staged handle keeps nothing of StageConfig's context, which the hub
+// ends once the stage returns, before it commits (bolt
+// TestCommitAfterStageContextEnds).
 // A Stager that is also a Deferrer writes none of the bytes of a stage
 // below its DeferBelow: the commit's flush writes them with the record,
 // or, for a record acked through the bolt store's commit log, its

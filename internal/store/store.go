@@ -109,7 +109,9 @@ type Stager interface {
 	// StageConfig writes raw aside for stream (durably, or so that Commit
 	// makes it durable with the commit) and returns the handle that
 	// commits or discards it. raw must not change until the
-	// handle is committed or discarded. Canceling ctx stops the write.
+	// handle is committed or discarded. Canceling ctx stops the write;
+	// the handle must not keep ctx: the hub ends it once StageConfig
+	// returns, before Commit (bolt TestCommitAfterStageContextEnds).
 	// tee, when not nil, is written all of raw, in order, as it is written
 	// (so a hash shares the pass over the bytes with the write).
 	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)

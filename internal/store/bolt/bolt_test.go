@@ -462,6 +462,34 @@ func TestCanceledStage(t *testing.T) {
 	}
 }
 
+// Commit needs nothing of StageConfig's context: the hub ends it once the
+// stage returns, before it commits. Below DeferBelow (nothing written yet)
+// and from it on, the commit is durable and reads back after a reopen.
+func TestCommitAfterStageContextEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	var want []byte
+	for i, raw := range [][]byte{storetest.Cfg(1), bytes.Repeat([]byte("x"), s.DeferBelow())} {
+		ctx, cancel := context.WithCancel(context.Background())
+		g, err := s.StageConfig(ctx, "default", raw, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := g.Commit(context.Background(), storetest.NewStream("default", raw), 0)
+		if err != nil || got.Generation != uint64(i+1) {
+			t.Fatalf("commit of %d bytes after the stage's context ended: %v, %v", len(raw), got, err)
+		}
+		want = raw
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Get(t, open(t, path), "default"); got.Generation != 2 || !bytes.Equal(got.Raw, want) {
+		t.Fatalf("after reopen: generation %d, %d bytes; want 2, %d bytes", got.Generation, len(got.Raw), len(want))
+	}
+}
+
 // The stage feeds tee every byte, in order.
 func TestStageTee(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
