@@ -256,7 +256,9 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			// listener's Shutdown waits for its requests.
 			page = statuspage.New(rctx, o.page, popts...)
 		}
-		var lopts []metrics.ListenOption
+		// Running profiles end with rctx too: Shutdown never ends a
+		// request's context.
+		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
 			var c auth.Checker // nil: as open as /metrics (loopback unless --insecure-listen-any)
 			if o.auth != nil {

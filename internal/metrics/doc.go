@@ -29,6 +29,9 @@
 //     400 before anything runs (TestProfileSecondsBounded).
 //   - One CPU profile or trace runs at a time; another one meanwhile gets
 //     409 Conflict (TestOneCPUProfileAtATime).
+//   - A running CPU profile, trace or delta profile ends when the context
+//     of WithBaseContext ends, so Shutdown after it does not wait for it
+//     (TestProfilesEndWithBaseContext).
 //   - The block and mutex profiles stay empty: nothing here sets their
 //     sampling rates, whose cost every contended lock and channel
 //     operation would pay (TestBlockAndMutexProfilesOff).

@@ -1,8 +1,8 @@
 package metrics
 
-// WithProfileStarted calls f once a CPU profile or trace holds the one
-// slot, so a test can send a second one while the first surely runs.
-// Pass it after WithProfiling.
+// WithProfileStarted calls f as a CPU profile or trace starts (once it
+// holds the one slot) and as a delta profile (seconds given) starts, so a
+// test can act while one surely runs. Pass it after WithProfiling.
 func WithProfileStarted(f func()) ListenOption {
 	return func(l *listenConfig) { l.prof.started = f }
 }

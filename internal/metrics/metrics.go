@@ -316,6 +316,17 @@ type ListenOption func(*listenConfig)
 type listenConfig struct {
 	// prof, when set, serves the profiles.
 	prof *profiling
+	// base, when set, is the base of every request's context.
+	base context.Context
+}
+
+// WithBaseContext makes ctx the base of every request's context. A CPU
+// profile, a trace or a delta profile runs until its seconds pass or its
+// request's context ends, and Shutdown never ends a request's context:
+// cancel ctx before Shutdown, and they end (with what they gathered; a
+// delta profile with an error) instead of holding the shutdown up.
+func WithBaseContext(ctx context.Context) ListenOption {
+	return func(l *listenConfig) { l.base = ctx }
 }
 
 // WithProfiling also serves Go's profiles under /debug/pprof/ (see
@@ -359,6 +370,9 @@ func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler, opts ...L
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		lis:  lis,
 		done: make(chan error, 1),
+	}
+	if cfg.base != nil {
+		ms.srv.BaseContext = func(net.Listener) context.Context { return cfg.base }
 	}
 	go func() { ms.done <- ms.srv.Serve(lis) }()
 	return ms, nil

@@ -30,8 +30,8 @@ type profiling struct {
 	log  *slog.Logger
 	// running holds the one CPU profile or trace allowed at a time.
 	running chan struct{}
-	// started, when set (tests), is called once a CPU profile or trace
-	// holds running.
+	// started, when set (tests), is called as a request that runs for a
+	// while starts (see timed).
 	started func()
 }
 
@@ -41,10 +41,10 @@ func (p *profiling) register(mux *http.ServeMux) {
 	mux.Handle("/debug/pprof/symbol", p.admin(http.HandlerFunc(pprof.Symbol)))
 	// Profile reads seconds as an integer (a fraction would silently
 	// become its default 30 s), Trace as a number.
-	mux.Handle("/debug/pprof/profile", p.admin(bounded(true, p.exclusive("CPU profile", http.HandlerFunc(pprof.Profile)))))
-	mux.Handle("/debug/pprof/trace", p.admin(bounded(false, p.exclusive("trace", http.HandlerFunc(pprof.Trace)))))
+	mux.Handle("/debug/pprof/profile", p.admin(bounded(true, p.exclusive("CPU profile", p.timed(false, http.HandlerFunc(pprof.Profile))))))
+	mux.Handle("/debug/pprof/trace", p.admin(bounded(false, p.exclusive("trace", p.timed(false, http.HandlerFunc(pprof.Trace))))))
 	for _, name := range NamedProfiles {
-		mux.Handle("/debug/pprof/"+name, p.admin(bounded(true, pprof.Handler(name))))
+		mux.Handle("/debug/pprof/"+name, p.admin(bounded(true, p.timed(true, pprof.Handler(name)))))
 	}
 }
 
@@ -118,7 +118,21 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 		}
 		defer func() { <-p.running }()
 		p.log.Info("profiling: "+what+" started", "seconds", r.FormValue("seconds"), "remote", r.RemoteAddr)
-		if p.started != nil {
+		next.ServeHTTP(w, r)
+	})
+}
+
+// timed calls the started hook before a request that runs for a while: a
+// CPU profile or a trace (once it holds the slot), or, when delta is set,
+// a named profile given seconds (a delta profile). They run until seconds
+// pass or the request's context ends, which Shutdown alone never does
+// (see WithBaseContext).
+func (p *profiling) timed(delta bool, next http.Handler) http.Handler {
+	if p.started == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !delta || r.FormValue("seconds") != "" {
 			p.started()
 		}
 		next.ServeHTTP(w, r)

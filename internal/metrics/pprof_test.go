@@ -186,28 +186,7 @@ func TestProfileSecondsBounded(t *testing.T) {
 func TestOneCPUProfileAtATime(t *testing.T) {
 	started := make(chan struct{}, 2)
 	base, c := listen(t, slogDiscard(), metrics.WithProfiling(nil), metrics.WithProfileStarted(func() { started <- struct{}{} }))
-	type result struct {
-		code int
-		body []byte
-	}
-	first := make(chan result, 1)
-	go func() {
-		// fetch's t.Fatal must not run here: report errors as a code.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/profile?seconds=1", nil)
-		res, err := c.Do(req)
-		if err != nil {
-			first <- result{code: -1, body: []byte(err.Error())}
-			return
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			b = []byte(err.Error())
-		}
-		first <- result{res.StatusCode, b}
-	}()
+	first := getAsync(c, base+"/debug/pprof/profile?seconds=1")
 	select {
 	case <-started:
 	case r := <-first:
@@ -227,6 +206,84 @@ func TestOneCPUProfileAtATime(t *testing.T) {
 	gunzip(t, "CPU profile", r.body)
 	if len(started) != 0 {
 		t.Error("a refused profile started")
+	}
+}
+
+// result is the outcome of a request made off the test's goroutine: its
+// status and body, or code -1 and the error as body.
+type result struct {
+	code int
+	body []byte
+}
+
+// getAsync gets url on its own goroutine (t.Fatal must not run there) and
+// hands over the result; the request gives up after 30 s (a failsafe).
+func getAsync(c *http.Client, url string) <-chan result {
+	res := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		r, err := c.Do(req)
+		if err != nil {
+			res <- result{code: -1, body: []byte(err.Error())}
+			return
+		}
+		defer r.Body.Close()
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		res <- result{r.StatusCode, b}
+	}()
+	return res
+}
+
+// TestProfilesEndWithBaseContext: a running CPU profile, trace or delta
+// profile ends as the context given by WithBaseContext ends (the CPU
+// profile and trace with what they gathered), so Shutdown right after
+// returns at once instead of waiting for them (up to MaxProfileSeconds)
+// and failing at its deadline.
+func TestProfilesEndWithBaseContext(t *testing.T) {
+	for _, long := range []string{"profile?seconds=60", "trace?seconds=60"} {
+		t.Run(strings.Split(long, "?")[0], func(t *testing.T) {
+			set, err := metrics.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{}, 2)
+			srv, err := set.Listen("127.0.0.1:0", slogDiscard(), nil, metrics.WithProfiling(nil),
+				metrics.WithProfileStarted(func() { started <- struct{}{} }), metrics.WithBaseContext(ctx))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &http.Client{Transport: &http.Transport{}}
+			defer c.CloseIdleConnections()
+			var results []<-chan result
+			for _, p := range []string{long, "heap?seconds=60"} {
+				res := getAsync(c, "http://"+srv.Addr()+"/debug/pprof/"+p)
+				select {
+				case <-started:
+				case r := <-res:
+					t.Fatalf("%s ended before it started: %d %.120q", p, r.code, r.body)
+				}
+				results = append(results, res)
+			}
+			cancel()
+			sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second) // failsafe, well below 60 s
+			defer scancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				t.Fatalf("Shutdown with a profile running: %v", err)
+			}
+			if r := <-results[0]; r.code != http.StatusOK || len(r.body) == 0 {
+				t.Errorf("%s: %d %.120q, want 200 and what it gathered", long, r.code, r.body)
+			}
+			if r := <-results[1]; r.code == -1 || r.code == http.StatusOK {
+				t.Errorf("the delta heap profile: %d %.120q, want an error answer", r.code, r.body)
+			}
+		})
 	}
 }
 
