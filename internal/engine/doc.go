@@ -105,6 +105,15 @@
 //     package sinkspec (its guarantees are there); errors wrap
 //     sink.ErrUnknownKind or sink.ErrInvalidSpec and change nothing
 //     (TestValidateSink).
+//   - The hub asks for specs without copying them all: Sink returns a
+//     copy of one sink's or peer's spec (the caller may change it),
+//     HasSink tells whether a sink or peer of that name exists without
+//     copying its spec, and SpecBytes(except) is the encoded size of
+//     every spec but except's (TestSinkAndSpecBytes). SpecBytes is O(1):
+//     the engine keeps the total as sinks and peers are put, replaced
+//     (bigger, smaller, moved to another stream; a refused replace
+//     changes nothing), deleted and handed over by Reown either way, so
+//     no spec is sized when it is asked (TestSpecBytesTotalFollowsEveryChange).
 //   - A Runner runs in a goroutine owned by the worker; Health(err) shows
 //     as last_error "unreachable: ..." while it lasts
 //     (TestHealthReflectedInStatus).
