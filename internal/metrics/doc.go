@@ -18,8 +18,9 @@
 //     calls some of them under its lock).
 //   - Without WithProfiling nothing is served under /debug/pprof/ (404;
 //     TestProfilingOff, cmd/confighub TestProfilingWired). With it: the
-//     index, cmdline, profile, symbol, trace and the NamedProfiles, as
-//     pprof's formats (TestProfilesServed).
+//     index, cmdline, symbol, trace and the NamedProfiles, as pprof's
+//     formats (TestProfilesServed), and profile, a CPU profile in pprof's
+//     format (TestOneCPUProfileAtATime).
 //   - With a token checker every profile needs the admin role: no or an
 //     unknown token 401, a lower role 403, as the status page answers
 //     (auth.CheckRequest); refusals are logged without the token
@@ -28,7 +29,8 @@
 //     (a whole one for profile and the named profiles), is refused with
 //     400 before anything runs (TestProfileSecondsBounded).
 //   - One CPU profile or trace runs at a time; another one meanwhile gets
-//     409 Conflict (TestOneCPUProfileAtATime).
+//     409 Conflict, and the next after it ends is served
+//     (TestOneCPUProfileAtATime).
 //   - A running CPU profile, trace or delta profile ends when the context
 //     of WithBaseContext ends, so Shutdown after it does not wait for it
 //     (TestProfilesEndWithBaseContext).

@@ -164,7 +164,9 @@ func TestProfilingAuth(t *testing.T) {
 // or one that is not a positive number (an integer where the profile
 // reads one), is refused with 400 before anything runs.
 func TestProfileSecondsBounded(t *testing.T) {
-	base, c := listen(t, slogDiscard(), metrics.WithProfiling(nil))
+	base, c := listen(t, slogDiscard(), metrics.WithProfiling(nil), metrics.WithProfileStarted(func() {
+		t.Error("a profile with a refused seconds parameter started")
+	}))
 	for _, p := range []string{
 		"/debug/pprof/profile?seconds=61",
 		"/debug/pprof/profile?seconds=3600",
@@ -182,7 +184,8 @@ func TestProfileSecondsBounded(t *testing.T) {
 }
 
 // TestOneCPUProfileAtATime: while a CPU profile runs, a second one and a
-// trace get 409 Conflict; the first completes with its profile.
+// trace get 409 Conflict; the first completes with its profile, and then
+// frees the slot: a trace after it is served.
 func TestOneCPUProfileAtATime(t *testing.T) {
 	started := make(chan struct{}, 2)
 	base, c := listen(t, slogDiscard(), metrics.WithProfiling(nil), metrics.WithProfileStarted(func() { started <- struct{}{} }))
@@ -206,6 +209,10 @@ func TestOneCPUProfileAtATime(t *testing.T) {
 	gunzip(t, "CPU profile", r.body)
 	if len(started) != 0 {
 		t.Error("a refused profile started")
+	}
+	// The slot is free again once the first ends.
+	if code, body := harness.Get(t, c, base+"/debug/pprof/trace?seconds=0.01", ""); code != http.StatusOK || !bytes.HasPrefix(body, []byte("go 1.")) {
+		t.Errorf("a trace after the CPU profile ended: %d %.120q, want 200 and a trace", code, body)
 	}
 }
 
