@@ -260,7 +260,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		// request's context.
 		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
-			var c auth.Checker // nil: as open as /metrics (loopback unless --insecure-listen-any)
+			var c metrics.Authorizer // nil: as open as /metrics (loopback unless --insecure-listen-any)
 			if o.auth != nil {
 				c = o.auth
 			}

@@ -450,7 +450,7 @@ func TestCheckRequest(t *testing.T) {
 			r.Header.Set("Authorization", c.header)
 		}
 		w := httptest.NewRecorder()
-		p, code, err := auth.CheckRequest(a, w, r, auth.RoleAdmin)
+		p, code, err := a.CheckRequest(w, r, auth.RoleAdmin)
 		if code != c.want || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
 			t.Errorf("%q: %d %v, want %d %v", c.header, code, err, c.want, c.err)
 		}

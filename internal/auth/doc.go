@@ -17,11 +17,11 @@
 //     file) keeps the tokens in force; the tokens are swapped atomically,
 //     so a call sees either the old set or the new one (TestReload,
 //     TestParseErrors).
-//   - Check applies the same roles outside gRPC (the status page's HTTP
-//     API): ErrUnknownToken for no or an unknown token, ErrPermissionDenied
+//   - Check applies the same roles outside gRPC (CheckRequest, for the
+//     HTTP endpoints): ErrUnknownToken for no or an unknown token, ErrPermissionDenied
 //     for a role below the one needed (TestCheck).
-//   - CheckRequest is the one reading of an HTTP request's token (the
-//     status page's API, the profiles of --profiling): "Authorization:
+//   - Authenticator.CheckRequest is the one reading of an HTTP request's
+//     token (the status page's API, the profiles of --profiling): "Authorization:
 //     Bearer <token>", the scheme in any case; 401 with WWW-Authenticate
 //     for no token (ErrNoToken) or an unknown one, 403 for a role below the
 //     one needed (TestCheckRequest).

@@ -7,32 +7,24 @@ import (
 	"strings"
 )
 
-// Checker checks a bearer token against a role (Authenticator implements
-// it).
-type Checker interface {
-	Check(token string, need Role) (Principal, error)
-}
-
-var _ Checker = (*Authenticator)(nil)
-
 // ErrNoToken: an HTTP request without an "Authorization: Bearer <token>"
 // header.
 var ErrNoToken = errors.New("no bearer token")
 
-// CheckRequest checks the bearer token of an HTTP request against need
-// with c, for the hub's HTTP endpoints (the status page's API, the
+// CheckRequest checks the bearer token of an HTTP request against need,
+// for the hub's HTTP endpoints (the status page's API, the
 // profiles). On a refusal it returns the status to answer and an error
 // that never quotes the token: 401 for no token (ErrNoToken) or an unknown
 // one (ErrUnknownToken), with WWW-Authenticate set on w; 403 for a role
 // below need (ErrPermissionDenied). The caller writes the body in its own
 // format and logs.
-func CheckRequest(c Checker, w http.ResponseWriter, r *http.Request, need Role) (Principal, int, error) {
+func (a *Authenticator) CheckRequest(w http.ResponseWriter, r *http.Request, need Role) (Principal, int, error) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="confighub"`)
 		return Principal{}, http.StatusUnauthorized, fmt.Errorf("%w: a bearer token with the %s role is needed (Authorization: Bearer <token>)", ErrNoToken, need)
 	}
-	p, err := c.Check(strings.TrimSpace(tok), need)
+	p, err := a.Check(strings.TrimSpace(tok), need)
 	switch {
 	case err == nil:
 		return p, http.StatusOK, nil

@@ -23,7 +23,7 @@
 //     format (TestOneCPUProfileAtATime).
 //   - With a token checker every profile needs the admin role: no or an
 //     unknown token 401, a lower role 403, as the status page answers
-//     (auth.CheckRequest); refusals are logged without the token
+//     (auth.Authenticator.CheckRequest); refusals are logged without the token
 //     (TestProfilingAuth).
 //   - A seconds parameter over MaxProfileSeconds, or not a positive number
 //     (a whole one for profile and the named profiles), is refused with

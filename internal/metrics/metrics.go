@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
 )
 
@@ -333,7 +332,7 @@ func WithBaseContext(ctx context.Context) ListenOption {
 // doc.go). With c, every profile needs a token of the admin role; with
 // nil, whoever reaches the listener may take them, as they may read
 // /metrics.
-func WithProfiling(c auth.Checker) ListenOption {
+func WithProfiling(c Authorizer) ListenOption {
 	return func(l *listenConfig) { l.prof = &profiling{auth: c, running: make(chan struct{}, 1)} }
 }
 

@@ -22,11 +22,20 @@ const MaxProfileSeconds = 60
 // costs every contended lock and channel operation).
 var NamedProfiles = []string{"heap", "goroutine", "allocs", "block", "mutex", "threadcreate"}
 
+// Authorizer checks the bearer token of an HTTP request against a role
+// (auth.Authenticator implements it): on a refusal, the status to answer
+// and an error that never quotes the token.
+type Authorizer interface {
+	CheckRequest(w http.ResponseWriter, r *http.Request, need auth.Role) (auth.Principal, int, error)
+}
+
+var _ Authorizer = (*auth.Authenticator)(nil)
+
 // profiling serves Go's profiles under /debug/pprof/ on the listener's own
 // mux (net/http/pprof's handlers, registered one by one).
 type profiling struct {
 	// auth, when set, requires an admin token for every profile.
-	auth auth.Checker
+	auth Authorizer
 	log  *slog.Logger
 	// running holds the one CPU profile or trace allowed at a time.
 	running chan struct{}
@@ -49,13 +58,13 @@ func (p *profiling) register(mux *http.ServeMux) {
 }
 
 // admin refuses a request without an admin token when auth is set, with
-// the status page's answers (auth.CheckRequest): 401, 403.
+// the status page's answers (auth.Authenticator.CheckRequest): 401, 403.
 func (p *profiling) admin(next http.Handler) http.Handler {
 	if p.auth == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, code, err := auth.CheckRequest(p.auth, w, r, auth.RoleAdmin); err != nil {
+		if _, code, err := p.auth.CheckRequest(w, r, auth.RoleAdmin); err != nil {
 			if !errors.Is(err, auth.ErrNoToken) {
 				p.log.Warn("profiling: token refused", "path", r.URL.Path, "error", err)
 			}

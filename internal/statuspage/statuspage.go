@@ -34,10 +34,11 @@ type Source interface {
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
 }
 
-// Authorizer checks a bearer token against a role (auth.Authenticator
-// implements it).
+// Authorizer checks the bearer token of an HTTP request against a role
+// (auth.Authenticator implements it): on a refusal, the status to answer
+// and an error that never quotes the token.
 type Authorizer interface {
-	Check(token string, need auth.Role) (auth.Principal, error)
+	CheckRequest(w http.ResponseWriter, r *http.Request, need auth.Role) (auth.Principal, int, error)
 }
 
 var _ Source = (*hub.Hub)(nil)
@@ -124,7 +125,7 @@ func (h *Handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 			next(w, r)
 			return
 		}
-		if _, code, err := auth.CheckRequest(h.auth, w, r, auth.RoleRead); err != nil {
+		if _, code, err := h.auth.CheckRequest(w, r, auth.RoleRead); err != nil {
 			if !errors.Is(err, auth.ErrNoToken) {
 				h.log.Warn("status page: token refused", "path", r.URL.Path, "error", err)
 			}
