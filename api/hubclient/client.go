@@ -59,7 +59,8 @@ type Client struct {
 type Option func(*Client)
 
 // WithUnaryLimit sets the size above which Push uses UploadConfig (0: Push
-// uploads every configuration).
+// uploads every configuration, an empty one too: the hub refuses that
+// either way).
 func WithUnaryLimit(n int) Option { return func(c *Client) { c.unaryLimit = n } }
 
 // WithChunkBytes sets the upload chunk size.
@@ -107,7 +108,7 @@ type Push struct {
 // Push sends a configuration, by PushConfig or, above the unary limit, by
 // UploadConfig.
 func (c *Client) Push(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
-	if len(p.Config) <= c.unaryLimit {
+	if c.unaryLimit > 0 && len(p.Config) <= c.unaryLimit {
 		return c.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{
 			Stream: p.Stream, Config: p.Config, Format: p.Format,
 			ExpectedGeneration: p.ExpectedGeneration, Labels: p.Labels,

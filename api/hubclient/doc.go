@@ -26,8 +26,8 @@
 //     (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
 //   - An upload sends Push.Hash, when set, as its expected hash instead of
 //     hashing the config: the hub refuses a config that does not hash to
-//     it and acks one that does; WithUnaryLimit(0) uploads every push
-//     (hubclienttest.TestPushUploadsWithTheCallersHash).
+//     it and acks one that does; WithUnaryLimit(0) uploads every push,
+//     an empty one too (hubclienttest.TestPushUploadsWithTheCallersHash).
 //   - Watch reconnects with backoff and resumes from the last revision it
 //     saw (hubclienttest.TestWatchResumesAfterDisconnect); NotFound,
 //     PermissionDenied, Unauthenticated, InvalidArgument and Unimplemented

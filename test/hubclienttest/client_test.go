@@ -3,6 +3,7 @@ package hubclienttest
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,16 +108,21 @@ func TestPushSwitchesToUploadAboveTheUnaryLimit(t *testing.T) {
 }
 
 // TestPushUploadsWithTheCallersHash: with WithUnaryLimit(0) every push
-// uploads, and a Push carrying Hash sends that hash as it is: the hub
-// refuses a config that does not hash to it and acks one that does.
+// uploads, an empty config too (the hub's refusal is the upload header's),
+// and a Push carrying Hash sends that hash as it is: the hub refuses a
+// config that does not hash to it and acks one that does.
 func TestPushUploadsWithTheCallersHash(t *testing.T) {
 	h := startHub(t, "127.0.0.1:0")
 	defer h.stop()
 	cc := dial(t, h.addr)
 	defer cc.Close()
 	c := hubclient.New(cc, hubclient.WithUnaryLimit(0))
+	_, err := c.Push(context.Background(), hubclient.Push{})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "total_size") {
+		t.Fatalf("empty push: %v, want the upload's InvalidArgument (total_size)", err)
+	}
 	body := cfg(1)
-	_, err := c.Push(context.Background(), hubclient.Push{Config: body, Hash: config.Hash(cfg(2))})
+	_, err = c.Push(context.Background(), hubclient.Push{Config: body, Hash: config.Hash(cfg(2))})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("push with another config's hash: %v, want InvalidArgument", err)
 	}
