@@ -17,10 +17,13 @@ import (
 // profile holds its request open as long.
 const MaxProfileSeconds = 60
 
-// NamedProfiles are the runtime profiles served at /debug/pprof/<name>.
-// block and mutex stay empty: the hub sets neither rate (their sampling
-// costs every contended lock and channel operation).
-var NamedProfiles = []string{"heap", "goroutine", "allocs", "block", "mutex", "threadcreate"}
+// NamedProfiles returns the runtime profiles served at
+// /debug/pprof/<name>, a fresh slice each call. block and mutex stay
+// empty: the hub sets neither rate (their sampling costs every contended
+// lock and channel operation).
+func NamedProfiles() []string {
+	return []string{"heap", "goroutine", "allocs", "block", "mutex", "threadcreate"}
+}
 
 // Authorizer checks the bearer token of an HTTP request against a role
 // (auth.Authenticator implements it): on a refusal, the status to answer
@@ -52,7 +55,7 @@ func (p *profiling) register(mux *http.ServeMux) {
 	// become its default 30 s), Trace as a number.
 	mux.Handle("/debug/pprof/profile", p.admin(bounded(true, p.exclusive("CPU profile", p.timed(false, http.HandlerFunc(pprof.Profile))))))
 	mux.Handle("/debug/pprof/trace", p.admin(bounded(false, p.exclusive("trace", p.timed(false, http.HandlerFunc(pprof.Trace))))))
-	for _, name := range NamedProfiles {
+	for _, name := range NamedProfiles() {
 		mux.Handle("/debug/pprof/"+name, p.admin(bounded(true, p.timed(true, pprof.Handler(name)))))
 	}
 }

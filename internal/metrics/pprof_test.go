@@ -76,7 +76,7 @@ func TestProfilesServed(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("index: %d %s", code, body)
 	}
-	for _, name := range append([]string{"profile", "trace"}, metrics.NamedProfiles...) {
+	for _, name := range append([]string{"profile", "trace"}, metrics.NamedProfiles()...) {
 		if !bytes.Contains(body, []byte(">"+name+"<")) {
 			t.Errorf("the index does not list %s", name)
 		}
