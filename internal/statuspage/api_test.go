@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,22 +19,6 @@ import (
 	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/statuspage"
 )
-
-func get(t *testing.T, url, token string) *http.Response {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
 
 func fakeSinks(names ...string) []*confighubv1.Sink {
 	out := make([]*confighubv1.Sink, len(names))
@@ -67,16 +50,13 @@ func TestAPIAuth(t *testing.T) {
 		{"api/v1/status", "p-token", http.StatusOK},
 		{"api/v1/status?stream=nope", "r-token", http.StatusNotFound},
 	} {
-		res := get(t, f.url+c.path, c.token)
-		_ = res.Body.Close()
-		if res.StatusCode != c.want {
-			t.Errorf("GET /%s with token %q: %s, want %d", c.path, c.token, res.Status, c.want)
+		if code, _ := harness.Get(t, http.DefaultClient, f.url+c.path, c.token); code != c.want {
+			t.Errorf("GET /%s with token %q: %d, want %d", c.path, c.token, code, c.want)
 		}
 	}
-	res := get(t, f.url+"api/v1/streams", "r-token")
-	defer res.Body.Close()
+	_, b := harness.Get(t, http.DefaultClient, f.url+"api/v1/streams", "r-token")
 	var body struct{ Streams []string }
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || len(body.Streams) != 1 || body.Streams[0] != "default" {
+	if err := json.Unmarshal(b, &body); err != nil || len(body.Streams) != 1 || body.Streams[0] != "default" {
 		t.Fatalf("streams %+v %v, want [default]", body, err)
 	}
 }
@@ -161,11 +141,9 @@ func TestNoSecretReachesThePage(t *testing.T) {
 	f.push(t, []byte("_format_version: \"3.0\"\n"), nil)
 	var body string
 	harness.Eventually(t, 20*time.Second, func() bool {
-		res := get(t, f.url+"api/v1/status", "")
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
+		_, b := harness.Get(t, http.DefaultClient, f.url+"api/v1/status", "")
 		body = string(b)
-		return err == nil && strings.Contains(body, "refused")
+		return strings.Contains(body, "refused")
 	}, "the sink's error in the status")
 	if strings.Contains(body, secret) || !strings.Contains(body, "<redacted>") {
 		t.Fatalf("status %s: want the secret replaced by <redacted>", body)
