@@ -28,31 +28,9 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 	if err := os.WriteFile(sinks, []byte("- name: f1\n  file:\n    path: "+filepath.Join(dir, "out.json")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var logs harness.SyncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", "",
-			"--sinks", sinks, "--file-sink-root", dir, "--shutdown-timeout", "1h"}, &logs)
-	}()
-	addrRE := regexp.MustCompile(`msg="confighub serving" listen=(127\.0\.0\.1:[0-9]+)`)
-	var addr string
-	for i := 0; i < 500 && addr == ""; i++ { // bounded wait for the start
-		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("hub exited %d:\n%s", code, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if addr == "" {
-		t.Fatalf("the hub did not start:\n%s", logs.String())
-	}
-	if serving := regexp.MustCompile(`.*confighub serving.*`).FindString(logs.String()); !strings.Contains(serving, "store=memory") || strings.Contains(serving, "data_dir") {
+	h, addr := startHub(t, regexp.MustCompile(`msg="confighub serving" listen=(127\.0\.0\.1:[0-9]+)`),
+		"--metrics-listen", "", "--sinks", sinks, "--file-sink-root", dir, "--shutdown-timeout", "1h")
+	if serving := regexp.MustCompile(`.*confighub serving.*`).FindString(h.logs.String()); !strings.Contains(serving, "store=memory") || strings.Contains(serving, "data_dir") {
 		t.Errorf("store=memory names a data dir it does not use: %s", serving)
 	}
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -61,7 +39,7 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 	}
 	defer cc.Close()
 	hc := confighubv1.NewConfigHubServiceClient(cc)
-	if _, err := hc.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: []byte(`{"_format_version":"3.0"}`)}); err != nil {
+	if _, err := hc.PushConfig(context.Background(), &confighubv1.PushConfigRequest{Config: []byte(`{"_format_version":"3.0"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := hc.WatchStatus(context.Background(), &confighubv1.WatchStatusRequest{})
@@ -72,7 +50,7 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 		t.Fatalf("first event: %v", err)
 	}
 
-	stop() // SIGTERM
+	h.stop() // SIGTERM
 	errc := make(chan error, 1)
 	go func() {
 		for {
@@ -83,12 +61,12 @@ func TestShutdownEndsStatusWatches(t *testing.T) {
 		}
 	}()
 	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d:\n%s", code, logs.String())
+	case <-h.exited:
+		if h.code != 0 {
+			t.Fatalf("exit %d:\n%s", h.code, h.logs.String())
 		}
 	case <-time.After(30 * time.Second): // failsafe: --shutdown-timeout is 1h
-		t.Fatalf("shutdown waited for the open status watch:\n%s", logs.String())
+		t.Fatalf("shutdown waited for the open status watch:\n%s", h.logs.String())
 	}
 	if err := <-errc; status.Code(err) != codes.Unavailable || status.Convert(err).Message() != server.ShutdownMessage {
 		t.Fatalf("the watcher got %v, want Unavailable %q", err, server.ShutdownMessage)
