@@ -101,12 +101,6 @@ func wakeRows(log func(string, ...any)) []Row {
 	if same, other := waits(tries); len(same)+len(other) > 0 {
 		share := 100 * float64(len(same)) / float64(len(same)+len(other))
 		left := len(tries) - len(same) - len(other)
-		there := func(d []time.Duration) string {
-			if len(d) == 0 {
-				return "no try"
-			}
-			return fmt.Sprintf("%.3f ms (%s)", medianMS(d), spreadMS(d))
-		}
 		log("    on the spinning one's vCPU in %.0f%% of the tries (%d left out: the spinning one moved): median wait %s there, %s on another", share, left, there(same), there(other))
 		rows = append(rows, Row{Scenario: "1 the same wait: share of tries run on the spinning one's vCPU", Unit: "%", Hub: share,
 			Target: "-", OK: true, Info: true, Runs: len(same) + len(other),
@@ -117,8 +111,17 @@ func wakeRows(log func(string, ...any)) []Row {
 		log("    pinned: not measured: %v", err)
 		return rows
 	}
-	log("    the spinning one pinned to one CPU, every other thread to another: median %.3f ms (%s)", medianMS(pinned), spreadMS(pinned))
-	return append(rows, Row{Scenario: "1 the same wait, the spinning one pinned to one vCPU, all other threads to the other", Unit: "ms", Hub: medianMS(pinned), HubSpread: spreadMS(pinned),
-		Target: "-", OK: true, Info: true, Runs: len(pinned),
-		Note: "the goroutine can only run on the other, idle vCPU: its wait is that vCPU's wake-up and the runtime's hand-over"})
+	same, other := waits(pinned)
+	log("    the spinning one pinned to one vCPU, every other thread to the other: %d of %d tries ran on the other vCPU, median wait %s; %d on the spinning one's, %s", len(other), len(pinned), there(other), len(same), there(same))
+	return append(rows, Row{Scenario: "1 the same wait, the spinning one pinned to one vCPU, all other threads to the other", Unit: "ms", Hub: medianMS(other), HubSpread: spreadMS(other),
+		Target: "-", OK: true, Info: true, Runs: len(other),
+		Note: fmt.Sprintf("the tries whose goroutine ran on the other vCPU (%d of %d): its wait is that idle vCPU's wake-up and the runtime's hand-over; %d ran on the spinning one's vCPU after %s (a thread started after the pinning pass, or the spinning one ran it itself after 2 ms)", len(other), len(pinned), len(same), there(same))})
+}
+
+// there is the median wait and spread of d, or "no try".
+func there(d []time.Duration) string {
+	if len(d) == 0 {
+		return "no try"
+	}
+	return fmt.Sprintf("%.3f ms (%s)", medianMS(d), spreadMS(d))
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -27,7 +26,7 @@ func thisCPU() int {
 // wait is that vCPU's wake-up and the scheduler's hand-over, without the
 // starter's vCPU to wait for. Every thread gets the process's CPU set back
 // before it returns.
-func pinnedWakeDelays(n int) (_ []time.Duration, err error) {
+func pinnedWakeDelays(n int) (_ []wakeTry, err error) {
 	var all unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &all); err != nil {
 		return nil, err
@@ -53,13 +52,13 @@ func pinnedWakeDelays(n int) (_ []time.Duration, err error) {
 			err = errors.Join(err, fmt.Errorf("restore the CPU sets: %w", rerr))
 		}
 	}()
-	out := make([]time.Duration, 0, n)
+	out := make([]wakeTry, 0, n)
 	for range n {
 		// Again at every try: the runtime may have started threads.
 		if err := pinThreads(self, &mine, &others, nil); err != nil {
 			return nil, err
 		}
-		out = append(out, wakeOnce().wait)
+		out = append(out, wakeOnce())
 	}
 	return out, nil
 }
