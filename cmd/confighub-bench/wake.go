@@ -115,7 +115,7 @@ func wakeRows(log func(string, ...any)) []Row {
 	log("    the spinning one pinned to one vCPU, every other thread to the other: %d of %d tries ran on the other vCPU, median wait %s; %d on the spinning one's, %s", len(other), len(pinned), there(other), len(same), there(same))
 	return append(rows, Row{Scenario: "1 the same wait, the spinning one pinned to one vCPU, all other threads to the other", Unit: "ms", Hub: medianMS(other), HubSpread: spreadMS(other),
 		Target: "-", OK: true, Info: true, Runs: len(other),
-		Note: fmt.Sprintf("the tries whose goroutine ran on the other vCPU (%d of %d): its wait is that idle vCPU's wake-up and the runtime's hand-over; %d ran on the spinning one's vCPU after %s (a thread started after the pinning pass, or the spinning one ran it itself after 2 ms)", len(other), len(pinned), len(same), there(same))})
+		Note: fmt.Sprintf("the tries whose goroutine ran on the other vCPU (%d of %d): its wait is that idle vCPU's wake-up and the runtime's hand-over; on the spinning one's vCPU (a thread started after the pinning pass, or the spinning one ran it itself after 2 ms): %d tries, median wait %s", len(other), len(pinned), len(same), there(same))})
 }
 
 // there is the median wait and spread of d, or "no try".
