@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc"
@@ -19,6 +20,13 @@ const (
 	watchSinks    = 10
 	watchConfigKB = 16
 	watchPace     = 250 * time.Millisecond
+	// About 33 changes per push (12 messages per watcher once a round
+	// coalesced them): some 80 pushes fill the stalled watcher's 64 KiB
+	// window. The rounds give the ack rows 64 samples a side (24 quick).
+	watchWarm        = 20
+	watchRoundPushes = 8
+	watchRounds      = 8
+	watchRoundsQuick = 3
 )
 
 // watchStats is what one normal watcher saw.
@@ -66,36 +74,30 @@ func (st *watchStats) sawAll(last uint64) bool {
 // everything (in a child process), one that never reads (its own
 // connection, a small flow control window): every normal watcher must be
 // told of every generation (a resume from a snapshot counts), and the push
-// latency must not depend on the watchers.
+// latency must not depend on the watchers. The ack's baseline is a second
+// hub in this process, set up the same way, with no watchers: rounds of
+// paced pushes to one hub or the other run interleaved in random order,
+// each starting quiet (the previous round's sinks applied and, after a
+// round on the watched hub, every watcher caught up).
 func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
-	e, err := newEnv(ctx, envOptions{})
+	watched, err := newWatchEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer e.close()
-	for i := range watchSinks {
-		if err := e.putSinks(ctx, benchSpec(fmt.Sprintf("sink-%02d", i), 0, false, false, nil)); err != nil {
-			return nil, err
-		}
-	}
-	// One sink the destination rejects with a long error (8 KiB, like a
-	// gateway's entity errors): large status events fill the stalled
-	// watcher's flow-control window quickly.
-	rej := benchSpec("rejecting", 0, false, false, nil)
-	rej.GetCustom().Fields["fail_bytes"] = structpb.NewNumberValue(8 << 10)
-	if err := e.putSinks(ctx, rej); err != nil {
+	defer watched.close()
+	alone, err := newWatchEnv(ctx)
+	if err != nil {
 		return nil, err
 	}
+	defer alone.close()
 	base := genConfig(watchConfigKB << 10)
-	// About 33 changes per push (12 messages per watcher once a round
-	// coalesced them): 80 pushes fill the stalled watcher's 64 KiB window;
-	// paced as a controller would push.
-	pushes := 40
 	stamp := 0
-	pushRound := func(pace time.Duration) ([]time.Duration, uint64, error) {
+	// pushRound pushes n configs to e, one per pace, and waits for its
+	// sinks, so that the round ends quiet.
+	pushRound := func(e *env, n int, pace time.Duration) ([]time.Duration, uint64, error) {
 		var lat []time.Duration
 		var gen uint64
-		for i := range pushes {
+		for i := range n {
 			if i > 0 && pace > 0 {
 				time.Sleep(pace)
 			}
@@ -109,7 +111,6 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 			lat = append(lat, time.Since(t0))
 			gen = g
 		}
-		// Wait for the sinks, so that both rounds end quiet.
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		for i := range watchSinks {
@@ -119,20 +120,17 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 		}
 		return lat, gen, nil
 	}
-	// Warm-up, then the round without watchers.
-	if _, _, err := pushRound(0); err != nil {
-		return nil, err
-	}
-	without, _, err := pushRound(watchPace)
-	if err != nil {
-		return nil, err
+	for _, e := range []*env{watched, alone} { // warm-up
+		if _, _, err := pushRound(e, watchWarm, 0); err != nil {
+			return nil, err
+		}
 	}
 
-	// The watchers: the stalled one here, the 999 others in a child
-	// process.
+	// The watchers of the watched hub: the stalled one here, the 999
+	// others in a child process.
 	wctx, stopWatchers := context.WithCancel(ctx)
 	defer stopWatchers()
-	addr := e.conn.Target()
+	addr := watched.conn.Target()
 	// The stalled one: its own connection with a fixed 64 KiB window (no
 	// BDP growth), so the hub's sends block once it holds 64 KiB.
 	sc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -150,27 +148,45 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 		return nil, err
 	}
 	defer child.close()
-	with, lastGen, err := pushRound(watchPace)
+
+	rounds := orDefault(0, o.quick, watchRounds, watchRoundsQuick)
+	var with, without []time.Duration
+	var paced watchTally
+	var lastGen uint64
+	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 5))
+	load := loadAvg()
+	_, err = interleave(rng, 0, rounds,
+		func() (time.Duration, error) {
+			lat, gen, err := pushRound(watched, watchRoundPushes, watchPace)
+			if err != nil {
+				return 0, err
+			}
+			with, lastGen = append(with, lat...), gen
+			st, _ := watched.hub.Status("")
+			if paced, err = child.drain(st.GetRevision(), gen); err != nil {
+				return 0, fmt.Errorf("watchers: %w", err)
+			}
+			return 0, nil
+		},
+		func() (time.Duration, error) {
+			lat, _, err := pushRound(alone, watchRoundPushes, watchPace)
+			without = append(without, lat...)
+			return 0, err
+		})
 	if err != nil {
 		return nil, err
-	}
-	final, _ := e.hub.Status("")
-	finalRev := final.GetRevision()
-	paced, err := child.drain(finalRev, lastGen)
-	if err != nil {
-		return nil, fmt.Errorf("watchers: %w", err)
 	}
 	// A burst (back to back) with the watchers: informational.
-	burst, burstGen, err := pushRound(0)
+	burst, burstGen, err := pushRound(watched, watchRoundPushes*rounds, 0)
 	if err != nil {
 		return nil, err
 	}
-	final, _ = e.hub.Status("")
+	final, _ := watched.hub.Status("")
 	after, err := child.drain(final.GetRevision(), burstGen)
 	if err != nil {
 		return nil, fmt.Errorf("watchers: %w", err)
 	}
-	// The stalled watcher reads now, after both rounds: the hub never
+	// The stalled watcher reads now, after every round: the hub never
 	// waited for it (the ack rows); it either kept every change (its
 	// backlog fit its buffer and flow-control window) or was cut over to a
 	// fresh snapshot.
@@ -194,23 +210,49 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	}
 	stop()
 	cancel()
-	log("  %d watchers: %d of %d normal ones saw every generation (%d resumed after a cut-over), %d read all %d revisions' rounds without one (%d events in all, %d behind after %v); stalled one %s; push p50 %.2f ms without, %.2f ms with",
-		watchers, paced.SawGens, paced.Watchers, paced.Resumed, paced.Complete, paced.Changes, paced.Events, paced.Behind, watchDrainWait, stalledGot, medianMS(without), medianMS(with))
+	log("  %d watchers: %d of %d normal ones saw every generation up to %d (%d resumed after a cut-over), %d read every round without one (%d events in all, %d behind after %v); stalled one %s; push p50 %.2f ms without, %.2f ms with",
+		watchers, paced.SawGens, paced.Watchers, lastGen, paced.Resumed, paced.Complete, paced.Events, paced.Behind, watchDrainWait, stalledGot, medianMS(without), medianMS(with))
 	n := float64(paced.Watchers)
 	rows := []Row{
 		{Scenario: "5 watchers that saw every generation, resumes counted (999 + 1 stalled)", Unit: "", Hub: float64(paced.SawGens), Baseline: n,
 			Ratio: float64(paced.SawGens) / n, Target: "all 999", OK: paced.SawGens == paced.Watchers, Runs: 1,
-			Note: fmt.Sprintf("stalled watcher (read after both rounds): %s; %d watchers were cut over and resumed from their snapshot; %d had not read the last change %v after the last push",
+			Note: fmt.Sprintf("stalled watcher (read after every round): %s; %d watchers were cut over and resumed from their snapshot; %d had not read the last change %v after the last push",
 				stalledGot, paced.Resumed, paced.Behind, watchDrainWait)},
 		{Scenario: "5 watchers that read every round without a cut-over", Unit: "", Hub: float64(paced.Complete), Baseline: n,
 			Ratio: float64(paced.Complete) / n, Target: "-", Info: true, OK: true, Runs: 1},
-		ratioRow(fmt.Sprintf("5 push ack %d KiB, 1,000 watchers / none", watchConfigKB), "ms", medianMS(with), medianMS(without), 1.2, pushes),
+		ratioRow(fmt.Sprintf("5 push ack %d KiB, 1,000 watchers / none", watchConfigKB), "ms", medianMS(with), medianMS(without), 1.2, len(with)),
 	}
 	rows[0].Note += fmt.Sprintf("; pushes every %v, watch buffer %d (default)", watchPace, status.DefaultWatchBuffer)
-	rows[2].Note = fmt.Sprintf("pushes every %v; the 999 watchers read in a child process on the same 2 cores", watchPace)
+	rows[2].Note = fmt.Sprintf("%d rounds of %d pushes, one every %v, to the watched hub and as many to a second hub with no watchers, interleaved in random order; the 999 watchers read in a child process on the same 2 cores",
+		rounds, watchRoundPushes, watchPace)
+	rows[2].withSpread(with, without, load)
 	rows = append(rows, Row{Scenario: fmt.Sprintf("5 push ack %d KiB back to back, 1,000 watchers", watchConfigKB), Unit: "ms", Hub: medianMS(burst), Baseline: medianMS(without),
-		Ratio: medianMS(burst) / medianMS(without), Target: "-", Info: true, OK: true, Runs: pushes,
+		Ratio: medianMS(burst) / medianMS(without), Target: "-", Info: true, OK: true, Runs: len(burst),
 		Note: fmt.Sprintf("about 33 changes (12 messages once coalesced) x 1,000 gRPC streams per push; %d slow readers were cut over to a snapshot (by design); %d of %d saw every generation",
 			after.CutOvers-paced.CutOvers, after.SawGens, after.Watchers)})
 	return rows, nil
+}
+
+// newWatchEnv is a hub for scenario 5: watchSinks sinks that accept, and
+// one the destination rejects with a long error (8 KiB, like a gateway's
+// entity errors): large status events fill the stalled watcher's
+// flow-control window quickly.
+func newWatchEnv(ctx context.Context) (*env, error) {
+	e, err := newEnv(ctx, envOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range watchSinks {
+		if err := e.putSinks(ctx, benchSpec(fmt.Sprintf("sink-%02d", i), 0, false, false, nil)); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
+	rej := benchSpec("rejecting", 0, false, false, nil)
+	rej.GetCustom().Fields["fail_bytes"] = structpb.NewNumberValue(8 << 10)
+	if err := e.putSinks(ctx, rej); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
 }
