@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -52,32 +53,34 @@ func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) 
 	// the 5% under test on a shared machine: three times the runs of the
 	// other fast scenarios make the medians steadier.
 	runs := 3 * o.runs
-	var with, without []time.Duration
-	for i := -1; i < runs; i++ {
-		d0, err := converge()
-		if err != nil {
-			return nil, err
-		}
-		// Hang the Konnect sink on the current generation, then push.
+	// Hang the Konnect sink on the current generation (the first push
+	// makes one), then push.
+	if _, err := converge(); err != nil {
+		return nil, err
+	}
+	withHung := func() (time.Duration, error) {
 		if err := e.putSinks(ctx, hungSpec); err != nil {
-			return nil, err
+			return 0, err
 		}
 		if err := waitStarted(ctx, e.applies, konnect); err != nil {
-			return nil, err
+			return 0, err
 		}
-		d1, err := converge()
+		d, err := converge()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		if err := e.hub.DeleteSink(ctx, konnect); err != nil {
-			return nil, err
-		}
-		if i >= 0 {
-			without, with = append(without, d0), append(with, d1)
-		}
+		return d, e.hub.DeleteSink(ctx, konnect)
 	}
+	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 3))
+	load := loadAvg()
+	t, err := interleave(rng, 1, runs, withHung, converge)
+	if err != nil {
+		return nil, err
+	}
+	with, without := t[0], t[1]
 	log("  %d gateways: with hung Konnect %.0f ms, without %.0f ms", n, medianMS(with), medianMS(without))
 	r := ratioRow(fmt.Sprintf("3 %d gateways converge, hung Konnect / none", n), "ms", medianMS(with), medianMS(without), 1.05, runs)
+	r.withSpread(with, without, load)
 	r.Note = "Konnect stand-in: an in-process non-gateway sink with konnect's gate (GATE_ANY_GATEWAY) whose apply never returns; it holds a slot of the non-gateway apply pool, none of the gateways'"
 	return []Row{r}, nil
 }
