@@ -98,16 +98,17 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 	var rows []Row
 	for _, size := range []int{1 << 20, 20 << 20} {
 		base := genConfig(size)
+		var hubCPU, rawCPU []time.Duration
 		hub := func() (time.Duration, error) {
 			cfg := next(base)
 			// The hub indexes and recycles the replaced file after the
 			// ack: let that finish so neither side pays for it.
 			defer e.store.WaitRemoved()
-			return timed(func() error { _, err := e.push(ctx, cfg); return err })
+			return cpuTimed(&hubCPU, func() error { _, err := e.push(ctx, cfg); return err })
 		}
 		rawPush := func() (time.Duration, error) {
 			cfg := next(base)
-			return timed(func() error { return raw.push(ctx, cfg) })
+			return cpuTimed(&rawCPU, func() error { return raw.push(ctx, cfg) })
 		}
 		load := loadAvg()
 		t, err := interleave(rng, 2, o.samples, hub, rawPush)
@@ -122,6 +123,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		}
 		r := ratioRow(fmt.Sprintf("1 push ack %d MiB (PushConfig)", mib), "ms", medianMS(t[0]), medianMS(t[1]), maxRatio, o.samples)
 		r.withSpread(t[0], t[1], load)
+		r.Note = cpuNote("push", hubCPU, rawCPU, medianMS(t[1]))
 		rows = append(rows, r)
 	}
 	for _, size := range []int{20 << 20, o.uploadMax} {
@@ -129,15 +131,16 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			continue
 		}
 		base := genConfig(size)
+		var hubCPU, rawCPU []time.Duration
 		hub := func() (time.Duration, error) {
 			cfg := next(base)
 			sum := config.Hash(cfg)
 			defer e.store.WaitRemoved()
-			return timed(func() error { return uploadConfig(ctx, e.client, cfg, sum) })
+			return cpuTimed(&hubCPU, func() error { return uploadConfig(ctx, e.client, cfg, sum) })
 		}
 		rawUp := func() (time.Duration, error) {
 			cfg := next(base)
-			return timed(func() error { return raw.upload(ctx, cfg) })
+			return cpuTimed(&rawCPU, func() error { return raw.upload(ctx, cfg) })
 		}
 		samples := o.samples
 		if size > 20<<20 {
@@ -152,7 +155,8 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		log("  upload %d MiB: hub %.1f ms (%s), raw %.1f ms (%s), load %s", mib, medianMS(t[0]), spreadMS(t[0]), medianMS(t[1]), spreadMS(t[1]), load)
 		r := ratioRow(fmt.Sprintf("1 upload ack %d MiB (UploadConfig, 1 MiB chunks)", mib), "ms", medianMS(t[0]), medianMS(t[1]), 1.2, samples)
 		r.withSpread(t[0], t[1], load)
-		r.Note = "baseline: a raw client stream of the same chunks, each pwritten as it arrives, one fdatasync after the last; the hub's expected_hash is computed before the clock starts"
+		r.Note = "baseline: a raw client stream of the same chunks, each pwritten as it arrives, one fdatasync after the last; the hub's expected_hash is computed before the clock starts; " +
+			cpuNote("upload", hubCPU, rawCPU, medianMS(t[1]))
 		if size != o.uploadMax {
 			r.Info = true
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -80,4 +81,23 @@ func timed(f func() error) (time.Duration, error) {
 	t0 := time.Now()
 	err := f()
 	return time.Since(t0), err
+}
+
+// cpuTimed is timed that also appends to cpu the CPU time this process
+// (client and in-process server alike, every thread) spent meanwhile.
+func cpuTimed(cpu *[]time.Duration, f func() error) (time.Duration, error) {
+	c0 := cpuTime()
+	d, err := timed(f)
+	*cpu = append(*cpu, cpuTime()-c0)
+	return d, err
+}
+
+// cpuNote says how much CPU the hub's samples and the baseline's took
+// (medians) and what that alone bounds on this machine's cores: the
+// hub's median can be no shorter than its CPU spread over every core.
+func cpuNote(what string, hubCPU, baseCPU []time.Duration, baseWall float64) string {
+	h, b := medianMS(hubCPU), medianMS(baseCPU)
+	floor := h / float64(runtime.NumCPU())
+	return fmt.Sprintf("CPU per %s (this process: client and server, user+system, medians) hub %s ms, baseline %s ms; on %d cores the hub's CPU alone takes at least %s ms, %.2fx the baseline's median",
+		what, trimVal(h), trimVal(b), runtime.NumCPU(), trimVal(floor), floor/baseWall)
 }
