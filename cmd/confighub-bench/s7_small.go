@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,9 +50,14 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	var stamp atomic.Int64
 	span := o.smallSpan
 
+	// cpu[k] holds the CPU time per operation of each round of fns[k]
+	// (the floor, one stream, 16 streams, the ceiling).
+	cpu := make([][]time.Duration, 4)
 	floor := func() (time.Duration, error) {
 		rec := stamped(base, int(stamp.Add(1)))
 		n := 0
+		c0 := cpuTime()
+		defer func() { cpu[0] = append(cpu[0], perOp(cpuTime()-c0, n)) }()
 		t0 := time.Now()
 		for time.Since(t0) < span {
 			if _, err := f.WriteAt(rec, 4096); err != nil {
@@ -67,9 +73,11 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	// clients runs smallClients goroutines, each calling push(client
 	// number, its next config) in a loop for one span, and returns the
 	// time per push.
-	clients := func(push func(c int, cfg []byte) error) (time.Duration, error) {
+	clients := func(k int, push func(c int, cfg []byte) error) (time.Duration, error) {
 		var n, errs atomic.Int64
 		var wg sync.WaitGroup
+		c0 := cpuTime()
+		defer func() { cpu[k] = append(cpu[k], perOp(cpuTime()-c0, int(n.Load()))) }()
 		t0 := time.Now()
 		for c := range smallClients {
 			wg.Go(func() {
@@ -91,7 +99,11 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	pushers := func(streams int) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
 			defer e.store.WaitRemoved()
-			return clients(func(c int, cfg []byte) error {
+			k := 1
+			if streams > 1 {
+				k = 2
+			}
+			return clients(k, func(c int, cfg []byte) error {
 				stream := ""
 				if streams > 1 {
 					stream = fmt.Sprintf("small-%02d", c%streams)
@@ -102,7 +114,7 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		}
 	}
 	ceiling := func() (time.Duration, error) {
-		return clients(func(_ int, cfg []byte) error { return ceil.push(ctx, cfg) })
+		return clients(3, func(_ int, cfg []byte) error { return ceil.push(ctx, cfg) })
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 7))
 	load := loadAvg()
@@ -121,14 +133,23 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		r.HubSpread, r.BaseSpread = rateSpread(d), rateSpread(t[0])
 		return r
 	}
+	// cpuBound says how much CPU one operation of fns[k] took and the
+	// rate that alone allows on this machine's cores.
+	cpuBound := func(k int) string {
+		us := medianMS(cpu[k]) * 1000
+		most := float64(runtime.NumCPU()) * 1e6 / us
+		return fmt.Sprintf("CPU per push (this process: clients and server, user+system, median of the rounds) %.0f us, so at most %.0f/s on %d cores, %.2fx the floor (whose pwrite+fdatasync takes %.0f us of CPU each)",
+			us, most, runtime.NumCPU(), most/rate(t[0]), medianMS(cpu[0])*1000)
+	}
 	rows := []Row{
 		row(fmt.Sprintf("7 5 KiB pushes acked/s, %d clients, one stream", smallClients), t[1], 2),
 		row(fmt.Sprintf("7 5 KiB pushes acked/s, %d clients, %d streams", smallClients, smallStreams), t[2], 3),
 	}
-	rows[0].Note = fmt.Sprintf("rounds of %v each, interleaved in random order with the floor (one 5 KiB pwrite + fdatasync per record, serially) and the ceiling", span)
+	rows[0].Note = fmt.Sprintf("rounds of %v each, interleaved in random order with the floor (one 5 KiB pwrite + fdatasync per record, serially) and the ceiling; %s", span, cpuBound(1))
+	rows[1].Note = cpuBound(2)
 	c := row(fmt.Sprintf("7 5 KiB pushes answered/s, %d clients, a server that only answers", smallClients), t[3], 0)
 	c.Info, c.OK, c.Target = true, true, "-"
-	c.Note = "the transport alone: the same clients and bytes (one connection) to a gRPC server with no interceptors and only message-size limits set (rawack, no file) that answers at once"
+	c.Note = "the transport alone: the same clients and bytes (one connection) to a gRPC server with no interceptors and only message-size limits set (rawack, no file) that answers at once; " + cpuBound(3)
 	return append(rows, c), nil
 }
 
