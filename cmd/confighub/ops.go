@@ -56,7 +56,7 @@ func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
 	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback --listen or --metrics-listen without --auth-tokens (anyone who can reach the gRPC port can push and change sinks)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", defaultMetricsListen, "HTTP address of /metrics (Prometheus) and the live status page at / (with --auth-tokens its API needs a read token); empty disables both; if the default is in use metrics are disabled with a warning, an address given here must bind or the start fails; a non-loopback address needs --auth-tokens or --insecure-listen-any, like --listen")
 	fs.BoolVar(&o.includeSecrets, "diagnostics-include-secrets", false, "GetConfig shows credentials and private keys instead of redacting them")
-	fs.BoolVar(&o.profiling, "profiling", false, fmt.Sprintf("also serve Go's pprof profiles under /debug/pprof/ on --metrics-listen (needs it; with --auth-tokens every profile needs an admin token, without it they are as open as /metrics); a CPU profile or trace runs at most %d s, one at a time; the block and mutex profiles stay empty (their sampling rates are not set); see docs/operations.md", metrics.MaxProfileSeconds))
+	fs.BoolVar(&o.profiling, "profiling", false, fmt.Sprintf("also serve Go's pprof profiles under /debug/pprof/ on --metrics-listen (needs it; with --auth-tokens every profile needs an admin token, without it they are as open as /metrics); a CPU profile or trace runs at most %d s, one at a time, and a shutdown ends it; the block and mutex profiles stay empty (their sampling rates are not set); see docs/operations.md", metrics.MaxProfileSeconds))
 }
 
 // ops is the running security and metrics wiring of one hub process.

@@ -125,6 +125,11 @@ type Principal struct {
 	Role Role
 }
 
+// NewContext returns ctx carrying p as the caller (FromContext).
+func NewContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
 // FromContext returns the caller of an authorised call.
 func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
@@ -173,7 +178,7 @@ func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (conte
 		a.log.Warn("permission denied", "method", fullMethod, "token", name, "role", role.String(), "needs", need.String())
 		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, name, role)
 	}
-	return context.WithValue(ctx, principalKey{}, Principal{Name: name, Role: role}), nil
+	return NewContext(ctx, Principal{Name: name, Role: role}), nil
 }
 
 // authFunc adapts Authorize to grpcauth.AuthFunc: the server puts the

@@ -23,8 +23,9 @@
 //     format (TestOneCPUProfileAtATime).
 //   - With a token checker every profile needs the admin role: no or an
 //     unknown token 401, a lower role 403, as the status page answers
-//     (auth.Authenticator.CheckRequest); refusals are logged without the token
-//     (TestProfilingAuth).
+//     (auth.Authenticator.CheckRequest); refusals are logged without the token,
+//     and a CPU profile's or trace's start with the token's name, never the
+//     token (TestProfilingAuth).
 //   - A seconds parameter over MaxProfileSeconds, or not a positive number
 //     (a whole one for profile and the named profiles), is refused with
 //     400 before anything runs (TestProfileSecondsBounded).

@@ -67,14 +67,15 @@ func (p *profiling) admin(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, code, err := p.auth.CheckRequest(w, r, auth.RoleAdmin); err != nil {
+		who, code, err := p.auth.CheckRequest(w, r, auth.RoleAdmin)
+		if err != nil {
 			if !errors.Is(err, auth.ErrNoToken) {
 				p.log.Warn("profiling: token refused", "path", r.URL.Path, "error", err)
 			}
 			http.Error(w, err.Error(), code)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), who)))
 	})
 }
 
@@ -129,7 +130,13 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 			return
 		}
 		defer func() { <-p.running }()
-		p.log.Info("profiling: "+what+" started", "seconds", r.FormValue("seconds"), "remote", r.RemoteAddr)
+		attrs := []any{"seconds", r.FormValue("seconds"), "remote", r.RemoteAddr}
+		if who, ok := auth.FromContext(r.Context()); ok {
+			// The token's name, never the token: who to ask about the
+			// CPU the profile costs.
+			attrs = append(attrs, "token", who.Name)
+		}
+		p.log.Info("profiling: "+what+" started", attrs...)
 		next.ServeHTTP(w, r)
 	})
 }
