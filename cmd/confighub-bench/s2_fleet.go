@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -95,10 +94,8 @@ func fleetTiming(ctx context.Context, o opts, fl *fleet, log func(string, ...any
 		log("  plain loop %.0f ms", ms(time.Since(t0)))
 		return time.Since(t0), nil
 	}
-	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 2))
-	load := loadAvg()
 	// One warm-up round: connections, first parse.
-	t, err := interleave(rng, 1, runs, hubRun, loopRun)
+	t, load, err := o.interleaved(2, 1, runs, hubRun, loopRun)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -71,9 +70,7 @@ func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) 
 		}
 		return d, e.hub.DeleteSink(ctx, konnect)
 	}
-	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 3))
-	load := loadAvg()
-	t, err := interleave(rng, 1, runs, withHung, converge)
+	t, load, err := o.interleaved(3, 1, runs, withHung, converge)
 	if err != nil {
 		return nil, err
 	}

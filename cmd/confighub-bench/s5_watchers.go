@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"google.golang.org/grpc"
@@ -153,9 +152,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	var with, without []time.Duration
 	var paced watchTally
 	var lastGen uint64
-	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 5))
-	load := loadAvg()
-	_, err = interleave(rng, 0, rounds,
+	_, load, err := o.interleaved(5, 0, rounds,
 		func() (time.Duration, error) {
 			lat, gen, err := pushRound(watched, watchRoundPushes, watchPace)
 			if err != nil {

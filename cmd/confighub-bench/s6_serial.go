@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -130,9 +129,7 @@ func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 	}
 	// Every run waits out a Konnect upload or two, so a few runs only; a
 	// new random order each round as elsewhere.
-	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 6))
-	load := loadAvg()
-	t, err := interleave(rng, 0, runs, hubRun, loopRun)
+	t, load, err := o.interleaved(6, 0, runs, hubRun, loopRun)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -116,9 +115,7 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	ceiling := func() (time.Duration, error) {
 		return clients(3, func(_ int, cfg []byte) error { return ceil.push(ctx, cfg) })
 	}
-	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), 7))
-	load := loadAvg()
-	t, err := interleave(rng, 1, o.smallRounds, floor, pushers(1), pushers(smallStreams), ceiling)
+	t, load, err := o.interleaved(7, 1, o.smallRounds, floor, pushers(1), pushers(smallStreams), ceiling)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,15 @@ func interleave(rng *rand.Rand, warm, rounds int, fns ...func() (time.Duration, 
 	return out, nil
 }
 
+// interleaved is interleave for scenario seq of this run (its generator
+// seeded by the run's start time), with the load average as it starts.
+func (o opts) interleaved(seq uint64, warm, rounds int, fns ...func() (time.Duration, error)) (t [][]time.Duration, load string, err error) {
+	rng := rand.New(rand.NewPCG(uint64(o.startTime.UnixNano()), seq))
+	load = loadAvg()
+	t, err = interleave(rng, warm, rounds, fns...)
+	return t, load, err
+}
+
 // timed returns how long f took.
 func timed(f func() error) (time.Duration, error) {
 	t0 := time.Now()
