@@ -76,6 +76,12 @@ func uploadConfig(ctx context.Context, c *hubclient.Client, b []byte, sum string
 	return err
 }
 
+// Warm-up rounds of scenario 1's pushes and uploads (not kept).
+const (
+	pushWarm   = 2
+	uploadWarm = 1
+)
+
 // scenarioPushAck: scenario 1. Push ack (unary PushConfig) of 1 and 20 MiB
 // and upload ack (UploadConfig) of 20 and 200 MiB, each against the raw
 // baseline doing the least durable work with the same bytes, interleaved
@@ -111,7 +117,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			return cpuTimed(&rawCPU, func() error { return raw.push(ctx, cfg) })
 		}
 		load := loadAvg()
-		t, err := interleave(rng, 2, o.samples, hub, rawPush)
+		t, err := interleave(rng, pushWarm, o.samples, hub, rawPush)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +129,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		}
 		r := ratioRow(fmt.Sprintf("1 push ack %d MiB (PushConfig)", mib), "ms", medianMS(t[0]), medianMS(t[1]), maxRatio, o.samples)
 		r.withSpread(t[0], t[1], load)
-		r.Note = cpuNote("push", hubCPU, rawCPU, medianMS(t[1]))
+		r.Note = cpuNote("push", hubCPU[pushWarm:], rawCPU[pushWarm:], medianMS(t[1]))
 		rows = append(rows, r)
 	}
 	for _, size := range []int{20 << 20, o.uploadMax} {
@@ -147,7 +153,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			samples = o.bigSamples
 		}
 		load := loadAvg()
-		t, err := interleave(rng, 1, samples, hub, rawUp)
+		t, err := interleave(rng, uploadWarm, samples, hub, rawUp)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +162,7 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		r := ratioRow(fmt.Sprintf("1 upload ack %d MiB (UploadConfig, 1 MiB chunks)", mib), "ms", medianMS(t[0]), medianMS(t[1]), 1.2, samples)
 		r.withSpread(t[0], t[1], load)
 		r.Note = "baseline: a raw client stream of the same chunks, each pwritten as it arrives, one fdatasync after the last; the hub's expected_hash is computed before the clock starts; " +
-			cpuNote("upload", hubCPU, rawCPU, medianMS(t[1]))
+			cpuNote("upload", hubCPU[uploadWarm:], rawCPU[uploadWarm:], medianMS(t[1]))
 		if size != o.uploadMax {
 			r.Info = true
 		}

@@ -91,8 +91,9 @@ func fleetTiming(ctx context.Context, o opts, fl *fleet, log func(string, ...any
 		if err := p.postAll(ctx, fl.urls, cfg, engine.DefaultMaxConcurrentApplies); err != nil {
 			return 0, fmt.Errorf("baseline: %w", err)
 		}
-		log("  plain loop %.0f ms", ms(time.Since(t0)))
-		return time.Since(t0), nil
+		d := time.Since(t0)
+		log("  plain loop %.0f ms", ms(d))
+		return d, nil
 	}
 	// One warm-up round: connections, first parse.
 	t, load, err := o.interleaved(2, 1, runs, hubRun, loopRun)

@@ -52,11 +52,11 @@ func scenarioHungKonnect(ctx context.Context, o opts, log func(string, ...any)) 
 	// the 5% under test on a shared machine: three times the runs of the
 	// other fast scenarios make the medians steadier.
 	runs := 3 * o.runs
-	// Hang the Konnect sink on the current generation (the first push
-	// makes one), then push.
+	// The first push makes a generation for the hung sink to hang on.
 	if _, err := converge(); err != nil {
 		return nil, err
 	}
+	// Hang the Konnect sink on the current generation, then push.
 	withHung := func() (time.Duration, error) {
 		if err := e.putSinks(ctx, hungSpec); err != nil {
 			return 0, err

@@ -92,7 +92,8 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	base := genConfig(watchConfigKB << 10)
 	stamp := 0
 	// pushRound pushes n configs to e, one per pace, and waits for its
-	// sinks, so that the round ends quiet.
+	// sinks to apply the last one and the rejecting sink's refusal of it
+	// (an 8 KiB status for every watcher), so that the round ends quiet.
 	pushRound := func(e *env, n int, pace time.Duration) ([]time.Duration, uint64, error) {
 		var lat []time.Duration
 		var gen uint64
@@ -117,7 +118,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 				return nil, 0, err
 			}
 		}
-		return lat, gen, nil
+		return lat, gen, waitRejected(wctx, e, gen)
 	}
 	for _, e := range []*env{watched, alone} { // warm-up
 		if _, _, err := pushRound(e, watchWarm, 0); err != nil {
@@ -183,7 +184,7 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	if err != nil {
 		return nil, fmt.Errorf("watchers: %w", err)
 	}
-	// The stalled watcher reads now, after every round: the hub never
+	// The stalled watcher reads now, after all the rounds: the hub never
 	// waited for it (the ack rows); it either kept every change (its
 	// backlog fit its buffer and flow-control window) or was cut over to a
 	// fresh snapshot.
@@ -213,14 +214,14 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	rows := []Row{
 		{Scenario: "5 watchers that saw every generation, resumes counted (999 + 1 stalled)", Unit: "", Hub: float64(paced.SawGens), Baseline: n,
 			Ratio: float64(paced.SawGens) / n, Target: "all 999", OK: paced.SawGens == paced.Watchers, Runs: 1,
-			Note: fmt.Sprintf("stalled watcher (read after every round): %s; %d watchers were cut over and resumed from their snapshot; %d had not read the last change %v after the last push",
+			Note: fmt.Sprintf("stalled watcher (read after all the rounds): %s; %d watchers were cut over and resumed from their snapshot; %d had not read the last change %v after the last push",
 				stalledGot, paced.Resumed, paced.Behind, watchDrainWait)},
 		{Scenario: "5 watchers that read every round without a cut-over", Unit: "", Hub: float64(paced.Complete), Baseline: n,
 			Ratio: float64(paced.Complete) / n, Target: "-", Info: true, OK: true, Runs: 1},
 		ratioRow(fmt.Sprintf("5 push ack %d KiB, 1,000 watchers / none", watchConfigKB), "ms", medianMS(with), medianMS(without), 1.2, len(with)),
 	}
 	rows[0].Note += fmt.Sprintf("; pushes every %v, watch buffer %d (default)", watchPace, status.DefaultWatchBuffer)
-	rows[2].Note = fmt.Sprintf("%d rounds of %d pushes, one every %v, to the watched hub and as many to a second hub with no watchers, interleaved in random order; the 999 watchers read in a child process on the same 2 cores",
+	rows[2].Note = fmt.Sprintf("%d rounds of %d pushes, one every %v, to the watched hub and as many to a second hub with no watchers in the same process (sharing its Go scheduler and heap), interleaved in random order; the 999 watchers read in a child process on the same 2 cores",
 		rounds, watchRoundPushes, watchPace)
 	rows[2].withSpread(with, without, load)
 	rows = append(rows, Row{Scenario: fmt.Sprintf("5 push ack %d KiB back to back, 1,000 watchers", watchConfigKB), Unit: "ms", Hub: medianMS(burst), Baseline: medianMS(without),
@@ -228,6 +229,25 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 		Note: fmt.Sprintf("about 33 changes (12 messages once coalesced) x 1,000 gRPC streams per push; %d slow readers were cut over to a snapshot (by design); %d of %d saw every generation",
 			after.CutOvers-paced.CutOvers, after.SawGens, after.Watchers)})
 	return rows, nil
+}
+
+// waitRejected waits until the rejecting sink of e's default stream has
+// refused generation gen.
+func waitRejected(ctx context.Context, e *env, gen uint64) error {
+	for {
+		if st, err := e.hub.Status(""); err == nil {
+			for _, s := range st.GetSinks() {
+				if s.GetSink() == "rejecting" && s.GetRejectedGeneration() >= gen {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sink rejecting did not refuse generation %d: %w", gen, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // newWatchEnv is a hub for scenario 5: watchSinks sinks that accept, and

@@ -127,9 +127,10 @@ func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 		_, err = e.applies.waitDone(wctx, konnect, genB)
 		return at.Sub(t0), err
 	}
-	// Every run waits out a Konnect upload or two, so a few runs only; a
-	// new random order each round as elsewhere.
-	t, load, err := o.interleaved(6, 0, runs, hubRun, loopRun)
+	// Every run waits out a Konnect upload or two, so a few runs only,
+	// after a warm-up round (connections); a new random order each round
+	// as elsewhere.
+	t, load, err := o.interleaved(6, 1, runs, hubRun, loopRun)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func TestProfilesServed(t *testing.T) {
 // TestProfilingAuth: with tokens every profile needs the admin role: no
 // or an unknown token 401, a read or push token 403 (the status page's
 // answers), an admin token 200; refusals are logged without the token,
-// and a CPU profile's start with the admin token's name. /metrics stays as
+// and a CPU profile's or trace's start with the admin token's name. /metrics stays as
 // open as before.
 func TestProfilingAuth(t *testing.T) {
 	tokens, err := auth.ParseTokens([]byte("tok-read read\ntok-push push\ntok-admin admin\n"))
@@ -147,8 +147,10 @@ func TestProfilingAuth(t *testing.T) {
 		t.Fatalf("heap with the admin token: %d %s", code, body)
 	}
 	gunzip(t, "heap", body)
-	if code, body := harness.Get(t, c, base+"/debug/pprof/profile?seconds=1", "tok-admin"); code != http.StatusOK {
-		t.Fatalf("a CPU profile with the admin token: %d %.120q", code, body)
+	for _, p := range []string{"profile", "trace"} {
+		if code, body := harness.Get(t, c, base+"/debug/pprof/"+p+"?seconds=1", "tok-admin"); code != http.StatusOK {
+			t.Fatalf("%s with the admin token: %d %.120q", p, code, body)
+		}
 	}
 	if code, _ := harness.Get(t, c, base+"/metrics", ""); code != http.StatusOK {
 		t.Errorf("/metrics without a token: %d", code)
@@ -157,8 +159,16 @@ func TestProfilingAuth(t *testing.T) {
 	if !strings.Contains(l, "profiling: token refused") {
 		t.Errorf("refusals are not logged:\n%s", l)
 	}
-	if !strings.Contains(l, `msg="profiling: CPU profile started" seconds=1`) || !strings.Contains(l, `token="line 3"`) {
-		t.Errorf("the CPU profile's start is not logged with the admin token's name (line 3 of the tokens):\n%s", l)
+	for _, what := range []string{"CPU profile", "trace"} {
+		started := false
+		for line := range strings.Lines(l) {
+			if strings.Contains(line, `msg="profiling: `+what+` started" seconds=1`) && strings.Contains(line, `token="line 3"`) {
+				started = true
+			}
+		}
+		if !started {
+			t.Errorf("the %s's start is not logged with the admin token's name (line 3 of the tokens):\n%s", what, l)
+		}
 	}
 	for _, tok := range []string{"bogus-token", "tok-read", "tok-push", "tok-admin"} {
 		if strings.Contains(l, tok) {
