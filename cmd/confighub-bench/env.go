@@ -90,7 +90,7 @@ func newEnv(ctx context.Context, eo envOptions) (_ *env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() { e.served <- e.srv.GRPC.Serve(lis) }()
+	go func() { e.served <- e.srv.Serve(lis) }()
 	e.conn, err = grpc.NewClient(lis.Addr().String(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxMsg), grpc.MaxCallRecvMsgSize(maxMsg)))

@@ -254,7 +254,7 @@ func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv 
 	}
 	log.Info("confighub serving", append([]any{"listen", lis.Addr().String()}, attrs...)...)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.GRPC.Serve(lis) }()
+	go func() { errc <- srv.Serve(lis) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,8 @@ type lineWatch struct {
 	harness.SyncBuffer
 	re    *regexp.Regexp
 	found chan string
+	// onMatch, when set, is called with the first matching line.
+	onMatch func()
 }
 
 func (l *lineWatch) Write(p []byte) (int, error) {
@@ -26,6 +30,9 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 	if m := l.re.FindSubmatch(p); m != nil {
 		select {
 		case l.found <- string(m[1]):
+			if l.onMatch != nil {
+				l.onMatch()
+			}
 		default:
 		}
 	}
@@ -73,4 +80,27 @@ func startHub(t *testing.T, re *regexp.Regexp, args ...string) (*hubRun, string)
 		t.Fatalf("the hub did not start:\n%s", h.logs.String())
 	}
 	return nil, ""
+}
+
+// TestStopRightAfterStart: a stop (SIGTERM) that comes as the hub starts
+// serving, before gRPC's Serve began, is a normal stop: serve returns nil
+// (exit 0), not "the server has been stopped". Repeated, since the stop
+// can land on either side of Serve's start.
+func TestStopRightAfterStart(t *testing.T) {
+	for i := range 20 {
+		f, err := parseFlags([]string{"--store", "memory", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, &strings.Builder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &lineWatch{re: regexp.MustCompile(`msg="(confighub serving)"`), found: make(chan string, 1)}
+		ctx, stop := context.WithCancel(context.Background())
+		// The stop lands as the "confighub serving" line is written, just
+		// before Serve starts.
+		logs.onMatch = stop
+		err = serve(ctx, f, slog.New(slog.NewTextHandler(logs, nil)))
+		stop()
+		if err != nil {
+			t.Fatalf("try %d: %v, want nil:\n%s", i, err, logs.String())
+		}
+	}
 }

@@ -55,6 +55,11 @@
 // only when the logger takes the line. Streams are logged by the
 // middleware's interceptor.
 //
+// Serve returns nil once Shutdown stopped the server, also when the
+// Shutdown came first, as a SIGTERM right after the start does
+// (TestServeAfterShutdown); cmd/confighub exits 0 then
+// (cmd/confighub TestStopRightAfterStart).
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime/debug"
 
 	"buf.build/go/protovalidate"
@@ -147,6 +149,18 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return &Server{GRPC: gs, Health: hs, hub: svc}, nil
+}
+
+// Serve serves gRPC on lis until Shutdown, and returns nil once Shutdown
+// stopped it, even a Shutdown that came before Serve began (a SIGTERM
+// right after the start, where grpc.Server.Serve returns
+// grpc.ErrServerStopped); any other end is Serve's error.
+func (s *Server) Serve(lis net.Listener) error {
+	err := s.GRPC.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
 }
 
 // Shutdown marks the server not serving (so probes and load balancers stop

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -205,4 +206,61 @@ func TestPushSaysHowManySinks(t *testing.T) {
 	if err != nil || ures.Sinks == nil || ures.GetSinks() != 0 {
 		t.Fatalf("upload to a stream without sinks: sinks=%v err=%v, want 0 (set)", ures.Sinks, err)
 	}
+}
+
+// TestServeAfterShutdown: Serve returns nil once Shutdown stopped the
+// server, also when the Shutdown came before Serve began (a SIGTERM right
+// after the start), where grpc's Serve alone returns ErrServerStopped;
+// any other end of Serve (here a closed listener) is still its error.
+func TestServeAfterShutdown(t *testing.T) {
+	reg := sink.NewRegistry()
+	st := memory.New()
+	defer st.Close()
+	eng := engine.New(reg, engine.WithRecorder(st))
+	defer eng.Stop()
+	h := hub.New(st, hub.PortsOf(eng))
+	if err := h.Start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	newServer := func() *server.Server {
+		srv, err := server.New(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	listen := func() net.Listener {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lis
+	}
+
+	srv := newServer()
+	srv.Shutdown(context.Background())
+	if err := srv.Serve(listen()); err != nil {
+		t.Errorf("Serve after Shutdown: %v, want nil", err)
+	}
+
+	srv = newServer()
+	lis := listen()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	// A call answered shows Serve serving before the Shutdown.
+	if _, err := healthpb.NewHealthClient(harness.Dial(t, lis.Addr().String())).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown(context.Background())
+	if err := <-served; err != nil {
+		t.Errorf("Serve then Shutdown: %v, want nil", err)
+	}
+
+	srv = newServer()
+	lis = listen()
+	_ = lis.Close()
+	if err := srv.Serve(lis); err == nil {
+		t.Error("Serve on a closed listener returned nil, want its error")
+	}
+	srv.Shutdown(context.Background())
 }
