@@ -110,7 +110,10 @@ func Serve(f *os.File, maxMsg int) (conn *grpc.ClientConn, stop func() error, er
 	return conn, func() error {
 		_ = conn.Close()
 		srv.Stop()
-		return <-served
+		if err := <-served; !errors.Is(err, grpc.ErrServerStopped) { // a Stop before Serve began
+			return err
+		}
+		return nil
 	}, nil
 }
 
