@@ -15,8 +15,9 @@
 //     and never delays the ack (TestPushStoresThenPublishes).
 //   - A push that is rejected stores nothing and touches no sink: its
 //     staged bytes are discarded (TestRejectedPushChangesNothing).
-//   - A push whose context ends while its bytes are staged (the client
-//     went away) is ErrUnavailable, "push abandoned", on both paths, and
+//   - A push whose context ends while its bytes are staged or before
+//     their commit (the client went away) is ErrUnavailable, "push
+//     abandoned", on both paths, never a store failure, and
 //     commits nothing: the stream keeps its generation, the engine gets
 //     nothing and no staged file is left (TestAbandonedPushCommitsNothing).
 //   - An upload's size is bounded by its header and its SHA-256 computed

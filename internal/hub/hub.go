@@ -294,15 +294,20 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
 	}
 	if err != nil {
-		return PushResult{}, commitErr(stream, err)
+		return PushResult{}, commitErr(ctx, stream, err)
 	}
 	return h.accepted(stored, unchanged, len(in.Config)), nil
 }
 
 // commitErr maps a store's commit error to the hub's sentinels.
-func commitErr(stream string, err error) error {
-	if errors.Is(err, store.ErrConflict) {
+func commitErr(ctx context.Context, stream string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: stream %q: %v", ErrStale, stream, err)
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// The caller went away before the commit: nothing is stored, and
+		// the store is not at fault.
+		return fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
 	}
 	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
 }

@@ -435,16 +435,21 @@ func TestFailedFlushIsUnavailable(t *testing.T) {
 
 // cancelingStager is the bolt store with the push's context ended while
 // its stage runs (the client went away): at its first bytes handed to
-// tee, or as the stage begins when there is no tee.
+// tee, or as the stage begins when there is no tee; with after, once the
+// stage is done, before the commit.
 type cancelingStager struct {
 	*bolt.Store
 	cancel context.CancelFunc
+	after  bool
 }
 
 func (c cancelingStager) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
-	if tee == nil {
+	switch {
+	case c.after:
+		defer c.cancel()
+	case tee == nil:
 		c.cancel()
-	} else {
+	default:
 		tee = cancelingWriter{tee, c.cancel}
 	}
 	return c.Store.StageConfig(ctx, stream, raw, tee)
@@ -460,15 +465,16 @@ func (w cancelingWriter) Write(p []byte) (int, error) {
 	return w.Writer.Write(p)
 }
 
-// A push whose context ends while its valid bytes are staged is
-// Unavailable, abandoned, and commits nothing: the stream stays at its
-// generation, the engine gets nothing, and no staged file is left. Below
-// DeferBelow the stage begins after the check; from it on, the stage is
-// cut between two of the bolt store's writes (1 MiB each) while the check
-// runs beside it.
+// A push whose context ends while its valid bytes are staged, or after
+// the stage and before the commit, is Unavailable, abandoned, and commits
+// nothing: the stream stays at its generation, the engine gets nothing,
+// and no staged file is left. Below DeferBelow the stage begins after the
+// check; from it on, the stage is cut between two of the bolt store's
+// writes (1 MiB each) while the check runs beside it.
 func TestAbandonedPushCommitsNothing(t *testing.T) {
-	for _, big := range []bool{false, true} {
-		t.Run(fmt.Sprint("padded to DeferBelow ", big), func(t *testing.T) {
+	for _, c := range []struct{ big, after bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		big := c.big
+		t.Run(fmt.Sprintf("padded to DeferBelow %v, after the stage %v", big, c.after), func(t *testing.T) {
 			onBolt(t, func(t *testing.T, bs *bolt.Store) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -476,7 +482,7 @@ func TestAbandonedPushCommitsNothing(t *testing.T) {
 				if _, err := New(bs, fan.ports()).Push(ctx, PushInput{Config: []byte(good)}); err != nil {
 					t.Fatal(err)
 				}
-				h := New(cancelingStager{bs, cancel}, fan.ports())
+				h := New(cancelingStager{bs, cancel, c.after}, fan.ports())
 				raw := []byte(`{"_format_version":"3.0","x":1}`)
 				if big {
 					raw = append(raw, bytes.Repeat([]byte(" "), max(h.deferBelow, 3<<20))...)

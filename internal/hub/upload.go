@@ -351,7 +351,7 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {
 			return PushResult{}, fmt.Errorf("%w: stream %q: upload abandoned: %v", ErrUnavailable, u.stream, ctx.Err())
 		}
-		return PushResult{}, commitErr(u.stream, err)
+		return PushResult{}, commitErr(ctx, u.stream, err)
 	}
 	return u.h.accepted(stored, unchanged, int(u.total)), nil
 }
