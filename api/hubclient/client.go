@@ -106,7 +106,10 @@ type Push struct {
 }
 
 // Push sends a configuration, by PushConfig or, above the unary limit, by
-// UploadConfig.
+// UploadConfig. Its errors are gRPC status errors (status.Code reads them,
+// also through the "open upload" wrapping), a ctx that ends included:
+// codes.Canceled or codes.DeadlineExceeded, not context.Canceled. A stale
+// ExpectedGeneration is codes.FailedPrecondition, and nothing is stored.
 func (c *Client) Push(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
 	if c.unaryLimit > 0 && len(p.Config) <= c.unaryLimit {
 		return c.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{
@@ -168,7 +171,7 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 // returns an error. After a broken stream it reconnects with backoff and
 // resumes from the last revision it saw (the hub sends a fresh snapshot if
 // that revision is gone). Permanent errors (NotFound, PermissionDenied,
-// Unauthenticated, InvalidArgument) are returned.
+// Unauthenticated, InvalidArgument, Unimplemented) are returned.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
 	rev := fromRevision
 	wait := c.minBackoff

@@ -11,7 +11,7 @@ var (
 	// ErrNotFound: unknown stream or sink (NotFound).
 	ErrNotFound = errors.New("not found")
 	// ErrStale: expected_generation does not match (FailedPrecondition).
-	ErrStale = errors.New("stale expected_generation")
+	ErrStale = errors.New("expected_generation does not match")
 	// ErrUnavailable: the store cannot be reached (Unavailable).
 	ErrUnavailable = errors.New("unavailable")
 )

@@ -303,7 +303,7 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 func commitErr(ctx context.Context, stream string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: stream %q: %v", ErrStale, stream, err)
+		return fmt.Errorf("%w: %v", ErrStale, err) // err names the stream and both generations
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		// The caller went away before the commit: nothing is stored, and
 		// the store is not at fault.

@@ -223,7 +223,9 @@ func testRejectedPushChangesNothing(t *testing.T, st store.Store, pad int) {
 		{PushInput{Config: padded(`{"services":[]}`)}, ErrInvalid, "_format_version"},
 		{PushInput{Config: padded(`{`)}, ErrInvalid, "not valid JSON"},
 		{PushInput{Config: padded(strings.Repeat(" ", 65))}, ErrTooLarge, fmt.Sprint("limit of ", 64+pad)},
-		{PushInput{Config: padded(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 7}, ErrStale, "generation"},
+		// Ahead of the stream, not stale: the message gives both
+		// generations and the stream once.
+		{PushInput{Config: padded(`{"_format_version":"3.0","x":1}`), ExpectedGeneration: 7}, ErrStale, `expected_generation does not match: stream "default" is at generation 1, expected 7`},
 	}
 	for _, c := range cases {
 		_, err := h.Push(ctx, c.in)
