@@ -120,7 +120,10 @@
 //   - A successful apply clears last_error and last_error_code, the
 //     Runner's "unreachable" included (the destination just answered),
 //     and keeps them as previous_error and previous_error_code
-//     (TestRecoveryClearsLastError).
+//     (TestRecoveryClearsLastError). So does a hash skip back to what the
+//     destination runs (a rejected push, then the last applied one
+//     again), with its entity_errors and their metric, but not the
+//     Runner's "unreachable": nothing was sent (TestSkipBackClearsRejection).
 //   - Status: every change is an event with a monotonic revision, starting
 //     after the clock's Unix nanoseconds when the engine is made (so a
 //     watcher resuming with a revision from before a restart gets a

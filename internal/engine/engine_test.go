@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1369,5 +1370,59 @@ func TestSpecBytesTotalFollowsEveryChange(t *testing.T) {
 	}
 	if got := h.e.SpecBytes(""); got != 0 {
 		t.Fatalf("SpecBytes of no sink = %d", got)
+	}
+}
+
+// entityMetrics records the entity_errors metric of each sink.
+type entityMetrics struct {
+	engine.NopMetrics
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *entityMetrics) EntityErrors(sink, _ string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n[sink] = n
+}
+
+func (m *entityMetrics) of(sink string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[sink]
+}
+
+// TestSkipBackClearsRejection: A applied, B rejected with entity errors,
+// then A pushed again: the sink skips A (its hash is applied) and shows
+// no failure any more: last_error, its code and entity_errors are empty,
+// the rejection is previous_error, and the entity_errors metric is 0.
+func TestSkipBackClearsRejection(t *testing.T) {
+	met := &entityMetrics{n: map[string]int{}}
+	h := newHarness(t, engine.WithMetrics(met))
+	gw := h.put("gw", kindTest, nil)
+	h.push("", "A")
+	h.awaitApplied("gw", 1)
+	ee := []*confighubv1.EntityError{{EntityType: "service", EntityName: "s", Errors: []*confighubv1.FieldError{{Field: "protocol", Message: "expected one of: grpc, http"}}}}
+	gw.Set(enginetest.Behavior{Err: &sink.Error{Code: "rejected", Message: "invalid declarative configuration", Permanent: true, EntityErrors: ee}})
+	h.push("", "B")
+	h.awaitSink("gw", "B rejected", func(s *confighubv1.SinkStatus) bool {
+		return s.GetState() == confighubv1.SinkState_SINK_STATE_FAILED && s.GetRejectedGeneration() == 2 && len(s.GetEntityErrors()) == 1
+	})
+	if met.of("gw") != 1 {
+		t.Fatalf("entity_errors metric %d after the rejection, want 1", met.of("gw"))
+	}
+	gw.Set(enginetest.Behavior{})
+	h.push("", "A")
+	st := h.awaitSink("gw", "A skipped", func(s *confighubv1.SinkStatus) bool {
+		return s.GetState() == confighubv1.SinkState_SINK_STATE_SKIPPED && s.GetAppliedGeneration() == 3
+	})
+	if st.GetLastError() != "" || st.GetLastErrorCode() != "" || len(st.GetEntityErrors()) != 0 {
+		t.Fatalf("skipped back to the applied hash, but still shows last_error %q (%q), %d entity errors", st.GetLastError(), st.GetLastErrorCode(), len(st.GetEntityErrors()))
+	}
+	if st.GetPreviousErrorCode() != "rejected" || !strings.Contains(st.GetPreviousError(), "invalid declarative configuration") {
+		t.Fatalf("previous_error %q (%q), want the rejection", st.GetPreviousError(), st.GetPreviousErrorCode())
+	}
+	if met.of("gw") != 0 {
+		t.Fatalf("entity_errors metric %d after the skip, want 0", met.of("gw"))
 	}
 }

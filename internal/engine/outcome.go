@@ -129,6 +129,14 @@ func (w *worker) show(ev applyOutcome) {
 	case ResultSkipped:
 		w.lastAppliedCfg = ev.cfg
 		w.dropFailed()
+		// The destination runs the desired configuration already (a push
+		// back to what it applied after a rejected one): the failure
+		// shown is over, and status keeps it as previous. An
+		// "unreachable" from the Runner stays: nothing was sent.
+		if w.applyErr != "" {
+			w.prevErr, w.prevErrCode = w.applyErr, w.applyErrCode
+		}
+		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
 	case ResultApplied:
 		w.lastAppliedCfg = ev.cfg
 		w.dropFailed()
@@ -173,6 +181,9 @@ func (ev applyOutcome) measure(m Metrics) {
 	}
 	m.ApplyDone(ev.sink, ev.kind, ev.result, reason, ev.duration, ev.cfg.Size())
 	switch ev.result {
+	case ResultSkipped:
+		m.EntityErrors(ev.sink, ev.kind, 0)
+		m.ExcludedEntities(ev.sink, ev.kind, 0)
 	case ResultApplied:
 		m.LastSuccess(ev.sink, ev.kind, ev.at)
 		m.EntityErrors(ev.sink, ev.kind, 0)
