@@ -207,3 +207,30 @@ func TestWatchersShareEvents(t *testing.T) {
 		t.Fatalf("%d encodings for %d changes read by 3 pages, want one per change", n, len(got[0]))
 	}
 }
+
+// TestAPIValidatesNames: a stream name the gRPC API refuses (rules.proto's
+// stream_name) is a 400 naming the rule on every endpoint that takes one,
+// as gRPC's InvalidArgument is, not a 404 for an unknown stream; a valid
+// name of no stream is still a 404.
+func TestAPIValidatesNames(t *testing.T) {
+	f := startHub(t, fakeSinks("a"))
+	long := strings.Repeat("s", 70)
+	for _, c := range []struct {
+		stream string
+		want   int
+		msg    string
+	}{
+		{"Bad%20Name", http.StatusBadRequest, `validation error: stream: a stream name is made of a-z, 0-9, \".\", \"_\" and \"-\", starting with a letter or digit`},
+		{"..%2F..", http.StatusBadRequest, "a stream name is made of a-z"},
+		{"-x", http.StatusBadRequest, "starting with a letter or digit"},
+		{long, http.StatusBadRequest, "a stream name is at most 63 characters (got 70)"},
+		{"nope", http.StatusNotFound, `stream \"nope\" has no configuration`},
+	} {
+		for _, ep := range []string{"status", "watch"} {
+			code, b := harness.Get(t, http.DefaultClient, f.url+"api/v1/"+ep+"?stream="+c.stream, "")
+			if code != c.want || !strings.Contains(string(b), c.msg) {
+				t.Errorf("GET /api/v1/%s?stream=%s: %d %s, want %d with %q", ep, c.stream, code, b, c.want, c.msg)
+			}
+		}
+	}
+}

@@ -9,6 +9,12 @@
 //   - GET /api/v1/streams: {"streams": [...]}, the streams that have sinks.
 //   - GET /api/v1/status?stream=S: GetStatusResponse as protojson, the same
 //     snapshot GetStatus returns (404 for an unknown stream).
+//
+// Stream names are checked by the rule GetStatus and WatchStatus apply
+// (rules.proto's stream_name, through protovalidate, not a copy of it): a
+// name no stream can have is a 400 with the rule's message, the text of
+// gRPC's InvalidArgument, on status and watch alike; a valid name of no
+// stream is a 404 (TestAPIValidatesNames).
 //   - GET /api/v1/watch?stream=S&from=R: WatchStatus's events as
 //     Server-Sent Events ("id:" the revision, "data:" the event as
 //     protojson); from (or Last-Event-ID) resumes after revision R as a gRPC

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -67,6 +68,9 @@ type Handler struct {
 	mux       *http.ServeMux
 	// events shares each change's event bytes between the pages watching.
 	events *status.Encodings[[]byte]
+	// rules checks the names a request gives by the rules gRPC applies
+	// (rules.proto), so both APIs refuse a name with the same message.
+	rules protovalidate.Validator
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -75,7 +79,7 @@ var _ http.Handler = (*Handler)(nil)
 // hub's shutdown), so an HTTP server's Shutdown does not wait for them.
 func New(ctx context.Context, src Source, opts ...Option) *Handler {
 	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), keepalive: 15 * time.Second, ctx: ctx, mux: http.NewServeMux(),
-		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer)}
+		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer), rules: protovalidate.GlobalValidator}
 	for _, o := range opts {
 		o(h)
 	}
@@ -146,7 +150,11 @@ func (h *Handler) streams(w http.ResponseWriter, _ *http.Request) {
 var jsonOut = protojson.MarshalOptions{}
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
-	st, err := h.src.Status(r.URL.Query().Get("stream"))
+	stream := r.URL.Query().Get("stream")
+	if !h.valid(w, &confighubv1.GetStatusRequest{Stream: stream}) {
+		return
+	}
+	st, err := h.src.Status(stream)
 	if err != nil {
 		h.sourceError(w, err)
 		return
@@ -168,6 +176,22 @@ func (h *Handler) sourceError(w http.ResponseWriter, err error) {
 	writeError(w, code, apiError{Error: err.Error()})
 }
 
+// valid checks req, the gRPC request of the same call, against its rules
+// and answers 400 with the rule's message when it breaks one: a name that
+// no stream can have is the caller's mistake, not an unknown stream.
+func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
+	err := h.rules.Validate(req)
+	if err == nil {
+		return true
+	}
+	code := http.StatusInternalServerError
+	if _, ok := errors.AsType[*protovalidate.ValidationError](err); ok {
+		code = http.StatusBadRequest
+	}
+	writeError(w, code, apiError{Error: err.Error()})
+	return false
+}
+
 // watch streams WatchStatus events as Server-Sent Events: "id:" is the
 // revision, "data:" the event as protojson. A client resumes with ?from=
 // or Last-Event-ID set to the last id it saw, as a gRPC watcher does with
@@ -178,6 +202,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 	from, err := resumeFrom(q.Get("from"), r.Header.Get("Last-Event-ID"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		return
+	}
+	if !h.valid(w, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: from}) {
 		return
 	}
 	if _, err := h.src.Status(stream); err != nil {
