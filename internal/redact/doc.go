@@ -40,8 +40,10 @@
 // (TestSinkSecretsFingerprint); every secret of every kind is hidden and
 // nothing else (TestSinkSecretsRedactEverySecret). Restore puts the stored
 // value back for a placeholder with its fingerprint, and refuses one that
-// matches nothing stored, or the bare "<redacted>", with ErrPlaceholder
-// naming the field (TestSinkSecretsRestore); FindPlaceholder finds one in
-// a spec that must hold values (TestFindPlaceholder). Plugin and custom
+// matches nothing stored, the bare "<redacted>", or any other
+// "<redacted...>" (a mistyped fingerprint), with ErrPlaceholder naming the
+// field, so none is ever stored as a value (TestSinkSecretsRestore);
+// FindPlaceholder finds any of them in a spec that must hold values
+// (TestFindPlaceholder). Plugin and custom
 // settings are secret by name (SecretName, TestSecretName).
 package redact

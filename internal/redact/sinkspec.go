@@ -103,10 +103,13 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 	}
 	out := proto.Clone(in).(*confighubv1.Sink)
 	err := secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
-		if l.val.GetStringValue() == Placeholder {
+		v := l.val.GetStringValue()
+		switch {
+		case v == Placeholder:
 			return fmt.Errorf("%w: %s is %s without a fingerprint: send the value itself, or the placeholder as read", ErrPlaceholder, l.path, Placeholder)
-		}
-		if !IsPlaceholder(l.val.GetStringValue()) {
+		case looksRedacted(v) && !IsPlaceholder(v):
+			return fmt.Errorf("%w: %s is %s, not a placeholder as the hub writes it (<redacted:12 lower-case hex digits>): send the value itself, or the placeholder as read", ErrPlaceholder, l.path, v)
+		case !IsPlaceholder(v):
 			return nil
 		}
 		prev, ok := old[l.path]
@@ -131,7 +134,7 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
 	var found string
 	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
-		if IsPlaceholder(l.val.GetStringValue()) || l.val.GetStringValue() == Placeholder {
+		if looksRedacted(l.val.GetStringValue()) {
 			found = l.path
 			return errStop
 		}
@@ -144,6 +147,13 @@ var errStop = errors.New("stop")
 
 // IsPlaceholder reports whether v is a fingerprinted placeholder.
 func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
+
+// looksRedacted reports whether v reads as a placeholder of any form, a
+// mistyped fingerprint included: such a value is a copied or edited
+// placeholder, never a secret to send to a destination.
+func looksRedacted(v string) bool {
+	return strings.HasPrefix(v, "<redacted") && strings.HasSuffix(v, ">")
+}
 
 // SecretValues returns every secret value set in s, for scrubbing text that
 // may quote one (an error from the destination).

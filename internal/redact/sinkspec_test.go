@@ -146,6 +146,18 @@ func TestSinkSecretsRestore(t *testing.T) {
 	if _, err := r.Restore(in, stored); !errors.Is(err, redact.ErrPlaceholder) {
 		t.Fatalf("a bare placeholder: %v", err)
 	}
+	// A placeholder of another form (a short or upper-case fingerprint) is
+	// refused too, never stored as the value.
+	for _, v := range []string{"<redacted:deadbeef>", "<redacted:FA9E2315882D>", "<redacted:>"} {
+		in = proto.Clone(stored).(*confighubv1.Sink)
+		in.GetKong().Headers["Kong-Admin-Token"] = v
+		if _, err := r.Restore(in, stored); !errors.Is(err, redact.ErrPlaceholder) || !strings.Contains(err.Error(), v) {
+			t.Errorf("%s: %v, want ErrPlaceholder naming it", v, err)
+		}
+		if _, err := r.Restore(in, nil); !errors.Is(err, redact.ErrPlaceholder) {
+			t.Errorf("%s on a new sink: %v, want ErrPlaceholder", v, err)
+		}
+	}
 }
 
 func TestFindPlaceholder(t *testing.T) {
@@ -161,6 +173,10 @@ func TestFindPlaceholder(t *testing.T) {
 	tok := &confighubv1.Sink{Name: "kn", Spec: &confighubv1.Sink_Konnect{Konnect: &confighubv1.KonnectSpec{Token: redact.Placeholder}}}
 	if p, ok := redact.FindPlaceholder(tok); !ok || p != "konnect.token" {
 		t.Fatalf("bare placeholder: %q %v", p, ok)
+	}
+	tok.GetKonnect().Token = "<redacted:deadbeef>"
+	if p, ok := redact.FindPlaceholder(tok); !ok || p != "konnect.token" {
+		t.Fatalf("a placeholder with a short fingerprint: %q %v", p, ok)
 	}
 }
 
