@@ -19,15 +19,25 @@ const maxRecv = 512 << 20
 
 // dial connects to the hub as the globals say.
 func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), error) {
+	cc, err := dialConn(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hubclient.New(cc, opts...), func() { _ = cc.Close() }, nil
+}
+
+// dialConn is dial's connection, for a command that needs more than one
+// client on it (push retries with other upload settings).
+func dialConn(g *globals) (*grpc.ClientConn, error) {
 	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""
 	if useTLS && g.insecure {
-		return nil, nil, usagef("--insecure and --tls-* flags exclude each other")
+		return nil, usagef("--insecure and --tls-* flags exclude each other")
 	}
 	creds := insecure.NewCredentials()
 	if useTLS {
 		c, err := clientTLS(g)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		creds = credentials.NewTLS(c)
 	}
@@ -40,9 +50,9 @@ func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), erro
 	}
 	cc, err := grpc.NewClient(g.addr, dopts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect %s: %w", g.addr, err)
+		return nil, fmt.Errorf("connect %s: %w", g.addr, err)
 	}
-	return hubclient.New(cc, opts...), func() { _ = cc.Close() }, nil
+	return cc, nil
 }
 
 func clientTLS(g *globals) (*tls.Config, error) {

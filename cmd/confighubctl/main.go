@@ -4,7 +4,7 @@
 //
 //	confighubctl [global flags] <command> [flags]
 //
-//	push -f FILE [--stream s] [--expected-generation n] [--label k=v]...
+//	push -f FILE [--stream s] [--expected-generation n] [--label k=v]... [--upload]
 //	status [--stream s] [--watch]
 //	sinks list [--stream s] | sinks put -f FILE.yaml | sinks delete NAME
 //	config get [--stream s] [--sink NAME] [--failed]
@@ -46,9 +46,10 @@ const usage = `Usage: confighubctl [global flags] <command> [flags]
 
 Commands:
   push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]...
-       [--progress auto|always|never]
+       [--progress auto|always|never] [--upload]
                            push a Kong declarative configuration (JSON or YAML; - for stdin);
-                           above 4 MiB it is uploaded in chunks (UploadConfig)
+                           above 4 MiB, with --upload, or when the hub refuses it as larger
+                           than its --max-message-bytes it is uploaded in chunks (UploadConfig)
   status [--stream s] [--watch] [--redraw d]
                            the per-sink status table; --watch redraws it as sinks apply
   sinks list [--stream s]  list the sinks

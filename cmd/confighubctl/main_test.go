@@ -47,6 +47,7 @@ type hubOpts struct {
 	tokens  string
 	tls     *auth.ServerTLS
 	pageURL string
+	maxMsg  int // the hub's --max-message-bytes; 0: its default
 }
 
 // startHub runs an in-process hub (engine, memory store, gRPC server with
@@ -82,6 +83,9 @@ func startHub(t *testing.T, o hubOpts) string {
 	}
 	if o.pageURL != "" {
 		opts = append(opts, server.WithStatusPageURL(func() string { return o.pageURL }))
+	}
+	if o.maxMsg > 0 {
+		opts = append(opts, server.WithMaxMessageBytes(o.maxMsg))
 	}
 	srv, err := server.New(h, opts...)
 	if err != nil {
@@ -245,16 +249,7 @@ func TestErrors(t *testing.T) {
 // UploadConfig and draws a progress bar.
 func TestUploadProgress(t *testing.T) {
 	addr := startHub(t, hubOpts{})
-	var b strings.Builder
-	b.WriteString(`{"_format_version":"3.0","services":[`)
-	for i := 0; b.Len() < 5<<20; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"name":"svc-%d","host":"svc-%d.example.internal","port":80,"routes":[{"name":"r-%d","paths":["/svc/%d"]}]}`, i, i, i, i)
-	}
-	b.WriteString("]}")
-	p := writeFile(t, "big.json", b.String())
+	p := writeFile(t, "big.json", bigConfig(5<<20))
 	code, out, errs := ctl(t, "--addr", addr, "push", "-f", p, "--progress", "always")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -267,6 +262,52 @@ func TestUploadProgress(t *testing.T) {
 	}
 	if n := strings.Count(errs, "\rupload ["); n < 3 {
 		t.Fatalf("the bar was drawn %d times, want one per chunk", n)
+	}
+}
+
+// bigConfig is a Kong configuration of services and routes of at least
+// size bytes.
+func bigConfig(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"_format_version":"3.0","services":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"svc-%d","host":"svc-%d.example.internal","port":80,"routes":[{"name":"r-%d","paths":["/svc/%d"]}]}`, i, i, i, i)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// TestPushUnderALoweredMessageLimit: against a hub whose
+// --max-message-bytes is 1 MiB, a 1.25 MB push that PushConfig cannot
+// carry is sent again by UploadConfig and accepted; so is a push by
+// --upload, whose 1 MiB chunks do not fit either, and a 5 MiB one that
+// uploads from the start. A push that fits no message of the hub (a
+// header with a label above the limit) fails with one line naming
+// --max-message-bytes.
+func TestPushUnderALoweredMessageLimit(t *testing.T) {
+	addr := startHub(t, hubOpts{maxMsg: 1 << 20})
+	g := []string{"--addr", addr}
+	// The hash in each answer is the hub's of the bytes it stored.
+	for i, c := range []struct {
+		what, body string
+		args       []string
+	}{
+		{"1.25 MB by PushConfig", bigConfig(1_250_000), nil},
+		{"1.25 MB by --upload", "_format_version: \"3.0\"\n# " + strings.Repeat("x", 1_250_000) + "\n", []string{"--upload"}},
+		{"5 MiB", bigConfig(5 << 20), nil},
+	} {
+		res := mustCtl(t, append(append(g, "push", "-f", writeFile(t, "c", c.body), "--progress", "never"), c.args...)...)
+		if want := fmt.Sprintf("accepted: stream default generation %d (hash %s", i+1, config.Hash([]byte(c.body))[:12]); !strings.HasPrefix(res, want) {
+			t.Fatalf("push of %s: %q, want %q...", c.what, res, want)
+		}
+	}
+	code, _, errs := ctl(t, append(g, "push", "-f", writeFile(t, "small.json", `{"_format_version":"3.0"}`), "--label", "big="+strings.Repeat("x", 1<<20))...)
+	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "confighubctl: push: ResourceExhausted: ") ||
+		!strings.Contains(errs, "the hub refuses gRPC messages above 1048576 bytes (its --max-message-bytes)") {
+		t.Fatalf("a push no message of the hub carries: exit %d, stderr %q", code, errs)
 	}
 }
 

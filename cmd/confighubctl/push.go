@@ -7,9 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -33,12 +39,13 @@ func (l labelFlags) Set(s string) error {
 }
 
 func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]... [--progress auto|always|never]")
+	fs := subFlags("push", g, errw, "push -f FILE [--stream s] [--format auto|json|yaml] [--expected-generation n] [--label k=v]... [--progress auto|always|never] [--upload]")
 	file := fs.String("f", "", "configuration file (JSON or YAML); - reads standard input")
 	stream := fs.String("stream", config.DefaultStream, "stream")
 	expected := fs.Uint64("expected-generation", 0, "push only if the stream is at this generation (0: any)")
 	format := fs.String("format", "auto", "format of the file: auto, json or yaml")
 	progress := fs.String("progress", "auto", "upload progress bar on stderr: auto (when stderr is a terminal), always, never")
+	upload := fs.Bool("upload", false, "send by UploadConfig in chunks whatever the size (default: PushConfig up to 4 MiB, and UploadConfig above or when the hub refuses the message as larger than its --max-message-bytes)")
 	labels := labelFlags{}
 	fs.Var(labels, "label", "label key=value stored with the configuration (repeatable)")
 	pos, err := parseSub(fs, args)
@@ -89,14 +96,15 @@ func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer
 	if bar != nil {
 		opts = append(opts, hubclient.WithProgress(bar.update))
 	}
-	c, closeConn, err := dial(g, opts...)
+	cc, err := dialConn(g)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
+	defer func() { _ = cc.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	res, err := c.Push(ctx, hubclient.Push{Stream: *stream, Config: raw, Format: f, ExpectedGeneration: *expected, Labels: labels})
+	p := hubclient.Push{Stream: *stream, Config: raw, Format: f, ExpectedGeneration: *expected, Labels: labels}
+	res, err := pushFitting(ctx, cc, p, *upload, opts)
 	if bar != nil {
 		bar.done(err == nil)
 	}
@@ -118,6 +126,60 @@ func cmdPush(ctx context.Context, g *globals, args []string, out, errw io.Writer
 		fmt.Fprintf(out, "accepted: stream %s generation %d (hash %s, %s)\n", name, res.GetGeneration(), short(res.GetHash()), humanBytes(int64(len(raw))))
 	}
 	return nil
+}
+
+// pushFitting pushes p as hubclient does (PushConfig up to its unary
+// limit, UploadConfig above; UploadConfig only when upload is set). When
+// the hub refuses a message as larger than its --max-message-bytes, it
+// sends p again, once, by UploadConfig in chunks under that limit: grpc
+// refuses such a message before the hub reads it, so nothing was stored,
+// and an operator who lowered the limit gets the push done instead of
+// an error to decode.
+func pushFitting(ctx context.Context, cc grpc.ClientConnInterface, p hubclient.Push, upload bool, opts []hubclient.Option) (*confighubv1.PushConfigResponse, error) {
+	first := opts
+	if upload {
+		first = append(slices.Clip(opts), hubclient.WithUnaryLimit(0))
+	}
+	res, err := hubclient.New(cc, first...).Push(ctx, p)
+	limit, ok := messageLimit(err)
+	if !ok {
+		return res, err
+	}
+	chunk := min(hubclient.DefaultChunkBytes, limit-chunkFraming)
+	unary := !upload && len(p.Config) <= hubclient.DefaultUnaryLimit
+	// An upload already in chunks this small was refused for its header:
+	// the same upload again would be refused again.
+	if chunk > 0 && (unary || chunk < hubclient.DefaultChunkBytes) {
+		retry := append(slices.Clip(opts), hubclient.WithUnaryLimit(0), hubclient.WithChunkBytes(chunk))
+		res, err = hubclient.New(cc, retry...).Push(ctx, p)
+		if _, ok = messageLimit(err); !ok {
+			return res, err
+		}
+	}
+	return nil, fmt.Errorf("%s: the hub refuses gRPC messages above %d bytes (its --max-message-bytes), and this push does not fit them even by UploadConfig in chunks; raise the hub's --max-message-bytes", oneLine(err), limit)
+}
+
+// chunkFraming is what an upload chunk's message adds to its bytes: the
+// field's tag and length prefix take at most 6 bytes.
+const chunkFraming = 16
+
+// tooLargeRE matches grpc's refusal of a received message above its limit,
+// with and without decompression; the last number is the limit.
+var tooLargeRE = regexp.MustCompile(`larger than max \(?(?:\d+ vs\. )?(\d+)\)?$`)
+
+// messageLimit returns the hub's message limit when err is grpc's refusal
+// of a message larger than it.
+func messageLimit(err error) (int, bool) {
+	st, ok := status.FromError(err)
+	if !ok || err == nil || st.Code() != codes.ResourceExhausted {
+		return 0, false
+	}
+	m := tooLargeRE.FindStringSubmatch(st.Message())
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
 }
 
 // printJSON writes m as indented JSON. protojson's own spacing is
