@@ -36,6 +36,11 @@
 //     called and reports SKIPPED, also after a restart via Restore
 //     (TestHashSkip, TestRestoreSeedsHashSkip); a Runner's Resync forces
 //     the apply (TestResyncForcesReapply).
+//   - A sink that starts with a known last success (its Restore record, or
+//     a peer's shared status) has it in the metrics at once
+//     (Metrics.LastSuccess), as status has it in last_applied_time: a
+//     restart leaves no gap in the staleness metric until the next apply
+//     (metrics TestRestoredLastSuccess).
 //   - A Resync, or a Health report that the destination is reachable again,
 //     ends a backoff wait at once (a Retry-After still holds)
 //     (TestResyncAndRecoveryCutBackoff).

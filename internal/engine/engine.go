@@ -559,6 +559,11 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 		w.m.seed(seed.GetAppliedGeneration(), seed.GetAppliedHash())
 		w.lastAppliedTime = seed.GetLastAppliedTime().AsTime()
 	}
+	if !w.lastAppliedTime.IsZero() {
+		// The last success is known (status shows it): staleness alerts
+		// on the metric see no gap until the sink's next apply.
+		e.metrics.LastSuccess(w.name, w.kind, w.lastAppliedTime)
+	}
 	e.sinks[w.name] = w
 	w.specSize = proto.Size(w.spec)
 	e.specBytes += w.specSize

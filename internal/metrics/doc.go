@@ -14,6 +14,9 @@
 //     (TestEngineWiring, TestKindChange).
 //   - confighub_sink_state has one series per state for each sink, exactly
 //     one of them 1 (TestSeries).
+//   - After a restart, confighub_sink_last_success_timestamp_seconds of a
+//     sink is its restored last success from the moment the sink starts,
+//     before any apply (TestRestoredLastSuccess).
 //   - Every method is safe for concurrent use and does no I/O (the engine
 //     calls some of them under its lock).
 //   - Without WithProfiling nothing is served under /debug/pprof/ (404;

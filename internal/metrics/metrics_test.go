@@ -18,6 +18,7 @@ import (
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/harness"
 	"github.com/confighub/confighub/internal/metrics"
+	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -304,4 +305,43 @@ func TestReasonCardinality(t *testing.T) {
 	if text := gather(t, reg); !strings.Contains(text, `reason="code-99",result="failed",sink="p"} 1`) {
 		t.Errorf("a re-added sink's reasons are still capped:\n%s", text)
 	}
+}
+
+// TestRestoredLastSuccess: a hub that restarts sets a sink's
+// confighub_sink_last_success_timestamp_seconds from its restored record as
+// the sink starts, before any apply (the same generation is skipped), so
+// an alert on staleness sees no gap and no reset.
+func TestRestoredLastSuccess(t *testing.T) {
+	set, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sink.NewRegistry()
+	if err := reg.Register("rec", func(*confighubv1.Sink, sink.Deps) (sink.Sink, error) {
+		return &recSink{fn: func(*config.Config) error { return nil }}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(reg, engine.WithMetrics(set.Engine))
+	defer eng.Stop()
+	raw := []byte(`{"_format_version":"3.0"}`)
+	last := time.Unix(1700000000, 0)
+	eng.Restore([]store.Applied{{Sink: "a", Stream: "default", Generation: 3, Hash: config.Hash(raw), Time: last}})
+	if _, _, err := eng.PutSink(&confighubv1.Sink{Name: "a", Kind: "rec"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `confighub_sink_last_success_timestamp_seconds{kind="rec",sink="a"} 1.7e+09`
+	if text := scrape(t, set); !strings.Contains(text, want) {
+		t.Fatalf("/metrics right after the restart lacks %s:\n%s", want, grepLines(text, "last_success"))
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
