@@ -53,6 +53,7 @@ type Client struct {
 	progress   func(sent, total int64)
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	watchState func(error)
 }
 
 // Option configures a Client.
@@ -73,6 +74,15 @@ func WithProgress(f func(sent, total int64)) Option { return func(c *Client) { c
 func WithWatchBackoff(min, max time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
 }
+
+// WithWatchState makes Watch (and Wait, built on it) tell f of its
+// connection, which its reconnects otherwise hide: f(err) each time the
+// stream breaks or a reconnect fails and Watch is about to retry, and
+// f(nil) once Watch has opened a stream again after that (the hub is
+// reachable; it sends what was missed, or nothing if nothing changed). An
+// error that ends Watch is returned, not passed to f. f runs on Watch's
+// goroutine, before the events that follow it.
+func WithWatchState(f func(err error)) Option { return func(c *Client) { c.watchState = f } }
 
 // New returns a client on conn.
 func New(conn grpc.ClientConnInterface, opts ...Option) *Client {
@@ -170,13 +180,15 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 // Watch calls fn with every status event of a stream until ctx ends or fn
 // returns an error. After a broken stream it reconnects with backoff and
 // resumes from the last revision it saw (the hub sends a fresh snapshot if
-// that revision is gone). Permanent errors (NotFound, PermissionDenied,
-// Unauthenticated, InvalidArgument, Unimplemented) are returned.
+// that revision is gone); WithWatchState reports the breaks. Permanent
+// errors (NotFound, PermissionDenied, Unauthenticated, InvalidArgument,
+// Unimplemented) are returned.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
 	rev := fromRevision
 	wait := c.minBackoff
+	broken := false
 	for {
-		err := c.watchOnce(ctx, stream, &rev, fn, &wait)
+		err := c.watchOnce(ctx, stream, &rev, fn, &wait, &broken)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -187,6 +199,10 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 		switch status.Code(err) {
 		case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
 			return err
+		}
+		if c.watchState != nil {
+			c.watchState(err)
+			broken = true
 		}
 		d := wait/2 + rand.N(wait/2+1)
 		select {
@@ -202,12 +218,18 @@ type fnError struct{ err error }
 
 func (e fnError) Error() string { return e.err.Error() }
 
-func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn func(*confighubv1.WatchStatusResponse) error, wait *time.Duration) error {
+func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn func(*confighubv1.WatchStatusResponse) error, wait *time.Duration, broken *bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: *rev})
 	if err != nil {
 		return err
+	}
+	// An open stream is the only sign of a reconnect that is sure to come:
+	// a resumed watch of a stream where nothing changed receives nothing.
+	if *broken {
+		*broken = false
+		c.watchState(nil)
 	}
 	for {
 		ev, err := st.Recv()

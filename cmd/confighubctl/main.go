@@ -51,7 +51,8 @@ Commands:
                            above 4 MiB, with --upload, or when the hub refuses it as larger
                            than its --max-message-bytes it is uploaded in chunks (UploadConfig)
   status [--stream s] [--watch] [--redraw d]
-                           the per-sink status table; --watch redraws it as sinks apply
+                           the per-sink status table; --watch redraws it as sinks apply, and
+                           says above it while the hub is unreachable and the watch retries
   sinks list [--stream s]  list the sinks
   sinks put -f FILE.yaml   create or replace sinks (one sink or a list, PutSink's shape)
   sinks delete NAME...     delete sinks

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +16,9 @@ import (
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -54,6 +58,23 @@ type hubOpts struct {
 // the redactor) on 127.0.0.1:0.
 func startHub(t *testing.T, o hubOpts) string {
 	t.Helper()
+	h, opts, after := buildHub(t, o)
+	return harness.ServeGRPC(t, newGRPC(t, h, opts).GRPC, after...)
+}
+
+func newGRPC(t *testing.T, h *hub.Hub, opts []server.Option) *server.Server {
+	t.Helper()
+	srv, err := server.New(h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// buildHub starts a hub as o says and returns it, the options of its gRPC
+// server, and what stops it once its server stopped.
+func buildHub(t *testing.T, o hubOpts) (*hub.Hub, []server.Option, []func()) {
+	t.Helper()
 	reg := sink.NewRegistry()
 	// The tests' files are under their own t.TempDir(), all under the
 	// system's temporary folder.
@@ -87,11 +108,55 @@ func startHub(t *testing.T, o hubOpts) string {
 	if o.maxMsg > 0 {
 		opts = append(opts, server.WithMaxMessageBytes(o.maxMsg))
 	}
-	srv, err := server.New(h, opts...)
+	return h, opts, []func(){eng.Stop, func() { _ = st.Close() }}
+}
+
+// outageHub is an in-process hub whose gRPC server stops and starts again
+// on the same address while the hub behind it runs on: an outage as a
+// client sees it.
+type outageHub struct {
+	t    *testing.T
+	hub  *hub.Hub
+	opts []server.Option
+	addr string
+	srv  *grpc.Server
+	done chan struct{}
+}
+
+func startOutageHub(t *testing.T) *outageHub {
+	t.Helper()
+	h, opts, after := buildHub(t, hubOpts{})
+	t.Cleanup(func() {
+		for _, f := range after {
+			f()
+		}
+	})
+	o := &outageHub{t: t, hub: h, opts: opts, addr: "127.0.0.1:0"}
+	o.start()
+	t.Cleanup(o.stop) // before the hub's own stop: cleanups run last first
+	return o
+}
+
+// start serves the hub again, on the address it had.
+func (o *outageHub) start() {
+	o.t.Helper()
+	lis, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		t.Fatal(err)
+		o.t.Fatal(err)
 	}
-	return harness.ServeGRPC(t, srv.GRPC, eng.Stop, func() { _ = st.Close() })
+	o.addr = lis.Addr().String()
+	o.srv, o.done = newGRPC(o.t, o.hub, o.opts).GRPC, make(chan struct{})
+	go func(srv *grpc.Server, done chan struct{}) { defer close(done); _ = srv.Serve(lis) }(o.srv, o.done)
+}
+
+// stop stops serving and closes every connection; idempotent.
+func (o *outageHub) stop() {
+	if o.srv == nil {
+		return
+	}
+	o.srv.Stop()
+	<-o.done
+	o.srv = nil
 }
 
 // ctl runs the CLI and returns its exit code, stdout and stderr.
@@ -396,6 +461,103 @@ func TestStatusWatch(t *testing.T) {
 	}
 	if n := strings.Count(s, "--- "); n < 2 {
 		t.Fatalf("want appended tables (at least 2), got %d:\n%s", n, s)
+	}
+}
+
+// TestStatusWatchShowsAnOutage: while the hub is unreachable, status
+// --watch draws a notice saying since when and the error of its last retry
+// above the last table, and --output json says so on stderr; once the hub
+// is back, even with nothing new to send, the notice goes, and the watch
+// follows pushes again.
+func TestStatusWatchShowsAnOutage(t *testing.T) {
+	dir := t.TempDir() // made before the hub: removed after it stopped
+	h := startOutageHub(t)
+	g := []string{"--addr", h.addr}
+	mustCtl(t, append(g, "sinks", "put", "-f", writeFile(t, "s.yaml", "name: out\nfile:\n  path: "+filepath.Join(dir, "kong.json")+"\n"))...)
+	mustCtl(t, append(g, "push", "-f", writeFile(t, "c.json", `{"_format_version":"3.0"}`))...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var table, tableErr, jsonOut, jsonErr harness.SyncBuffer
+	done := make(chan int, 2)
+	go func() {
+		done <- runContext(ctx, append(g, "status", "--watch", "--redraw", "10ms"), &table, &tableErr)
+	}()
+	go func() {
+		done <- runContext(ctx, append(g, "--output", "json", "status", "--watch"), &jsonOut, &jsonErr)
+	}()
+	// The frame a reader sees now: the last one appended.
+	frame := func() string {
+		s := table.String()
+		return s[strings.LastIndex(s, "\n--- ")+1:]
+	}
+	applied := func(gen int) *regexp.Regexp {
+		return regexp.MustCompile(fmt.Sprintf(`(?m)^out\s+file\s+APPLIED\s+%d/%d\s`, gen, gen))
+	}
+	notice := regexp.MustCompile(`(?m)^hub unreachable since \d\d:\d\d:\d\d, retrying \(the table below is as of then\): Unavailable: \S`)
+	waitFor(t, func() bool { return applied(1).MatchString(frame()) }, "a table with out APPLIED 1/1")
+	waitFor(t, func() bool { return strings.Contains(jsonOut.String(), "\n") }, "the first JSON event")
+
+	h.stop()
+	waitFor(t, func() bool { return notice.MatchString(frame()) }, "the outage notice")
+	if f := frame(); !applied(1).MatchString(f) || strings.Index(f, "hub unreachable") > strings.Index(f, "SINK ") {
+		t.Fatalf("the notice is not above the last table:\n%s", f)
+	}
+	jsonNotice := regexp.MustCompile(`(?m)^confighubctl: status: hub unreachable since \d\d:\d\d:\d\d, retrying: Unavailable: \S`)
+	waitFor(t, func() bool { return jsonNotice.MatchString(jsonErr.String()) }, "the outage on the JSON watch's stderr")
+
+	h.start()
+	waitFor(t, func() bool { f := frame(); return !strings.Contains(f, "hub unreachable") && applied(1).MatchString(f) }, "the table without the notice")
+	waitFor(t, func() bool {
+		return strings.Contains(jsonErr.String(), "confighubctl: status: hub reachable again at ")
+	}, "the end of the outage on the JSON watch's stderr")
+	mustCtl(t, append(g, "push", "-f", writeFile(t, "c2.json", `{"_format_version":"3.0","services":[]}`))...)
+	waitFor(t, func() bool { return applied(2).MatchString(frame()) }, "a table with out APPLIED 2/2")
+	cancel()
+	for range 2 {
+		if code := <-done; code != 0 {
+			t.Fatalf("watch exit %d: %s%s", code, tableErr.String(), jsonErr.String())
+		}
+	}
+	if tableErr.String() != "" {
+		t.Fatalf("the table watch wrote to stderr: %q", tableErr.String())
+	}
+	if n := strings.Count(jsonErr.String(), "\n"); n != 2 {
+		t.Fatalf("the JSON watch's stderr has %d lines, want the outage's start and end:\n%s", n, jsonErr.String())
+	}
+}
+
+// TestOutageNotice: the notice keeps the time the outage began while the
+// error of each retry replaces the last; a notice that does not change
+// asks for no redraw; connected again, the view is the table alone. With
+// no table yet (the hub down from the start) the notice is the frame.
+func TestOutageNotice(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	refused := status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:7070: connect: connection refused\"")
+	v := newStatusView()
+	if !v.connection(refused, t0) || v.render(t0, 0) != "hub unreachable since 03:04:05, retrying: Unavailable: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:7070: connect: connection refused\"\n" {
+		t.Fatalf("no table yet: %q", v.render(t0, 0))
+	}
+	snap := &confighubv1.GetStatusResponse{Stream: "default", Generation: 1, Sinks: []*confighubv1.SinkStatus{
+		{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLIED, AppliedGeneration: 1, DesiredGeneration: 1}}}
+	v.apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap}})
+	table := renderStatus(snap, t0, 0)
+	if v.connection(refused, t0.Add(time.Second)) {
+		t.Error("the same error again asks for a redraw")
+	}
+	if !v.connection(errors.New("the hub is shutting down"), t0.Add(2*time.Second)) {
+		t.Error("a new error asks for no redraw")
+	}
+	if got, want := v.render(t0, 0), "hub unreachable since 03:04:05, retrying (the table below is as of then): the hub is shutting down\n"+table; got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := v.render(t0, 40); !strings.HasPrefix(got, "hub unreachable since 03:04:05, retryi…\n") {
+		t.Errorf("the notice is not cut to the width: %q", got)
+	}
+	if !v.connection(nil, t0.Add(3*time.Second)) || v.render(t0, 0) != table || v.outage() != nil {
+		t.Fatalf("connected again: %q", v.render(t0, 0))
+	}
+	if v.connection(nil, t0.Add(4*time.Second)) {
+		t.Error("connected while connected asks for a redraw")
 	}
 }
 

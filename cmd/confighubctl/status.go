@@ -25,7 +25,7 @@ import (
 func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
 	fs := subFlags("status", g, errw, "status [--stream s] [--watch] [--redraw d]")
 	stream := fs.String("stream", config.DefaultStream, "stream")
-	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops)")
+	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops); while the hub is unreachable a line above the table says since when and the error of the last retry (with --output json: on stderr)")
 	interval := fs.Duration("redraw", 200*time.Millisecond, "with --watch: the shortest time between two redraws")
 	pos, err := parseSub(fs, args)
 	if err != nil {
@@ -37,7 +37,19 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	if err := checkOutput(g); err != nil {
 		return err
 	}
-	c, closeConn, err := dial(g)
+	// The watch's reconnects are otherwise silent: a table redrawn from
+	// the last state looks healthy while the hub is down.
+	view := newStatusView()
+	changed := make(chan struct{}, 1)
+	state := hubclient.WithWatchState(func(err error) {
+		if view.connection(err, time.Now()) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	c, closeConn, err := dial(g, state)
 	if err != nil {
 		return err
 	}
@@ -62,19 +74,38 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 		return err
 	}
 	if g.output == "json" {
-		// One event per line, as the hub sends them.
+		// One event per line, as the hub sends them; the outages go to
+		// stderr, one line at each start and end.
 		line := protojson.MarshalOptions{}
-		err := c.Watch(ctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
-			b, err := line.Marshal(ev)
-			if err != nil {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			errc <- c.Watch(wctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
+				b, err := line.Marshal(ev)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(out, string(b))
 				return err
+			})
+		}()
+		down := false
+		for {
+			select {
+			case err := <-errc:
+				return watchEnd(ctx, err)
+			case <-changed:
+				switch o := view.outage(); {
+				case o != nil && !down:
+					fmt.Fprintf(errw, "confighubctl: status: %s\n", o.notice(false))
+				case o == nil && down:
+					fmt.Fprintf(errw, "confighubctl: status: hub reachable again at %s\n", time.Now().Format(time.TimeOnly))
+				}
+				down = view.outage() != nil
 			}
-			_, err = fmt.Fprintln(out, string(b))
-			return err
-		})
-		return watchEnd(ctx, err)
+		}
 	}
-	view := newStatusView()
 	r := &watchRenderer{w: out, ansi: isTerminal(out), width: terminalWidth(out)}
 	dirty := make(chan struct{}, 1)
 	wctx, cancel := context.WithCancel(ctx)
@@ -106,6 +137,11 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 			if r.ansi && view.seen() {
 				r.draw(view.render(time.Now(), r.width))
 			}
+		case <-changed:
+			// An outage's start, a new error or its end draws a frame at
+			// once, also when no table came yet (the hub down from the
+			// start).
+			r.draw(view.render(time.Now(), r.width))
 		case <-dirty:
 			if wait := *interval - time.Since(last); wait > 0 {
 				select {
@@ -133,10 +169,28 @@ func watchEnd(ctx context.Context, err error) error {
 	return nil
 }
 
-// statusView is the watcher's picture of one stream, built from events.
+// statusView is the watcher's picture of one stream, built from events,
+// and of the watch's connection.
 type statusView struct {
 	mu   sync.Mutex
 	snap *confighubv1.GetStatusResponse
+	down *outage // nil while the watch is connected
+}
+
+// outage is a broken watch: since when, and the error of its last retry.
+type outage struct {
+	since time.Time
+	err   error
+}
+
+// notice is the line status --watch shows while the hub is unreachable,
+// above the table (which stopped following the hub) when there is one.
+func (o *outage) notice(aboveTable bool) string {
+	note := ""
+	if aboveTable {
+		note = " (the table below is as of then)"
+	}
+	return fmt.Sprintf("hub unreachable since %s, retrying%s: %s", o.since.Format(time.TimeOnly), note, oneLine(o.err))
 }
 
 func newStatusView() *statusView { return &statusView{} }
@@ -144,7 +198,38 @@ func newStatusView() *statusView { return &statusView{} }
 func (v *statusView) seen() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.snap != nil
+	return v.snap != nil || v.down != nil
+}
+
+// connection records what hubclient.WithWatchState reports at now: err
+// when the watch broke or a retry failed, nil when it is connected again.
+// It says whether the notice changed.
+func (v *statusView) connection(err error, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case err == nil:
+		was := v.down != nil
+		v.down = nil
+		return was
+	case v.down == nil:
+		v.down = &outage{since: now, err: err}
+		return true
+	}
+	same := oneLine(v.down.err) == oneLine(err)
+	v.down.err = err
+	return !same
+}
+
+// outage is the current outage, nil while connected.
+func (v *statusView) outage() *outage {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.down == nil {
+		return nil
+	}
+	o := *v.down
+	return &o
 }
 
 // apply folds one event into the view.
@@ -193,10 +278,18 @@ func (v *statusView) apply(ev *confighubv1.WatchStatusResponse) {
 	}
 }
 
+// render is the notice of an outage, if any, above the table, if any.
 func (v *statusView) render(now time.Time, width int) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return renderStatus(v.snap, now, width)
+	var text string
+	if v.down != nil {
+		text = cutLines(v.down.notice(v.snap != nil)+"\n", width)
+	}
+	if v.snap != nil {
+		text += renderStatus(v.snap, now, width)
+	}
+	return text
 }
 
 // renderStatus is the status table. width > 0 cuts every line to it (a
@@ -233,10 +326,15 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	for _, s := range sinks {
 		writeExcluded(&b, s)
 	}
+	return cutLines(b.String(), width)
+}
+
+// cutLines cuts every line of text to width (none when width <= 0).
+func cutLines(text string, width int) string {
 	if width <= 0 {
-		return b.String()
+		return text
 	}
-	lines := strings.SplitAfter(strings.TrimSuffix(b.String(), "\n"), "\n")
+	lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
 	for i, l := range lines {
 		l = strings.TrimSuffix(l, "\n")
 		if utf8.RuneCountInString(l) >= width {
