@@ -246,12 +246,60 @@ func Check(raw []byte, f Format) (Checked, error) {
 		return Checked{}, fmt.Errorf("%w: _format_version is missing (Kong needs one of %v)", ErrInvalid, SupportedFormatVersions)
 	}
 	if fv.Type != gjson.String {
-		return Checked{}, fmt.Errorf("%w: _format_version must be a string, got %s", ErrInvalid, fv.Raw)
+		text := fv.Raw
+		if fv.Type == gjson.Number || fv.Type == gjson.True || fv.Type == gjson.False {
+			// The JSON form writes YAML's 3.0 as 3: quote the document.
+			text = yamlScalarText(raw, text)
+		}
+		return Checked{}, formatVersionNotString(text, fv.Raw[0])
 	}
 	if !supported(fv.Str) {
 		return Checked{}, fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, fv.Str, SupportedFormatVersions)
 	}
 	return Checked{Format: f, JSON: js, FormatVersion: fv.Str}, nil
+}
+
+// formatVersionNotString refuses a _format_version that is not a string.
+// text is the value as the document writes it (YAML's 3.0, not the 3 its
+// JSON form holds), first its first byte in JSON. A number or literal is
+// quoted, and when quoting it gives a version Kong accepts the message says
+// so: an unquoted YAML 3.0 is the usual slip.
+func formatVersionNotString(text string, first byte) error {
+	var kind string
+	switch first {
+	case '{':
+		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got an object", ErrInvalid, SupportedFormatVersions)
+	case '[':
+		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got an array", ErrInvalid, SupportedFormatVersions)
+	case 'n':
+		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got null", ErrInvalid, SupportedFormatVersions)
+	case 't', 'f':
+		kind = "a boolean"
+	default:
+		kind = "a number"
+	}
+	if supported(text) {
+		return fmt.Errorf("%w: _format_version must be a string, got %s (%s): quote it, %q", ErrInvalid, text, kind, text)
+	}
+	return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got %s (%s)", ErrInvalid, SupportedFormatVersions, text, kind)
+}
+
+// scalarToken is the number or literal at the start of b (b may hold the
+// byte after it), "..." added when it was longer than what was kept.
+func scalarToken(b []byte, long bool) string {
+	n := 0
+	for n < len(b) && scalarByte(b[n]) {
+		n++
+	}
+	if long && n == len(b) {
+		return string(b) + "..."
+	}
+	return string(b[:n])
+}
+
+// scalarByte says whether c may be part of a JSON number or literal.
+func scalarByte(c byte) bool {
+	return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
 }
 
 func supported(v string) bool {

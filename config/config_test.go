@@ -54,7 +54,7 @@ func TestCheckRejectsWithClearMessage(t *testing.T) {
 		{"yaml scalar", "hello world", FormatUnknown, "mapping"},
 		{"bad yaml", "a: [1,\n", FormatYAML, "not valid YAML"},
 		{"no version", `{"services":[]}`, FormatUnknown, "_format_version is missing"},
-		{"numeric version", `{"_format_version":3}`, FormatUnknown, "must be a string"},
+		{"numeric version", `{"_format_version":3}`, FormatUnknown, "must be a string (Kong accepts [1.1 2.1 3.0]), got 3 (a number)"},
 		{"unknown version", "_format_version: \"9.9\"\n", FormatUnknown, `"9.9" is not supported`},
 		{"binary", "\x00\x01\x02", FormatUnknown, "YAML"},
 		// Strict where parsers disagree (Kong keeps the last of two keys,
@@ -80,6 +80,46 @@ func TestCheckRejectsWithClearMessage(t *testing.T) {
 		}
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestFormatVersionQuotesWhatWasWritten: a _format_version that is not a
+// string is refused quoting the value as the document writes it (YAML's
+// unquoted 3.0 reads as the number 3, and "got 3" misled its author), with
+// the fix when quoting it gives a version Kong accepts; JSON alike, also
+// through a Scanner fed a byte at a time.
+func TestFormatVersionQuotesWhatWasWritten(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"_format_version: 3.0\n", `_format_version must be a string, got 3.0 (a number): quote it, "3.0"`},
+		{"_format_version: 2.1\nservices: []\n", `got 2.1 (a number): quote it, "2.1"`},
+		{"_format_version: 3.00\n", "must be a string (Kong accepts [1.1 2.1 3.0]), got 3.00 (a number)"},
+		{"_format_version: !!float 3.0\n", `got 3.0 (a number): quote it, "3.0"`},
+		{"_format_version: yes\n", "must be a string (Kong accepts [1.1 2.1 3.0]), got yes (a boolean)"},
+		{"_format_version: ~\n", "must be a string (Kong accepts [1.1 2.1 3.0]), got null"},
+		{"_format_version: [3.0]\n", "must be a string (Kong accepts [1.1 2.1 3.0]), got an array"},
+		{"_format_version: " + strings.Repeat("1", 100) + "\n", "got " + strings.Repeat("1", 64) + "... (a number)"},
+		{`{"_format_version":3.0}`, `_format_version must be a string, got 3.0 (a number): quote it, "3.0"`},
+		{`{"_format_version": 1.1 , "services":[]}`, `got 1.1 (a number): quote it, "1.1"`},
+		{`{"_format_version":-1.5e+3}`, "must be a string (Kong accepts [1.1 2.1 3.0]), got -1.5e+3 (a number)"},
+		{`{"_format_version":false}`, "got false (a boolean)"},
+		{`{"_format_version":{"v":"3.0"}}`, "got an object"},
+		{`{"_format_version":` + strings.Repeat("1", 100) + `}`, "got " + strings.Repeat("1", 64) + "... (a number)"},
+		{`{"_format_version":` + strings.Repeat("1", 64) + `}`, "got " + strings.Repeat("1", 64) + " (a number)"},
+	} {
+		_, err := Check([]byte(c.in), FormatUnknown)
+		if !errors.Is(err, ErrInvalid) || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("Check(%.40q): %v, want it to end %q", c.in, err, c.want)
+		}
+		if Detect([]byte(c.in)) != FormatJSON {
+			continue
+		}
+		s := NewScanner()
+		for i := range len(c.in) {
+			_, _ = s.Write([]byte{c.in[i]})
+		}
+		if _, err := s.Close(); err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("Scanner(%.40q) a byte at a time: %v, want it to end %q", c.in, err, c.want)
 		}
 	}
 }

@@ -42,7 +42,12 @@
 //     (consumers[0].keyauth_credentials[0].key), the byte and value of
 //     invalid UTF-8, the nesting limit (MaxDepth, 10000) of too deep a
 //     document, and stays short for hostile inputs (TestScanSaysWhatAndWhere,
-//     TestCheckRejectsWithClearMessage).
+//     TestCheckRejectsWithClearMessage). A _format_version that is not a
+//     string is quoted as the document writes it (an unquoted YAML 3.0 as
+//     3.0, not the 3 it reads as; at most 64 bytes), with the fix when
+//     quoting it gives a version Kong accepts (got 3.0 (a number): quote
+//     it, "3.0"), by Check and the Scanner alike
+//     (TestFormatVersionQuotesWhatWasWritten).
 //   - YAML is read as sigs.k8s.io/yaml reads it (YAML 1.1, objects with
 //     sorted keys: TestCheckAcceptsEveryFixture, FuzzCheck), but a mapping
 //     with a key twice (as JSON keys: 1 and "1" are equal), a second

@@ -46,6 +46,9 @@ type Scanner struct {
 	fvN                  int
 	fvSeen               bool
 	fvKind               byte // first byte of its value when not a string
+	// fvScalar: the number or literal being read is _format_version: its
+	// bytes go to fvRaw, so the refusal quotes what was written.
+	fvScalar bool
 	// err is the first error, wrapped as Check wraps it.
 	err error
 }
@@ -157,6 +160,9 @@ func (s *Scanner) write(p []byte) (int, error) {
 	i := 0
 	for i < len(p) {
 		c := p[i]
+		if s.fvScalar {
+			s.keepScalar(c) // the byte that ends it too: Close trims it
+		}
 		switch s.st {
 		case sString:
 			start := i
@@ -346,6 +352,10 @@ func (s *Scanner) structural(c byte, i int) error {
 	s.fvNext = false
 	if fv && c != '"' {
 		s.fvSeen, s.fvKind = true, c
+		if c != '{' && c != '[' {
+			s.fvScalar = true
+			s.keepScalar(c)
+		}
 	}
 	switch {
 	case c == '{' || c == '[':
@@ -389,11 +399,23 @@ func (s *Scanner) close() {
 
 // endValue moves on after a value (or a closed container).
 func (s *Scanner) endValue() {
+	s.fvScalar = false
 	if len(s.sc.frames) == 0 {
 		s.st = sEnd
 		return
 	}
 	s.st = sAfter
+}
+
+// keepScalar adds a byte of a number or literal _format_version.
+func (s *Scanner) keepScalar(c byte) {
+	if s.fvN == fvMax {
+		// The byte after a token of exactly fvMax bytes does not make it long.
+		s.fvLong = s.fvLong || scalarByte(c)
+		return
+	}
+	s.fvRaw[s.fvN] = c
+	s.fvN++
 }
 
 // keep adds string bytes to the key or the _format_version being read.
@@ -797,7 +819,7 @@ func (s *Scanner) Close() (string, error) {
 	case !s.fvSeen:
 		return "", fmt.Errorf("%w: _format_version is missing (Kong needs one of %v)", ErrInvalid, SupportedFormatVersions)
 	case s.fvKind != 0:
-		return "", fmt.Errorf("%w: _format_version must be a string, got %s", ErrInvalid, kindOf([]byte{s.fvKind}))
+		return "", formatVersionNotString(scalarToken(s.fvRaw[:s.fvN], s.fvLong), s.fvKind)
 	}
 	raw := s.fvRaw[:s.fvN]
 	if !s.fvLong {

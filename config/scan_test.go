@@ -57,7 +57,7 @@ func sameAsCheck(t interface{ Fatalf(string, ...any) }, b []byte, seed uint64) {
 func TestScannerTable(t *testing.T) {
 	for i, s := range []string{
 		``, ` `, `{}`, `[]`, `{"_format_version":"3.0"}`, ` {"_format_version" : "3.0" } `, `{"_format_version":"3.0"}x`,
-		`{"_format_version":3}`, `{"_format_version":"9.9"}`, `{"_format_version":null}`, `{"_format_version":{"a":1}}`,
+		`{"_format_version":3}`, `{"_format_version":3.0}`, `{"_format_version":-1.5e+3,"a":1}`, `{"_format_version":true}`, `{"_format_version":"9.9"}`, `{"_format_version":null}`, `{"_format_version":{"a":1}}`,
 		`{"a":{"_format_version":"3.0"}}`, `{"a":{"_format_version":"3.0"},"_format_version":"1.1"}`,
 		`{"_format_version":"3.0","_format_version":"bad"}`, `{"_format_version":"bad","_format_version":"3.0"}`,
 		`{"\u005fformat_version":"3.0"}`, `{"_format_version":"3\u002e0"}`, `{"_format_version":"3.0","services":[{"port":-1.5e+3,"x":[true,false,null]}]}`,

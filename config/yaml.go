@@ -154,3 +154,20 @@ func yamlKey(k any) (string, error) {
 		return "", fmt.Errorf("unsupported mapping key of type %s", reflect.TypeOf(k))
 	}
 }
+
+// yamlScalarText is the _format_version of a YAML document as its text
+// reads (3.0 where the JSON form holds 3), or json, its JSON form, when the
+// document does not give one as a scalar. Only a refusal calls it: it
+// parses the document again.
+func yamlScalarText(raw []byte, json string) string {
+	var top struct {
+		FV string `yaml:"_format_version"`
+	}
+	if err := yaml.Unmarshal(raw, &top); err != nil || top.FV == "" {
+		return json
+	}
+	if len(top.FV) > fvMax {
+		return top.FV[:fvMax] + "..."
+	}
+	return top.FV
+}
