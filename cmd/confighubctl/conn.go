@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -16,6 +18,14 @@ import (
 
 // maxRecv bounds answers (config get of a large configuration).
 const maxRecv = 512 << 20
+
+// reconnectBackoff is grpc's default but for its longest wait.
+var reconnectBackoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectWait}
+
+// maxReconnectWait bounds the wait between two connection attempts, and
+// between two watch retries: a watch follows the hub within about twice
+// this after the hub came back.
+const maxReconnectWait = 5 * time.Second
 
 // dial connects to the hub as the globals say.
 func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), error) {
@@ -44,6 +54,10 @@ func dialConn(g *globals) (*grpc.ClientConn, error) {
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)),
+		// grpc's reconnects back off up to 2 minutes by default: after a
+		// long outage status --watch would go on failing that long with the
+		// hub back. A single operator's client can afford to try sooner.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 20 * time.Second}),
 	}
 	if g.token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(hubclient.BearerToken(g.token)))

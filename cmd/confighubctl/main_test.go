@@ -617,6 +617,7 @@ func TestWatchRendererPlain(t *testing.T) {
 	var buf bytes.Buffer
 	r := &watchRenderer{w: &buf, now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	r.draw("A\n")
+	r.draw("") // the notice of an outage gone before the first table
 	r.draw("B\n")
 	if got, want := buf.String(), "--- 2026-01-02T03:04:05Z\nA\n\n--- 2026-01-02T03:04:05Z\nB\n"; got != want {
 		t.Fatalf("got %q want %q", got, want)

@@ -49,7 +49,7 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 			}
 		}
 	})
-	c, closeConn, err := dial(g, state)
+	c, closeConn, err := dial(g, state, hubclient.WithWatchBackoff(100*time.Millisecond, maxReconnectWait))
 	if err != nil {
 		return err
 	}
@@ -463,6 +463,9 @@ type watchRenderer struct {
 }
 
 func (r *watchRenderer) draw(frame string) {
+	if frame == "" && !r.ansi {
+		return // an appended frame of nothing says nothing
+	}
 	var b strings.Builder
 	if r.ansi {
 		if r.prev > 0 {
