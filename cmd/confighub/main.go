@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.sinks, "sinks", "", "YAML file with a list of sinks (the shape of PutSink's sink); put at every start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fs.IntVar(&f.maxMsg, "max-message-bytes", server.DefaultMaxMessageBytes, "largest gRPC message; larger configs must use UploadConfig")
+	fs.IntVar(&f.maxMsg, "max-message-bytes", server.DefaultMaxMessageBytes, "largest gRPC message; larger configs must use UploadConfig, whose chunks must fit in it too (hubclient sends 1 MiB chunks unless WithChunkBytes says otherwise)")
 	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
 	fs.Int64Var(&f.uploadBudget, "upload-budget-bytes", hub.DefaultUploadBudgetBytes, "hub-wide budget of bytes held by UploadConfig streams in flight (the sum of their announced total_size): an upload that would exceed it is refused with ResourceExhausted before its bytes are read; at least --max-config-bytes, 0 for no budget")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
