@@ -60,6 +60,10 @@
 // (TestServeAfterShutdown); cmd/confighub exits 0 then
 // (cmd/confighub TestStopRightAfterStart).
 //
+// GetConfig answers in one message: a configuration whose answer is over
+// the message limit is ResourceExhausted naming its size and
+// --max-message-bytes (TestGetConfigOverTheMessageLimit).
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

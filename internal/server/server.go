@@ -132,7 +132,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	}, o.keepalive.serverOptions()...)
 	so = append(so, o.serverOpts...)
 	gs := grpc.NewServer(so...)
-	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL, watchEnc: newWatchEncodings()}
+	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL, watchEnc: newWatchEncodings(), maxMsg: o.maxMsg}
 	confighubv1.RegisterConfigHubServiceServer(gs, svc)
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
 	hs := health.NewServer()

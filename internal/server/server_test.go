@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,10 +15,12 @@ import (
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
@@ -263,4 +266,21 @@ func TestServeAfterShutdown(t *testing.T) {
 		t.Error("Serve on a closed listener returned nil, want its error")
 	}
 	srv.Shutdown(context.Background())
+}
+
+// TestGetConfigOverTheMessageLimit: a configuration stored by an upload
+// but larger than the server's message limit is not read back by
+// GetConfig; the answer is ResourceExhausted naming the sizes and
+// --max-message-bytes, where grpc's own refusal names no flag.
+func TestGetConfigOverTheMessageLimit(t *testing.T) {
+	addr, h, _ := startHubServer(t, nil, server.WithMaxMessageBytes(4096))
+	raw := []byte(`{"_format_version":"3.0","x":"` + strings.Repeat("a", 8192) + `"}`)
+	ctx := context.Background()
+	if _, err := h.Push(ctx, hub.PushInput{Config: raw}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := confighubv1.NewConfigHubServiceClient(harness.Dial(t, addr)).GetConfig(ctx, &confighubv1.GetConfigRequest{})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "--max-message-bytes") || !strings.Contains(err.Error(), fmt.Sprint(len(raw), " bytes")) {
+		t.Fatalf("GetConfig of %d bytes over a 4096-byte limit: %v, want ResourceExhausted naming the size and --max-message-bytes", len(raw), err)
+	}
 }

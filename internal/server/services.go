@@ -29,6 +29,8 @@ type hubService struct {
 	pageURL func() string
 	// watchEnc shares status events' marshalled bytes between watchers.
 	watchEnc watchEncodings
+	// maxMsg is the largest message the server sends (--max-message-bytes).
+	maxMsg int
 }
 
 // sendPageURL sets the hubclient.StatusPageHeader when the hub serves a status page.
@@ -172,6 +174,12 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 		if out.ErrorBody != nil {
 			out.ErrorBody, _, _ = s.redact(out.ErrorBody, config.FormatJSON)
 		}
+	}
+	// Above the limit grpc refuses to send the answer with its own words
+	// ("trying to send message larger than max"), which name no flag.
+	if n := proto.Size(out); s.maxMsg > 0 && n > s.maxMsg {
+		return nil, status.Errorf(codes.ResourceExhausted, "the configuration of stream %q (generation %d, %d bytes) does not fit in one answer: %d bytes, over the hub's gRPC message limit of %d bytes (--max-message-bytes); raise the limit to read it",
+			cfg.Stream, cfg.Generation, len(out.Config), n, s.maxMsg)
 	}
 	return out, nil
 }
