@@ -78,8 +78,10 @@ func WithWatchBackoff(min, max time.Duration) Option {
 // WithWatchState makes Watch (and Wait, built on it) tell f of its
 // connection, which its reconnects otherwise hide: f(err) each time the
 // stream breaks or a reconnect fails and Watch is about to retry, and
-// f(nil) once Watch has opened a stream again after that (the hub is
-// reachable; it sends what was missed, or nothing if nothing changed). An
+// f(nil) once the hub answers a new stream after that (its header: the hub
+// sends it at once and then what was missed, or nothing if nothing
+// changed; a hub that does not send it early is reported at its first
+// event). An
 // error that ends Watch is returned, not passed to f. f runs on Watch's
 // goroutine, before the events that follow it.
 func WithWatchState(f func(err error)) Option { return func(c *Client) { c.watchState = f } }
@@ -225,11 +227,15 @@ func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn f
 	if err != nil {
 		return err
 	}
-	// An open stream is the only sign of a reconnect that is sure to come:
-	// a resumed watch of a stream where nothing changed receives nothing.
+	// The hub's header is its answer that the watch is open (it sends it
+	// at once: a resumed watch of a stream where nothing changed receives
+	// no event for a while). An open stream alone is not one: a proxy
+	// opens it too, and a refusal carries no header (nil md).
 	if *broken {
-		*broken = false
-		c.watchState(nil)
+		if md, err := st.Header(); err == nil && md != nil {
+			*broken = false
+			c.watchState(nil)
+		}
 	}
 	for {
 		ev, err := st.Recv()

@@ -33,8 +33,9 @@
 //     PermissionDenied, Unauthenticated, InvalidArgument and Unimplemented
 //     end it (hubclienttest.TestWatchReturnsPermanentErrors).
 //   - WithWatchState tells its function of each break Watch retries, with
-//     the error, and of the stream open again after it, before the events
-//     that follow; an error that ends Watch is returned, not reported
+//     the error, and of the hub's answer to a new stream after it (its
+//     header; not a stream refused at once), before the events that
+//     follow; an error that ends Watch is returned, not reported
 //     (TestWatchStateReportsBreaksAndReconnects).
 //   - Wait returns once every sink of the stream has applied the
 //     generation or a later one, with every sink's status at that revision

@@ -12,9 +12,10 @@ import (
 )
 
 // TestWatchStateReportsBreaksAndReconnects: WithWatchState's function gets
-// each retried break's error and then nil once a stream is open again,
-// before the event that follows; a watch that never breaks reports
-// nothing, and an error that ends Watch is returned, not reported.
+// each retried break's error and then nil once the hub answers again (its
+// header), before the event that follows, and not for a stream refused at
+// once; a watch that never breaks reports nothing, and an error that ends
+// Watch is returned, not reported.
 func TestWatchStateReportsBreaksAndReconnects(t *testing.T) {
 	c, _ := startFake(t,
 		script{events: []*confighubv1.WatchStatusResponse{snapshot(1)}, err: status.Error(codes.Unavailable, "hub going away")},
@@ -40,7 +41,7 @@ func TestWatchStateReportsBreaksAndReconnects(t *testing.T) {
 	if !errors.Is(err, errDone) {
 		t.Fatalf("Watch: %v", err)
 	}
-	want := []string{"event 1", "broken: hub going away", "reconnected", "broken: still away", "reconnected", "event 2"}
+	want := []string{"event 1", "broken: hub going away", "broken: still away", "reconnected", "event 2"}
 	if len(got) != len(want) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}

@@ -96,13 +96,14 @@ func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writ
 			case err := <-errc:
 				return watchEnd(ctx, err)
 			case <-changed:
-				switch o := view.outage(); {
+				o := view.outage()
+				switch {
 				case o != nil && !down:
 					fmt.Fprintf(errw, "confighubctl: status: %s\n", o.notice(false))
 				case o == nil && down:
 					fmt.Fprintf(errw, "confighubctl: status: hub reachable again at %s\n", time.Now().Format(time.TimeOnly))
 				}
-				down = view.outage() != nil
+				down = o != nil // the state the lines above told of
 			}
 		}
 	}

@@ -126,9 +126,10 @@
 //     Runner's "unreachable" included (the destination just answered),
 //     and keeps them as previous_error and previous_error_code
 //     (TestRecoveryClearsLastError). So does a hash skip back to what the
-//     destination runs (a rejected push, then the last applied one
-//     again), with its entity_errors and their metric, but not the
-//     Runner's "unreachable": nothing was sent (TestSkipBackClearsRejection).
+//     destination runs (a push that failed, rejected or not, then the last
+//     applied one again), with its entity_errors and their metric, but not
+//     the Runner's "unreachable": nothing was sent
+//     (TestSkipBackClearsRejection).
 //   - Status: every change is an event with a monotonic revision, starting
 //     after the clock's Unix nanoseconds when the engine is made (so a
 //     watcher resuming with a revision from before a restart gets a

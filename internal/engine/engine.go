@@ -557,7 +557,9 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	}
 	if seed.GetStream() == st.name && seed.GetAppliedGeneration() > w.m.appliedGen {
 		w.m.seed(seed.GetAppliedGeneration(), seed.GetAppliedHash())
-		w.lastAppliedTime = seed.GetLastAppliedTime().AsTime()
+		if t := seed.GetLastAppliedTime(); t != nil { // nil would read as 1970
+			w.lastAppliedTime = t.AsTime()
+		}
 	}
 	if !w.lastAppliedTime.IsZero() {
 		// The last success is known (status shows it): staleness alerts

@@ -108,7 +108,7 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 		case v == Placeholder:
 			return fmt.Errorf("%w: %s is %s without a fingerprint: send the value itself, or the placeholder as read", ErrPlaceholder, l.path, Placeholder)
 		case looksRedacted(v) && !IsPlaceholder(v):
-			return fmt.Errorf("%w: %s is %s, not a placeholder as the hub writes it (<redacted:12 lower-case hex digits>): send the value itself, or the placeholder as read", ErrPlaceholder, l.path, v)
+			return fmt.Errorf("%w: %s is %.64q, not a placeholder as the hub writes it (<redacted:12 lower-case hex digits>): send the value itself, or the placeholder as read", ErrPlaceholder, l.path, v)
 		case !IsPlaceholder(v):
 			return nil
 		}
@@ -152,7 +152,8 @@ func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
 // mistyped fingerprint included: such a value is a copied or edited
 // placeholder, never a secret to send to a destination.
 func looksRedacted(v string) bool {
-	return strings.HasPrefix(v, "<redacted") && strings.HasSuffix(v, ">")
+	v = strings.TrimSpace(v)
+	return len(v) >= len("<redacted>") && strings.EqualFold(v[:len("<redacted")], "<redacted") && strings.HasSuffix(v, ">")
 }
 
 // SecretValues returns every secret value set in s, for scrubbing text that

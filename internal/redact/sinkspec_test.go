@@ -148,7 +148,7 @@ func TestSinkSecretsRestore(t *testing.T) {
 	}
 	// A placeholder of another form (a short or upper-case fingerprint) is
 	// refused too, never stored as the value.
-	for _, v := range []string{"<redacted:deadbeef>", "<redacted:FA9E2315882D>", "<redacted:>"} {
+	for _, v := range []string{"<redacted:deadbeef>", "<redacted:FA9E2315882D>", "<redacted:>", " <REDACTED:0123456789ab> "} {
 		in = proto.Clone(stored).(*confighubv1.Sink)
 		in.GetKong().Headers["Kong-Admin-Token"] = v
 		if _, err := r.Restore(in, stored); !errors.Is(err, redact.ErrPlaceholder) || !strings.Contains(err.Error(), v) {

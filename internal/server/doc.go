@@ -64,6 +64,10 @@
 // the message limit is ResourceExhausted naming its size and
 // --max-message-bytes (TestGetConfigOverTheMessageLimit).
 //
+// WatchStatus sends its header at once, before any event, so a client
+// knows the watch is open even when a resumed watch has nothing new
+// (hubclient.WithWatchState; cmd/confighubctl TestStatusWatchShowsAnOutage).
+//
 // Reflection is served as grpc.reflection.v1 and v1alpha, listing the
 // same services, so clients that know only v1alpha (ghz v0.93.0, older
 // grpcurl) work (TestReflectionV1Alpha).

@@ -25,6 +25,12 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 		return toStatus(err)
 	}
 	s.sendPageURL(ctx)
+	// The header goes out now, not with the first event: a resumed watch
+	// with nothing new gets none for a while, and hubclient takes the
+	// header as the hub's answer that the watch is open (WithWatchState).
+	if err := stream.SendHeader(nil); err != nil {
+		return err
+	}
 	ch := s.hub.Watch(ctx, req.GetStream(), req.GetFromRevision())
 	for {
 		select {
