@@ -265,18 +265,13 @@ func Check(raw []byte, f Format) (Checked, error) {
 // quoted, and when quoting it gives a version Kong accepts the message says
 // so: an unquoted YAML 3.0 is the usual slip.
 func formatVersionNotString(text string, first byte) error {
-	var kind string
+	kind := "a number"
 	switch first {
-	case '{':
-		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got an object", ErrInvalid, SupportedFormatVersions)
-	case '[':
-		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got an array", ErrInvalid, SupportedFormatVersions)
-	case 'n':
-		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got null", ErrInvalid, SupportedFormatVersions)
+	case '{', '[', 'n':
+		got := map[byte]string{'{': "an object", '[': "an array", 'n': "null"}[first]
+		return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got %s", ErrInvalid, SupportedFormatVersions, got)
 	case 't', 'f':
 		kind = "a boolean"
-	default:
-		kind = "a number"
 	}
 	if supported(text) {
 		return fmt.Errorf("%w: _format_version must be a string, got %s (%s): quote it, %q", ErrInvalid, text, kind, text)

@@ -149,7 +149,10 @@ func scenarioWatchers(ctx context.Context, o opts, log func(string, ...any)) ([]
 	}
 	defer child.close()
 
-	rounds := orDefault(0, o.quick, watchRounds, watchRoundsQuick)
+	rounds := watchRounds
+	if o.quick {
+		rounds = watchRoundsQuick
+	}
 	var with, without []time.Duration
 	var paced watchTally
 	var lastGen uint64
