@@ -114,7 +114,7 @@ test: self-contained lint-proto gen-check vet gotest grpcurl-check
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
-	$(GO) run ./cmd/confighub-bench $(BENCH_FLAGS)
+	$(GO) run ./test/bench $(BENCH_FLAGS)
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 30s; not part of test/CI)
 FUZZTIME ?= 30s

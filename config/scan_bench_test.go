@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // scanInputs are the documents the strict check is measured on: every KIC

@@ -9,9 +9,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -27,13 +27,13 @@ func TestLogLinesNameEachAttributeOnce(t *testing.T) {
 	if err := Register(reg, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	gw := emulator.New()
+	gw := kongemu.New()
 	gwURL, err := gw.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	db := httptest.NewServer(emulator.NewEntityAPI())
+	db := httptest.NewServer(kongemu.NewEntityAPI())
 	defer db.Close()
 	e := engine.New(reg, engine.WithLogger(rec.Logger()))
 	defer e.Stop()

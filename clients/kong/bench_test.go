@@ -9,7 +9,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -30,7 +30,7 @@ func bigConfig(services int, tag string) []byte {
 // gateway (two configs alternate so every apply is a 201; the emulator's
 // cache keeps its parsing out of the measurement after the first round).
 func BenchmarkApply1MiB(b *testing.B) {
-	g := emulator.New(emulator.WithCache(emulator.NewCache()))
+	g := kongemu.New(kongemu.WithCache(kongemu.NewCache()))
 	u, err := g.Start()
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -19,8 +19,8 @@ const fiveRoutes = `{"_format_version":"3.0","services":[{"name":"s","host":"h",
 {"name":"r4","paths":["/4"]},{"name":"r5","paths":["/5"]}]}]}`
 
 // rejectRoute is Kong's flattened 400 naming one route.
-func rejectRoute(name string) emulator.Step {
-	return emulator.Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"code":14,"name":"invalid declarative configuration","message":"declarative config is invalid: {}","fields":{},
+func rejectRoute(name string) kongemu.Step {
+	return kongemu.Step{Status: http.StatusBadRequest, Body: fmt.Sprintf(`{"code":14,"name":"invalid declarative configuration","message":"declarative config is invalid: {}","fields":{},
 "flattened_errors":[{"entity_type":"route","entity_name":%q,"entity_tags":["k8s-name:%s"],"errors":[{"type":"field","field":"paths","message":"bad path"}]}]}`, name, name)}
 }
 

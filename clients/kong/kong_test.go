@@ -28,16 +28,16 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func startGW(t *testing.T, opts ...emulator.Option) (*emulator.Gateway, string) {
+func startGW(t *testing.T, opts ...kongemu.Option) (*kongemu.Gateway, string) {
 	t.Helper()
-	g := emulator.New(opts...)
+	g := kongemu.New(opts...)
 	u, err := g.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +123,8 @@ func TestApply201Then304(t *testing.T) {
 	if err := s.Apply(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if g.Hash() != emulator.ConfigHash(raw) {
-		t.Fatalf("gateway hash %s, want %s", g.Hash(), emulator.ConfigHash(raw))
+	if g.Hash() != kongemu.ConfigHash(raw) {
+		t.Fatalf("gateway hash %s, want %s", g.Hash(), kongemu.ConfigHash(raw))
 	}
 	if err := s.Apply(ctx, cfg); err != nil {
 		t.Fatalf("304 must be success: %v", err)
@@ -229,7 +229,7 @@ services:
 }
 
 func TestApply413TooLarge(t *testing.T) {
-	_, u := startGW(t, emulator.WithBodyLimit(100))
+	_, u := startGW(t, kongemu.WithBodyLimit(100))
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	cfg := cfgOf(t, fixture(t, "httproute-example__default.yaml"))
 	js, _ := cfg.JSON()
@@ -248,9 +248,9 @@ func TestApply429RetryAfter(t *testing.T) {
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{Clock: clk})
 	cfg := cfgOf(t, []byte(`{"_format_version":"3.0"}`))
 	g.ScriptConfig(
-		emulator.Step{Status: 429, RetryAfter: "7"},
-		emulator.Step{Status: 429, RetryAfter: clk.Now().Add(90 * time.Second).Format(http.TimeFormat)},
-		emulator.Step{Status: 429},
+		kongemu.Step{Status: 429, RetryAfter: "7"},
+		kongemu.Step{Status: 429, RetryAfter: clk.Now().Add(90 * time.Second).Format(http.TimeFormat)},
+		kongemu.Step{Status: 429},
 	)
 	for _, want := range []time.Duration{7 * time.Second, 90 * time.Second, 0} {
 		se := sinkErr(t, s.Apply(context.Background(), cfg))
@@ -267,7 +267,7 @@ func TestApply5xxAndDropsAreRetryable(t *testing.T) {
 	g, u := startGW(t)
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	cfg := cfgOf(t, []byte(`{"_format_version":"3.0"}`))
-	g.ScriptConfig(emulator.Step{Status: 503}, emulator.Step{Status: 500}, emulator.Step{Status: 504}, emulator.Step{Drop: true})
+	g.ScriptConfig(kongemu.Step{Status: 503}, kongemu.Step{Status: 500}, kongemu.Step{Status: 504}, kongemu.Step{Drop: true})
 	for _, want := range []sink.Code{sink.CodeUnavailable, sink.CodeUnavailable, sink.CodeTimeout, sink.CodeUnavailable} {
 		se := sinkErr(t, s.Apply(context.Background(), cfg))
 		if se.Code != want || se.Permanent || se.RetryAfter != 0 {
@@ -307,7 +307,7 @@ func TestApplyTimeoutOnHungGateway(t *testing.T) {
 }
 
 func TestHeadersSent(t *testing.T) {
-	g := emulator.New()
+	g := kongemu.New()
 	var mu sync.Mutex
 	var tokens []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -384,7 +384,7 @@ func TestTLSWithCAAndClientCertificate(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.caPEM)
-	g, u := startGW(t, emulator.WithTLS(&tls.Config{
+	g, u := startGW(t, kongemu.WithTLS(&tls.Config{
 		Certificates: []tls.Certificate{srvCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert,
 		MinVersion: tls.VersionTLS12,
 	}))
@@ -477,7 +477,7 @@ func TestStatusPollResyncAndHealth(t *testing.T) {
 	}
 	waitPolls := func() {
 		t.Helper()
-		if err := g.Wait(wctx, func(emulator.View) bool { return g.Count("GET", "/status") >= polls }); err != nil {
+		if err := g.Wait(wctx, func(kongemu.View) bool { return g.Count("GET", "/status") >= polls }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -533,7 +533,7 @@ func TestEveryFixtureApplies(t *testing.T) {
 			t.Errorf("%s: %v", filepath.Base(f), err)
 			continue
 		}
-		if g.Hash() != emulator.ConfigHash(raw) {
+		if g.Hash() != kongemu.ConfigHash(raw) {
 			t.Errorf("%s: hash", filepath.Base(f))
 		}
 	}
@@ -556,7 +556,7 @@ func slogTo(b *strings.Builder, mu *sync.Mutex) *slog.Logger {
 
 // A gateway with a database refuses /config: a rejection naming the reason.
 func TestApplyToDBModeGatewayIsRejected(t *testing.T) {
-	_, u := startGW(t, emulator.WithDBMode())
+	_, u := startGW(t, kongemu.WithDBMode())
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	se := sinkErr(t, s.Apply(context.Background(), cfgOf(t, []byte(`{"_format_version":"3.0"}`))))
 	if !se.Permanent || se.Code != "rejected" || len(se.EntityErrors) != 0 ||
@@ -568,7 +568,7 @@ func TestApplyToDBModeGatewayIsRejected(t *testing.T) {
 // 401/403 are the credentials' fault, not the configuration's: retried.
 func TestApplyUnauthorizedIsRetryable(t *testing.T) {
 	g, u := startGW(t)
-	g.ScriptConfig(emulator.Step{Status: http.StatusUnauthorized, Body: `{"message":"Invalid credentials. Token or User credentials required"}`})
+	g.ScriptConfig(kongemu.Step{Status: http.StatusUnauthorized, Body: `{"message":"Invalid credentials. Token or User credentials required"}`})
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	se := sinkErr(t, s.Apply(context.Background(), cfgOf(t, []byte(`{"_format_version":"3.0"}`))))
 	if se.Permanent || se.Code != "unauthorized" || !strings.Contains(se.Message, "Invalid credentials") {

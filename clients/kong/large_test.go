@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
 )
 
 // A 2 MiB body against a 1 MiB limit: the gateway answers 413 before
 // reading the body, and the sink still sees the 413 (not a broken pipe).
 func TestApply413LargeBody(t *testing.T) {
-	_, u := startGW(t, emulator.WithBodyLimit(1<<20))
+	_, u := startGW(t, kongemu.WithBodyLimit(1<<20))
 	s := newSink(t, &confighubv1.KongSpec{Address: u}, sink.Deps{})
 	var b strings.Builder
 	b.WriteString(`{"_format_version":"3.0","services":[`)

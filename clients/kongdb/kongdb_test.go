@@ -14,8 +14,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -47,7 +47,7 @@ func TestFactoryRejectsBadSpecs(t *testing.T) {
 // TestApplySendsHeadersAndSyncs: a kong-db sink syncs a fixture into the
 // DB-mode root with its headers on every request.
 func TestApplySendsHeadersAndSyncs(t *testing.T) {
-	api := emulator.NewEntityAPI()
+	api := kongemu.NewEntityAPI()
 	var mu sync.Mutex
 	missing := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

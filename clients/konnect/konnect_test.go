@@ -25,8 +25,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -130,7 +130,7 @@ func (a *authRecorder) seen() map[string]int {
 // TestTokenFileIsReReadBeforeEachApply: a bearer token from a file syncs a
 // control plane, and a rotated token is used by the next apply.
 func TestTokenFileIsReReadBeforeEachApply(t *testing.T) {
-	api := emulator.NewEntityAPI()
+	api := kongemu.NewEntityAPI()
 	rec := &authRecorder{auths: map[string]int{}, next: api}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
@@ -192,7 +192,7 @@ func keyPair(t *testing.T) (certPEM, keyPEM string) {
 // TestClientCertificateAuth: the sink presents its client certificate to a
 // control plane that requires one, and trusts the given CA.
 func TestClientCertificateAuth(t *testing.T) {
-	api := emulator.NewEntityAPI()
+	api := kongemu.NewEntityAPI()
 	var mu sync.Mutex
 	var peers []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 var (

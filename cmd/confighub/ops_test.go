@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 	"log/slog"
 	"net"
 	"os"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestProfilingNeedsMetrics: --profiling with the metrics listener

@@ -2,7 +2,7 @@
 // loopback ports, for trying confighub by hand; with --db-mode, gateways with
 // a database (the entity Admin API, also under
 // /kic/api/control-planes/<id> for a konnect sink). It is an emulator, not
-// Kong: see package internal/emulator for what it checks.
+// Kong: see package test/kongemu for what it checks.
 //
 //	kong-emulator --listen 127.0.0.1:8001 --count 3
 //
@@ -28,7 +28,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func main() {
@@ -79,16 +79,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cache := emulator.NewCache()
-	opts := []emulator.Option{emulator.WithCache(cache), emulator.WithLogger(logger), emulator.WithBodyLimit(*bodyLimit)}
+	cache := kongemu.NewCache()
+	opts := []kongemu.Option{kongemu.WithCache(cache), kongemu.WithLogger(logger), kongemu.WithBodyLimit(*bodyLimit)}
 	if *oss {
-		opts = append(opts, emulator.WithOSS())
+		opts = append(opts, kongemu.WithOSS())
 	}
 	if *dbMode {
 		// Each gateway gets its own entity store (DB mode and Konnect paths).
-		opts = append(opts, emulator.WithDBMode())
+		opts = append(opts, kongemu.WithDBMode())
 	}
-	var gws []*emulator.Gateway
+	var gws []*kongemu.Gateway
 	defer func() {
 		for _, g := range gws {
 			_ = g.Close()
@@ -99,11 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if port != 0 {
 			p = port + i
 		}
-		gopts := append(opts[:len(opts):len(opts)], emulator.WithAddr(net.JoinHostPort(host, strconv.Itoa(p))))
+		gopts := append(opts[:len(opts):len(opts)], kongemu.WithAddr(net.JoinHostPort(host, strconv.Itoa(p))))
 		if *dbMode {
-			gopts = append(gopts, emulator.WithRoutes(emulator.NewEntityAPI().Routes))
+			gopts = append(gopts, kongemu.WithRoutes(kongemu.NewEntityAPI().Routes))
 		}
-		g := emulator.New(gopts...)
+		g := kongemu.New(gopts...)
 		u, err := g.Start()
 		if err != nil {
 			return err

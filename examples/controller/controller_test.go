@@ -15,9 +15,9 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/clients/builtin"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/memory"
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // whose one sink, gw, is a Kong Admin API emulator, and returns a client.
 func startHub(t *testing.T) *hubclient.Client {
 	t.Helper()
-	gw := emulator.New()
+	gw := kongemu.New()
 	u, err := gw.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/internal/auth/authtest"
+	"github.com/confighub/confighub/test/authtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,10 +9,10 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/sink"
 )
 

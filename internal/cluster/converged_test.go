@@ -9,7 +9,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	etcdstore "github.com/confighub/confighub/internal/store/etcd"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/etcdtest"
 )
 
 // etcdShared returns a new etcd store on cli, as each replica process has

@@ -10,7 +10,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/internal/store/memory"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/etcdtest"
 )
 
 // waitMembers waits (on Changes, bounded) until cond holds.

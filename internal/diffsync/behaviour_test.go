@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -65,7 +65,7 @@ func bigConfig(n int) []byte {
 	return b
 }
 
-func writeCounts(api *emulator.EntityAPI) (writes int, gets int, summary string) {
+func writeCounts(api *kongemu.EntityAPI) (writes int, gets int, summary string) {
 	var parts []string
 	for k, v := range api.Counts() {
 		if strings.HasPrefix(k, "GET ") {
@@ -99,7 +99,7 @@ func TestOneRouteChangeSendsOnlyItsWrites(t *testing.T) {
 				base, cp, opts := e.url, "", []Option{}
 				if konnect {
 					cp = "cp-1"
-					base = e.url + emulator.KonnectPrefix + cp
+					base = e.url + kongemu.KonnectPrefix + cp
 					opts = append(opts, WithKonnect(cp), WithConcurrency(4))
 				}
 				s := e.syncer(t, base, opts...)
@@ -142,7 +142,7 @@ func mustJSON(t *testing.T, raw []byte) []byte {
 func TestDropConsumers(t *testing.T) {
 	name := "ingress-v1-rule-with-tls-and-consumer__default.yaml"
 	e := newEnv(t)
-	base := e.url + emulator.KonnectPrefix + "cp-1"
+	base := e.url + kongemu.KonnectPrefix + "cp-1"
 	cfg := loadConfig(t, fixture(t, name), 1)
 	full := e.syncer(t, base, WithKonnect("cp-1"))
 	if _, err := full.Sync(ctxT(t), cfg); err != nil {
@@ -172,7 +172,7 @@ func TestDropConsumers(t *testing.T) {
 
 	// From empty: no consumer request is written at all.
 	e2 := newEnv(t)
-	s2 := e2.syncer(t, e2.url+emulator.KonnectPrefix+"cp-2", WithKonnect("cp-2"), WithDropConsumers(true))
+	s2 := e2.syncer(t, e2.url+kongemu.KonnectPrefix+"cp-2", WithKonnect("cp-2"), WithDropConsumers(true))
 	if _, err := s2.Sync(ctxT(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestDropConsumers(t *testing.T) {
 // of the waits the engine would do, not on wall time).
 func TestRateLimitedCarriesRetryAfter(t *testing.T) {
 	e := newEnv(t)
-	s := e.syncer(t, e.url+emulator.KonnectPrefix+"cp", WithKonnect("cp"))
+	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", WithKonnect("cp"))
 	cfg := loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1)
 
 	// The storm answers the services listing of each of the first attempts
@@ -201,7 +201,7 @@ func TestRateLimitedCarriesRetryAfter(t *testing.T) {
 	for attempts < 10 {
 		attempts++
 		if attempts <= storm {
-			e.api.PushFaults(emulator.EntityFault{Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second, Collection: "services"})
+			e.api.PushFaults(kongemu.EntityFault{Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second, Collection: "services"})
 		}
 		_, err := s.Sync(ctxT(t), cfg)
 		if err == nil {
@@ -218,7 +218,7 @@ func TestRateLimitedCarriesRetryAfter(t *testing.T) {
 	}
 
 	// A 429 on an entity write is reported with the entity and the wait.
-	e.api.PushFaults(emulator.EntityFault{Status: http.StatusTooManyRequests, RetryAfter: 12 * time.Second, WritesOnly: true})
+	e.api.PushFaults(kongemu.EntityFault{Status: http.StatusTooManyRequests, RetryAfter: 12 * time.Second, WritesOnly: true})
 	_, err := s.Sync(ctxT(t), loadConfig(t, changeFirstRoute(t, mustJSON(t, fixture(t, "httproute-example__default.yaml"))), 2))
 	se, ok := sink.AsError(err)
 	if !ok || se.Permanent || se.RetryAfter != 12*time.Second || len(se.EntityErrors) != 1 {
@@ -261,7 +261,7 @@ func contains(l []string, s string) bool {
 // TestUnavailableIsRetryable: 503, dropped connections and refused
 // credentials are retried by the engine, never pinned.
 func TestUnavailableIsRetryable(t *testing.T) {
-	for _, f := range []emulator.EntityFault{{Status: http.StatusServiceUnavailable}, {Drop: true}, {Status: http.StatusUnauthorized}} {
+	for _, f := range []kongemu.EntityFault{{Status: http.StatusServiceUnavailable}, {Drop: true}, {Status: http.StatusUnauthorized}} {
 		e := newEnv(t)
 		s := e.syncer(t, e.url)
 		e.api.PushFaults(f)

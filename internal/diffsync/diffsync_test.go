@@ -13,21 +13,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type env struct {
-	api *emulator.EntityAPI
+	api *kongemu.EntityAPI
 	url string
 }
 
-func newEnv(t testing.TB, opts ...emulator.EntityOption) *env {
+func newEnv(t testing.TB, opts ...kongemu.EntityOption) *env {
 	t.Helper()
-	api := emulator.NewEntityAPI(opts...)
+	api := kongemu.NewEntityAPI(opts...)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &env{api: api, url: srv.URL}
@@ -121,11 +121,11 @@ func TestFixtureSequenceConverges(t *testing.T) {
 			t.Parallel()
 			// The expression-routes fixtures need a Kong whose router
 			// flavor is "expressions" (Konnect always has the fields).
-			e := newEnv(t, emulator.WithExpressionsRouter())
+			e := newEnv(t, kongemu.WithExpressionsRouter())
 			base, cp, opts := e.url, "", []Option{}
 			if konnect {
 				cp = "cp-seq"
-				base, opts = e.url+emulator.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+				base, opts = e.url+kongemu.KonnectPrefix+cp, []Option{WithKonnect(cp)}
 			}
 			s := e.syncer(t, base, opts...)
 			var gen uint64
@@ -166,7 +166,7 @@ func TestHungDestinationTimesOut(t *testing.T) {
 	e := newEnv(t)
 	release := e.api.Hang()
 	defer release()
-	s := e.syncer(t, e.url+emulator.KonnectPrefix+"cp", WithKonnect("cp"))
+	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", WithKonnect("cp"))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := s.Sync(ctx, loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
@@ -179,8 +179,8 @@ func TestHungDestinationTimesOut(t *testing.T) {
 // TestBehindGateway: the entity API behind the DB-less emulator's Gateway
 // (WithRoutes) serves a DB-mode sync; the gateway answers GET /.
 func TestBehindGateway(t *testing.T) {
-	api := emulator.NewEntityAPI()
-	gw := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(api.Routes))
+	api := kongemu.NewEntityAPI()
+	gw := kongemu.New(kongemu.WithDBMode(), kongemu.WithRoutes(api.Routes))
 	url, err := gw.Start()
 	if err != nil {
 		t.Fatal(err)

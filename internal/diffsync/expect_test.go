@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // expected is one entity a configuration declares, found by walking the
@@ -105,7 +105,7 @@ func walkConfig(t *testing.T, raw []byte) []expected {
 // configuration's entities, each with the configuration's field values
 // (the destination stores Kong's defaults besides them: a record there may
 // hold more fields than the configuration gives).
-func assertMirrors(t *testing.T, api *emulator.EntityAPI, cp string, raw []byte) {
+func assertMirrors(t *testing.T, api *kongemu.EntityAPI, cp string, raw []byte) {
 	t.Helper()
 	want := walkConfig(t, raw)
 	byCol := map[string][]expected{}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // changeOneRoute returns raw (JSON) with one route changed (its paths, or
@@ -80,17 +80,17 @@ func TestEveryFixtureResyncsWithoutWrites(t *testing.T) {
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				row := fixtureRow{fixture: name, mode: mode}
 				defer func() { rows = append(rows, row) }()
-				var opts []emulator.EntityOption
+				var opts []kongemu.EntityOption
 				if strings.Contains(name, "expression-routes-on") {
 					// KIC renders these for a Kong whose router_flavor is
 					// "expressions".
-					opts = append(opts, emulator.WithExpressionsRouter())
+					opts = append(opts, kongemu.WithExpressionsRouter())
 				}
 				e := newEnv(t, opts...)
 				base, cp, sopts := e.url, "", []Option{}
 				if konnect {
 					cp = "cp"
-					base, sopts = e.url+emulator.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+					base, sopts = e.url+kongemu.KonnectPrefix+cp, []Option{WithKonnect(cp)}
 				}
 				s := e.syncer(t, base, sopts...)
 

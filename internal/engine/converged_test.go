@@ -8,7 +8,7 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/sink"
 )
 

@@ -14,7 +14,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/sink"
 )
 

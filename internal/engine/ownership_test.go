@@ -8,7 +8,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/engine/enginetest"
+	"github.com/confighub/confighub/test/enginetest"
 )
 
 // placement is the ownership of two replicas "A" and "B": which one runs

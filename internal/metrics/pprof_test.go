@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/metrics"
 )
 

@@ -8,7 +8,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/rawack"
+	"github.com/confighub/confighub/test/bench/rawack"
 )
 
 // BenchmarkUploadConfig is the UploadConfig round trip in one process

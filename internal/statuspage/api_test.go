@@ -15,8 +15,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/internal/engine/enginetest"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/statuspage"
 )
 

@@ -23,10 +23,10 @@ import (
 	"github.com/confighub/confighub/clients/builtin"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/engine/enginetest"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/statuspage"
@@ -160,9 +160,9 @@ func (f *fixture) push(t *testing.T, raw []byte, labels map[string]string) uint6
 	return res.Generation
 }
 
-func gateway(t *testing.T) *emulator.Gateway {
+func gateway(t *testing.T) *kongemu.Gateway {
 	t.Helper()
-	gw := emulator.New()
+	gw := kongemu.New()
 	if _, err := gw.Start(); err != nil {
 		t.Fatal(err)
 	}

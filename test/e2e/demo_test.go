@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestMakeDemoStopsCleanlyOnCtrlC runs `make demo` as a user does, on a

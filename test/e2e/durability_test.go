@@ -18,7 +18,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // genConfig is a valid Kong config whose content depends on n, of at least

@@ -12,8 +12,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestHungSinkDelaysNobody: one sink hangs for ever (a gateway that never
@@ -21,7 +21,7 @@ import (
 // every generation, every push is acknowledged, and a watcher sees every
 // one of the file sink's applies while the hung sink still hangs.
 func TestHungSinkDelaysNobody(t *testing.T) {
-	hung := emulator.New()
+	hung := kongemu.New()
 	u, err := hung.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestHungSinkDelaysNobody(t *testing.T) {
 			return seen[res.GetGeneration()]
 		}, "the watcher sees generation %d applied", res.GetGeneration())
 	}
-	if err := hung.Wait(ctx, func(v emulator.View) bool { return v.Hanging >= 1 }); err != nil || hung.Loads() != 0 {
+	if err := hung.Wait(ctx, func(v kongemu.View) bool { return v.Hanging >= 1 }); err != nil || hung.Loads() != 0 {
 		t.Fatalf("the hung gateway must still be hanging with nothing loaded: %v loads=%d", err, hung.Loads())
 	}
 	st, err := cl.Hub.GetStatus(ctx, &confighubv1.GetStatusRequest{})
@@ -94,7 +94,7 @@ func TestHungSinkDelaysNobody(t *testing.T) {
 // per apply: it applies a handful of times, ends on the last generation, and
 // status reports the coalesced count.
 func TestBurstCoalesces(t *testing.T) {
-	gw := emulator.New()
+	gw := kongemu.New()
 	u, err := gw.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestBurstCoalesces(t *testing.T) {
 	if sink.GetCoalesced() == 0 || sink.GetCoalesced()+sink.GetAppliesTotal() < pushes/2 {
 		t.Fatalf("status coalesced=%d applies=%d for %d pushes", sink.GetCoalesced(), sink.GetAppliesTotal(), pushes)
 	}
-	if gw.Hash() != emulator.ConfigHash(genConfig(pushes, 512)) {
+	if gw.Hash() != kongemu.ConfigHash(genConfig(pushes, 512)) {
 		t.Fatal("the gateway does not hold the last generation")
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/kongraph"
 )
 
@@ -91,7 +91,7 @@ func waitState(t *testing.T, f *fleet, gen uint64, state confighubv1.SinkState) 
 	}, "every sink %s at generation %d", state, gen)
 }
 
-func rejections(g *emulator.Gateway) int {
+func rejections(g *kongemu.Gateway) int {
 	n := 0
 	for _, r := range g.Requests() {
 		if r.Path == "/config" && r.Status == http.StatusBadRequest {
@@ -182,7 +182,7 @@ func TestKongFallbackAppliesEverythingElse(t *testing.T) {
 	// The fix: every sink APPLIED, nothing excluded.
 	gen = f.push(t, good)
 	waitState(t, f, gen, confighubv1.SinkState_SINK_STATE_APPLIED)
-	waitHash(t, f.gws, emulator.ConfigHash(good), "the fixed configuration")
+	waitHash(t, f.gws, kongemu.ConfigHash(good), "the fixed configuration")
 	if st := sinkStatus(t, f.api, "gw-0"); len(st.GetExcludedEntities()) != 0 || st.GetFallbackHash() != "" || st.GetAppliedGeneration() != gen {
 		t.Fatalf("after the fix: %v", st)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestFileSinkConfined: file sinks write under --file-sink-root only. A

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 const minimalConfig = `{"_format_version":"3.0","services":[{"name":"svc","host":"example.com","routes":[{"name":"r","paths":["/"]}]}]}`

@@ -13,8 +13,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/clients/builtin"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
 )
 
@@ -22,7 +22,7 @@ import (
 // kong sink each (gw-0 ... gw-n-1).
 type fleet struct {
 	hub *harness.Hub
-	gws []*emulator.Gateway
+	gws []*kongemu.Gateway
 	api confighubv1.ConfigHubServiceClient
 }
 
@@ -45,11 +45,11 @@ func startFleetWith(t *testing.T, n int, timeout, kongExtra string) *fleet {
 	if _, ok := reg.Lookup("kong"); !ok {
 		t.Fatal("the hub binary has no kind kong: clients/builtin must register clients/kong (kong.Register)")
 	}
-	cache := emulator.NewCache()
+	cache := kongemu.NewCache()
 	f := &fleet{}
 	var sinks strings.Builder
 	for i := 0; i < n; i++ {
-		g := emulator.New(emulator.WithCache(cache))
+		g := kongemu.New(kongemu.WithCache(cache))
 		u, err := g.Start()
 		if err != nil {
 			t.Fatal(err)
@@ -86,12 +86,12 @@ func (f *fleet) status(t *testing.T) *confighubv1.GetStatusResponse {
 }
 
 // waitHash waits until each of the gateways holds hash.
-func waitHash(t *testing.T, gws []*emulator.Gateway, hash, what string) {
+func waitHash(t *testing.T, gws []*kongemu.Gateway, hash, what string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i, g := range gws {
-		if err := g.Wait(ctx, func(v emulator.View) bool { return v.Hash == hash }); err != nil {
+		if err := g.Wait(ctx, func(v kongemu.View) bool { return v.Hash == hash }); err != nil {
 			t.Fatalf("%s: gateway %d (%s) never got hash %s: %v", what, i, g.URL(), hash, err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestKongFleetEveryFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.push(t, raw)
-		waitHash(t, f.gws, emulator.ConfigHash(raw), filepath.Base(file))
+		waitHash(t, f.gws, kongemu.ConfigHash(raw), filepath.Base(file))
 	}
 	for i, g := range f.gws {
 		if n := g.Pushes(); n > len(files) {
@@ -147,7 +147,7 @@ func TestKongInvalidConfigReportedWithEntityErrors(t *testing.T) {
 	f := startFleet(t, 10, "10s")
 	good := harness.Fixture(t, "httproute-example__default.yaml")
 	f.push(t, good)
-	goodHash := emulator.ConfigHash(good)
+	goodHash := kongemu.ConfigHash(good)
 	waitHash(t, f.gws, goodHash, "good config")
 
 	gen := f.push(t, []byte(brokenConfig))
@@ -203,12 +203,12 @@ func TestKongInvalidConfigReportedWithEntityErrors(t *testing.T) {
 	if next := f.push(t, fixed); next <= gen {
 		t.Fatalf("generation %d after %d", next, gen)
 	}
-	waitHash(t, f.gws, emulator.ConfigHash(fixed), "fixed config")
+	waitHash(t, f.gws, kongemu.ConfigHash(fixed), "fixed config")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i, g := range f.gws {
 		// The fixed config's 201 is logged a moment after its hash shows.
-		if err := g.Wait(ctx, func(v emulator.View) bool { return g.Pushes() >= 3 && v.InFlight == 0 }); err != nil {
+		if err := g.Wait(ctx, func(v kongemu.View) bool { return g.Pushes() >= 3 && v.InFlight == 0 }); err != nil {
 			t.Fatal(err)
 		}
 		rejected := 0
@@ -236,13 +236,13 @@ func TestKongRestartedGatewayRefilled(t *testing.T) {
 	f := startFleet(t, 3, "10s")
 	raw := harness.Fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
 	f.push(t, raw)
-	waitHash(t, f.gws, emulator.ConfigHash(raw), "first apply")
+	waitHash(t, f.gws, kongemu.ConfigHash(raw), "first apply")
 	before := f.gws[1].Loads()
 	f.gws[1].Restart()
-	if f.gws[1].Hash() != emulator.EmptyHash {
+	if f.gws[1].Hash() != kongemu.EmptyHash {
 		t.Fatal("restart did not empty the gateway")
 	}
-	waitHash(t, f.gws[1:2], emulator.ConfigHash(raw), "refill after restart")
+	waitHash(t, f.gws[1:2], kongemu.ConfigHash(raw), "refill after restart")
 	if f.gws[1].Loads() != before+1 {
 		t.Fatalf("loads %d, want %d", f.gws[1].Loads(), before+1)
 	}
@@ -258,16 +258,16 @@ func TestKongRestartedGatewayRefilled(t *testing.T) {
 // not held up.
 func TestKongRetryAfterHonoured(t *testing.T) {
 	f := startFleet(t, 3, "10s")
-	f.gws[0].ScriptConfig(emulator.Step{Status: http.StatusTooManyRequests, RetryAfter: "2"})
+	f.gws[0].ScriptConfig(kongemu.Step{Status: http.StatusTooManyRequests, RetryAfter: "2"})
 	raw := harness.Fixture(t, "httproute-example__default.yaml")
 	f.push(t, raw)
-	waitHash(t, f.gws[1:], emulator.ConfigHash(raw), "gateways without 429")
-	waitHash(t, f.gws[:1], emulator.ConfigHash(raw), "gateway after its 429")
+	waitHash(t, f.gws[1:], kongemu.ConfigHash(raw), "gateways without 429")
+	waitHash(t, f.gws[:1], kongemu.ConfigHash(raw), "gateway after its 429")
 	// The log entry of the 201 follows the hash change by a moment.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var posts []emulator.Request
-	_ = f.gws[0].Wait(ctx, func(emulator.View) bool {
+	var posts []kongemu.Request
+	_ = f.gws[0].Wait(ctx, func(kongemu.View) bool {
 		posts = posts[:0]
 		for _, r := range f.gws[0].Requests() {
 			if r.Path == "/config" {
@@ -293,8 +293,8 @@ func TestKongHungGatewayDoesNotDelayOthers(t *testing.T) {
 	hung.Hang()
 	raw := harness.Fixture(t, "kong-service-facade__default.yaml")
 	f.push(t, raw)
-	waitHash(t, f.gws[:9], emulator.ConfigHash(raw), "the nine healthy gateways")
-	if hung.Hash() == emulator.ConfigHash(raw) {
+	waitHash(t, f.gws[:9], kongemu.ConfigHash(raw), "the nine healthy gateways")
+	if hung.Hash() == kongemu.ConfigHash(raw) {
 		t.Fatal("the hung gateway applied")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -313,9 +313,9 @@ func TestKongHungGatewayDoesNotDelayOthers(t *testing.T) {
 		}
 		return applied == 9
 	}, "9 sinks APPLIED while gw-9 hangs")
-	if err := hung.Wait(ctx, func(v emulator.View) bool { return v.Hanging >= 1 }); err != nil || hung.Loads() != 0 {
+	if err := hung.Wait(ctx, func(v kongemu.View) bool { return v.Hanging >= 1 }); err != nil || hung.Loads() != 0 {
 		t.Fatalf("gw-9 stopped hanging before its release: %v, loads %d", err, hung.Loads())
 	}
 	hung.Release()
-	waitHash(t, f.gws[9:], emulator.ConfigHash(raw), "the released gateway")
+	waitHash(t, f.gws[9:], kongemu.ConfigHash(raw), "the released gateway")
 }

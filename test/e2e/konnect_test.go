@@ -8,16 +8,16 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestHungKonnectDoesNotDelayGateways: with a Konnect that never answers,
 // three gateways apply every generation; the konnect sink is still stuck in
 // its first sync.
 func TestHungKonnectDoesNotDelayGateways(t *testing.T) {
-	api := emulator.NewEntityAPI()
-	konnect := emulator.New(emulator.WithDBMode(), emulator.WithRoutes(api.Routes))
+	api := kongemu.NewEntityAPI()
+	konnect := kongemu.New(kongemu.WithDBMode(), kongemu.WithRoutes(api.Routes))
 	kurl, err := konnect.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -26,9 +26,9 @@ func TestHungKonnectDoesNotDelayGateways(t *testing.T) {
 	konnect.Hang()
 
 	var sinks strings.Builder
-	var gws []*emulator.Gateway
+	var gws []*kongemu.Gateway
 	for i := 0; i < 3; i++ {
-		g := emulator.New()
+		g := kongemu.New()
 		u, err := g.Start()
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestHungKonnectDoesNotDelayGateways(t *testing.T) {
 		if _, err := api2.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: raw}); err != nil {
 			t.Fatalf("push %s: %v", fx, err)
 		}
-		waitHash(t, gws, emulator.ConfigHash(raw), fx)
+		waitHash(t, gws, kongemu.ConfigHash(raw), fx)
 	}
 	// Konnect was reached (gated after the first gateway applied) and is
 	// still hanging in that first sync: the gateways above did not wait.

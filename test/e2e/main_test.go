@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // bins holds every binary the e2e tests run, built once.

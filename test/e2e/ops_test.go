@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/internal/auth/authtest"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/authtest"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func init() { e2eBinaries = append(e2eBinaries, "cmd/confighubctl") }

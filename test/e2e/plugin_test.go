@@ -20,7 +20,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func init() { e2eBinaries = append(e2eBinaries, "examples/webhook-plugin") }

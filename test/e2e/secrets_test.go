@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/auth/authtest"
-	"github.com/confighub/confighub/internal/emulator"
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/authtest"
+	"github.com/confighub/confighub/test/kongemu"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // clientPair returns a client certificate and its private key, PEM.
@@ -81,7 +81,7 @@ func TestSinkSecretsNeverShown(t *testing.T) {
 		"plugin token":     "plg-5e1c9b3a-secret",
 		"plugin nested":    "plg-nested-0c7d2e4f",
 	}
-	g := emulator.New()
+	g := kongemu.New()
 	rec := &headerRecorder{next: g.Handler()}
 	gw := httptest.NewServer(rec)
 	defer gw.Close()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // forbidden are the server's heavy dependencies: a controller that imports

@@ -12,7 +12,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine/status"
-	"github.com/confighub/confighub/internal/engine/status/statustest"
+	"github.com/confighub/confighub/test/statustest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

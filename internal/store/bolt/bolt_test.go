@@ -17,7 +17,7 @@ import (
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

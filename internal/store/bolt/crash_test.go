@@ -19,7 +19,7 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 // These tests stop the store between two steps of a commit and open what

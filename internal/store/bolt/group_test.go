@@ -17,7 +17,7 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 // holdFlusher stops s's flusher before its next batch (a barrier queued

@@ -10,7 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 // openClocked opens a store at path on a fake clock (closed at cleanup).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store/etcd"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
+	"github.com/confighub/confighub/test/etcdtest"
 )
 
 // BenchmarkCommit measures CommitConfig against an embedded single-member

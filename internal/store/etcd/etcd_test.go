@@ -16,8 +16,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/etcd"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/etcd"
-	"github.com/confighub/confighub/internal/store/etcd/etcdtest"
-	"github.com/confighub/confighub/internal/store/storetest"
+	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/storetest"
 )
 
 // TestKeepsTheLastGenerations: with WithKeepGenerations(2) the bytes of

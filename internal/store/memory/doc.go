@@ -1,5 +1,5 @@
 // Package memory is an in-memory store.Store for tests: nothing survives
 // the process. It keeps the same contract as the durable stores (generation
 // assignment, expected_generation, unchanged on equal hash), checked by
-// internal/store/storetest.
+// test/storetest.
 package memory

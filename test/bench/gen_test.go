@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,7 +32,7 @@ func TestGenConfigAcceptedAndDistinct(t *testing.T) {
 	if _, err := config.Check(a, config.FormatJSON); err != nil {
 		t.Fatalf("hub check: %v", err)
 	}
-	gw := emulator.New()
+	gw := kongemu.New()
 	defer gw.Close()
 	for i, body := range [][]byte{a, b} {
 		rec := httptest.NewRecorder()

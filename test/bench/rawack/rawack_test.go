@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/confighub/confighub/internal/rawack"
+	"github.com/confighub/confighub/test/bench/rawack"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -161,4 +161,4 @@
 // Many gateways in one process should share a Cache (WithCache): each
 // distinct body is then parsed once and held once. cmd/kong-emulator
 // --count N does that.
-package emulator
+package kongemu

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/rawack"
+	"github.com/confighub/confighub/test/bench/rawack"
 )
 
 const (

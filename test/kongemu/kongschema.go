@@ -1,4 +1,4 @@
-package emulator
+package kongemu
 
 // This file holds the facts of Kong 3.9's entity schemas that the entity
 // API serves at /schemas/<entity> and applies on every write: field types,

@@ -1,4 +1,4 @@
-package emulator
+package kongemu
 
 // Plugin schemas of Kong 3.9.1 for the bundled plugins KIC's golden
 // configurations and this project's tests use, transcribed (facts, not

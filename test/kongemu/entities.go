@@ -1,4 +1,4 @@
-package emulator
+package kongemu
 
 // This file is the entity half of the emulator: the Kong Admin API of a
 // gateway with a database (DB mode, Kong 3.9 OSS) and of a Konnect control

@@ -1,4 +1,4 @@
-package emulator
+package kongemu
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"sigs.k8s.io/yaml"
 
-	"github.com/confighub/confighub/internal/harness"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

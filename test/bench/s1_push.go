@@ -13,7 +13,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/internal/rawack"
+	"github.com/confighub/confighub/test/bench/rawack"
 )
 
 // rawBaseline serves rawack's minimal durable ack, the baseline of

@@ -13,15 +13,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/confighub/confighub/internal/emulator"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // runFleet is the child mode: n emulated gateways (one listener each on
 // 127.0.0.1, one shared parse cache), their URLs printed as one JSON line,
 // served until stdin closes.
 func runFleet(n int, in io.Reader, out io.Writer) error {
-	cache := emulator.NewCache()
-	gws := make([]*emulator.Gateway, 0, n)
+	cache := kongemu.NewCache()
+	gws := make([]*kongemu.Gateway, 0, n)
 	defer func() {
 		for _, g := range gws {
 			_ = g.Close()
@@ -29,7 +29,7 @@ func runFleet(n int, in io.Reader, out io.Writer) error {
 	}()
 	urls := make([]string, 0, n)
 	for range n {
-		g := emulator.New(emulator.WithCache(cache))
+		g := kongemu.New(kongemu.WithCache(cache))
 		u, err := g.Start()
 		if err != nil {
 			return fmt.Errorf("start gateway %d: %w", len(gws), err)
@@ -75,12 +75,12 @@ func (f *fleet) close() {
 
 // inProcFleet is n emulated gateways in this process (scenarios 3 and 6,
 // where the fleet is small).
-func inProcFleet(n int) ([]*emulator.Gateway, []string, error) {
-	cache := emulator.NewCache()
-	var gws []*emulator.Gateway
+func inProcFleet(n int) ([]*kongemu.Gateway, []string, error) {
+	cache := kongemu.NewCache()
+	var gws []*kongemu.Gateway
 	var urls []string
 	for range n {
-		g := emulator.New(emulator.WithCache(cache))
+		g := kongemu.New(kongemu.WithCache(cache))
 		u, err := g.Start()
 		if err != nil {
 			closeGateways(gws)
@@ -92,7 +92,7 @@ func inProcFleet(n int) ([]*emulator.Gateway, []string, error) {
 	return gws, urls, nil
 }
 
-func closeGateways(gws []*emulator.Gateway) {
+func closeGateways(gws []*kongemu.Gateway) {
 	for _, g := range gws {
 		_ = g.Close()
 	}

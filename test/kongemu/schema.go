@@ -1,4 +1,4 @@
-package emulator
+package kongemu
 
 // entityDef is the emulator's knowledge of one Kong entity type: enough to
 // flatten a declarative configuration, check references and uniqueness, and
