@@ -214,6 +214,7 @@ func run(ctx context.Context, o opts) error {
 		{"6", "KIC's serial loop", scenarioSerial},
 		{"7", "5 KiB pushes, 32 clients, vs the serial fdatasync floor", scenarioSmall},
 		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
+		{"9", "restart to serving and RSS by stream count, ulimit -n 1024", scenarioRestart},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
