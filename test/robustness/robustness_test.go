@@ -59,6 +59,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// loadAvg is /proc/loadavg's first three fields ("?" where there is none).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
+
 func seed() uint64 {
 	if *seedFlag != 0 {
 		return *seedFlag
@@ -77,6 +86,7 @@ func report(t *testing.T, s uint64, st *Stats, h *History) {
 		fmt.Printf("break: one recorded answer corrupted for %s\n", *breakFlag)
 	}
 	fmt.Println(st.String())
+	fmt.Printf("load average at the end: %s\n", loadAvg())
 	if *historyFlag != "" {
 		b, err := json.Marshal(h)
 		if err == nil {
@@ -120,7 +130,7 @@ func TestRobustness(t *testing.T) {
 	if kill == 0 {
 		kill = min(*durationFlag/4, 20*time.Second)
 	}
-	fmt.Printf("robustness: seed %d, mode single (bbolt), mix %s, kill -9 every ~%s\n", s, *durationFlag, kill)
+	fmt.Printf("robustness: seed %d, mode single (bbolt), mix %s, kill -9 every ~%s, load average %s\n", s, *durationFlag, kill, loadAvg())
 	ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
 	defer cancel()
 	f, err := NewFleet(ctx, Options{Seed: s, Duration: *durationFlag, HubBin: hubBinary(t), Dir: t.TempDir(), KillEvery: kill})
@@ -150,7 +160,7 @@ func TestSoak(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("soak: seed %d, mode single (bbolt), mix %s without kills, a sample every %s into %s\n", s, *soakFlag, *sampleFlag, dir)
+	fmt.Printf("soak: seed %d, mode single (bbolt), mix %s without kills, a sample every %s into %s, load average %s\n", s, *soakFlag, *sampleFlag, dir, loadAvg())
 	ctx, cancel := context.WithTimeout(context.Background(), *soakFlag+5*time.Minute)
 	defer cancel()
 	f, err := NewFleet(ctx, Options{Seed: s, Duration: *soakFlag, HubBin: hubBinary(t), Dir: t.TempDir(), PushPause: 400 * time.Millisecond})
