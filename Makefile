@@ -148,15 +148,18 @@ test-etcd: $(TOOLS)
 ## emulated gateways, resuming watchers and kill -9, then the history
 ## checker (make test runs a short one). SEED=0 picks a random seed (printed);
 ## DURATION (default 2m) is the faulty part; KILL_EVERY=0 means a quarter of
-## it (at most 20s); BREAK=<invariant> corrupts one recorded answer to show
-## that check fail
+## it (at most 20s); MODE=replica runs two replicas on a real etcd server
+## ($$CONFIGHUB_ETCD_BIN or etcd on PATH: apt-get install -y etcd-server) and
+## also kills replicas and restarts etcd; BREAK=<invariant> corrupts one
+## recorded answer to show that check fail
 SEED       ?= 0
+MODE       ?= single
 KILL_EVERY ?= 0
 BREAK      ?=
 robustness:
 	$(GO) test -count=1 -v -timeout 3h -run '^TestRobustness$$' ./test/robustness \
 		-robustness.seed=$(SEED) -robustness.duration=$(or $(DURATION),2m) \
-		-robustness.kill-every=$(KILL_EVERY) -robustness.break=$(BREAK)
+		-robustness.kill-every=$(KILL_EVERY) -robustness.mode=$(MODE) -robustness.break=$(BREAK)
 
 ## soak: the same mix without kills for DURATION (default 10m; DURATION=1h
 ## for the real one), sampling the hub every 10s into SOAK_OUT/soak.csv and

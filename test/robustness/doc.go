@@ -11,9 +11,11 @@
 // configurations), gateway faults at random (hang, 429 with Retry-After,
 // 500, 400, dropped connection, slow answers, an emptied gateway),
 // watchers that disconnect and resume from their last revision, and kill
-// -9 and restart of the hub. Settling clears the faults, kills and
-// restarts the hub once more, pushes once per stream, waits for every
-// sink, and resumes every watcher once more.
+// -9 and restart of the hub; in replica mode (-robustness.mode replica)
+// two replicas on a real etcd server, with kills of a replica and restarts
+// of etcd, and pushers and watchers spread over the replicas. Settling
+// clears the faults, kills and restarts every hub once more, pushes once
+// per stream, waits for every sink, and resumes every watcher once more.
 //
 // The checker (check.go) proves, and each check fails on a hand-made
 // history that breaks it (TestCheckerCatchesEachBrokenInvariant) and on a
@@ -34,7 +36,7 @@
 //     rejected).
 //
 // TestRobustness is the run: short in make test, longer with make
-// robustness (SEED, DURATION, KILL_EVERY, BREAK). TestSoak (make soak)
+// robustness (SEED, DURATION, MODE, KILL_EVERY, BREAK). TestSoak (make soak)
 // runs the mix without kills, samples the hub's RSS, Go heap, goroutines
 // and open files every 10 s into soak.csv and soak.png (soak.go) and
 // requires each to be flat over the last two thirds.

@@ -35,11 +35,22 @@ type Options struct {
 	// KillEvery is the mean time between two kill -9 of the hub (0: no
 	// kills, only the one before the final check).
 	KillEvery time.Duration
+	// Etcd, when set, runs the hub as Replicas replicas (0: 2) on it
+	// (--store etcd); the killer then also kills a replica or restarts
+	// etcd.
+	Etcd     Etcd
+	Replicas int
 	// FaultEvery is the mean time between two gateway faults (0: 300ms).
 	FaultEvery time.Duration
 	// PushPause is each pusher's mean pause between two pushes (0: 35ms).
 	PushPause time.Duration
 	Log       func(format string, args ...any)
+}
+
+// Etcd is the etcd server replicas share (test/etcdtest's Process).
+type Etcd interface {
+	Endpoints() []string
+	Restart()
 }
 
 // Stats counts what a run did, for its report.
@@ -48,6 +59,7 @@ type Stats struct {
 	Ops      map[string]int // "unary ok", "upload FailedPrecondition", ...
 	Faults   map[string]int
 	Kills    int
+	Etcd     int            // etcd restarts
 	Sessions map[string]int // watch sessions by how they began
 }
 
@@ -71,18 +83,18 @@ func (s *Stats) String() string {
 		}
 		return strings.Join(parts, " ")
 	}
-	return fmt.Sprintf("operations: %s\nfaults: %s\nkills: %d\nwatch sessions: %s", line(s.Ops), line(s.Faults), s.Kills, line(s.Sessions))
+	return fmt.Sprintf("operations: %s\nfaults: %s\nkills: %d (kill -9 and restart of a hub), etcd restarts: %d\nwatch sessions: %s",
+		line(s.Ops), line(s.Faults), s.Kills, s.Etcd, line(s.Sessions))
 }
 
 // Fleet is the hub child process, its emulated gateways, pushers, watchers,
 // the fault injector and the killer, recording a History.
 type Fleet struct {
 	o       Options
-	hub     *hubProc
-	addr    string
-	metrics string
-	conn    *grpc.ClientConn
-	hubc    confighubv1.ConfigHubServiceClient
+	hubs    []*hubProc // one, or the replicas
+	metrics []string
+	conns   []*grpc.ClientConn
+	hubcs   []confighubv1.ConfigHubServiceClient
 	cache   *kongemu.Cache
 	gws     []*gateway
 	streams []string
@@ -140,39 +152,65 @@ func NewFleet(ctx context.Context, o Options) (*Fleet, error) {
 		f.Close()
 		return nil, err
 	}
-	var err error
-	if f.addr, err = freePort(); err != nil {
-		return nil, err
+	n := 1
+	if o.Etcd != nil {
+		n = max(o.Replicas, 2)
 	}
-	if f.metrics, err = freePort(); err != nil {
-		return nil, err
+	for i := range n {
+		addr, err := freePort()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		metrics, err := freePort()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		args := []string{"--listen", addr, "--metrics-listen", metrics, "--sinks", sinksFile,
+			"--data-dir", filepath.Join(o.Dir, fmt.Sprintf("data-%d", i))}
+		if o.Etcd != nil {
+			args = append(args, "--store", "etcd", "--etcd-endpoints", strings.Join(o.Etcd.Endpoints(), ","),
+				"--etcd-prefix", "/robustness", "--replica-id", fmt.Sprintf("r%d", i), "--lease-ttl", "2s")
+		}
+		h := &hubProc{bin: o.HubBin, args: args}
+		f.hubs, f.metrics = append(f.hubs, h), append(f.metrics, metrics)
+		if err := h.start(ctx); err != nil {
+			f.Close()
+			return nil, err
+		}
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.conns = append(f.conns, conn)
+		f.hubcs = append(f.hubcs, confighubv1.NewConfigHubServiceClient(conn))
 	}
-	f.hub = &hubProc{bin: o.HubBin, args: []string{"--listen", f.addr, "--metrics-listen", f.metrics,
-		"--data-dir", filepath.Join(o.Dir, "data"), "--sinks", sinksFile}}
-	if err := f.hub.start(ctx); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.conn, err = grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.hubc = confighubv1.NewConfigHubServiceClient(f.conn)
 	return f, nil
 }
 
 // HubPID is the running hub's process id; MetricsURL its /metrics.
-func (f *Fleet) HubPID() int        { return f.hub.pid() }
-func (f *Fleet) MetricsURL() string { return "http://" + f.metrics + "/metrics" }
+// (of the first replica).
+func (f *Fleet) HubPID() int        { return f.hubs[0].pid() }
+func (f *Fleet) MetricsURL() string { return "http://" + f.metrics[0] + "/metrics" }
+
+// Output is the last lines every hub printed.
+func (f *Fleet) Output() string {
+	var b strings.Builder
+	for i, h := range f.hubs {
+		fmt.Fprintf(&b, "--- hub %d\n%s\n", i, h.output())
+	}
+	return b.String()
+}
 
 // Close stops everything the fleet started.
 func (f *Fleet) Close() {
-	if f.conn != nil {
-		_ = f.conn.Close()
+	for _, c := range f.conns {
+		_ = c.Close()
 	}
-	if f.hub != nil {
-		f.hub.kill()
+	for _, h := range f.hubs {
+		h.kill()
 	}
 	for _, g := range f.gws {
 		g.close()
@@ -212,13 +250,14 @@ func (f *Fleet) push(ctx context.Context, pusher int, rng *rand.Rand, stream, co
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	i := rng.IntN(len(f.hubcs))
 	p.Call = time.Now()
 	var res *confighubv1.PushConfigResponse
 	var err error
 	if p.Kind == PushUnary {
-		res, err = f.hubc.PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: stream, Config: body, ExpectedGeneration: expected})
+		res, err = f.hubcs[i].PushConfig(ctx, &confighubv1.PushConfigRequest{Stream: stream, Config: body, ExpectedGeneration: expected})
 	} else {
-		c := hubclient.New(f.conn, hubclient.WithUnaryLimit(0), hubclient.WithChunkBytes(1024))
+		c := hubclient.New(f.conns[i], hubclient.WithUnaryLimit(0), hubclient.WithChunkBytes(1024))
 		res, err = c.Push(ctx, hubclient.Push{Stream: stream, Config: body, ExpectedGeneration: expected})
 	}
 	p.Return = time.Now()
@@ -308,20 +347,35 @@ func (f *Fleet) faults(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// restart kills the hub with SIGKILL, starts it again on the same data
+// restart kills hub i with SIGKILL, starts it again on the same data
 // dir and records what it serves for every stream.
-func (f *Fleet) restart(ctx context.Context) error {
+func (f *Fleet) restart(ctx context.Context, i int) error {
 	killed := time.Now()
-	f.hub.kill()
+	f.hubs[i].kill()
 	f.Stats.mu.Lock()
 	f.Stats.Kills++
 	f.Stats.mu.Unlock()
-	if err := f.hub.start(ctx); err != nil {
+	if err := f.hubs[i].start(ctx); err != nil {
 		return err
 	}
+	return f.observeAll(ctx, i, killed)
+}
+
+// restartEtcd restarts the etcd server the replicas share and records
+// what replica 0 serves afterwards.
+func (f *Fleet) restartEtcd(ctx context.Context) error {
+	stopped := time.Now()
+	f.o.Etcd.Restart()
+	f.Stats.mu.Lock()
+	f.Stats.Etcd++
+	f.Stats.mu.Unlock()
+	return f.observeAll(ctx, 0, stopped)
+}
+
+func (f *Fleet) observeAll(ctx context.Context, i int, killed time.Time) error {
 	rs := Restart{Killed: killed, Streams: map[string]Observation{}}
 	for _, s := range f.streams {
-		o, err := f.observe(ctx, s)
+		o, err := f.observe(ctx, i, s)
 		if status.Code(err) == codes.NotFound {
 			continue // nothing pushed to it yet
 		}
@@ -336,14 +390,26 @@ func (f *Fleet) restart(ctx context.Context) error {
 	return nil
 }
 
-func (f *Fleet) observe(ctx context.Context, stream string) (Observation, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// observe reads a stream's current generation and recent generations from
+// hub i, retrying (bounded) while it is not ready.
+func (f *Fleet) observe(ctx context.Context, i int, stream string) (Observation, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cur, err := f.hubc.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: stream}, grpc.WaitForReady(true))
+	for {
+		o, err := f.observeOnce(ctx, i, stream)
+		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return o, err
+		}
+		pause(ctx, 100*time.Millisecond)
+	}
+}
+
+func (f *Fleet) observeOnce(ctx context.Context, i int, stream string) (Observation, error) {
+	cur, err := f.hubcs[i].GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: stream}, grpc.WaitForReady(true))
 	if err != nil {
 		return Observation{}, err
 	}
-	st, err := f.hubc.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: stream}, grpc.WaitForReady(true))
+	st, err := f.hubcs[i].GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: stream}, grpc.WaitForReady(true))
 	if err != nil {
 		return Observation{}, err
 	}
@@ -360,7 +426,16 @@ func (f *Fleet) killer(ctx context.Context, rng *rand.Rand) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := f.restart(context.WithoutCancel(ctx)); err != nil {
+		var err error
+		switch i := rng.IntN(len(f.hubs) + 1); {
+		case len(f.hubs) == 1:
+			err = f.restart(context.WithoutCancel(ctx), 0)
+		case i == len(f.hubs):
+			err = f.restartEtcd(context.WithoutCancel(ctx))
+		default:
+			err = f.restart(context.WithoutCancel(ctx), i)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -409,14 +484,18 @@ func (f *Fleet) settle(ctx context.Context, rng *rand.Rand, stopWatchers func(),
 	for _, g := range f.gws {
 		g.emu.ClearFaults()
 	}
-	if err := f.restart(ctx); err != nil {
-		return nil, err
+	for i := range f.hubs {
+		if err := f.restart(ctx, i); err != nil {
+			return nil, err
+		}
 	}
+	lastGen := map[string]uint64{}
 	for _, s := range f.streams {
 		content, body := f.newContent(rng, rng.IntN(4) == 0)
 		for try := 0; ; try++ {
 			p := f.push(ctx, 0, rng, s, content, body, 0)
 			if p.Acked() {
+				lastGen[s] = p.Gen
 				break
 			}
 			if try == 5 {
@@ -428,12 +507,12 @@ func (f *Fleet) settle(ctx context.Context, rng *rand.Rand, stopWatchers func(),
 	deadline := time.Now().Add(60 * time.Second)
 	for _, s := range f.streams {
 		for {
-			st, err := f.hubc.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: s})
+			st, err := f.hubcs[0].GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: s})
 			if err != nil {
 				return nil, err
 			}
 			f.h.FinalStatus[s] = st
-			if settled(st) || time.Now().After(deadline) {
+			if settled(st, lastGen[s]) || time.Now().After(deadline) {
 				break
 			}
 			pause(ctx, 100*time.Millisecond)
@@ -461,8 +540,11 @@ func (f *Fleet) settle(ctx context.Context, rng *rand.Rand, stopWatchers func(),
 	return &h, nil
 }
 
-// settled: every sink is done with the stream's generation.
-func settled(st *confighubv1.GetStatusResponse) bool {
+// settled: the stream is at gen and every sink is done with it.
+func settled(st *confighubv1.GetStatusResponse, gen uint64) bool {
+	if st.GetGeneration() != gen {
+		return false
+	}
 	for _, s := range st.GetSinks() {
 		if s.GetDesiredGeneration() != st.GetGeneration() {
 			return false
@@ -487,6 +569,7 @@ type watcher struct {
 	mu   sync.Mutex
 	rev  uint64
 	view *view
+	hub  int // the replica of the current session
 }
 
 // session is one WatchStatus call, recorded as it went; it ends when ctx
@@ -494,6 +577,8 @@ type watcher struct {
 func (w *watcher) session(ctx context.Context) error {
 	w.mu.Lock()
 	sess := WatchSession{Watcher: w.id, Stream: w.stream, From: w.rev}
+	w.hub = w.rng.IntN(len(w.f.hubcs))
+	hub := w.f.hubcs[w.hub]
 	w.mu.Unlock()
 	defer func() {
 		sess.End = time.Now()
@@ -501,7 +586,7 @@ func (w *watcher) session(ctx context.Context) error {
 		w.f.h.Watches = append(w.f.h.Watches, sess)
 		w.f.mu.Unlock()
 	}()
-	st, err := w.f.hubc.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: w.stream, FromRevision: sess.From})
+	st, err := hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: w.stream, FromRevision: sess.From})
 	if err != nil {
 		return err
 	}
@@ -550,7 +635,10 @@ func (w *watcher) final(ctx context.Context) (WatcherFinal, error) {
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		st, err := w.f.hubc.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: w.stream})
+		w.mu.Lock()
+		hub := w.f.hubcs[w.hub]
+		w.mu.Unlock()
+		st, err := hub.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: w.stream})
 		if err != nil {
 			return WatcherFinal{}, err
 		}

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/test/harness"
 )
 
@@ -20,6 +22,7 @@ var (
 	seedFlag     = flag.Uint64("robustness.seed", 0, "seed of the random mix (0: a random one, printed)")
 	durationFlag = flag.Duration("robustness.duration", 15*time.Second, "how long the faulty mix runs before the fleet settles")
 	killFlag     = flag.Duration("robustness.kill-every", 0, "mean time between two kill -9 of the hub (0: a quarter of the duration, at most 20s)")
+	modeFlag     = flag.String("robustness.mode", "single", "single (one hub on bbolt) or replica (two replicas on a real etcd server: $CONFIGHUB_ETCD_BIN or etcd on PATH)")
 	breakFlag    = flag.String("robustness.break", "", "corrupt one recorded answer before checking, to show that invariant fail: "+invariantList())
 	soakFlag     = flag.Duration("robustness.soak", 0, "TestSoak: how long the mix runs while the hub is sampled (0: TestSoak does not run; make soak sets it)")
 	sampleFlag   = flag.Duration("robustness.sample-every", 10*time.Second, "TestSoak: time between two samples of the hub")
@@ -66,6 +69,19 @@ func loadAvg() string {
 		return strings.Join(f[:3], " ")
 	}
 	return "?"
+}
+
+// startEtcd runs a real etcd server process: $CONFIGHUB_ETCD_BIN, or etcd
+// on PATH (Debian: apt-get install etcd-server).
+func startEtcd(t *testing.T) *etcdtest.Process {
+	bin := os.Getenv("CONFIGHUB_ETCD_BIN")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("etcd"); err != nil {
+			t.Fatalf("-robustness.mode replica needs an etcd server binary: set CONFIGHUB_ETCD_BIN or install one (apt-get install -y etcd-server): %v", err)
+		}
+	}
+	return etcdtest.StartProcess(t, bin)
 }
 
 func seed() uint64 {
@@ -130,17 +146,27 @@ func TestRobustness(t *testing.T) {
 	if kill == 0 {
 		kill = min(*durationFlag/4, 20*time.Second)
 	}
-	fmt.Printf("robustness: seed %d, mode single (bbolt), mix %s, kill -9 every ~%s, load average %s\n", s, *durationFlag, kill, loadAvg())
+	o := Options{Seed: s, Duration: *durationFlag, HubBin: hubBinary(t), Dir: t.TempDir(), KillEvery: kill}
+	mode := "single (bbolt)"
+	switch *modeFlag {
+	case "single":
+	case "replica":
+		o.Etcd, o.Replicas = startEtcd(t), 2
+		mode = fmt.Sprintf("replica (%d replicas on %s; the killer also kills a replica or restarts etcd)", o.Replicas, o.Etcd)
+	default:
+		t.Fatalf("-robustness.mode %q: want single or replica", *modeFlag)
+	}
+	fmt.Printf("robustness: seed %d, mode %s, mix %s, kill -9 every ~%s, load average %s\n", s, mode, *durationFlag, kill, loadAvg())
 	ctx, cancel := context.WithTimeout(context.Background(), *durationFlag+3*time.Minute)
 	defer cancel()
-	f, err := NewFleet(ctx, Options{Seed: s, Duration: *durationFlag, HubBin: hubBinary(t), Dir: t.TempDir(), KillEvery: kill})
+	f, err := NewFleet(ctx, o)
 	if err != nil {
 		t.Fatalf("seed %d: %v", s, err)
 	}
 	defer f.Close()
 	h, err := f.Run(ctx)
 	if err != nil {
-		t.Fatalf("seed %d: %v\nhub output:\n%s", s, err, f.hub.output())
+		t.Fatalf("seed %d: %v\nhub output:\n%s", s, err, f.Output())
 	}
 	report(t, s, &f.Stats, h)
 }
@@ -179,7 +205,7 @@ func TestSoak(t *testing.T) {
 	h, err := f.Run(ctx)
 	<-done
 	if err != nil {
-		t.Fatalf("seed %d: %v\nhub output:\n%s", s, err, f.hub.output())
+		t.Fatalf("seed %d: %v\nhub output:\n%s", s, err, f.Output())
 	}
 	csvPath, pngPath := filepath.Join(dir, "soak.csv"), filepath.Join(dir, "soak.png")
 	if err := writeCSV(csvPath, samples); err != nil {
