@@ -54,7 +54,7 @@
 //     TestSpecBytesTotalFollowsEveryChange).
 //   - GetConfig of a sink tells an unknown sink (ErrNotFound naming it)
 //     from one that applied, or failed, nothing yet; learning that the
-//     sink exists copies no spec when the engine answers it (SinkSpecs'
+//     sink exists copies no spec (the engine's
 //     HasSink; TestSinkConfigOfUnknownSink, engine TestSinkAndSpecBytes).
 //   - A sink put at run time is validated, stored, then started (and taken
 //     out of the store again when its kind refuses to build it;

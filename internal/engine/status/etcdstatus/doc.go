@@ -15,7 +15,7 @@
 //     compacted) reads the keys again and publishes the difference; a
 //     watcher that has not seen it gets a snapshot with reason
 //     "resume-gap" holding the newest statuses (TestMirrorRecoversAfterEtcdRestart).
-//   - The Writer writes only what its Filter owns (sinks run here,
+//   - The Writer writes only what its Ownership owns (sinks run here,
 //     generations of the streams led here), coalesced per interval, in
 //     transactions conditional on the replica's lease: a replica that
 //     lost its lease writes nothing (TestWriterNeedsItsLease).
