@@ -664,6 +664,26 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 // and checks it: schema, foreign keys, unique keys. It returns the entity
 // to store, or the status and Kong's error body.
 func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchema, body map[string]any, ee, expressions bool) (map[string]any, int, map[string]any) {
+	out, status, errBody := validateEntity(schema, body, ee, expressions, a.now())
+	if errBody != nil {
+		return nil, status, errBody
+	}
+	if st, msg := s.checkForeign(out); st != 0 {
+		return nil, st, msg
+	}
+	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
+		return nil, st, msg
+	}
+	return out, 0, nil
+}
+
+// validateEntity is Kong's schema:validate(schema:process_auto_fields(
+// body, "insert")): body filled with its defaults and auto fields, then
+// the field and entity checks; not the foreign and unique keys, which need
+// the database. It returns the filled entity, or the status and Kong's
+// error body.
+func validateEntity(schema *entitySchema, body map[string]any, ee, expressions bool, now time.Time) (map[string]any, int, map[string]any) {
+	collection := schema.name
 	if collection == "services" {
 		serviceURL(body)
 	}
@@ -680,7 +700,6 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 	if schema.enterprise && !ee {
 		return nil, http.StatusNotFound, map[string]any{"message": "Not found"}
 	}
-	now := a.now()
 	fc := &fillContext{now: now, ee: ee, errs: fieldErrors{}}
 	// updated_at is set on every write; created_at is kept on an update.
 	delete(body, "updated_at")
@@ -700,15 +719,8 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 			}
 		}
 	}
-	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
-		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
-			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
-	}
-	if st, msg := s.checkForeign(out); st != 0 {
-		return nil, st, msg
-	}
-	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
-		return nil, st, msg
+	if errs := entityRules(collection, out, now); errs != nil {
+		return nil, http.StatusBadRequest, schemaViolation(errs)
 	}
 	return out, 0, nil
 }

@@ -662,8 +662,14 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 	}
 	switch f.typ {
 	case "string":
-		if _, ok := v.(string); !ok {
+		str, ok := v.(string)
+		if !ok {
 			fc.errs.add(path, "expected a string")
+			return v
+		}
+		// kong/db/schema/init.lua's uuid validator.
+		if f.uuid && !looksLikeUUID(str) {
+			fc.errs.add(path, "expected a valid UUID")
 			return v
 		}
 	case "integer":
@@ -689,8 +695,13 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 			return v
 		}
 		id, _ := m["id"].(string)
-		if id == "" {
+		switch {
+		case id == "":
 			fc.errs.add(append(path, "id"), "required field missing")
+		case !looksLikeUUID(id):
+			// A foreign key is its entity's primary key, a typedefs.uuid
+			// (kong/db/schema/typedefs.lua).
+			fc.errs.add(append(path, "id"), "expected a valid UUID")
 		}
 		return map[string]any{"id": id}
 	case "record":
