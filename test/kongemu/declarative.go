@@ -252,6 +252,8 @@ type Result struct {
 	// the emulator answers with the configuration in its canonical JSON
 	// form, an answer of the same order of size.
 	Loaded []byte
+	// tags are the loaded entities' tags, GET /tags's rows.
+	tags []map[string]any
 }
 
 // entity is one flattened entity.
@@ -523,7 +525,7 @@ func check(v any, o checkOptions) Result {
 	if err != nil {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
-	return Result{Hash: h, Counts: counts, Loaded: loaded}
+	return Result{Hash: h, Counts: counts, Loaded: loaded, tags: entityTags(all)}
 }
 
 // derivedID is a stable UUID-shaped id for a cache key (Kong derives a

@@ -323,7 +323,7 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "member", "unknown"
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "validate", "empty", "tags", "member", "unknown"
 	// konnectItem: Konnect's /v1/consumer-groups, answered as {"item": ...}.
 	konnectItem bool
 	pluginName  string
@@ -342,6 +342,9 @@ func parseEntityPath(p string) entityRequest {
 	switch {
 	case len(segs) == 0:
 		r.special = "root"
+	case segs[0] == "schemas" && len(segs) == 3 && segs[2] == "validate":
+		// POST /schemas/<entity>/validate, /schemas/plugins/validate
+		r.special, r.schemaName = "validate", segs[1]
 	case segs[0] == "schemas" && len(segs) == 3 && segs[1] == "plugins":
 		r.special, r.pluginName = "plugin-schema", segs[2]
 	case segs[0] == "schemas" && len(segs) == 2:
@@ -414,7 +417,7 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch req.special {
 	case "root":
 		countKey = r.Method + " /"
-	case "plugin-schema", "schema":
+	case "plugin-schema", "schema", "validate":
 		countKey = r.Method + " schemas"
 	case "unknown":
 		countKey = r.Method + " ?" + r.URL.Path
@@ -484,8 +487,8 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"configuration": map[string]any{"database": "postgres"},
 		})
 		return
-	case "plugin-schema", "schema", "konnect-schema":
-		status, body := serveSchema(req, a.expressions || req.cp != "")
+	case "plugin-schema", "schema", "konnect-schema", "validate":
+		status, body := serveSchemaRequest(r, req, req.cp != "", a.expressions || req.cp != "", a.now())
 		writeEntityJSON(w, status, body)
 		return
 	case "tags":

@@ -337,6 +337,13 @@ var kongEntities = func() map[string]*entitySchema {
 			tagsField(),
 			fld("client_type", "string", req, dflt("confidential"), oneOf("confidential", "public")),
 		}},
+		// kong/db/schema/entities/tags.lua: the rows of /tags (no
+		// endpoints of its own; /schemas/tags describes it).
+		{name: "tags", endpointKey: "tag", fields: []*sfield{
+			fld("tag", "string"),
+			fld("entity_name", "string", req),
+			fld("entity_id", "string", uuidF, req),
+		}},
 		// Consumer groups are Kong Enterprise's: Konnect only.
 		{name: "consumer_groups", endpointKey: "name", enterprise: true, konnectName: "consumer_group", fields: []*sfield{
 			idField(), tsField("created_at"), tsField("updated_at"),
