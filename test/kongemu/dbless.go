@@ -7,7 +7,6 @@ package kongemu
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -49,16 +48,9 @@ func serveSchemaRequest(r *http.Request, req entityRequest, ee, expressions bool
 	if es == nil || (es.enterprise && !ee) {
 		return http.StatusNotFound, map[string]any{"message": "No entity named '" + req.schemaName + "'"}
 	}
-	var body map[string]any
-	raw, err := io.ReadAll(r.Body)
-	if err == nil && len(raw) > 0 {
-		err = json.Unmarshal(raw, &body)
-	}
+	body, err := readEntityBody(r)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
-	}
-	if body == nil {
-		body = map[string]any{}
 	}
 	if _, status, errBody := validateEntity(es, body, ee, expressions, now); errBody != nil {
 		return status, errBody

@@ -525,6 +525,23 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeEntityJSON(w, status, body)
 }
 
+// readEntityBody reads a JSON object body; an empty body is an empty
+// object.
+func readEntityBody(r *http.Request) (map[string]any, error) {
+	var body map[string]any
+	raw, err := io.ReadAll(r.Body)
+	if err == nil && len(raw) > 0 {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	return body, nil
+}
+
 func writeEntityJSON(w http.ResponseWriter, status int, body any) {
 	if status == http.StatusNoContent {
 		w.WriteHeader(status)
@@ -590,16 +607,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 	}
 
-	var body map[string]any
-	raw, err := io.ReadAll(r.Body)
-	if err == nil && len(raw) > 0 {
-		err = json.Unmarshal(raw, &body)
-	}
+	body, err := readEntityBody(r)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
-	}
-	if body == nil {
-		body = map[string]any{}
 	}
 
 	var existing map[string]any
