@@ -363,7 +363,7 @@ func (v *view) diff(st *confighubv1.GetStatusResponse) string {
 // have been acknowledged to be owed to the watcher: a generation's event
 // reaches watchers within a dispatch round (milliseconds), and one accepted
 // just before a kill may die with the hub.
-const deliveryBound = time.Second
+const deliveryBound = 2 * time.Second
 
 // epoch is a watcher's run of events from one snapshot to the next, across
 // the sessions that resumed without a snapshot.

@@ -196,18 +196,18 @@ func TestSoak(t *testing.T) {
 	defer f.Close()
 	sctx, stop := context.WithTimeout(ctx, *soakFlag)
 	defer stop()
+	csvPath, pngPath := filepath.Join(dir, "soak.csv"), filepath.Join(dir, "soak.png")
 	var samples []Sample
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		samples = sampleEvery(sctx, *sampleFlag, f)
+		samples = sampleEvery(sctx, *sampleFlag, f, csvPath)
 	}()
 	h, err := f.Run(ctx)
 	<-done
 	if err != nil {
 		t.Fatalf("seed %d: %v\nhub output:\n%s", s, err, f.Output())
 	}
-	csvPath, pngPath := filepath.Join(dir, "soak.csv"), filepath.Join(dir, "soak.png")
 	if err := writeCSV(csvPath, samples); err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,9 @@ var Series = []struct {
 	{"open_fds", 0.05, 5, "", func(s Sample) float64 { return s.FDs }},
 }
 
-// sampleEvery reads the fleet's hub every d until ctx ends.
-func sampleEvery(ctx context.Context, d time.Duration, f *Fleet) []Sample {
+// sampleEvery reads the fleet's hub every d until ctx ends; each sample
+// also rewrites the CSV at csvPath, so a run cut short keeps its samples.
+func sampleEvery(ctx context.Context, d time.Duration, f *Fleet, csvPath string) []Sample {
 	start := time.Now()
 	var out []Sample
 	t := time.NewTicker(d)
@@ -56,6 +57,9 @@ func sampleEvery(ctx context.Context, d time.Duration, f *Fleet) []Sample {
 		if s, err := readSample(ctx, f.HubPID(), f.MetricsURL()); err == nil {
 			s.At = time.Since(start)
 			out = append(out, s)
+			if err := writeCSV(csvPath, out); err != nil {
+				f.o.Log("soak: %v", err)
+			}
 		} else {
 			f.o.Log("soak: sample: %v", err)
 		}
