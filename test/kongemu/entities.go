@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -89,7 +90,7 @@ var entityNameField = map[string]string{
 	"services": "name", "routes": "name", "consumers": "username",
 	"upstreams": "name", "snis": "name", "key-auths": "key", "consumer_groups": "name",
 	"basic-auths": "username", "hmac-auths": "username", "jwts": "key",
-	"oauth2": "client_id",
+	"oauth2": "client_id", "plugins": "instance_name",
 }
 
 // EntityFault replaces the answer to one request of the entity API.
@@ -328,6 +329,12 @@ type entityRequest struct {
 	konnectItem bool
 	pluginName  string
 	schemaName  string
+	// health: GET /upstreams/<u>/health, the upstream's targets with
+	// their health.
+	health bool
+	// foreign is the foreign-key field of /<collection>/<key>/<field>
+	// (e.g. /routes/<r>/service): the entity it references.
+	foreign string
 }
 
 func parseEntityPath(p string) entityRequest {
@@ -384,6 +391,12 @@ func parseEntityPath(p string) entityRequest {
 		if len(segs) == 4 {
 			r.key = segs[3]
 		}
+	case len(segs) == 3 && segs[0] == "upstreams" && segs[2] == "health":
+		// kong/api/routes/upstreams.lua
+		r.parentCol, r.parentKey, r.collection, r.health = "upstreams", segs[1], "targets", true
+	case len(segs) == 3 && isCollection(segs[0]) && foreignField(segs[0], segs[2]) != nil:
+		// kong/api/endpoints.lua generates /<entity>/<key>/<foreign key>.
+		r.collection, r.key, r.foreign = segs[0], segs[1], segs[2]
 	default:
 		r.special = "unknown"
 	}
@@ -391,6 +404,21 @@ func parseEntityPath(p string) entityRequest {
 		r.special = "unknown"
 	}
 	return r
+}
+
+// foreignField is the foreign-key field named field of collection's
+// schema, nil when it has none.
+func foreignField(collection, field string) *sfield {
+	es := kongEntities[collectionEntity[collection]]
+	if es == nil {
+		return nil
+	}
+	for _, f := range es.fields {
+		if f.name == field && f.typ == "foreign" {
+			return f
+		}
+	}
+	return nil
 }
 
 func isCollection(c string) bool {
@@ -570,6 +598,46 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		parentID, _ = p["id"].(string)
 	}
 
+	if req.foreign != "" {
+		return s.foreignEntity(r.Method, req)
+	}
+	if req.health {
+		return s.health(r, a, req, parentID)
+	}
+	// kong/api/routes/consumers.lua: /consumers?custom_id=x answers the
+	// consumer of that custom_id, or none.
+	if q := r.URL.Query(); req.collection == "consumers" && req.key == "" && r.Method == http.MethodGet && q.Has("custom_id") {
+		cid := q.Get("custom_id")
+		if cid == "" {
+			return http.StatusBadRequest, map[string]any{"message": "custom_id must be an unempty string"}
+		}
+		data := []any{}
+		for _, c := range sortedByID(s.cols["consumers"]) {
+			if c["custom_id"] == cid {
+				data = append(data, c)
+			}
+		}
+		return http.StatusOK, map[string]any{"data": data, "next": nil}
+	}
+	// kong/plugins/acl/api.lua: /consumers/<c>/acls/<group> names the
+	// consumer's ACL of that group; a PUT of a missing one creates it.
+	var aclGroup string
+	if req.collection == "acls" && parentID != "" && req.key != "" && !looksLikeUUID(req.key) {
+		aclGroup = req.key
+		req.key = ""
+		for _, e := range s.cols["acls"] {
+			if refID(e["consumer"]) == parentID && e["group"] == aclGroup {
+				req.key, _ = e["id"].(string)
+			}
+		}
+		if req.key == "" {
+			if r.Method != http.MethodPut {
+				return notFound()
+			}
+			req.key = newUUID()
+		}
+	}
+
 	switch {
 	case r.Method == http.MethodGet && req.key == "":
 		return a.list(r, s, req, parentID)
@@ -612,6 +680,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
 	}
 
+	if _, given := body["group"]; aclGroup != "" && !given {
+		body["group"] = aclGroup
+	}
 	var existing map[string]any
 	if req.key != "" {
 		existing = s.lookup(req.collection, req.key)
@@ -843,6 +914,63 @@ func matchTags(e map[string]any, all, anyOf []string) bool {
 		}
 	}
 	return false
+}
+
+// foreignEntity answers GET /<collection>/<key>/<field>: the entity the
+// foreign key field of the entity key references (404 when there is none).
+func (s *entityScope) foreignEntity(method string, req entityRequest) (int, any) {
+	if method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	e := s.lookup(req.collection, req.key)
+	if e == nil {
+		return notFound()
+	}
+	col := foreignField(req.collection, req.foreign).reference
+	ref := s.lookup(col, refID(e[req.foreign]))
+	if ref == nil {
+		return notFound()
+	}
+	return http.StatusOK, s.present(col, ref)
+}
+
+// health answers GET /upstreams/<u>/health: the upstream's targets, each
+// with "health" and "data" (kong/db/dao/targets.lua
+// page_for_upstream_with_health). The emulator runs no balancer or health
+// checks: a target at an IP address is HEALTHCHECKS_OFF (the state of an
+// upstream without active or passive checks, the default), one at a name
+// DNS_ERROR (no names are resolved).
+func (s *entityScope) health(r *http.Request, a *EntityAPI, req entityRequest, upstreamID string) (int, any) {
+	if r.Method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	status, body := a.list(r, s, req, upstreamID)
+	page, ok := body.(map[string]any)
+	if status != http.StatusOK || !ok {
+		return status, body
+	}
+	data, _ := page["data"].([]any)
+	out := make([]any, 0, len(data))
+	for _, x := range data {
+		t := deepCopy(x.(map[string]any))
+		target, _ := t["target"].(string)
+		host, port, err := net.SplitHostPort(target)
+		if err != nil {
+			host, port = target, "8000"
+		}
+		if net.ParseIP(strings.Trim(host, "[]")) == nil {
+			t["health"], t["data"] = "DNS_ERROR", nil
+		} else {
+			p, _ := strconv.Atoi(port)
+			t["health"] = "HEALTHCHECKS_OFF"
+			t["data"] = map[string]any{"addresses": []any{map[string]any{
+				"ip": host, "port": p, "health": "HEALTHCHECKS_OFF", "weight": t["weight"]}}}
+		}
+		out = append(out, t)
+	}
+	page["data"] = out
+	page["node_id"] = nil
+	return http.StatusOK, page
 }
 
 // lookup finds an entity by id, or by its name field.
