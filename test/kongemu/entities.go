@@ -36,13 +36,13 @@ var entityCollections = []string{
 	"services", "routes", "plugins", "consumers", "upstreams", "targets",
 	"certificates", "snis", "ca_certificates",
 	"acls", "basic-auths", "hmac-auths", "jwts", "key-auths", "mtls-auths", "oauth2",
-	"consumer_groups",
+	"consumer_groups", "key-sets", "keys",
 }
 
 // entityEmpty are collections listed as always empty (entities the
 // reconciler dumps but a sync of KIC's output does not write).
 var entityEmpty = map[string]bool{
-	"key-sets": true, "keys": true, "vaults": true,
+	"vaults":   true,
 	"partials": true, "filter-chains": true, "licenses": true, "degraphql_routes": true,
 }
 
@@ -70,18 +70,19 @@ var entityNested = map[string]string{
 	"services/plugins":     "plugins",
 	"routes/plugins":       "plugins",
 	"certificates/snis":    "snis",
+	"key-sets/keys":        "keys",
 }
 
 // entityForeign maps a foreign-key field to the collection it references.
 var entityForeign = map[string]string{
 	"service": "services", "route": "routes", "consumer": "consumers",
-	"upstream": "upstreams", "certificate": "certificates",
+	"upstream": "upstreams", "certificate": "certificates", "set": "key-sets",
 }
 
 // parentField is the foreign-key field a child holds for a parent collection.
 var parentField = map[string]string{
 	"services": "service", "routes": "route", "consumers": "consumer",
-	"upstreams": "upstream", "certificates": "certificate",
+	"upstreams": "upstream", "certificates": "certificate", "key-sets": "set",
 }
 
 // entityNameField is the field that identifies an entity in a path besides
@@ -90,7 +91,7 @@ var entityNameField = map[string]string{
 	"services": "name", "routes": "name", "consumers": "username",
 	"upstreams": "name", "snis": "name", "key-auths": "key", "consumer_groups": "name",
 	"basic-auths": "username", "hmac-auths": "username", "jwts": "key",
-	"oauth2": "client_id", "plugins": "instance_name",
+	"oauth2": "client_id", "plugins": "instance_name", "key-sets": "name", "keys": "name",
 }
 
 // EntityFault replaces the answer to one request of the entity API.
