@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -124,6 +125,12 @@ type entityScope struct {
 	members map[string]map[string]bool
 	// unique indexes the unique keys of each collection: key -> id.
 	unique map[string]map[string]string
+	// expires is when each entity written with a ttl expires, by id
+	// (key-auth credentials, a ttl entity: kong/plugins/key-auth/daos.lua
+	// ttl = true). Reads answer the whole seconds left in "ttl", rounded
+	// down as Kong's postgres strategy does; expired entities are gone.
+	expires map[string]time.Time
+	now     func() time.Time
 }
 
 // EntityAPI is the emulated entity Admin API. It serves DB mode at "/" and
@@ -308,7 +315,7 @@ func (a *EntityAPI) scope(cp string) *entityScope {
 	s := a.scopes[cp]
 	if s == nil {
 		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{},
-			members: map[string]map[string]bool{}}
+			members: map[string]map[string]bool{}, expires: map[string]time.Time{}, now: a.now}
 		for _, c := range entityCollections {
 			s.cols[c] = map[string]map[string]any{}
 			s.unique[c] = map[string]string{}
@@ -590,6 +597,7 @@ func notFound() (int, any) { return http.StatusNotFound, map[string]any{"message
 // serveEntity runs with a.mu held.
 func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	s := a.scope(req.cp)
+	s.expire()
 	var parentID string
 	if req.parentCol != "" {
 		p := s.lookup(req.parentCol, req.parentKey)
@@ -734,6 +742,15 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		delete(stored, "snis") // transient: the names of its SNIs
 	}
 	id := stored["id"].(string)
+	if req.collection == "key-auths" {
+		switch ttl, _ := stored["ttl"].(float64); {
+		case ttl > 0:
+			s.expires[id] = a.now().Add(time.Duration(ttl * float64(time.Second)))
+		case r.Method != http.MethodPatch:
+			delete(s.expires, id)
+		}
+		delete(stored, "ttl")
+	}
 	s.put(req.collection, id, stored)
 	if req.collection == "certificates" && setSNIs {
 		s.replaceSNIs(id, snis, a.now())
@@ -1084,6 +1101,7 @@ func (s *entityScope) deleteCascade(collection, id string) {
 		s.unindex(collection, id, old)
 	}
 	delete(s.cols[collection], id)
+	delete(s.expires, id)
 	switch collection {
 	case "consumer_groups":
 		delete(s.members, id)
@@ -1212,9 +1230,29 @@ func (s *entityScope) member(method, consumerKey, groupKey string) (int, any) {
 	return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 }
 
+// expire deletes the entities whose ttl has run out.
+func (s *entityScope) expire() {
+	now := s.now()
+	for id, at := range s.expires {
+		if !at.After(now) {
+			delete(s.expires, id)
+			s.deleteCascade("key-auths", id)
+		}
+	}
+}
+
 // present is an entity as Kong answers it: a certificate carries the
-// names of its SNIs (kong/db/dao/certificates.lua), sorted.
+// names of its SNIs (kong/db/dao/certificates.lua), sorted; an entity
+// with a ttl the seconds it has left.
 func (s *entityScope) present(collection string, e map[string]any) map[string]any {
+	if at, ok := s.expires[fmt.Sprint(e["id"])]; ok {
+		out := make(map[string]any, len(e)+1)
+		for k, v := range e {
+			out[k] = v
+		}
+		out["ttl"] = math.Floor(at.Sub(s.now()).Seconds())
+		return out
+	}
 	if collection != "certificates" {
 		return e
 	}

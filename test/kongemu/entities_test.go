@@ -414,3 +414,26 @@ func TestEntityOSSCollections(t *testing.T) {
 		}
 	}
 }
+
+// TestEntityTTL: a key-auth written with a ttl answers the whole seconds
+// it has left and is gone once they run out.
+func TestEntityTTL(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	api := NewEntityAPI(WithEntityClock(func() time.Time { return now }))
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	c := &entityClient{t: t, url: srv.URL}
+	cons, key := uuidN(1), uuidN(2)
+	c.do("PUT", "/consumers/"+cons, map[string]any{"username": "u"})
+	if st, body, _ := c.do("PUT", "/consumers/"+cons+"/key-auth/"+key, map[string]any{"key": "k", "ttl": 10}); st != 200 || body["ttl"] != 10.0 {
+		t.Fatalf("create with ttl: %d %v", st, body)
+	}
+	now = now.Add(2500 * time.Millisecond)
+	if st, body, _ := c.do("GET", "/key-auths/"+key, nil); st != 200 || body["ttl"] != 7.0 {
+		t.Errorf("2.5 s later: %d ttl %v, want 7 (rounded down)", st, body["ttl"])
+	}
+	now = now.Add(7500 * time.Millisecond)
+	if st, _, _ := c.do("GET", "/key-auths/"+key, nil); st != 404 {
+		t.Errorf("expired: %d, want 404", st)
+	}
+}
