@@ -21,7 +21,9 @@
 //     TLS its flags and TCP probes, the cluster listener its Service on 8005
 //     only when enabled (TestChartModes).
 //   - the single-node install equals deploy/single-node in substance
-//     (TestChartSingleNodeMatchesManifests).
+//     (TestChartSingleNodeMatchesManifests), and the hub starts with its
+//     args and the files of its ConfigMap and Secret, listeners moved to
+//     loopback (TestChartSingleNodeStarts).
 //   - every PromQL query of deploy/grafana/confighub.json parses with
 //     Prometheus' parser and names only metrics the hub registers
 //     (TestDashboardQueries).

@@ -89,16 +89,15 @@ type object struct {
 	Obj                any
 }
 
-// render runs helm template for one value set and decodes every object.
-func render(t *testing.T, release, namespace string, values string, set ...string) []object {
+// render runs helm template for one value set (and further helm
+// arguments such as --set) and decodes every object.
+func render(t *testing.T, release, namespace string, values string, extra ...string) []object {
 	t.Helper()
 	args := []string{"template", release, chart, "--namespace", namespace}
 	if values != "" {
 		args = append(args, "-f", values)
 	}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
+	args = append(args, extra...)
 	out, err := helm(t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -421,42 +420,51 @@ func TestManifestsDecode(t *testing.T) {
 }
 
 var (
-	hubFlagsOnce sync.Once
-	hubFlagsSet  map[string]bool
-	hubFlagsErr  error
-	helpFlag     = regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`)
+	hubOnce     sync.Once
+	hubPath     string
+	hubFlagsSet map[string]bool
+	hubErr      error
+	helpFlag    = regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`)
 )
 
-// hubFlags builds the hub and reads the flags its --help lists.
-func hubFlags(t *testing.T) map[string]bool {
+// TestMain removes the hub binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hubPath != "" {
+		os.RemoveAll(filepath.Dir(hubPath))
+	}
+	os.Exit(code)
+}
+
+// hub builds cmd/confighub once and reads the flags its --help lists.
+func hub(t *testing.T) (bin string, flags map[string]bool) {
 	t.Helper()
-	hubFlagsOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "confighub-help")
+	hubOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "confighub-bin")
 		if err != nil {
-			hubFlagsErr = err
+			hubErr = err
 			return
 		}
-		defer os.RemoveAll(dir)
-		bin := filepath.Join(dir, "confighub")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/confighub")
+		hubPath = filepath.Join(dir, "confighub")
+		build := exec.Command("go", "build", "-o", hubPath, "./cmd/confighub")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			hubFlagsErr = fmt.Errorf("go build ./cmd/confighub: %v\n%s", err, out)
+			hubErr = fmt.Errorf("go build ./cmd/confighub: %v\n%s", err, out)
 			return
 		}
-		out, _ := exec.Command(bin, "--help").CombinedOutput() // --help exits non-zero by the flag package's rule
+		out, _ := exec.Command(hubPath, "--help").CombinedOutput() // --help exits non-zero by the flag package's rule
 		hubFlagsSet = map[string]bool{}
 		for _, m := range helpFlag.FindAllStringSubmatch(string(out), -1) {
 			hubFlagsSet[m[1]] = true
 		}
 		if !hubFlagsSet["listen"] || !hubFlagsSet["auth-tokens"] {
-			hubFlagsErr = fmt.Errorf("confighub --help lists no --listen or --auth-tokens:\n%s", out)
+			hubErr = fmt.Errorf("confighub --help lists no --listen or --auth-tokens:\n%s", out)
 		}
 	})
-	if hubFlagsErr != nil {
-		t.Fatal(hubFlagsErr)
+	if hubErr != nil {
+		t.Fatal(hubErr)
 	}
-	return hubFlagsSet
+	return hubPath, hubFlagsSet
 }
 
 // TestChartFlagsExist: every flag the chart renders, in every value set, is
@@ -465,7 +473,7 @@ func hubFlags(t *testing.T) map[string]bool {
 // listener's flags (--cluster-*) are checked once the hub's --help has
 // --cluster-listen; until then the test logs that they went unchecked.
 func TestChartFlagsExist(t *testing.T) {
-	flags := hubFlags(t)
+	_, flags := hub(t)
 	hybrid := flags["cluster-listen"]
 	for name, values := range valueSets(t) {
 		for _, w := range workloads(render(t, "confighub", "confighub", values)) {
@@ -691,7 +699,7 @@ func substance(t *testing.T, o object) any {
 // without helm; this test keeps the two from drifting apart.
 func TestChartSingleNodeMatchesManifests(t *testing.T) {
 	chartObjs := map[string]object{}
-	for _, o := range render(t, "confighub", "confighub", valueSets(t)["single-node"], "image.tag=latest") {
+	for _, o := range render(t, "confighub", "confighub", valueSets(t)["single-node"], "--set", "image.tag=latest") {
 		chartObjs[o.Kind+"/"+o.Name] = o
 	}
 	seen := map[string]bool{}
