@@ -388,7 +388,7 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "member", "unknown"
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "validate", "empty", "tags", "member", "unknown"
 	// konnectItem: Konnect's /v1/consumer-groups, answered as {"item": ...}.
 	konnectItem bool
 	pluginName  string
@@ -407,6 +407,9 @@ func parseEntityPath(p string) entityRequest {
 	switch {
 	case len(segs) == 0:
 		r.special = "root"
+	case segs[0] == "schemas" && len(segs) == 3 && segs[2] == "validate":
+		// POST /schemas/<entity>/validate, /schemas/plugins/validate
+		r.special, r.schemaName = "validate", segs[1]
 	case segs[0] == "schemas" && len(segs) == 3 && segs[1] == "plugins":
 		r.special, r.pluginName = "plugin-schema", segs[2]
 	case segs[0] == "schemas" && len(segs) == 2:
@@ -479,7 +482,7 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch req.special {
 	case "root":
 		countKey = r.Method + " /"
-	case "plugin-schema", "schema":
+	case "plugin-schema", "schema", "validate":
 		countKey = r.Method + " schemas"
 	case "unknown":
 		countKey = r.Method + " ?" + r.URL.Path
@@ -549,8 +552,8 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"configuration": map[string]any{"database": "postgres"},
 		})
 		return
-	case "plugin-schema", "schema", "konnect-schema":
-		status, body := serveSchema(req, a.expressions || req.cp != "")
+	case "plugin-schema", "schema", "konnect-schema", "validate":
+		status, body := serveSchemaRequest(r, req, req.cp != "", a.expressions || req.cp != "", a.now())
 		writeEntityJSON(w, status, body)
 		return
 	case "tags":
@@ -585,6 +588,23 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = map[string]any{"item": body}
 	}
 	writeEntityJSON(w, status, body)
+}
+
+// readEntityBody reads a JSON object body; an empty body is an empty
+// object.
+func readEntityBody(r *http.Request) (map[string]any, error) {
+	var body map[string]any
+	raw, err := io.ReadAll(r.Body)
+	if err == nil && len(raw) > 0 {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	return body, nil
 }
 
 func writeEntityJSON(w http.ResponseWriter, status int, body any) {
@@ -652,16 +672,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 	}
 
-	var body map[string]any
-	raw, err := io.ReadAll(r.Body)
-	if err == nil && len(raw) > 0 {
-		err = json.Unmarshal(raw, &body)
-	}
+	body, err := readEntityBody(r)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
-	}
-	if body == nil {
-		body = map[string]any{}
 	}
 
 	var existing map[string]any
@@ -729,6 +742,26 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 // and checks it: schema, foreign keys, unique keys. It returns the entity
 // to store, or the status and Kong's error body.
 func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchema, body map[string]any, ee, expressions bool) (map[string]any, int, map[string]any) {
+	out, status, errBody := validateEntity(schema, body, ee, expressions, a.now())
+	if errBody != nil {
+		return nil, status, errBody
+	}
+	if st, msg := s.checkForeign(out); st != 0 {
+		return nil, st, msg
+	}
+	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
+		return nil, st, msg
+	}
+	return out, 0, nil
+}
+
+// validateEntity is Kong's schema:validate(schema:process_auto_fields(
+// body, "insert")): body filled with its defaults and auto fields, then
+// the field and entity checks; not the foreign and unique keys, which need
+// the database. It returns the filled entity, or the status and Kong's
+// error body.
+func validateEntity(schema *entitySchema, body map[string]any, ee, expressions bool, now time.Time) (map[string]any, int, map[string]any) {
+	collection := schema.name
 	if collection == "services" {
 		serviceURL(body)
 	}
@@ -745,7 +778,6 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 	if schema.enterprise && !ee {
 		return nil, http.StatusNotFound, map[string]any{"message": "Not found"}
 	}
-	now := a.now()
 	fc := &fillContext{now: now, ee: ee, errs: fieldErrors{}}
 	// updated_at is set on every write; created_at is kept on an update.
 	delete(body, "updated_at")
@@ -765,15 +797,8 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 			}
 		}
 	}
-	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
-		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
-			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
-	}
-	if st, msg := s.checkForeign(out); st != 0 {
-		return nil, st, msg
-	}
-	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
-		return nil, st, msg
+	if errs := entityRules(collection, out, now); errs != nil {
+		return nil, http.StatusBadRequest, schemaViolation(errs)
 	}
 	return out, 0, nil
 }
