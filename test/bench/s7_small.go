@@ -69,7 +69,6 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 		return func() (time.Duration, error) {
 			r.Span = o.smallSpan
 			if r.Kind == "hub" {
-				defer e.store.WaitRemoved()
 			}
 			c0 := cpuTime()
 			res, err := pc.run(r)
