@@ -61,6 +61,7 @@ type flags struct {
 	uploadBudget    int64
 	maxConcurrent   int
 	shutdownTimeout time.Duration
+	limits          limitFlags   // bounds and --memory-limit (limits.go)
 	replica         replicaFlags // --store etcd (replicated.go)
 	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.uploadBudget, "upload-budget-bytes", hub.DefaultUploadBudgetBytes, "hub-wide budget of bytes held by UploadConfig streams in flight (the sum of their announced total_size): an upload that would exceed it is refused with ResourceExhausted before its bytes are read; at least --max-config-bytes, 0 for no budget")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
+	addLimitFlags(fs, &f.limits)
 	addOpsFlags(fs, &f.ops)
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -97,10 +99,24 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.ops.profiling && f.ops.metricsListen == "" {
 		return f, errors.New("--profiling serves the profiles on the metrics listener, which --metrics-listen \"\" disables: set --metrics-listen ADDR, or drop --profiling")
 	}
+	if err := f.limits.check(f.maxConfig); err != nil {
+		return f, err
+	}
 	if f.uploadBudget != 0 && f.uploadBudget < f.maxConfig {
 		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}
 	return f, nil
+}
+
+// hubOptions are the hub's options from the flags.
+func (f flags) hubOptions(log *slog.Logger, secrets hub.SinkSecrets) []hub.Option {
+	return []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+		hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+}
+
+// serverOptions are the gRPC server's options from the flags.
+func (f flags) serverOptions(log *slog.Logger) []server.Option {
+	return []server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg), server.WithMaxConcurrentStreams(f.limits.connStreams)}
 }
 
 // fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
@@ -197,6 +213,9 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return err
 	}
 	defer o.close()
+	if err := applyMemoryLimit(f.limits.memoryLimit, cgroupRoot, log); err != nil {
+		return err
+	}
 	if f.storeKind == "etcd" {
 		return serveReplicated(ctx, f, log, seed, reg, o)
 	}
@@ -216,7 +235,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := hub.New(st, hub.PortsOf(eng), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(st, hub.PortsOf(eng), append(f.hubOptions(log, secrets), o.hubOptions()...)...)
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)
@@ -224,10 +243,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	releaseStartGarbage()
-	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
+	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
+	o.exportBounds(h, srv)
 	attrs := []any{"store", f.storeKind}
 	if f.storeKind == "bolt" { // the memory store has no data dir
 		attrs = append(attrs, "data_dir", f.dataDir)

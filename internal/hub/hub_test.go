@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,33 @@ func (f *fakeEngine) Current(stream string) *config.Config {
 			return f.published[i]
 		}
 	}
+	return nil
+}
+func (f *fakeEngine) Streams() []*config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := map[string]*config.Config{}
+	for _, c := range f.published {
+		cur[c.Stream] = c
+	}
+	out := make([]*config.Config, 0, len(cur))
+	for _, c := range cur {
+		out = append(out, c)
+	}
+	return out
+}
+func (f *fakeEngine) Held() (int, int64) {
+	var n int64
+	cs := f.Streams()
+	for _, c := range cs {
+		n += int64(len(c.Raw))
+	}
+	return len(cs), n
+}
+func (f *fakeEngine) DeleteStream(stream string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = slices.DeleteFunc(f.published, func(c *config.Config) bool { return c.Stream == stream })
 	return nil
 }
 func (f *fakeEngine) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {

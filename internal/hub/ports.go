@@ -14,6 +14,16 @@ type Publisher interface {
 	Restore(applied []store.Applied)
 	Publish(cfg *config.Config)
 	Current(stream string) *config.Config
+	// Held is how many streams hold a configuration and the bytes of
+	// those configurations (Raw), counted as they change, not summed per
+	// call (asked on every push).
+	Held() (streams int, bytes int64)
+	// DeleteStream forgets a stream's configuration and status; refused
+	// (an error naming them) while sinks read it.
+	DeleteStream(stream string) error
+	// Streams returns every stream's current configuration (shared, not
+	// copied).
+	Streams() []*config.Config
 }
 
 // ConvergedRestorer is an optional capability of a Publisher: it takes the
@@ -35,6 +45,9 @@ type SinkAdmin interface {
 // has, without copying their specs (asked on every ack).
 type SinkCounter interface {
 	SinkCount(stream string) int
+	// SinkTotal is how many sinks there are in all (asked on every
+	// PutSink of a new name, against Limits.MaxSinks).
+	SinkTotal() int
 }
 
 // SinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
