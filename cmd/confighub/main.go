@@ -33,14 +33,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// The single-node hub restores convergence times through the engine, and
-// answers each ack's sink count and each PutSink's spec checks without
-// copying every spec.
-var (
-	_ hub.ConvergedRestorer = (*engine.Engine)(nil)
-	_ hub.SinkCounter       = (*engine.Engine)(nil)
-	_ hub.SinkSpecs         = (*engine.Engine)(nil)
-)
+var _ hub.Engine = (*engine.Engine)(nil)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -191,7 +191,7 @@ func (h *Hub) checkConfigLocked(stream string, size int64) error {
 // admitSink refuses a sink of a new name at MaxSinks.
 func (h *Hub) admitSink(name string) error {
 	l := h.bounds.limits.MaxSinks
-	if l <= 0 || h.hasSink(name) {
+	if l <= 0 || h.sinks.HasSink(name) {
 		return nil
 	}
 	if n := h.sinkTotal(); n >= l {
@@ -202,12 +202,7 @@ func (h *Hub) admitSink(name string) error {
 	return nil
 }
 
-func (h *Hub) sinkTotal() int {
-	if c, ok := h.sinks.(SinkCounter); ok {
-		return c.SinkTotal()
-	}
-	return len(h.sinks.ListSinks(""))
-}
+func (h *Hub) sinkTotal() int { return h.sinks.SinkTotal() }
 
 // BeginWatch admits one status watcher against MaxWatchers, or refuses it
 // (ErrLimit naming the flag); call the returned function when the watch

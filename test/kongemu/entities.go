@@ -128,6 +128,71 @@ type entityScope struct {
 // any Konnect control plane under KonnectPrefix+"<id>"; each control plane
 // and the DB-mode root hold separate entities. It is safe for concurrent
 // use. The zero value is not usable; use NewEntityAPI.
+//
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the credential
+// daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and oauth2, and the
+// schema.lua of the plugins listed in kongplugins.go):
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the
+// credential daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and
+// oauth2, and the schema.lua of the plugins listed in kongplugins.go);
+// kongschema.go names them. GET / reports EntityVersion (3.9.1).
+//
+//   - GET /schemas/<entity> for services, routes, consumers, upstreams,
+//     targets, certificates, snis, ca_certificates, plugins,
+//     keyauth_credentials, basicauth_credentials, hmacauth_credentials,
+//     jwt_secrets, acls, oauth2_credentials (Konnect also
+//     mtls_auth_credentials) answers Kong's shape ({"fields":[{name:
+//     {type, required, default, ...}}]}); /schemas/plugins/<name> the
+//     plugin's subschema (protocols, config with its defaults); unknown
+//     names answer Kong's 404 ("No entity named ...", "No plugin named
+//     ..."). A Konnect control plane also answers /v1/schemas/json/<type>
+//     with a JSON schema of the same facts. (TestEntitySchemas)
+//   - Every write stores the entity as Kong does: defaults filled, null
+//     for a field without one, records expanded with their own defaults,
+//     sets deduplicated, auto fields generated (id, key-auth key, hmac and
+//     jwt secrets, oauth2 client id/secret), created_at kept, updated_at
+//     set (targets in milliseconds), a certificate answered with its SNI
+//     names; reads return the stored entity. Unknown fields and missing
+//     required fields are Kong's 400 schema violation. (TestEntityStoresDefaults)
+//   - Unique fields and cache keys (plugins: name, route, service,
+//     consumer; acls: consumer, group; targets: upstream, target) answer
+//     409 {"code":5,"name":"unique constraint violation","message":
+//     "UNIQUE violation detected on '{name=\"s\"}'","fields":{...}}; a
+//     missing foreign entity 400 code 4; an unknown plugin name 400 "plugin
+//     'x' not enabled". (TestEntityKongErrorBodies)
+//   - Collections match Kong OSS 3.9 on the root: /tags and /tags/<tag>
+//     list tagged entities; vaults, key-sets, keys, filter-chains are
+//     (empty) collections; /workspaces answers 404 (Kong 3.9 OSS's
+//     workspaces DAO says generate_admin_api = false and no route serves
+//     it), as do the Enterprise /consumer_groups, /licenses, /partials,
+//     /degraphql_routes and /mtls-auths. A Konnect control plane has the
+//     Enterprise fields and collections: consumer groups are stored
+//     (/consumer_groups, GET /consumer_groups/<name> with its consumers,
+//     Konnect's /v1/consumer-groups answered as {"item": ...} and
+//     /v1/consumers/<c>/groups/<g>/members), the others listed empty.
+//     (TestEntityOSSCollections; diffsync's TestEveryFixtureResyncsWithoutWrites
+//     syncs consumer-group-example-ee to a control plane)
+//   - Router flavor: traditional_compatible (Kong 3.9's default) on the
+//     root, so a route's expression and priority are unknown fields;
+//     WithExpressionsRouter gives the "expressions" flavor. Konnect
+//     control planes accept them, and give an expression route no
+//     path_handling or regex_priority default (Konnect's one route schema
+//     for both flavors; go-database-reconciler strips those defaults from
+//     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
+//     in internal/diffsync)
+//
+// Left out: entity_checks (conditional rules, at_least_one_of beyond
+// consumers, mutually exclusive fields), field validators (between,
+// patterns, hosts, paths, certificates, regexes), the shorthand fields
+// other than a service's url, the config of bundled plugins not listed in
+// kongplugins.go (their /schemas/plugins answer has a config record
+// without fields and the config is stored as sent), consumer group
+// plugins and overrides, degraphql routes (Konnect has them), vaults,
+// keys and filter chains as stored entities, RBAC, workspaces,
+// and Kong Enterprise's encryption of credentials (basic-auth passwords
+// are hashed as Kong OSS does).
 type EntityAPI struct {
 	mu      sync.Mutex
 	scopes  map[string]*entityScope
@@ -323,7 +388,7 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "member", "unknown"
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "validate", "empty", "tags", "member", "unknown"
 	// konnectItem: Konnect's /v1/consumer-groups, answered as {"item": ...}.
 	konnectItem bool
 	pluginName  string
@@ -342,6 +407,9 @@ func parseEntityPath(p string) entityRequest {
 	switch {
 	case len(segs) == 0:
 		r.special = "root"
+	case segs[0] == "schemas" && len(segs) == 3 && segs[2] == "validate":
+		// POST /schemas/<entity>/validate, /schemas/plugins/validate
+		r.special, r.schemaName = "validate", segs[1]
 	case segs[0] == "schemas" && len(segs) == 3 && segs[1] == "plugins":
 		r.special, r.pluginName = "plugin-schema", segs[2]
 	case segs[0] == "schemas" && len(segs) == 2:
@@ -414,7 +482,7 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch req.special {
 	case "root":
 		countKey = r.Method + " /"
-	case "plugin-schema", "schema":
+	case "plugin-schema", "schema", "validate":
 		countKey = r.Method + " schemas"
 	case "unknown":
 		countKey = r.Method + " ?" + r.URL.Path
@@ -484,8 +552,8 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"configuration": map[string]any{"database": "postgres"},
 		})
 		return
-	case "plugin-schema", "schema", "konnect-schema":
-		status, body := serveSchema(req, a.expressions || req.cp != "")
+	case "plugin-schema", "schema", "konnect-schema", "validate":
+		status, body := serveSchemaRequest(r, req, req.cp != "", a.expressions || req.cp != "", a.now())
 		writeEntityJSON(w, status, body)
 		return
 	case "tags":
@@ -520,6 +588,23 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = map[string]any{"item": body}
 	}
 	writeEntityJSON(w, status, body)
+}
+
+// readEntityBody reads a JSON object body; an empty body is an empty
+// object.
+func readEntityBody(r *http.Request) (map[string]any, error) {
+	var body map[string]any
+	raw, err := io.ReadAll(r.Body)
+	if err == nil && len(raw) > 0 {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	return body, nil
 }
 
 func writeEntityJSON(w http.ResponseWriter, status int, body any) {
@@ -587,16 +672,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 	}
 
-	var body map[string]any
-	raw, err := io.ReadAll(r.Body)
-	if err == nil && len(raw) > 0 {
-		err = json.Unmarshal(raw, &body)
-	}
+	body, err := readEntityBody(r)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
-	}
-	if body == nil {
-		body = map[string]any{}
 	}
 
 	var existing map[string]any
@@ -664,6 +742,26 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 // and checks it: schema, foreign keys, unique keys. It returns the entity
 // to store, or the status and Kong's error body.
 func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchema, body map[string]any, ee, expressions bool) (map[string]any, int, map[string]any) {
+	out, status, errBody := validateEntity(schema, body, ee, expressions, a.now())
+	if errBody != nil {
+		return nil, status, errBody
+	}
+	if st, msg := s.checkForeign(out); st != 0 {
+		return nil, st, msg
+	}
+	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
+		return nil, st, msg
+	}
+	return out, 0, nil
+}
+
+// validateEntity is Kong's schema:validate(schema:process_auto_fields(
+// body, "insert")): body filled with its defaults and auto fields, then
+// the field and entity checks; not the foreign and unique keys, which need
+// the database. It returns the filled entity, or the status and Kong's
+// error body.
+func validateEntity(schema *entitySchema, body map[string]any, ee, expressions bool, now time.Time) (map[string]any, int, map[string]any) {
+	collection := schema.name
 	if collection == "services" {
 		serviceURL(body)
 	}
@@ -680,7 +778,6 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 	if schema.enterprise && !ee {
 		return nil, http.StatusNotFound, map[string]any{"message": "Not found"}
 	}
-	now := a.now()
 	fc := &fillContext{now: now, ee: ee, errs: fieldErrors{}}
 	// updated_at is set on every write; created_at is kept on an update.
 	delete(body, "updated_at")
@@ -700,15 +797,8 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 			}
 		}
 	}
-	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
-		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
-			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
-	}
-	if st, msg := s.checkForeign(out); st != 0 {
-		return nil, st, msg
-	}
-	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
-		return nil, st, msg
+	if errs := entityRules(collection, out, now); errs != nil {
+		return nil, http.StatusBadRequest, schemaViolation(errs)
 	}
 	return out, 0, nil
 }

@@ -103,7 +103,7 @@ func TestEntityPagination(t *testing.T) {
 func TestEntityReferencesAndUniqueness(t *testing.T) {
 	api, c := newEntityServer(t)
 	svc, rt, cons, cred := uuidN(1), uuidN(2), uuidN(3), uuidN(4)
-	if st, body, _ := c.do("PUT", "/routes/"+rt, map[string]any{"name": "r", "service": map[string]any{"id": svc}}); st != 400 ||
+	if st, body, _ := c.do("PUT", "/routes/"+rt, map[string]any{"name": "r", "paths": []any{"/"}, "service": map[string]any{"id": svc}}); st != 400 ||
 		body["name"] != "foreign key violation" {
 		t.Errorf("route to a missing service: %d %v", st, body)
 	}

@@ -337,6 +337,13 @@ var kongEntities = func() map[string]*entitySchema {
 			tagsField(),
 			fld("client_type", "string", req, dflt("confidential"), oneOf("confidential", "public")),
 		}},
+		// kong/db/schema/entities/tags.lua: the rows of /tags (no
+		// endpoints of its own; /schemas/tags describes it).
+		{name: "tags", endpointKey: "tag", fields: []*sfield{
+			fld("tag", "string"),
+			fld("entity_name", "string", req),
+			fld("entity_id", "string", uuidF, req),
+		}},
 		// Consumer groups are Kong Enterprise's: Konnect only.
 		{name: "consumer_groups", endpointKey: "name", enterprise: true, konnectName: "consumer_group", fields: []*sfield{
 			idField(), tsField("created_at"), tsField("updated_at"),
@@ -662,8 +669,14 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 	}
 	switch f.typ {
 	case "string":
-		if _, ok := v.(string); !ok {
+		str, ok := v.(string)
+		if !ok {
 			fc.errs.add(path, "expected a string")
+			return v
+		}
+		// kong/db/schema/init.lua's uuid validator.
+		if f.uuid && !looksLikeUUID(str) {
+			fc.errs.add(path, "expected a valid UUID")
 			return v
 		}
 	case "integer":
@@ -689,8 +702,13 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 			return v
 		}
 		id, _ := m["id"].(string)
-		if id == "" {
+		switch {
+		case id == "":
 			fc.errs.add(append(path, "id"), "required field missing")
+		case !looksLikeUUID(id):
+			// A foreign key is its entity's primary key, a typedefs.uuid
+			// (kong/db/schema/typedefs.lua).
+			fc.errs.add(append(path, "id"), "expected a valid UUID")
 		}
 		return map[string]any{"id": id}
 	case "record":
