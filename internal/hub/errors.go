@@ -20,4 +20,6 @@ var (
 	// ErrInUse: what is to be deleted is still used, as a stream that
 	// sinks read (FailedPrecondition).
 	ErrInUse = errors.New("in use")
+	// ErrUnsupported: the store cannot do what is asked (Unimplemented).
+	ErrUnsupported = errors.New("not supported")
 )

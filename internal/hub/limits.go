@@ -258,11 +258,6 @@ func (h *Hub) ListStreams() []StreamInfo {
 	return out
 }
 
-// streamDeleter is the store's DeleteStream.
-type streamDeleter interface {
-	DeleteStream(ctx context.Context, name string) error
-}
-
 // DeleteStream removes a stream's configuration from the store and the
 // engine, so a stream created by mistake stops counting against
 // MaxStreams. It is ErrInUse, naming them, while sinks read the stream,
@@ -294,13 +289,12 @@ func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 		delete(b.deleting, name)
 		b.mu.Unlock()
 	}()
-	sd, ok := h.store.(streamDeleter)
-	if !ok {
-		return fmt.Errorf("%w: this store cannot delete streams", ErrUnavailable)
-	}
-	if err := sd.DeleteStream(ctx, name); errors.Is(err, store.ErrNotFound) {
+	switch err := h.store.DeleteStream(ctx, name); {
+	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, name)
-	} else if err != nil {
+	case errors.Is(err, errors.ErrUnsupported):
+		return fmt.Errorf("%w: delete stream %q: %v", ErrUnsupported, name, err)
+	case err != nil:
 		return fmt.Errorf("%w: delete stream %q: %v", ErrUnavailable, name, err)
 	}
 	if err := h.pub.DeleteStream(name); err != nil {

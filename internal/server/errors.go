@@ -24,6 +24,8 @@ func codeOf(err error) codes.Code {
 		return codes.FailedPrecondition
 	case errors.Is(err, hub.ErrUnavailable):
 		return codes.Unavailable
+	case errors.Is(err, hub.ErrUnsupported):
+		return codes.Unimplemented
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -194,3 +194,55 @@ func TestMaxHeldConfigBytesRefusedByName(t *testing.T) {
 		t.Errorf("stream b: generation %d, %d bytes, %v; want the 300 bytes of generation 1", got.GetGeneration(), len(got.GetConfig()), err)
 	}
 }
+
+// DeleteStream: FailedPrecondition naming the sinks while sinks read the
+// stream, then the stream goes (its configuration, its place under
+// --max-streams) once they are gone; NotFound for a stream with no
+// configuration. ListStreams shows what is there.
+func TestDeleteStream(t *testing.T) {
+	conn, _ := limitedServer(t, hub.Limits{MaxStreams: 2})
+	c := confighubv1.NewConfigHubServiceClient(conn)
+	a := confighubv1.NewSinkAdminServiceClient(conn)
+	ctx := context.Background()
+	for _, s := range []string{"keep", "typo"} {
+		if err := pushTo(c, s, []byte(validConfig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.PutSink(ctx, &confighubv1.PutSinkRequest{Sink: &confighubv1.Sink{Name: "gw", Kind: "nop", Stream: "typo"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: "typo"})
+	wantRefused(t, "a stream a sink reads", err, codes.FailedPrecondition, `stream "typo" is read by 1 sink(s): gw`)
+	res, err := a.ListStreams(ctx, &confighubv1.ListStreamsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typo *confighubv1.StreamInfo
+	for _, s := range res.GetStreams() {
+		if s.GetName() == "typo" {
+			typo = s
+		}
+	}
+	if typo.GetGeneration() != 1 || typo.GetSinks() != 1 || typo.GetConfigBytes() != uint64(len(validConfig)) || typo.GetHash() == "" {
+		t.Errorf("ListStreams shows typo as %v", typo)
+	}
+	wantRefused(t, "a third stream", pushTo(c, "third", []byte(validConfig)), codes.ResourceExhausted, "(--max-streams)")
+
+	if _, err := a.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: "gw"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: "typo"}); err != nil {
+		t.Fatalf("DeleteStream once no sink reads it: %v", err)
+	}
+	_, err = c.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: "typo"})
+	wantRefused(t, "the deleted stream's configuration", err, codes.NotFound, `"typo"`)
+	_, err = a.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: "typo"})
+	wantRefused(t, "deleting it again", err, codes.NotFound, `stream "typo" has no configuration`)
+	if got := fmt.Sprint(streamNames(t, a)); got != "[default keep]" {
+		t.Errorf("streams after the deletion: %s", got)
+	}
+	if err := pushTo(c, "third", []byte(validConfig)); err != nil {
+		t.Errorf("a new stream once the deleted one freed its place: %v", err)
+	}
+}
