@@ -87,13 +87,13 @@ func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
 	if c == nil {
 		return nil, nil
 	}
-	if n := c.n.Add(1); n > l.max {
+	if c.n.Add(1) > l.max {
 		c.n.Add(-1)
 		if l.refusals != nil {
 			l.refusals.Refused(FlagMaxConcurrentStreams)
 		}
-		return nil, status.Errorf(codes.ResourceExhausted, "this connection has %d calls open, at most %d (%s): end calls (status watches) that are not read, open another connection, or raise %s",
-			n-1, l.max, FlagMaxConcurrentStreams, FlagMaxConcurrentStreams)
+		return nil, status.Errorf(codes.ResourceExhausted, "this connection has the %d calls open that it may have at once (%s): end calls (status watches) that are not read, open another connection, or raise %s",
+			l.max, FlagMaxConcurrentStreams, FlagMaxConcurrentStreams)
 	}
 	return c, nil
 }

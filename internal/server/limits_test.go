@@ -159,7 +159,7 @@ func TestMaxConcurrentStreamsRefusedByName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const want = "this connection has 3 calls open, at most 3 (--max-concurrent-streams)"
+	const want = "this connection has the 3 calls open that it may have at once (--max-concurrent-streams)"
 	_, err := openWatch(t, c)
 	wantRefused(t, "a fourth watch on the connection", err, codes.ResourceExhausted, want)
 	_, err = c.GetStatus(context.Background(), &confighubv1.GetStatusRequest{})
