@@ -240,6 +240,8 @@ type Engine struct {
 	// up the calls for its own name only.
 	names   map[string]*nameLock
 	stopped bool
+	// held counts the streams with a configuration and their bytes.
+	held held
 }
 
 // nameLock is one sink name's admin lock; refs counts its holders and
@@ -399,6 +401,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 	if st.cur != nil && cfg.Generation <= st.cur.Generation {
 		return
 	}
+	e.held.replace(st.cur, cfg)
 	st.cur = cfg
 	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
 	if c, ok := e.restoredConv[st.name]; ok {

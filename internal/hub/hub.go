@@ -35,6 +35,8 @@ type Hub struct {
 	maxBytes int64
 	secrets  SinkSecrets
 	uploads  uploadBudget
+	bounds   bounds
+	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
 	// deferBelow is the size below which Push checks, hashes and stages
 	// one after the other on the calling goroutine (prepareSmall): the
@@ -77,6 +79,7 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
+	h.bounds.limits = DefaultLimits()
 	h.maxSpecs = maxSinkSpecsBytes
 	h.deferBelow = st.DeferBelow()
 	for _, o := range opts {
@@ -188,6 +191,11 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
+	done, err := h.admitConfig(stream, int64(len(in.Config)))
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer done()
 	if len(in.Config) < h.deferBelow {
 		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
@@ -395,6 +403,9 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
 	if err := h.checkSpecBytes(n); err != nil {
+		return nil, false, err
+	}
+	if err := h.admitSink(n.GetName()); err != nil {
 		return nil, false, err
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +63,33 @@ func (f *fakeEngine) Current(stream string) *config.Config {
 	}
 	return nil
 }
+func (f *fakeEngine) Streams() []*config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := map[string]*config.Config{}
+	for _, c := range f.published {
+		cur[c.Stream] = c
+	}
+	out := make([]*config.Config, 0, len(cur))
+	for _, c := range cur {
+		out = append(out, c)
+	}
+	return out
+}
+func (f *fakeEngine) Held() (int, int64) {
+	var n int64
+	cs := f.Streams()
+	for _, c := range cs {
+		n += int64(len(c.Raw))
+	}
+	return len(cs), n
+}
+func (f *fakeEngine) DeleteStream(stream string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = slices.DeleteFunc(f.published, func(c *config.Config) bool { return c.Stream == stream })
+	return nil
+}
 func (f *fakeEngine) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {
 	if s.GetKind() == "bad" {
 		return nil, sink.ErrUnknownKind
@@ -96,6 +124,7 @@ func (f *fakeEngine) ListSinks(stream string) []*confighubv1.Sink {
 	return out
 }
 func (f *fakeEngine) SinkCount(stream string) int { return len(f.ListSinks(stream)) }
+func (f *fakeEngine) SinkTotal() int              { return len(f.ListSinks("")) }
 func (f *fakeEngine) Sink(n string) *confighubv1.Sink {
 	if s, ok := f.sinks[n]; ok {
 		return proto.Clone(s).(*confighubv1.Sink)

@@ -56,7 +56,7 @@ func main() {
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&o.quick, "quick", false, "fewer runs, 200 gateways, 3 s burst (about a minute)")
-	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4; 1m is scenario 1's memory over repeated uploads); default all")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	fs.IntVar(&o.runs, "runs", 0, "repetitions of the fast scenarios (default 10, quick 3)")
 	fs.IntVar(&o.samples, "samples", 0, "interleaved hub/baseline samples of scenario 1 (default 61, quick 5)")
@@ -216,6 +216,7 @@ func run(ctx context.Context, o opts) error {
 	}
 	scenarios := []scenario{
 		{"1", "push and upload ack vs the minimal durable ack", scenarioPushAck},
+		{"1m", "memory over five uploads into a hub holding the previous one (shipped binary)", scenarioRepeatedUploads},
 		{"2", "1,000 gateways", scenarioFleet},
 		{"3", "hung Konnect", scenarioHungKonnect},
 		{"4", "push burst into a slow sink", scenarioBurst},
