@@ -12,12 +12,13 @@ GRPCURL_VERSION           := v1.9.4
 GHZ_VERSION               := v0.93.0
 HEALTH_PROBE_VERSION      := v0.4.62
 GOLANGCI_LINT_VERSION     := v2.15.0
+HELM_VERSION              := v3.22.0
 
 GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: robustness soak test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: robustness soak deploy-test test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -36,6 +37,8 @@ $(BIN)/.ghz-$(GHZ_VERSION):
 	GOBIN=$(BIN) $(GO) install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION) && touch $@
 $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION):
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && touch $@
+$(BIN)/.helm-$(HELM_VERSION):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) && touch $@
 
 TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpcurl-$(GRPCURL_VERSION) \
@@ -68,8 +71,10 @@ breaking: $(TOOLS)
 	buf breaking --against '$(BREAKING_AGAINST)'
 
 ## lint: proto lint and format, go vet, golangci-lint
-# MODULES: every Go module of the repository (the root and the light API module)
-MODULES := . api
+# MODULES: every Go module of the repository (the root, the light API module,
+# and the checks of deploy/, which keep k8s.io/api and Prometheus' parser out
+# of the root module)
+MODULES := . api deploy/test
 
 lint: lint-proto vet $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)
 	for m in $(MODULES); do (cd $$m && golangci-lint run ./...) || exit 1; done
@@ -109,8 +114,15 @@ self-contained:
 	@if git grep -n -I -e '\.\./share[d]' -e 'DESIG[N]\.md' -- . ; then \
 		echo "self-contained: the lines above refer to files outside the repository"; exit 1; fi
 
+## deploy-test: the Helm chart (helm lint and template of its ci/ value sets,
+## every object decoded into the k8s.io/api types, flags against the hub's
+## --help, single node against deploy/single-node), the kustomize manifests
+## and the Grafana dashboard's PromQL (deploy/test, its own module)
+deploy-test: $(BIN)/.helm-$(HELM_VERSION)
+	cd deploy/test && CONFIGHUB_HELM=$(BIN)/helm $(GO) test -count=1 -timeout 5m $(TEST_FLAGS) ./...
+
 ## test: everything CI runs
-test: self-contained lint-proto gen-check vet gotest grpcurl-check
+test: self-contained lint-proto gen-check vet gotest grpcurl-check deploy-test
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
