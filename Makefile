@@ -17,7 +17,7 @@ GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: test-gokong test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -109,8 +109,14 @@ self-contained:
 	@if git grep -n -I -e '\.\./share[d]' -e 'DESIG[N]\.md' -- . ; then \
 		echo "self-contained: the lines above refer to files outside the repository"; exit 1; fi
 
+## test-gokong: go-kong's own integration tests (the go-kong version go.mod
+## requires, from the module cache) against the Kong emulator, one fresh
+## emulator per top-level test, in DB mode and DB-less; prints the counts
+test-gokong:
+	$(GO) run ./test/gokong $(GOKONG_FLAGS)
+
 ## test: everything CI runs
-test: self-contained lint-proto gen-check vet gotest grpcurl-check
+test: self-contained lint-proto gen-check vet gotest grpcurl-check test-gokong
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
