@@ -80,10 +80,35 @@ type Config struct {
 	Raw        []byte
 	Labels     map[string]string
 	AcceptTime time.Time
+	// Origin is who pushed it and how (set by the hub, kept by the store).
+	Origin Origin
 
 	// forms is shared by the copies WithGeneration makes, so that a form
 	// is made once for all of them.
 	forms *forms
+}
+
+// Origin says where a configuration came from.
+type Origin struct {
+	// Pusher is the name of the pusher's token, or "anonymous".
+	Pusher string
+	// Peer is the pusher's address.
+	Peer string
+	// RollbackOf is the generation whose bytes this one restores, 0
+	// otherwise.
+	RollbackOf uint64
+	// Entities counts the configuration's entities by type.
+	Entities map[string]int
+}
+
+// WithOrigin returns c with origin o: the same bytes, labels and forms.
+func (c *Config) WithOrigin(o Origin) *Config {
+	n := *c
+	n.Origin = o
+	if n.forms == nil {
+		n.forms = &forms{}
+	}
+	return &n
 }
 
 // forms holds the JSON and YAML forms of Raw (indexed by Format), each
@@ -171,7 +196,11 @@ func Hash(b []byte) string {
 // with it; 64 KiB take about 50 us.
 const hashPiece = 64 << 10
 
-// Hasher computes Hash over bytes written in any number of calls.
+// Hasher computes Hash over bytes written in any number of calls. It feeds
+// SHA-256 at most 64 KiB per call: SHA-256's assembly cannot be preempted,
+// and a stop of the world the garbage collector asks for waits for the call
+// in progress, with every goroutine of the process (one call over 200 MiB
+// would hold them for about 160 ms).
 type Hasher struct{ h hash.Hash }
 
 // NewHasher returns an empty Hasher.

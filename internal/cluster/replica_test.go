@@ -15,14 +15,14 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/store"
-	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // applies records which replica applied which generation to which sink.
@@ -125,7 +125,7 @@ func startReplicaReg(t *testing.T, id string, st shared, cli *clientv3.Client, r
 	eng := engine.New(reg, engine.WithRecorder(st), engine.WithOwnership(place), engine.WithMetrics(m), engine.WithLogger(log),
 		engine.WithNewStream(func(s string) { rep.Follow(s) }))
 	mem := NewMembership(cli, "/t", id, 2*time.Second, WithMembershipLogger(log))
-	rep = New(eng, place, st, st, cli, mem, "/t", WithLogger(log),
+	rep = New(eng, place, st, cli, mem, "/t", WithLogger(log),
 		WithStatusOptions(etcdstatus.WithInterval(20*time.Millisecond), etcdstatus.WithBrokerOptions(opts...)))
 	ports := hub.PortsOf(eng)
 	ports.Status = rep.View()

@@ -111,9 +111,9 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	})
 	unary := append([]grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(rec),
-		logUnary(o.log),
+		logging.UnaryServerInterceptor(logger, logOpts...),
 	}, o.unary...)
-	unary = append(unary, validateUnary(v))
+	unary = append(unary, pvmw.UnaryServerInterceptor(v))
 	stream := append([]grpc.StreamServerInterceptor{
 		recovery.StreamServerInterceptor(rec),
 		logging.StreamServerInterceptor(logger, logOpts...),
@@ -177,9 +177,9 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
-// middlewareLogger is the go-grpc-middleware logger of the stream
-// interceptor: calls to plumbingServices are logged at debug unless they
-// fail with a warning or worse.
+// middlewareLogger is the go-grpc-middleware logger of the call log:
+// calls to plumbingServices are logged at debug unless they fail with a
+// warning or worse.
 func middlewareLogger(log *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		level := slog.Level(lvl)

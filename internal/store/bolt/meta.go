@@ -11,10 +11,10 @@ import (
 // marshalMeta is json.Marshal(m), byte for byte
 // (TestMarshalMetaIsJSONMarshal), without reflection: a commit encodes
 // its meta on the ack path, where encoding/json cost about 2 us and three
-// allocations per push (docs/performance.md, issue 17).
+// allocations per push.
 func marshalMeta(m streamMeta) ([]byte, error) {
 	_, off := m.AcceptTime.Zone()
-	if y := m.AcceptTime.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 {
+	if y := m.AcceptTime.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 || m.Origin != nil {
 		return json.Marshal(m) // not RFC 3339: refused there, with its error
 	}
 	n := 160 + len(m.Stream) + len(m.Hash) + len(m.Format) + len(m.Blob)

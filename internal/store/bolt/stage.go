@@ -216,7 +216,7 @@ const writebackMin = 64 << 10
 // (writeRecord) by the flush of a record acked in its own file, or, when
 // the record is acked through the commit log, by the background goroutine
 // before the index names it, and not at all when a newer generation
-// replaced it by then (docs/performance.md, issue 17: three writes per
+// replaced it by then (three writes per
 // small push were about a tenth of its CPU).
 const deferMax = writebackMin
 
@@ -429,6 +429,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		Size:       g.size,
 		Labels:     cloneLabels(st.Labels),
 		AcceptTime: st.AcceptTime,
+		Origin:     store.RecordOf(st.Origin),
 		Blob:       g.name,
 	}
 	var hdr, meta []byte
