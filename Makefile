@@ -18,7 +18,7 @@ GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: robustness soak deploy-test test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: test-gokong robustness soak deploy-test test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -114,6 +114,12 @@ self-contained:
 	@if git grep -n -I -e '\.\./share[d]' -e 'DESIG[N]\.md' -- . ; then \
 		echo "self-contained: the lines above refer to files outside the repository"; exit 1; fi
 
+## test-gokong: go-kong's own integration tests (the go-kong version go.mod
+## requires, from the module cache) against the Kong emulator, one fresh
+## emulator per top-level test, in DB mode and DB-less; prints the counts
+test-gokong:
+	$(GO) run ./test/gokong $(GOKONG_FLAGS)
+
 ## deploy-test: the Helm chart (helm lint and template of its ci/ value sets,
 ## every object decoded into the k8s.io/api types, flags against the hub's
 ## --help, single node against deploy/single-node), the kustomize manifests
@@ -122,7 +128,7 @@ deploy-test: $(BIN)/.helm-$(HELM_VERSION)
 	cd deploy/test && CONFIGHUB_HELM=$(BIN)/helm $(GO) test -count=1 -timeout 5m $(TEST_FLAGS) ./...
 
 ## test: everything CI runs
-test: self-contained lint-proto gen-check vet gotest grpcurl-check deploy-test
+test: self-contained lint-proto gen-check vet gotest grpcurl-check deploy-test test-gokong
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)

@@ -1308,8 +1308,21 @@ func (s *entityScope) expire() {
 
 // present is an entity as Kong answers it: a certificate carries the
 // names of its SNIs (kong/db/dao/certificates.lua), sorted; an entity
-// with a ttl the seconds it has left.
+// with a ttl the seconds it has left; a plugin's config its deprecated
+// shorthand fields.
 func (s *entityScope) present(collection string, e map[string]any) map[string]any {
+	if collection == "plugins" {
+		name, _ := e["name"].(string)
+		cfg, _ := e["config"].(map[string]any)
+		if rec := configField(pluginSchemas[name]); rec != nil && cfg != nil && len(rec.shorthands) > 0 {
+			out := make(map[string]any, len(e))
+			for k, v := range e {
+				out[k] = v
+			}
+			out["config"] = withShorthands(rec, cfg)
+			return out
+		}
+	}
 	if at, ok := s.expires[fmt.Sprint(e["id"])]; ok {
 		out := make(map[string]any, len(e)+1)
 		for k, v := range e {

@@ -431,3 +431,21 @@ func TestEntityTTL(t *testing.T) {
 		t.Errorf("expired: %d, want 404", st)
 	}
 }
+
+// TestEntityPluginShorthands: a deprecated shorthand field (rate-limiting's
+// config.redis_host) is stored at its new path and read back at both.
+func TestEntityPluginShorthands(t *testing.T) {
+	_, c := newEntityServer(t)
+	st, body, _ := c.do("PUT", "/plugins/"+uuidN(1), map[string]any{"name": "rate-limiting",
+		"config": map[string]any{"minute": 5, "redis_host": "r.local"}})
+	cfg, _ := body["config"].(map[string]any)
+	redis, _ := cfg["redis"].(map[string]any)
+	if st != 200 || redis["host"] != "r.local" || cfg["redis_host"] != "r.local" || redis["port"] != 6379.0 {
+		t.Fatalf("shorthand: %d %v", st, body)
+	}
+	st, body, _ = c.do("PUT", "/plugins/"+uuidN(2), map[string]any{"name": "rate-limiting", "service": nil,
+		"config": map[string]any{"minute": 5, "redis_host": "a", "redis": map[string]any{"host": "b"}}})
+	if st != 400 || !strings.Contains(fmt.Sprint(body["message"]), "both deprecated and new field are used") {
+		t.Errorf("mismatching shorthand: %d %v", st, body)
+	}
+}

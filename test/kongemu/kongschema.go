@@ -56,6 +56,19 @@ type sfield struct {
 	expressions bool
 	// notRequired: a record that says required = false.
 	notRequired bool
+	// shorthands are a record's deprecated shorthand fields.
+	shorthands []shorthand
+}
+
+// shorthand is a deprecated shorthand field of a record (a schema's
+// shorthand_fields with a deprecation, kong/db/schema/init.lua
+// process_auto_fields): given, its value moves to path unless that is
+// set (to a different value it is an error); read, it answers the value
+// at path.
+type shorthand struct {
+	name, typ string
+	path      []string
+	message   string
 }
 
 type fopt func(*sfield)
@@ -454,6 +467,18 @@ func fieldJSON(f *sfield, ee bool) map[string]any {
 	if f.typ == "record" && !f.abstract {
 		m["fields"] = luaJSON(f.fields, ee)
 	}
+	if len(f.shorthands) > 0 {
+		list := make([]any, len(f.shorthands))
+		for i, sh := range f.shorthands {
+			path := make([]any, len(sh.path))
+			for j, p := range sh.path {
+				path[j] = p
+			}
+			list[i] = map[string]any{sh.name: map[string]any{"type": sh.typ, "deprecation": map[string]any{
+				"replaced_with": []any{map[string]any{"path": path}}, "message": sh.message, "removal_in_version": "4.0"}}}
+		}
+		m["shorthand_fields"] = list
+	}
 	return m
 }
 
@@ -648,6 +673,63 @@ func fillEntity(fields []*sfield, body map[string]any, fc *fillContext, path []s
 	return out
 }
 
+// fillRecord fills a given record: its shorthand fields first, as
+// process_auto_fields does (kong/db/schema/init.lua), then its fields.
+func fillRecord(f *sfield, m map[string]any, fc *fillContext, path []string) map[string]any {
+	if len(f.shorthands) > 0 {
+		m = deepCopy(m)
+		for _, sh := range f.shorthands {
+			v, given := m[sh.name]
+			if !given || v == nil {
+				delete(m, sh.name)
+				continue
+			}
+			delete(m, sh.name)
+			at := m
+			for _, p := range sh.path[:len(sh.path)-1] {
+				next, _ := at[p].(map[string]any)
+				if next == nil {
+					next = map[string]any{}
+					at[p] = next
+				}
+				at = next
+			}
+			last := sh.path[len(sh.path)-1]
+			switch cur := at[last]; {
+			case cur == nil:
+				at[last] = v
+			case canonical(cur) != canonical(v):
+				// validate_deprecation_exclusiveness
+				fc.errs.add(append(append([]string(nil), path...), sh.name), fmt.Sprintf(
+					"both deprecated and new field are used but their values mismatch: %s = %v vs %s = %v",
+					sh.name, v, strings.Join(sh.path, "."), cur))
+			}
+		}
+	}
+	return fillEntity(f.fields, m, fc, path)
+}
+
+// withShorthands is a stored record as Kong reads it: each deprecated
+// shorthand field answers the value at its path (null when none).
+func withShorthands(f *sfield, m map[string]any) map[string]any {
+	if len(f.shorthands) == 0 {
+		return m
+	}
+	out := make(map[string]any, len(m)+len(f.shorthands))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, sh := range f.shorthands {
+		var v any = m
+		for _, p := range sh.path {
+			sub, _ := v.(map[string]any)
+			v = sub[p]
+		}
+		out[sh.name] = v
+	}
+	return out
+}
+
 // absent marks a field that stays out of the entity.
 var absent = &struct{ absent bool }{true}
 
@@ -741,7 +823,7 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 			fc.errs.add(path, "expected a record")
 			return v
 		}
-		return fillEntity(f.fields, m, fc, path)
+		return fillRecord(f, m, fc, path)
 	case "map":
 		if _, ok := v.(map[string]any); !ok {
 			fc.errs.add(path, "expected a map")
