@@ -674,6 +674,8 @@ func checkRules(e *entity) {
 		checkCertificate(e)
 	case "ca_certificate":
 		checkCACertificate(e)
+	case "key":
+		checkKey(e)
 	case "sni":
 		if e.str("name") == "" {
 			e.fieldErr("name", "required field missing")

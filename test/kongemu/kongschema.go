@@ -54,6 +54,8 @@ type sfield struct {
 	abstract bool
 	// expressions fields exist under router_flavor "expressions" only.
 	expressions bool
+	// notRequired: a record that says required = false.
+	notRequired bool
 }
 
 type fopt func(*sfield)
@@ -65,7 +67,7 @@ func fld(name, typ string, opts ...fopt) *sfield {
 	}
 	// kong/db/schema/entity.lua: records are required unless they say not
 	// (none of the transcribed ones does).
-	if typ == "record" && !f.abstract {
+	if typ == "record" && !f.abstract && !f.notRequired {
 		f.required = true
 	}
 	return f
@@ -81,6 +83,7 @@ var (
 	onCascade  fopt = func(f *sfield) { f.onDelete = "cascade" }
 	uuidF      fopt = func(f *sfield) { f.uuid = true }
 	timestampF fopt = func(f *sfield) { f.timestamp = true }
+	optional   fopt = func(f *sfield) { f.notRequired = true }
 )
 
 func dflt(v any) fopt              { return func(f *sfield) { f.hasDef, f.def = true, v } }
@@ -337,6 +340,24 @@ var kongEntities = func() map[string]*entitySchema {
 			tagsField(),
 			fld("client_type", "string", req, dflt("confidential"), oneOf("confidential", "public")),
 		}},
+		// kong/db/schema/entities/key_sets.lua, keys.lua (typedefs.pem:
+		// a record that is not required).
+		{name: "key_sets", endpointKey: "name", fields: []*sfield{
+			idField(),
+			fld("name", "string", uniq),
+			tagsField(),
+			tsField("created_at"), tsField("updated_at"),
+		}},
+		{name: "keys", endpointKey: "name", cacheKey: []string{"kid", "set"}, fields: []*sfield{
+			idField(),
+			fld("set", "foreign", ref("key_sets"), onCascade),
+			fld("name", "string", uniq),
+			fld("kid", "string", req),
+			fld("jwk", "string"),
+			fld("pem", "record", optional, recFields(fld("private_key", "string"), fld("public_key", "string"))),
+			tagsField(),
+			tsField("created_at"), tsField("updated_at"),
+		}},
 		// kong/db/schema/entities/tags.lua: the rows of /tags (no
 		// endpoints of its own; /schemas/tags describes it).
 		{name: "tags", endpointKey: "tag", fields: []*sfield{
@@ -372,7 +393,7 @@ var collectionEntity = map[string]string{
 	"ca_certificates": "ca_certificates", "acls": "acls", "basic-auths": "basicauth_credentials",
 	"hmac-auths": "hmacauth_credentials", "jwts": "jwt_secrets", "key-auths": "keyauth_credentials",
 	"mtls-auths": "mtls_auth_credentials", "oauth2": "oauth2_credentials",
-	"consumer_groups": "consumer_groups",
+	"consumer_groups": "consumer_groups", "key-sets": "key_sets", "keys": "keys",
 }
 
 // konnectEntity maps Konnect's /v1/schemas/json/<name> to an entity.

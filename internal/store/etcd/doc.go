@@ -15,7 +15,8 @@
 // so a larger config is written chunk by chunk under a prefix unique to the
 // attempt, and the transaction that writes the meta makes it current; the
 // server's limit must exceed the chunk size by a margin (64 KiB is plenty).
-// Every push adds its size to etcd's history until compaction: run etcd with
+// Every push adds its size to etcd's history until compaction, and the retained
+// generations stay (up to 50 configs and 1 GiB per stream by default): run etcd with
 // --auto-compaction-retention and a --quota-backend-bytes that fits, and for
 // large configs a lower --snapshot-count (docs/deploy.md).
 //
