@@ -7,6 +7,7 @@
 //	push -f FILE [--stream s] [--expected-generation n] [--label k=v]... [--upload]
 //	status [--stream s] [--watch]
 //	sinks list [--stream s] | sinks put -f FILE.yaml | sinks delete NAME
+//	streams list | streams delete NAME
 //	config get [--stream s] [--sink NAME] [--failed]
 //
 // Global flags (also accepted after the command): --addr (env
@@ -56,6 +57,9 @@ Commands:
   sinks list [--stream s]  list the sinks
   sinks put -f FILE.yaml   create or replace sinks (one sink or a list, PutSink's shape)
   sinks delete NAME...     delete sinks
+  streams list             list the streams: generation, bytes, sinks, accept time, hash
+  streams delete NAME      delete a stream that no sink reads (one created by mistake), so it no
+                           longer counts against the hub's --max-streams
   config get [--stream s] [--sink NAME] [--failed] [-o FILE]
                            print a stream's configuration, or what a sink last applied (or failed)
 
@@ -142,10 +146,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
-		"push":   cmdPush,
-		"status": cmdStatus,
-		"sinks":  cmdSinks,
-		"config": cmdConfig,
+		"push":    cmdPush,
+		"status":  cmdStatus,
+		"sinks":   cmdSinks,
+		"streams": cmdStreams,
+		"config":  cmdConfig,
 	}
 	name := rest[0]
 	if name == "help" {
@@ -154,7 +159,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fn, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks or config; see --help)\n", name)
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams or config; see --help)\n", name)
 		return 2
 	}
 	err := fn(ctx, &g, rest[1:], stdout, stderr)

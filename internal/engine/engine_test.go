@@ -14,10 +14,10 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
-	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 )
 
 const (
@@ -774,6 +774,8 @@ type flakyRecorder struct {
 	calls   chan store.Applied
 }
 
+func (r *flakyRecorder) RecordConverged(context.Context, store.Converged) error { return nil }
+
 func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
 	// The channel send hands the state over to the test: update it first.
 	if r.fails > 0 {
@@ -1134,7 +1136,7 @@ func TestStopSinkIsNotADelete(t *testing.T) {
 	}
 }
 
-// ownerMap is an Ownership that names owners (engine.OwnerNamer).
+// ownerMap is an Ownership that leads every stream.
 type ownerMap struct {
 	p  *placement
 	id string
@@ -1148,7 +1150,7 @@ func (o ownerMap) OwnerOf(name string) string {
 	return o.p.owner[name]
 }
 
-var _ engine.OwnerNamer = ownerMap{}
+var _ engine.Ownership = ownerMap{}
 
 // TestHandOverIsNotADelete: a sink this engine stops running because
 // another replica owns it now (Reown) is logged as handed over to that
