@@ -202,7 +202,7 @@ func flatten(n *node) map[string]any {
 		if n.parent.Type == "consumer_group" {
 			other = "consumer"
 		}
-		vals := refValues(map[string]any(n.obj))
+		vals := RefValues(map[string]any(n.obj))
 		out = map[string]any{}
 		if len(vals) > 0 {
 			out[other] = vals[0]

@@ -26,6 +26,9 @@
 // kong sink leaves that name out of entity errors and excluded entities
 // (TestNameIsSecret; TestKeyAuthKeyNeverNamed in clients/kong).
 //
+// Entity redacts one decoded entity the same way (TestEntity), for the
+// entity diff.
+//
 // ca_certificates hold no private key and stay. Plugin configuration
 // fields are not touched: which of them are secret depends on the plugin,
 // and guessing would both miss some and hide useful ones; keep plugin
