@@ -74,3 +74,16 @@ func BenchmarkDiff20MiB(b *testing.B) {
 	b.ReportMetric(float64(decodeTime.Nanoseconds())/float64(i), "decode-ns/op")
 	b.ReportMetric(float64(diffTime)/float64(decodeTime), "diff/decode")
 }
+
+// BenchmarkCount20MiB: counting a 20 MiB configuration's entities, as the
+// hub does on every push.
+func BenchmarkCount20MiB(b *testing.B) {
+	raw := bigConfig(60000, -1)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, err := Count(raw); err != nil || c["route"] != 60000 {
+			b.Fatal(c, err)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/confighub/confighub/internal/kongraph"
 	"github.com/confighub/confighub/internal/redact"
 )
@@ -121,18 +123,50 @@ func Configs(from, to []byte) (*Diff, error) {
 	return compare(a, b)
 }
 
-// Count returns how many entities of each type a configuration (JSON form)
-// holds, counted as Configs sees them.
+// Count returns how many entities of each type a configuration holds, as
+// Configs counts them (TestCountAsTheDiffCounts). raw is the JSON form of
+// a configuration config.Check accepted: Count scans it without checking
+// it again and without decoding it into Go values (the hub counts every
+// push), finding entities where kongraph.Walk finds them.
 func Count(raw []byte) (map[string]int, error) {
-	s, err := flatten(raw)
-	if err != nil {
-		return nil, fmt.Errorf("configdiff: %w", err)
+	root := gjson.ParseBytes(raw)
+	if !root.IsObject() {
+		return nil, fmt.Errorf("configdiff: the configuration is not a JSON object")
 	}
 	out := map[string]int{}
-	for _, e := range s.list {
-		out[e.typ]++
-	}
+	root.ForEach(func(k, v gjson.Result) bool {
+		if kt, ok := kongraph.CollectionType(k.Str); ok {
+			countList(kt, v, out)
+		}
+		return true
+	})
 	return out, nil
+}
+
+func countList(kt string, list gjson.Result, out map[string]int) {
+	if !list.IsArray() {
+		return
+	}
+	typ := kt
+	if t, ok := types[kt]; ok {
+		typ = t
+	}
+	nested := kongraph.NestedKeys(kt)
+	list.ForEach(func(_, e gjson.Result) bool {
+		if !e.IsObject() {
+			return true
+		}
+		out[typ]++
+		if len(nested) > 0 {
+			e.ForEach(func(k, v gjson.Result) bool {
+				if slices.Contains(nested, k.Str) {
+					countList(kongraph.ChildType(kt, k.Str), v, out)
+				}
+				return true
+			})
+		}
+		return true
+	})
 }
 
 func compare(a, b *set) (*Diff, error) {

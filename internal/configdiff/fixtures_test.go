@@ -259,3 +259,28 @@ func kongType(kt string) string {
 	}
 	return kt
 }
+
+// TestCountAsTheDiffCounts: Count, which scans, finds the entities the
+// diff's decoding walk finds, in every fixture.
+func TestCountAsTheDiffCounts(t *testing.T) {
+	for name, raw := range fixtures(t) {
+		got, err := Count(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s, err := flatten(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{}
+		for _, e := range s.list {
+			want[e.typ]++
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: Count %v, the diff sees %v", name, got, want)
+		}
+	}
+	if _, err := Count([]byte(`[1]`)); err == nil {
+		t.Error("Count of an array: no error")
+	}
+}

@@ -176,7 +176,7 @@ func pruneList(typ string, v any) any {
 		if ok {
 			for key := range nested[typ] {
 				if c, ok := obj[key]; ok {
-					obj[key] = pruneList(childType(typ, key), c)
+					obj[key] = pruneList(ChildType(typ, key), c)
 				}
 			}
 		}

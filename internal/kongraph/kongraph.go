@@ -91,9 +91,17 @@ func init() {
 	}
 }
 
-// childType is the type of an entity nested under parentType at key:
-// a consumer's groups and a group's consumers are memberships.
-func childType(parentType, key string) string {
+// CollectionType is the type of the entities of a top-level collection
+// ("route" for "routes"), false for a key that holds none.
+func CollectionType(key string) (string, bool) {
+	t, ok := collections[key]
+	return t, ok
+}
+
+// ChildType is the type of an entity nested under parentType at key
+// (one of NestedKeys(parentType)): a consumer's groups and a group's
+// consumers are memberships.
+func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
 	}
@@ -224,7 +232,7 @@ func walkEntity[T any](typ string, obj map[string]any, parent T, parentField str
 	for _, key := range nestedKeys[typ] {
 		field := kids[key]
 		list, _ := obj[key].([]any)
-		ct := childType(typ, key)
+		ct := ChildType(typ, key)
 		for _, v := range list {
 			if o, ok := v.(map[string]any); ok {
 				walkEntity(ct, o, n, field, visit)
