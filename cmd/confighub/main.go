@@ -143,13 +143,9 @@ func openStore(f flags) (store.Store, error) {
 // (created at the first start), so that they stay the same across
 // restarts and replicas.
 func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, error) {
-	k, ok := st.(store.FingerprintKeyer)
-	if !ok {
-		return redact.NewSinkSecrets(nil), nil
-	}
 	fresh := make([]byte, redact.FingerprintKeyBytes)
 	_, _ = rand.Read(fresh) // never fails (crypto/rand)
-	key, err := k.FingerprintKey(ctx, fresh)
+	key, err := st.FingerprintKey(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("read the fingerprint key of sink secrets: %w", err)
 	}

@@ -154,7 +154,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 		engine.WithNewStream(func(s string) { rep.Follow(s) }),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
-	rep = cluster.New(eng, place, st, st, cli, mem, prefix,
+	rep = cluster.New(eng, place, st, cli, mem, prefix,
 		cluster.WithLogger(log),
 		cluster.WithOpTimeout(r.opTimeout),
 		cluster.WithReadiness(func(ok bool) {

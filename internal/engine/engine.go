@@ -49,7 +49,7 @@ type ConvergedRecorder interface {
 	RecordConverged(ctx context.Context, c store.Converged) error
 }
 
-var _ ConvergedRecorder = store.ConvergedStore(nil)
+var _ ConvergedRecorder = store.Store(nil)
 
 // Option configures an Engine.
 type Option func(*Engine)

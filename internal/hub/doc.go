@@ -3,9 +3,9 @@
 // operations that make the product's promises hold.
 //
 //   - A push is checked (config.Check) while the store writes the bytes
-//     aside and hashes them as it writes (store.Stager; a store
+//     aside and hashes them as it writes (store.Store.StageConfig; a store
 //     without it: check and hash in parallel, then CommitConfig; below
-//     the store's DeferBelow (store.Deferrer, 64 KiB for the bolt
+//     the store's DeferBelow (store.Store.DeferBelow, 64 KiB for the bolt
 //     store), which stages such bytes without writing them: check,
 //     hash, then stage, on the caller's goroutine; both paths in
 //     TestRejectedPushChangesNothing); only a

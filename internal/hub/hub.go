@@ -36,16 +36,13 @@ type Hub struct {
 	secrets  SinkSecrets
 	uploads  uploadBudget
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
-	// stager is the store as a store.Stager, nil when it does not stage;
-	// resolved once by New, as is deferBelow, since every push asks.
-	stager store.Stager
 	// deferBelow is the size below which Push checks, hashes and stages
 	// one after the other on the calling goroutine (prepareSmall): the
 	// size below which the store stages a config without writing it
-	// (store.Deferrer, 0 for a store without the capability), so there is
-	// nothing to overlap, and a goroutine, a cancelable context and the
-	// results they share cost more CPU than the overlap saves
-	// (docs/performance.md, issue 17).
+	// (store.Store.DeferBelow), so there is nothing to overlap, and a
+	// goroutine, a cancelable context and the results they share cost
+	// more CPU than the overlap saves (docs/performance.md). Read once by
+	// New, since every push asks.
 	deferBelow int
 }
 
@@ -81,10 +78,7 @@ func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
 	h.maxSpecs = maxSinkSpecsBytes
-	h.stager, _ = st.(store.Stager)
-	if d, ok := st.(store.Deferrer); ok {
-		h.deferBelow = d.DeferBelow()
-	}
+	h.deferBelow = st.DeferBelow()
 	for _, o := range opts {
 		o(h)
 	}
@@ -120,14 +114,12 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load applied records: %w", err)
 	}
 	h.pub.Restore(applied)
-	if cs, ok := h.store.(store.ConvergedStore); ok {
-		if cr, ok := h.pub.(ConvergedRestorer); ok {
-			conv, err := cs.ListConverged(ctx)
-			if err != nil {
-				return fmt.Errorf("load convergence records: %w", err)
-			}
-			cr.RestoreConverged(conv)
+	if cr, ok := h.pub.(ConvergedRestorer); ok {
+		conv, err := h.store.ListConverged(ctx)
+		if err != nil {
+			return fmt.Errorf("load convergence records: %w", err)
 		}
+		cr.RestoreConverged(conv)
 	}
 	streams, err := h.store.ListStreams(ctx)
 	if err != nil {
@@ -177,6 +169,8 @@ type PushInput struct {
 	// Hash, when set, is the already computed SHA-256 (uploads hash during
 	// receipt).
 	Hash string
+	// Origin is who pushed it, stored with the generation.
+	Origin config.Origin
 }
 
 // PushResult is what the push acknowledged.
@@ -196,23 +190,22 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
-	if h.stager != nil && len(in.Config) < h.deferBelow {
+	if len(in.Config) < h.deferBelow {
 		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
 	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
 }
 
-// prepared is a push checked, hashed and, on a store that stages, staged;
-// or why not.
+// prepared is a push checked, hashed and staged; or why not.
 type prepared struct {
 	checked  config.Checked
 	checkErr error
 	hash     string
-	staged   store.Staged // nil on a store that does not stage
+	staged   store.Staged // nil when the check failed first
 	stageErr error
 }
 
-// prepare checks, hashes and (on a store that stages) stages side by side:
+// prepare checks, hashes and stages side by side:
 // on 2 cores the ack costs about the slowest of them plus a small commit,
 // once the other core runs the stage's goroutine (on an idle machine that
 // wait can outlast the check: docs/performance.md, scenario 1). Staged
@@ -222,24 +215,20 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	var wg sync.WaitGroup
 	stageCtx, cancelStage := context.WithCancel(ctx)
 	defer cancelStage()
-	if h.stager != nil {
-		// The stage hashes each chunk right after writing it, while the
-		// disk writes it.
-		var sum *config.Hasher
-		var tee io.Writer // nil unless hashing: a typed nil is not nil
-		if p.hash == "" {
-			sum = config.NewHasher()
-			tee = sum
-		}
-		wg.Go(func() {
-			p.staged, p.stageErr = h.stager.StageConfig(stageCtx, stream, in.Config, tee)
-			if p.stageErr == nil && sum != nil {
-				p.hash = sum.Sum()
-			}
-		})
-	} else if p.hash == "" {
-		wg.Go(func() { p.hash = config.Hash(in.Config) })
+	// The stage hashes each chunk right after writing it, while the disk
+	// writes it.
+	var sum *config.Hasher
+	var tee io.Writer // nil unless hashing: a typed nil is not nil
+	if p.hash == "" {
+		sum = config.NewHasher()
+		tee = sum
 	}
+	wg.Go(func() {
+		p.staged, p.stageErr = h.store.StageConfig(stageCtx, stream, in.Config, tee)
+		if p.stageErr == nil && sum != nil {
+			p.hash = sum.Sum()
+		}
+	})
 	p.checked, p.checkErr = config.Check(in.Config, in.Format)
 	if p.checkErr != nil {
 		cancelStage() // no need to finish writing bytes that are dropped
@@ -248,8 +237,7 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	return p
 }
 
-// prepareSmall is prepare for a config below the store's DeferBelow on a
-// store that stages: check, hash, then stage, on the calling goroutine
+// prepareSmall is prepare for a config below the store's DeferBelow: check, hash, then stage, on the calling goroutine
 // (see Hub.deferBelow).
 func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) prepared {
 	p := prepared{hash: in.Hash}
@@ -259,12 +247,12 @@ func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) pre
 	if p.hash == "" {
 		p.hash = config.Hash(in.Config)
 	}
-	p.staged, p.stageErr = h.stager.StageConfig(ctx, stream, in.Config, nil)
+	p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
 	return p
 }
 
-// commit stores a prepared configuration (through p.staged when the store
-// staged it, discarded unless committed) and hands it to the engine, or
+// commit stores a prepared configuration (through p.staged, discarded
+// unless committed) and hands it to the engine, or
 // maps why it was not prepared to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
@@ -282,17 +270,8 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	if p.checked.Format == config.FormatYAML {
 		js = p.checked.JSON
 	}
-	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now())
-	var (
-		stored    *config.Config
-		unchanged bool
-		err       error
-	)
-	if p.staged != nil {
-		stored, unchanged, err = p.staged.Commit(ctx, rec, in.ExpectedGeneration)
-	} else {
-		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
-	}
+	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(in.Origin)
+	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
 	if err != nil {
 		return PushResult{}, commitErr(ctx, stream, err)
 	}

@@ -76,13 +76,13 @@ func (a *Assembler) Finish() ([]byte, string, error) {
 	return a.buf, got, nil
 }
 
-// Upload is one UploadConfig under way. A JSON configuration on a store
-// that stages streams (store.StreamStager) is checked (config.Scanner),
+// Upload is one UploadConfig under way. A JSON configuration is checked
+// (config.Scanner),
 // hashed and written to disk chunk by chunk as it arrives, so the ack
 // follows the last chunk by about one flush; its bytes are copied once,
 // from the transport's buffers into the one slice the sinks get after the
-// commit. A YAML one (its check converts the whole document), or one on
-// another store, is assembled in memory and pushed (Assembler, Push).
+// commit. A YAML one (its check converts the whole document) is assembled
+// in memory and pushed (Assembler, Push).
 type Upload struct {
 	h      *Hub
 	ctx    context.Context
@@ -152,12 +152,11 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	return u, nil
 }
 
-// decide starts the streamed path for JSON on a store that stages
-// streams, the assembled path otherwise.
+// decide starts the streamed path for JSON, the assembled path for YAML.
 func (u *Upload) decide(f config.Format) error {
 	u.decided = true
-	if ss, ok := u.h.store.(store.StreamStager); ok && f == config.FormatJSON {
-		w, err := ss.StageStream(u.ctx, u.stream, u.total)
+	if f == config.FormatJSON {
+		w, err := u.h.store.StageStream(u.ctx, u.stream, u.total)
 		if err != nil {
 			return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 		}
@@ -345,7 +344,7 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
 	// Raw is what was written: Commit stores it as it is.
-	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now())
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(u.in.Origin)
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {

@@ -124,9 +124,6 @@ func TestBadUploadChangesNothing(t *testing.T) {
 			if c.name == "stale" {
 				in.ExpectedGeneration = 7
 			}
-			if _, streamed := st.(store.StreamStager); !streamed {
-				c.atChunk = -1 // assembled, checked once complete
-			}
 			_, at, err := upload(h, in, c.raw, 64<<10, c.hash)
 			// Streamed, the chunks are checked while the next ones arrive:
 			// the error comes with a later chunk or at the end, never before.

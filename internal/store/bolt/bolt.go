@@ -27,11 +27,7 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Stager   = (*Store)(nil)
-	_ store.Deferrer = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // ErrInUse is wrapped by Open when another process holds the file lock.
 var ErrInUse = errors.New("data dir in use by another process")
@@ -618,13 +614,14 @@ func (s *Store) Path() string { return s.path }
 type streamMeta struct {
 	// Stream is the stream's name (in a record file's meta; the index
 	// keys by it).
-	Stream     string            `json:"stream,omitempty"`
-	Generation uint64            `json:"generation"`
-	Hash       string            `json:"hash"`
-	Format     string            `json:"format"`
-	Size       int               `json:"size"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	AcceptTime time.Time         `json:"accept_time"`
+	Stream     string              `json:"stream,omitempty"`
+	Generation uint64              `json:"generation"`
+	Hash       string              `json:"hash"`
+	Format     string              `json:"format"`
+	Size       int                 `json:"size"`
+	Labels     map[string]string   `json:"labels,omitempty"`
+	AcceptTime time.Time           `json:"accept_time"`
+	Origin     *store.OriginRecord `json:"origin,omitempty"`
 	// Blob names the file in the blob directory holding the config bytes
 	// (a record file in layout 3, a plain one in layout 2); empty for a
 	// layout 1 stream, whose bytes are inline. Not in a record file's own
@@ -719,8 +716,37 @@ func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 // configOf is the config of a meta record and its bytes.
 func configOf(m streamMeta, raw []byte) *config.Config {
 	f, _ := config.ParseFormat(m.Format) // checked at Open and at commit
-	return config.New(m.Stream, m.Generation, m.Hash, f, raw, nil, cloneLabels(m.Labels), m.AcceptTime)
+	return config.New(m.Stream, m.Generation, m.Hash, f, raw, nil, cloneLabels(m.Labels), m.AcceptTime).WithOrigin(m.Origin.Origin())
 }
+
+// ListGenerations implements store.Store. This layout keeps the current
+// generation only.
+func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
+	c, err := s.GetStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return store.Page([]store.GenerationInfo{store.InfoOf(c)}, before, limit), nil
+}
+
+// GetGeneration implements store.Store. This layout keeps the current
+// generation only.
+func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
+	c, err := s.GetStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if c.Generation != gen {
+		return nil, store.NotRetained(name, gen, c.Generation, c.Generation)
+	}
+	return c, nil
+}
+
+// errNoDelete is DeleteStream's answer in this layout.
+var errNoDelete = fmt.Errorf("the bolt store cannot delete a stream yet: %w", errors.ErrUnsupported)
+
+// DeleteStream implements store.Store: not in this layout.
+func (s *Store) DeleteStream(context.Context, string) error { return errNoDelete }
 
 func cloneLabels(m map[string]string) map[string]string {
 	if m == nil {
@@ -852,8 +878,6 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	}))
 }
 
-var _ store.FingerprintKeyer = (*Store)(nil)
-
 // FingerprintKey implements store.FingerprintKeyer.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
@@ -983,8 +1007,6 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	}
 	return out, nil
 }
-
-var _ store.ConvergedStore = (*Store)(nil)
 
 type convergedRecord struct {
 	Generation uint64    `json:"generation"`

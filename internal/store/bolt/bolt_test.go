@@ -33,9 +33,9 @@ func open(t *testing.T, path string, opts ...bolt.Option) *bolt.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T, _ store.Retention) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "confighub.db"))
-	}, storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
+	}, storetest.CurrentOnly(), storetest.WithReopen(func(t *testing.T, s store.Store, _ store.Retention) store.Store {
 		path := s.(*bolt.Store).Path()
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -46,9 +46,9 @@ func TestConformance(t *testing.T) {
 
 // The variant without freelist sync must behave the same.
 func TestConformanceNoFreelistSync(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T, _ store.Retention) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "confighub.db"), bolt.WithNoFreelistSync())
-	})
+	}, storetest.CurrentOnly())
 }
 
 func TestCreatesParentDirs(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // allocations per push (docs/performance.md, issue 17).
 func marshalMeta(m streamMeta) ([]byte, error) {
 	_, off := m.AcceptTime.Zone()
-	if y := m.AcceptTime.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 {
+	if y := m.AcceptTime.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 || m.Origin != nil {
 		return json.Marshal(m) // not RFC 3339: refused there, with its error
 	}
 	n := 160 + len(m.Stream) + len(m.Hash) + len(m.Format) + len(m.Blob)

@@ -429,6 +429,7 @@ func (g *staged) seal(ctx context.Context, ss *streamState, st *config.Config, e
 		Size:       g.size,
 		Labels:     cloneLabels(st.Labels),
 		AcceptTime: st.AcceptTime,
+		Origin:     store.RecordOf(st.Origin),
 		Blob:       g.name,
 	}
 	var hdr, meta []byte

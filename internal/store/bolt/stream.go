@@ -11,8 +11,6 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var _ store.StreamStager = (*Store)(nil)
-
 // streamWriter is a stage whose bytes arrive in pieces: each is written
 // at its offset in the record file as it arrives and handed to the disk
 // (startWriteback), so the commit's flush finds most of them written.

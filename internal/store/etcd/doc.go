@@ -20,10 +20,10 @@
 //     every stream and sink again and continues (TestWatchOtherReplica,
 //     TestWatchAfterListHasNoGap, TestWatchResyncsAfterCompaction,
 //     TestWatchResyncReportsSinksDeletedInTheGap).
-//   - The bytes of each stream's last 8 generations are kept
-//     (WithKeepGenerations; the current one always): GetGeneration reads
+//   - The bytes of each stream's retained generations are kept
+//     (WithRetention; the current one always): GetGeneration reads
 //     any of them from any replica, at one revision with its meta, and
-//     answers store.ErrNotFound, saying so, for an older one; the commit
+//     answers store.ErrNotRetained, naming the range, for another one; the commit
 //     that makes a generation current deletes the chunks and meta of the
 //     one that falls out, and of other attempts at its own generation
 //     (storetest GetGeneration; TestKeepsTheLastGenerations). A replica
@@ -57,8 +57,8 @@
 // chunk size by a margin (64 KiB is plenty).
 //
 // Operations note: every push adds its size to etcd's history until
-// compaction, and the kept generations stay (8 configs per stream by
-// default). Run etcd with --auto-compaction-retention and a
+// compaction, and the kept generations stay (up to 50 configs and 1 GiB per
+// stream by default). Run etcd with --auto-compaction-retention and a
 // --quota-backend-bytes that fits (pushes between compactions x config
 // size); etcd's default quota is 2 GiB. etcd also keeps recent raft
 // entries in memory (up to --snapshot-count, default 10,000, plus 5,000
