@@ -27,7 +27,9 @@ func genConfig(t *rapid.T, label string) map[string]any {
 	pick := func(l string) []string {
 		return rapid.SliceOfDistinct(rapid.SampledFrom(names), rapid.ID[string]).Draw(t, label+l)
 	}
-	val := func(l string) any { return rapid.SampledFrom([]any{"x", "y", json.Number("1"), json.Number("2"), true, nil}).Draw(t, label+l) }
+	val := func(l string) any {
+		return rapid.SampledFrom([]any{"x", "y", json.Number("1"), json.Number("2"), true, nil}).Draw(t, label+l)
+	}
 	var services, upstreams, consumers, plugins []any
 	for _, s := range pick("services") {
 		svc := map[string]any{"name": "svc-" + s, "host": val("host" + s), "port": val("port" + s)}
