@@ -99,7 +99,6 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	}
 	pushers := func(streams int) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
-			defer e.store.WaitRemoved()
 			k := 1
 			if streams > 1 {
 				k = 2
