@@ -16,7 +16,7 @@ func svc(port string) []byte {
 	return []byte(`{"_format_version":"3.0","services":[{"name":"echo","host":"echo.local","port":` + port + `,"routes":[{"name":"r","paths":["/"]}]}]}`)
 }
 
-func TestRollback(t *testing.T) { testRollback(t, memory.New()) }
+func TestRollback(t *testing.T) { eachStore(t, testRollback, nil) }
 
 // testRollback: a rollback is a new generation with the old one's bytes,
 // labels and a label naming it, its origin saying what it rolls back to;
