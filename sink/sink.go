@@ -48,6 +48,11 @@ type Notifier interface {
 	// Health reports the destination's reachability as seen by the runner;
 	// err == nil means reachable.
 	Health(err error)
+	// DataPlane reports what a destination that connects to the hub (a
+	// Kong data plane in hybrid mode) shows of itself; status shows the
+	// last report as data_plane. The runner passes a new message each
+	// time and does not change it afterwards.
+	DataPlane(dp *confighubv1.DataPlaneStatus)
 }
 
 // Closer is implemented by a sink holding resources (connections) that must

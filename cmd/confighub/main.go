@@ -62,6 +62,7 @@ type flags struct {
 	maxConcurrent   int
 	shutdownTimeout time.Duration
 	replica         replicaFlags // --store etcd (replicated.go)
+	cluster         clusterFlags // --cluster-* (cluster.go)
 	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
 
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
 	addOpsFlags(fs, &f.ops)
+	addClusterFlags(fs, &f.cluster)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -192,8 +194,18 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
+	if f.storeKind == "etcd" && f.cluster.listen != "" {
+		return errors.New("--cluster-listen runs with --store bolt or memory: data plane sinks are not shared between replicas")
+	}
+	cl, err := newCluster(f.cluster, reg, log)
+	if err != nil {
+		return err
+	}
 	o, err := startOps(f, log)
 	if err != nil {
+		if cl != nil {
+			_ = cl.lis.Close()
+		}
 		return err
 	}
 	defer o.close()
@@ -212,6 +224,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
+	defer cl.close(log) // before the engine stops: Apply waits on the connections
 	secrets, err := sinkSecrets(ctx, st)
 	if err != nil {
 		return err
@@ -224,6 +237,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	releaseStartGarbage()
+	cl.serve(eng, log)
 	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
 	if err != nil {
 		return err

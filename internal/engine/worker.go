@@ -79,6 +79,7 @@ type worker struct {
 	m              slotMachine
 	cancelApply    context.CancelCauseFunc
 	health         string
+	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last DataPlane report
 	removed        bool
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
@@ -432,6 +433,7 @@ func (w *worker) status() *confighubv1.SinkStatus {
 		ExcludedEntities:    w.m.fallback.excluded,
 		FallbackGeneration:  w.m.fallback.gen,
 		FallbackHash:        w.m.fallback.hash,
+		DataPlane:           w.dataPlane,
 	}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.m.nextRetry.IsZero() {
@@ -464,7 +466,7 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.Reason != b.Reason || a.RejectedGeneration != b.RejectedGeneration || a.AppliesTotal != b.AppliesTotal ||
 		a.PreviousError != b.PreviousError || a.PreviousErrorCode != b.PreviousErrorCode ||
 		len(a.EntityErrors) != len(b.EntityErrors) || a.EntityErrorsOmitted != b.EntityErrorsOmitted || a.FallbackGeneration != b.FallbackGeneration ||
-		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) {
+		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) || a.DataPlane != b.DataPlane {
 		return false
 	}
 	if len(a.EntityErrors) > 0 && a.EntityErrors[0] != b.EntityErrors[0] {
@@ -531,5 +533,16 @@ func (n notifier) Health(err error) {
 		w.wake()
 	}
 	w.health = h
+	w.emit()
+}
+
+func (n notifier) DataPlane(dp *confighubv1.DataPlaneStatus) {
+	w := n.w
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if w.removed {
+		return
+	}
+	w.dataPlane = dp
 	w.emit()
 }
