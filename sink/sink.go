@@ -16,7 +16,9 @@ import (
 )
 
 // Sink is one destination. See the package doc for the guarantees the engine
-// gives.
+// gives. Apply must return once its ctx ends (timeout, deletion, Stop): a
+// sink that ignores ctx keeps its own worker and one apply slot busy, and
+// DeleteSink, PutSink of its name and Stop wait for it.
 type Sink interface {
 	// Apply makes the destination hold cfg. Returning nil means applied.
 	Apply(ctx context.Context, cfg *config.Config) error

@@ -163,6 +163,26 @@ func WithRandom(f func() float64) Option {
 
 // Engine fans each stream's newest configuration out to its sinks. See the
 // package doc for its guarantees.
+//
+// Status semantics: desired_generation is the generation the sink last took
+// up (the stream's newest is in GenerationStatus), so the event rate follows
+// the sinks' work, not the push rate. A Retry-After applies to any
+// generation (the destination asked the hub to wait); backoff of one
+// generation is dropped when a newer one arrives. A permanently rejected
+// generation is not retried even on Resync. Replacing a sink with a changed
+// spec starts it afresh; putting an identical spec changes nothing.
+//
+// Memory: one *config.Config per stream is shared by every sink; per sink the
+// engine keeps constant state plus pointers to the configs in its slot, last
+// applied and last failed (dropped once a newer generation is applied).
+// Status history is bounded by WithHistory, generations by the last 16 per
+// stream.
+//
+// Replicas (WithOwnership): every sink is known, a worker runs only for the
+// owned ones; the others are peers followed through ObserveSink. Gates and
+// generation counts run over every sink of the stream; only the stream's
+// leader records the convergence metric, so each generation counts once over
+// replicas.
 type Engine struct {
 	reg       *sink.Registry
 	specs     *sinkspec.Checker

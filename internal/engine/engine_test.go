@@ -14,10 +14,10 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
-	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 )
 
 const (

@@ -45,7 +45,7 @@ type Hub struct {
 	// (store.Deferrer, 0 for a store without the capability), so there is
 	// nothing to overlap, and a goroutine, a cancelable context and the
 	// results they share cost more CPU than the overlap saves
-	// (docs/performance.md, issue 17).
+	//.
 	deferBelow int
 }
 

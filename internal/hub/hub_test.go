@@ -18,12 +18,12 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // fakeEngine records what the hub hands to the engine.

@@ -14,12 +14,12 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/test/bench/rawack"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/bench/rawack"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // benchConfig returns a KIC-shaped JSON config of about n bytes whose last

@@ -21,7 +21,7 @@ import (
 // services at debug unless they fail). It builds them only once the call
 // ended and only when the logger takes the line: the middleware built and
 // copied its field lists on every call, about 30 allocations per push
-// whether or not a line was written (docs/performance.md, issue 17).
+// whether or not a line was written.
 // Streams keep the middleware's interceptor (one call per stream).
 func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

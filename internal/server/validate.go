@@ -13,7 +13,7 @@ import (
 // validateUnary is protovalidate's unary interceptor, except that a
 // PushConfigRequest that pushValid accepts goes straight to the handler:
 // the rules' CEL programs cost about 9 us of CPU per push, 5% of a small
-// one (docs/performance.md, issue 17). pushValid accepts only what the
+// one. pushValid accepts only what the
 // rules accept (FuzzPushValidAgrees), and every request it does not
 // accept goes through protovalidate, which refuses it naming the rule it
 // breaks, so every answer stays the rules' own. TestPushRulesAreKnown

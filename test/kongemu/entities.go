@@ -128,6 +128,71 @@ type entityScope struct {
 // any Konnect control plane under KonnectPrefix+"<id>"; each control plane
 // and the DB-mode root hold separate entities. It is safe for concurrent
 // use. The zero value is not usable; use NewEntityAPI.
+//
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the credential
+// daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and oauth2, and the
+// schema.lua of the plugins listed in kongplugins.go):
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the
+// credential daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and
+// oauth2, and the schema.lua of the plugins listed in kongplugins.go);
+// kongschema.go names them. GET / reports EntityVersion (3.9.1).
+//
+//   - GET /schemas/<entity> for services, routes, consumers, upstreams,
+//     targets, certificates, snis, ca_certificates, plugins,
+//     keyauth_credentials, basicauth_credentials, hmacauth_credentials,
+//     jwt_secrets, acls, oauth2_credentials (Konnect also
+//     mtls_auth_credentials) answers Kong's shape ({"fields":[{name:
+//     {type, required, default, ...}}]}); /schemas/plugins/<name> the
+//     plugin's subschema (protocols, config with its defaults); unknown
+//     names answer Kong's 404 ("No entity named ...", "No plugin named
+//     ..."). A Konnect control plane also answers /v1/schemas/json/<type>
+//     with a JSON schema of the same facts. (TestEntitySchemas)
+//   - Every write stores the entity as Kong does: defaults filled, null
+//     for a field without one, records expanded with their own defaults,
+//     sets deduplicated, auto fields generated (id, key-auth key, hmac and
+//     jwt secrets, oauth2 client id/secret), created_at kept, updated_at
+//     set (targets in milliseconds), a certificate answered with its SNI
+//     names; reads return the stored entity. Unknown fields and missing
+//     required fields are Kong's 400 schema violation. (TestEntityStoresDefaults)
+//   - Unique fields and cache keys (plugins: name, route, service,
+//     consumer; acls: consumer, group; targets: upstream, target) answer
+//     409 {"code":5,"name":"unique constraint violation","message":
+//     "UNIQUE violation detected on '{name=\"s\"}'","fields":{...}}; a
+//     missing foreign entity 400 code 4; an unknown plugin name 400 "plugin
+//     'x' not enabled". (TestEntityKongErrorBodies)
+//   - Collections match Kong OSS 3.9 on the root: /tags and /tags/<tag>
+//     list tagged entities; vaults, key-sets, keys, filter-chains are
+//     (empty) collections; /workspaces answers 404 (Kong 3.9 OSS's
+//     workspaces DAO says generate_admin_api = false and no route serves
+//     it), as do the Enterprise /consumer_groups, /licenses, /partials,
+//     /degraphql_routes and /mtls-auths. A Konnect control plane has the
+//     Enterprise fields and collections: consumer groups are stored
+//     (/consumer_groups, GET /consumer_groups/<name> with its consumers,
+//     Konnect's /v1/consumer-groups answered as {"item": ...} and
+//     /v1/consumers/<c>/groups/<g>/members), the others listed empty.
+//     (TestEntityOSSCollections; diffsync's TestEveryFixtureResyncsWithoutWrites
+//     syncs consumer-group-example-ee to a control plane)
+//   - Router flavor: traditional_compatible (Kong 3.9's default) on the
+//     root, so a route's expression and priority are unknown fields;
+//     WithExpressionsRouter gives the "expressions" flavor. Konnect
+//     control planes accept them, and give an expression route no
+//     path_handling or regex_priority default (Konnect's one route schema
+//     for both flavors; go-database-reconciler strips those defaults from
+//     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
+//     in internal/diffsync)
+//
+// Left out: entity_checks (conditional rules, at_least_one_of beyond
+// consumers, mutually exclusive fields), field validators (between,
+// patterns, hosts, paths, certificates, regexes), the shorthand fields
+// other than a service's url, the config of bundled plugins not listed in
+// kongplugins.go (their /schemas/plugins answer has a config record
+// without fields and the config is stored as sent), consumer group
+// plugins and overrides, degraphql routes (Konnect has them), vaults,
+// keys and filter chains as stored entities, RBAC, workspaces,
+// and Kong Enterprise's encryption of credentials (basic-auth passwords
+// are hashed as Kong OSS does).
 type EntityAPI struct {
 	mu      sync.Mutex
 	scopes  map[string]*entityScope

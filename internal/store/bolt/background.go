@@ -34,7 +34,7 @@ func (s *Store) kick(set func()) {
 // the commit log or indexDelay, whichever comes first: under a steady
 // load of small pushes its transaction, and the flush of each stream's
 // newest record file before it, are shared by many batches instead of
-// following each (docs/performance.md, issue 17). The lag bounds what
+// following each. The lag bounds what
 // Open replays and how long the files the indexed records replaced wait
 // before they are recycled; the records are durable meanwhile. A stage
 // that finds the pool empty, WaitRemoved and Close do not wait.

@@ -11,7 +11,7 @@ import (
 // marshalMeta is json.Marshal(m), byte for byte
 // (TestMarshalMetaIsJSONMarshal), without reflection: a commit encodes
 // its meta on the ack path, where encoding/json cost about 2 us and three
-// allocations per push (docs/performance.md, issue 17).
+// allocations per push.
 func marshalMeta(m streamMeta) ([]byte, error) {
 	_, off := m.AcceptTime.Zone()
 	if y := m.AcceptTime.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 {

@@ -216,7 +216,7 @@ const writebackMin = 64 << 10
 // (writeRecord) by the flush of a record acked in its own file, or, when
 // the record is acked through the commit log, by the background goroutine
 // before the index names it, and not at all when a newer generation
-// replaced it by then (docs/performance.md, issue 17: three writes per
+// replaced it by then (three writes per
 // small push were about a tenth of its CPU).
 const deferMax = writebackMin
 

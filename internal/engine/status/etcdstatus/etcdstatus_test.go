@@ -11,8 +11,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
-	"github.com/confighub/confighub/test/statustest"
 	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/statustest"
 )
 
 func TestMain(m *testing.M) {
