@@ -33,6 +33,11 @@ type Capabilities struct {
 	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
 	// in the gateway apply pool.
 	Gateway bool
+	// NoApplySlot: an apply holds no resource of the hub of its own while
+	// it lasts (a Kong data plane in hybrid mode is written a frame every
+	// data plane of its stream shares, then the sink waits for its ping),
+	// so it takes no slot of the hub-wide limit of applies in flight.
+	NoApplySlot bool
 }
 
 // Runner is implemented by a sink with background work (for example the

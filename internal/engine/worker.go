@@ -62,7 +62,8 @@ type worker struct {
 	s    sink.Sink
 	caps sink.Capabilities
 	st   *stream
-	// pool is the apply-slot pool of the sink: gateways' or the others'.
+	// pool is the apply-slot pool of the sink: gateways' or the others';
+	// nil for a sink whose applies take no slot (Capabilities.NoApplySlot).
 	pool *slotPool
 	// scrub replaces the spec's secrets in error texts; nil when none.
 	scrub *strings.Replacer
@@ -119,7 +120,10 @@ type workerDeps struct {
 func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	pool := e.slots
-	if caps.Gateway {
+	switch {
+	case caps.NoApplySlot:
+		pool = nil
+	case caps.Gateway:
 		pool = e.gatewaySlots
 	}
 	return &worker{

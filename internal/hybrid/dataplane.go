@@ -83,8 +83,13 @@ func newDataPlane(s *Server, name string) *dataPlane {
 	return &dataPlane{s: s, name: name, changed: make(chan struct{})}
 }
 
-// Describe: a data plane is a Kong gateway (GATE_ANY_GATEWAY counts it).
-func (d *dataPlane) Describe() sink.Capabilities { return sink.Capabilities{Gateway: true} }
+// Describe: a data plane is a Kong gateway (GATE_ANY_GATEWAY counts it);
+// its apply writes a shared frame and then waits up to a ping interval for
+// the data plane, so it takes no apply slot: 10,000 data planes would
+// otherwise queue behind 64 slots for a round trip each.
+func (d *dataPlane) Describe() sink.Capabilities {
+	return sink.Capabilities{Gateway: true, NoApplySlot: true}
+}
 
 // Run keeps the engine's notifier for the connection's events and reports
 // the data plane as it is now. A data plane that is connected is sent the
