@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -56,6 +57,7 @@ type frame struct {
 // frames keeps the newest frames of each stream. Guarded by mu.
 type frames struct {
 	maxPayload int
+	log        *slog.Logger
 	mu         sync.Mutex
 	byStream   map[string][]*frame
 	// compressions counts the gzip runs; bytesIn/bytesOut what they read
@@ -68,8 +70,8 @@ type frames struct {
 // (a data plane slow to take up the newest may still be sent it).
 const keepFrames = 2
 
-func newFrames(maxPayload int) *frames {
-	return &frames{maxPayload: maxPayload, byStream: map[string][]*frame{}}
+func newFrames(maxPayload int, log *slog.Logger) *frames {
+	return &frames{maxPayload: maxPayload, log: log, byStream: map[string][]*frame{}}
 }
 
 // get returns cfg's frame, built by the first caller; the others wait for
@@ -96,12 +98,8 @@ func (fs *frames) get(cfg *config.Config) *frame {
 	return f
 }
 
-// build makes the message of kong/clustering/control_plane.lua
-// (reconfigure): {"type","timestamp","config_table","config_hash"}, JSON,
-// gzip'd. config_table is the configuration as pushed (a data plane feeds
-// it to the declarative parser POST /config uses). There is no "hashes"
-// field: without it a data plane rebuilds everything, which is always
-// right.
+// build makes cfg's frame: its scan (plugins, empty or not), its message
+// gzip'd (Reconfigure), checked against the max payload.
 func (fs *frames) build(f *frame, cfg *config.Config) {
 	js, err := cfg.JSON()
 	if err != nil {
@@ -117,28 +115,48 @@ func (fs *frames) build(f *frame, cfg *config.Config) {
 	if scan.empty {
 		f.expect = EmptyConfigHash
 	}
+	gz, raw := reconfigure(cfg, js)
+	fs.compressions.Add(1)
+	f.raw, f.size = raw, len(gz)
+	fs.bytesIn.Add(uint64(f.raw))
+	fs.bytesOut.Add(uint64(f.size))
+	fs.log.Info("reconfigure frame built", "stream", cfg.Stream, "generation", cfg.Generation, "bytes", f.raw, "compressed_bytes", f.size)
+	if f.size > fs.maxPayload {
+		f.err = &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
+			Message: fmt.Sprintf("the compressed reconfigure frame is %d bytes, over the cluster max payload of %d bytes (a data plane drops a larger frame and reconnects)", f.size, fs.maxPayload)}
+		return
+	}
+	f.pm, err = websocket.NewPreparedMessage(websocket.BinaryMessage, gz)
+	if err != nil {
+		f.err = &sink.Error{Code: sink.CodeInternal, Message: "prepare the reconfigure frame: " + err.Error(), Err: err}
+	}
+}
+
+// Reconfigure is the gzip'd message the hub sends for cfg, and its size
+// uncompressed: kong/clustering/control_plane.lua's reconfigure,
+// {"type","timestamp","config_table","config_hash"} as JSON. config_table
+// is the configuration as pushed (a data plane feeds it to the
+// declarative parser POST /config uses). There is no "hashes" field:
+// without it a data plane rebuilds everything, which is always right.
+func Reconfigure(cfg *config.Config) (gz []byte, raw int, err error) {
+	js, err := cfg.JSON()
+	if err != nil {
+		return nil, 0, err
+	}
+	gz, raw = reconfigure(cfg, js)
+	return gz, raw, nil
+}
+
+func reconfigure(cfg *config.Config, js []byte) ([]byte, int) {
 	ts := float64(cfg.AcceptTime.UnixMilli()) / 1000
-	head := `{"type":"reconfigure","timestamp":` + strconv.FormatFloat(ts, 'f', 3, 64) + `,"config_hash":"` + f.sent + `","config_table":`
+	head := `{"type":"reconfigure","timestamp":` + strconv.FormatFloat(ts, 'f', 3, 64) + `,"config_hash":"` + ConfigHash(cfg) + `","config_table":`
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	_, _ = zw.Write([]byte(head)) // writes to a bytes.Buffer do not fail
 	_, _ = zw.Write(js)
 	_, _ = zw.Write([]byte("}"))
 	_ = zw.Close()
-	fs.compressions.Add(1)
-	f.raw = len(head) + len(js) + 1
-	f.size = buf.Len()
-	fs.bytesIn.Add(uint64(f.raw))
-	fs.bytesOut.Add(uint64(f.size))
-	if f.size > fs.maxPayload {
-		f.err = &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
-			Message: fmt.Sprintf("the compressed reconfigure frame is %d bytes, over the cluster max payload of %d bytes (a data plane drops a larger frame and reconnects)", f.size, fs.maxPayload)}
-		return
-	}
-	f.pm, err = websocket.NewPreparedMessage(websocket.BinaryMessage, buf.Bytes())
-	if err != nil {
-		f.err = &sink.Error{Code: sink.CodeInternal, Message: "prepare the reconfigure frame: " + err.Error(), Err: err}
-	}
+	return buf.Bytes(), len(head) + len(js) + 1
 }
 
 // configScan is what the hub reads in a configuration before it sends it.

@@ -159,7 +159,7 @@ func New(opts Options) (*Server, error) {
 		opts:   opts,
 		log:    opts.Logger,
 		clock:  opts.Clock,
-		frames: newFrames(opts.MaxPayload),
+		frames: newFrames(opts.MaxPayload, opts.Logger),
 		tls:    tc,
 		nodes:  map[string]*dataPlane{},
 		open:   map[*session]struct{}{},
