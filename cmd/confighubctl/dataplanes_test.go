@@ -1,6 +1,13 @@
 package main
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,5 +35,32 @@ func TestStatusShowsDataPlanes(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestClusterCertIsKongsShape(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "c.crt"), filepath.Join(dir, "c.key")
+	var out, errw strings.Builder
+	if code := runContext(context.Background(), []string{"cluster-cert", "--cert", cert, "--key", key}, &out, &errw); code != 0 {
+		t.Fatalf("exit %d: %s", code, errw.String())
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := leaf.PublicKey.(*ecdsa.PublicKey)
+	if leaf.Subject.CommonName != "kong_clustering" || !ok || pub.Curve != elliptic.P384() || len(leaf.DNSNames) != 0 || leaf.CheckSignature(leaf.SignatureAlgorithm, leaf.RawTBSCertificate, leaf.Signature) != nil {
+		t.Fatalf("certificate %v", leaf.Subject)
+	}
+	if fi, _ := os.Stat(key); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v", fi.Mode())
+	}
+	if code := runContext(context.Background(), []string{"cluster-cert", "--cert", cert, "--key", key}, &out, &errw); code != 1 {
+		t.Fatalf("a second run over the files: exit %d, want 1", code)
 	}
 }

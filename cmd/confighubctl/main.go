@@ -58,6 +58,9 @@ Commands:
   sinks delete NAME...     delete sinks
   config get [--stream s] [--sink NAME] [--failed] [-o FILE]
                            print a stream's configuration, or what a sink last applied (or failed)
+  cluster-cert [--cert FILE] [--key FILE] [--days N]
+                           write a shared-mode cluster certificate for Kong data planes in
+                           hybrid mode (the shape of kong hybrid gen_cert); needs no hub
 
 "<command> --help" lists a command's flags. A failure exits 1 with one line; bad usage exits 2.
 
@@ -142,10 +145,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
-		"push":   cmdPush,
-		"status": cmdStatus,
-		"sinks":  cmdSinks,
-		"config": cmdConfig,
+		"push":         cmdPush,
+		"status":       cmdStatus,
+		"sinks":        cmdSinks,
+		"config":       cmdConfig,
+		"cluster-cert": cmdClusterCert,
 	}
 	name := rest[0]
 	if name == "help" {
@@ -154,7 +158,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fn, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks or config; see --help)\n", name)
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, config or cluster-cert; see --help)\n", name)
 		return 2
 	}
 	err := fn(ctx, &g, rest[1:], stdout, stderr)

@@ -299,7 +299,7 @@ func (d *dataPlane) Apply(ctx context.Context, cfg *config.Config) error {
 	delete(sess.errs, f.sent)
 	d.mu.Unlock()
 
-	sent := d.s.clock.Now()
+	started := d.s.clock.Now()
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(d.s.opts.WriteTimeout)
@@ -308,6 +308,10 @@ func (d *dataPlane) Apply(ctx context.Context, cfg *config.Config) error {
 		d.disconnect(sess)
 		return &sink.Error{Code: sink.CodeUnavailable, Message: "send the configuration to the data plane: " + err.Error(), Err: err}
 	}
+	// The apply bound counts from the end of the write: a large frame to
+	// a busy data plane may take a while, and its pings of the old hash
+	// meanwhile say nothing.
+	sent := d.s.clock.Now()
 	for {
 		d.mu.Lock()
 		ch := d.changed
@@ -317,7 +321,7 @@ func (d *dataPlane) Apply(ctx context.Context, cfg *config.Config) error {
 		switch {
 		case se != nil:
 			return se
-		case !ping.Before(sent) && hash == f.expect:
+		case !ping.Before(started) && hash == f.expect:
 			return nil
 		case !ping.Before(sent) && ping.Sub(sent) > d.s.opts.ApplyBound:
 			return &sink.Error{Code: sink.CodeRejected, Permanent: true,

@@ -48,7 +48,7 @@ type opts struct {
 	dataPlanes                       int
 	dpChild, dpCert, dpKey, dpPrefix string
 	startTime                        time.Time
-	loadStart   string
+	loadStart                        string
 }
 
 func main() {

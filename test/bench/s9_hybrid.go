@@ -43,6 +43,8 @@ import (
 // hub restart.
 func scenarioHybrid(ctx context.Context, o opts, log func(string, ...any)) ([]Row, error) {
 	n := o.dataPlanes
+	_ = os.Remove(hubLogPath())
+	log("the hub's log: %s", hubLogPath())
 	dir, err := os.MkdirTemp("", "confighub-bench-hybrid-")
 	if err != nil {
 		return nil, err
@@ -219,6 +221,10 @@ type hybridHub struct {
 
 func startHybridHub(ctx context.Context, bin string, args []string) (*hybridHub, error) {
 	h := &hybridHub{cmd: exec.CommandContext(ctx, bin, args...), done: make(chan struct{})}
+	logf, err := os.OpenFile(hubLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
 	stderr, err := h.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -229,10 +235,12 @@ func startHybridHub(ctx context.Context, bin string, args []string) (*hybridHub,
 	addr := make(chan string, 1)
 	go func() {
 		defer close(h.done)
+		defer logf.Close()
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			fmt.Fprintln(logf, line)
 			switch {
 			case strings.Contains(line, `msg="confighub serving"`):
 				addr <- logField(line, "listen")
@@ -260,6 +268,9 @@ func startHybridHub(ctx context.Context, bin string, args []string) (*hybridHub,
 		return nil, errors.New("confighub did not print its listen address")
 	}
 }
+
+// hubLogPath is where scenario 9 keeps the hub's log.
+func hubLogPath() string { return filepath.Join(os.TempDir(), "confighub-bench-hybrid-hub.log") }
 
 func (h *hybridHub) frameBuilds() int { return int(h.builds.Load()) }
 
@@ -416,7 +427,8 @@ func (c *dpChild) close() {
 // runDPChild serves -dp-child: n emulated data planes dialling addr. On
 // stdin: "connects K" answers once every one connected K times; "expect
 // HASH" then "wait" answers once every one runs HASH. Answers are "done
-// UNIXNANO", the time the last one got there.
+// UNIXNANO", the time the last one got there, or "failed ..." when some did
+// not within 3 minutes.
 func runDPChild(addr, certFile, keyFile, prefix string, n int, in io.Reader, out io.Writer) error {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -435,14 +447,19 @@ func runDPChild(addr, certFile, keyFile, prefix string, n int, in io.Reader, out
 			d.Stop()
 		}
 	}()
-	all := func(f func(*dataplane.DP) error) int64 {
+	all := func(f func(*dataplane.DP) error) string {
 		var wg sync.WaitGroup
 		var last atomic.Int64
+		var failed atomic.Int64
 		for _, d := range dps {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if f(d) == nil {
+				if f(d) != nil {
+					failed.Add(1)
+					return
+				}
+				{
 					for now := time.Now().UnixNano(); ; {
 						cur := last.Load()
 						if now <= cur || last.CompareAndSwap(cur, now) {
@@ -453,22 +470,25 @@ func runDPChild(addr, certFile, keyFile, prefix string, n int, in io.Reader, out
 			}()
 		}
 		wg.Wait()
-		return last.Load()
+		if n := failed.Load(); n > 0 {
+			return fmt.Sprintf("failed %d of %d data planes did not get there", n, len(dps))
+		}
+		return fmt.Sprintf("done %d", last.Load())
 	}
 	ctx := context.Background()
 	expect := ""
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		cmd, arg, _ := strings.Cut(sc.Text(), " ")
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		switch cmd {
 		case "connects":
 			k, _ := strconv.Atoi(arg)
-			fmt.Fprintf(out, "done %d\n", all(func(d *dataplane.DP) error { return d.WaitConnects(wctx, k) }))
+			fmt.Fprintln(out, all(func(d *dataplane.DP) error { return d.WaitConnects(wctx, k) }))
 		case "expect":
 			expect = arg
 		case "wait":
-			fmt.Fprintf(out, "done %d\n", all(func(d *dataplane.DP) error { return d.WaitHash(wctx, expect) }))
+			fmt.Fprintln(out, all(func(d *dataplane.DP) error { return d.WaitHash(wctx, expect) }))
 		}
 		cancel()
 	}
