@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,11 +97,14 @@ type Server struct {
 
 	mu    sync.Mutex
 	nodes map[string]*dataPlane
-	sinks Sinks
-	http  *http.Server
-	conns sync.WaitGroup
-	open  map[*session]struct{}
-	done  bool
+	// plugins are the plugin sets data planes reported, shared by every
+	// data plane with the same one (a fleet runs a handful).
+	plugins map[string]map[string]string
+	sinks   Sinks
+	http    *http.Server
+	conns   sync.WaitGroup
+	open    map[*session]struct{}
+	done    bool
 }
 
 // New checks opts and returns a listener not yet serving.
@@ -156,13 +160,14 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("hybrid: mtls mode %q: want shared or pki", opts.Mode)
 	}
 	s := &Server{
-		opts:   opts,
-		log:    opts.Logger,
-		clock:  opts.Clock,
-		frames: newFrames(opts.MaxPayload, opts.Logger),
-		tls:    tc,
-		nodes:  map[string]*dataPlane{},
-		open:   map[*session]struct{}{},
+		opts:    opts,
+		log:     opts.Logger,
+		clock:   opts.Clock,
+		frames:  newFrames(opts.MaxPayload, opts.Logger),
+		tls:     tc,
+		nodes:   map[string]*dataPlane{},
+		plugins: map[string]map[string]string{},
+		open:    map[*session]struct{}{},
 	}
 	// No subprotocol and no compression extension on /v1/outlet: a data
 	// plane's websocket client refuses RSV bits and fragments
@@ -375,10 +380,8 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info expected")
 		return
 	}
-	ss.plugins = make(map[string]string, len(h.Plugins))
-	for _, p := range h.Plugins {
-		ss.plugins[p.Name] = p.Version
-	}
+	ss.plugins = s.pluginSet(h.Plugins)
+	h.Plugins = nil
 	stream := h.Labels["stream"]
 	if stream == "" {
 		stream = config.DefaultStream
@@ -434,6 +437,30 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		}
 		d.reportError(ss, ef.Error)
 	}
+}
+
+// pluginSet is the shared map of a basic_info's plugins (name -> version).
+func (s *Server) pluginSet(ps []pluginVersion) map[string]string {
+	var key strings.Builder
+	for _, p := range ps {
+		key.WriteString(p.Name)
+		key.WriteByte('@')
+		key.WriteString(p.Version)
+		key.WriteByte(',')
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.plugins[key.String()]; ok {
+		return m
+	}
+	m := make(map[string]string, len(ps))
+	for _, p := range ps {
+		m[p.Name] = p.Version
+	}
+	if len(s.plugins) < 1024 {
+		s.plugins[key.String()] = m
+	}
+	return m
 }
 
 // attach finds or makes the data plane's sink and, with ss, makes ss its
