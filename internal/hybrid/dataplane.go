@@ -91,10 +91,10 @@ func (d *dataPlane) Describe() sink.Capabilities {
 	return sink.Capabilities{Gateway: true, NoApplySlot: true}
 }
 
-// Run keeps the engine's notifier for the connection's events and reports
-// the data plane as it is now. A data plane that is connected is sent the
-// current generation again, as Kong's control plane does at every
-// connection.
+// Run keeps the engine's notifier, until ctx ends, for the connection's
+// events, and reports the data plane as it is now. A data plane that is
+// connected is sent the current generation again, as Kong's control plane
+// does at every connection.
 func (d *dataPlane) Run(ctx context.Context, n sink.Notifier) {
 	d.mu.Lock()
 	d.notifier = n
@@ -104,12 +104,15 @@ func (d *dataPlane) Run(ctx context.Context, n sink.Notifier) {
 		n.Resync("data plane connected")
 	}
 	d.mu.Unlock()
-	<-ctx.Done()
-	d.mu.Lock()
-	if d.notifier == n {
-		d.notifier = nil
-	}
-	d.mu.Unlock()
+	// Run returns at once and forgets n when ctx ends: a goroutine
+	// waiting for that would cost a stack per data plane.
+	context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		if d.notifier == n {
+			d.notifier = nil
+		}
+		d.mu.Unlock()
+	})
 }
 
 // reportLocked tells the engine the data plane's state. d.mu is held (the
