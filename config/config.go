@@ -80,10 +80,35 @@ type Config struct {
 	Raw        []byte
 	Labels     map[string]string
 	AcceptTime time.Time
+	// Origin is who pushed it and how (set by the hub, kept by the store).
+	Origin Origin
 
 	// forms is shared by the copies WithGeneration makes, so that a form
 	// is made once for all of them.
 	forms *forms
+}
+
+// Origin says where a configuration came from.
+type Origin struct {
+	// Pusher is the name of the pusher's token, or "anonymous".
+	Pusher string
+	// Peer is the pusher's address.
+	Peer string
+	// RollbackOf is the generation whose bytes this one restores, 0
+	// otherwise.
+	RollbackOf uint64
+	// Entities counts the configuration's entities by type.
+	Entities map[string]int
+}
+
+// WithOrigin returns c with origin o: the same bytes, labels and forms.
+func (c *Config) WithOrigin(o Origin) *Config {
+	n := *c
+	n.Origin = o
+	if n.forms == nil {
+		n.forms = &forms{}
+	}
+	return &n
 }
 
 // forms holds the JSON and YAML forms of Raw (indexed by Format), each

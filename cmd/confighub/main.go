@@ -33,14 +33,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// The single-node hub restores convergence times through the engine, and
-// answers each ack's sink count and each PutSink's spec checks without
-// copying every spec.
-var (
-	_ hub.ConvergedRestorer = (*engine.Engine)(nil)
-	_ hub.SinkCounter       = (*engine.Engine)(nil)
-	_ hub.SinkSpecs         = (*engine.Engine)(nil)
-)
+var _ hub.Engine = (*engine.Engine)(nil)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -60,7 +53,10 @@ type flags struct {
 	maxConfig       int64
 	uploadBudget    int64
 	maxConcurrent   int
+	history         int
+	historyBytes    int64
 	shutdownTimeout time.Duration
+	limits          limitFlags   // bounds and --memory-limit (limits.go)
 	replica         replicaFlags // --store etcd (replicated.go)
 	cluster         clusterFlags // --cluster-* (cluster.go)
 	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
@@ -86,7 +82,10 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
 	fs.Int64Var(&f.uploadBudget, "upload-budget-bytes", hub.DefaultUploadBudgetBytes, "hub-wide budget of bytes held by UploadConfig streams in flight (the sum of their announced total_size): an upload that would exceed it is refused with ResourceExhausted before its bytes are read; at least --max-config-bytes, 0 for no budget")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
+	fs.IntVar(&f.history, "history", store.DefaultHistory, "generations of each stream kept with their bytes (history, GetConfig of an older generation, rollback), at least 1 (the current one); the oldest go first")
+	fs.Int64Var(&f.historyBytes, "history-bytes", store.DefaultHistoryBytes, "bytes of configuration kept per stream across its retained generations, whichever of this and --history is reached first; the current generation is always kept; 0 for no byte bound")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
+	addLimitFlags(fs, &f.limits)
 	addOpsFlags(fs, &f.ops)
 	addClusterFlags(fs, &f.cluster)
 	if err := fs.Parse(args); err != nil {
@@ -99,10 +98,35 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.ops.profiling && f.ops.metricsListen == "" {
 		return f, errors.New("--profiling serves the profiles on the metrics listener, which --metrics-listen \"\" disables: set --metrics-listen ADDR, or drop --profiling")
 	}
+	if f.history < 1 {
+		return f, fmt.Errorf("--history %d: at least 1 (the current generation)", f.history)
+	}
+	if f.historyBytes < 0 {
+		return f, fmt.Errorf("--history-bytes %d: 0 (no bound) or more", f.historyBytes)
+	}
+	if err := f.limits.check(f.maxConfig); err != nil {
+		return f, err
+	}
 	if f.uploadBudget != 0 && f.uploadBudget < f.maxConfig {
 		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}
 	return f, nil
+}
+
+// retention is --history and --history-bytes.
+func (f flags) retention() store.Retention {
+	return store.Retention{History: f.history, Bytes: f.historyBytes}
+}
+
+// hubOptions are the hub's options from the flags.
+func (f flags) hubOptions(log *slog.Logger, secrets hub.SinkSecrets) []hub.Option {
+	return []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+		hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+}
+
+// serverOptions are the gRPC server's options from the flags.
+func (f flags) serverOptions(log *slog.Logger) []server.Option {
+	return []server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg), server.WithMaxConcurrentStreams(f.limits.connStreams)}
 }
 
 // fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
@@ -134,9 +158,9 @@ func openStore(f flags) (store.Store, error) {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 		}
-		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"))
+		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"), bolt.WithRetention(f.retention()))
 	case "memory":
-		return memory.New(), nil
+		return memory.New(memory.WithRetention(f.retention())), nil
 	}
 	return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
 }
@@ -145,13 +169,9 @@ func openStore(f flags) (store.Store, error) {
 // (created at the first start), so that they stay the same across
 // restarts and replicas.
 func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, error) {
-	k, ok := st.(store.FingerprintKeyer)
-	if !ok {
-		return redact.NewSinkSecrets(nil), nil
-	}
 	fresh := make([]byte, redact.FingerprintKeyBytes)
 	_, _ = rand.Read(fresh) // never fails (crypto/rand)
-	key, err := k.FingerprintKey(ctx, fresh)
+	key, err := st.FingerprintKey(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("read the fingerprint key of sink secrets: %w", err)
 	}
@@ -209,6 +229,9 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return err
 	}
 	defer o.close()
+	if err := applyMemoryLimit(f.limits.memoryLimit, cgroupRoot, log); err != nil {
+		return err
+	}
 	if f.storeKind == "etcd" {
 		return serveReplicated(ctx, f, log, seed, reg, o)
 	}
@@ -229,7 +252,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := hub.New(st, hub.PortsOf(eng), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(st, hub.PortsOf(eng), append(f.hubOptions(log, secrets), o.hubOptions()...)...)
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)
@@ -238,10 +261,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	}
 	releaseStartGarbage()
 	cl.serve(eng, log)
-	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
+	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
+	o.exportBounds(h, srv)
 	attrs := []any{"store", f.storeKind}
 	if f.storeKind == "bolt" { // the memory store has no data dir
 		attrs = append(attrs, "data_dir", f.dataDir)

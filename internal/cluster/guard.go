@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -116,34 +117,110 @@ func (g *guarded) ListApplied(ctx context.Context) ([]store.Applied, error) {
 // Close does not close the wrapped store: its owner does.
 func (g *guarded) Close() error { return nil }
 
-var _ store.ConvergedStore = (*guarded)(nil)
-
-// errNoConverged is returned when the wrapped store keeps no convergence
-// records (every store of the repository keeps them: storetest checks it).
-var errNoConverged = errors.New("the store keeps no convergence records")
-
 func (g *guarded) RecordConverged(ctx context.Context, c store.Converged) error {
-	cs, ok := g.st.(store.ConvergedStore)
-	if !ok {
-		return errNoConverged
-	}
 	ctx, cancel, err := g.enter(ctx)
 	if err != nil {
 		return fmt.Errorf("record convergence of stream %q: %w", c.Stream, err)
 	}
 	defer cancel()
-	return cs.RecordConverged(ctx, c)
+	return g.st.RecordConverged(ctx, c)
 }
 
 func (g *guarded) ListConverged(ctx context.Context) ([]store.Converged, error) {
-	cs, ok := g.st.(store.ConvergedStore)
-	if !ok {
-		return nil, errNoConverged
-	}
 	ctx, cancel, err := g.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	return cs.ListConverged(ctx)
+	return g.st.ListConverged(ctx)
+}
+
+func (g *guarded) DeleteStream(ctx context.Context, name string) error {
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.st.DeleteStream(ctx, name)
+}
+
+func (g *guarded) ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]store.GenerationInfo, error) {
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return g.st.ListGenerations(ctx, stream, before, limit)
+}
+
+func (g *guarded) GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error) {
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return g.st.GetGeneration(ctx, stream, gen)
+}
+
+func (g *guarded) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
+	ctx, cancel, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return g.st.FingerprintKey(ctx, newKey)
+}
+
+func (g *guarded) DeferBelow() int { return g.st.DeferBelow() }
+
+// StageConfig stages through the wrapped store; the handle's Commit is
+// guarded like CommitConfig.
+func (g *guarded) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	if !g.ready() {
+		return nil, ErrNotReady
+	}
+	st, err := g.st.StageConfig(ctx, stream, raw, tee)
+	if err != nil {
+		return nil, err
+	}
+	return guardedStage{Staged: st, g: g}, nil
+}
+
+func (g *guarded) StageStream(ctx context.Context, stream string, size int64) (store.StageWriter, error) {
+	if !g.ready() {
+		return nil, ErrNotReady
+	}
+	w, err := g.st.StageStream(ctx, stream, size)
+	if err != nil {
+		return nil, err
+	}
+	return guardedWriter{StageWriter: w, g: g}, nil
+}
+
+type guardedStage struct {
+	store.Staged
+	g *guarded
+}
+
+func (s guardedStage) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	ctx, cancel, err := s.g.enter(ctx)
+	if err != nil {
+		_ = s.Discard()
+		return nil, false, err
+	}
+	defer cancel()
+	return s.Staged.Commit(ctx, c, expected)
+}
+
+type guardedWriter struct {
+	store.StageWriter
+	g *guarded
+}
+
+func (w guardedWriter) Staged() (store.Staged, error) {
+	st, err := w.StageWriter.Staged()
+	if err != nil {
+		return nil, err
+	}
+	return guardedStage{Staged: st, g: w.g}, nil
 }

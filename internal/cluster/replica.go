@@ -13,6 +13,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
 	"github.com/confighub/confighub/internal/store"
@@ -88,8 +89,7 @@ func WithReadiness(fn func(ready bool)) Option { return func(r *Replica) { r.onR
 // statuses from the shared status view. See the package doc.
 type Replica struct {
 	eng        Engine
-	st         store.Store
-	watcher    store.Watcher
+	st         store.Shared
 	cli        *clientv3.Client
 	mem        *Membership
 	writer     *etcdstatus.Writer
@@ -125,6 +125,8 @@ type Placement struct {
 // the replica registered.
 func NewPlacement(id string) *Placement { return &Placement{id: id} }
 
+var _ engine.Ownership = (*Placement)(nil)
+
 // OwnsSink says whether this replica runs a sink.
 func (p *Placement) OwnsSink(name string) bool { return p.owns("sink/" + name) }
 
@@ -151,11 +153,11 @@ func (p *Placement) stop() {
 }
 
 // New returns the replica whose membership is mem, driving eng, whose
-// ownership predicate is place. st is the shared (etcd) store and w
-// follows its changes; the status keys live under prefix. Run starts it.
-func New(eng Engine, place *Placement, st store.Store, w store.Watcher, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
+// ownership predicate is place. st is the shared (etcd) store, whose
+// changes it follows; the status keys live under prefix. Run starts it.
+func New(eng Engine, place *Placement, st store.Shared, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
 	r := &Replica{
-		eng: eng, place: place, st: st, watcher: w, cli: cli, mem: mem,
+		eng: eng, place: place, st: st, cli: cli, mem: mem,
 		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
 		opTimeout: DefaultOpTimeout, probeEvery: DefaultProbeInterval, onReady: func(bool) {}, ready: true,
 	}
@@ -193,18 +195,13 @@ type Diagnostics struct{ r *Replica }
 // generation is no longer kept, or etcd does not answer.
 func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
 	r := d.r
-	gr, ok := r.st.(store.GenerationReader)
-	if !ok {
-		r.log.Warn("cluster: the store keeps no older generations; an applied configuration is not readable", "sink", sinkName)
-		return nil, false
-	}
 	st := r.mirror.Sink(sinkName)
 	if st.GetAppliedGeneration() == 0 {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()
-	cfg, err := gr.GetGeneration(ctx, st.GetStream(), st.GetAppliedGeneration())
+	cfg, err := r.st.GetGeneration(ctx, st.GetStream(), st.GetAppliedGeneration())
 	if err != nil {
 		r.log.Info("cluster: a sink's applied configuration is not readable", "sink", sinkName, "stream", st.GetStream(), "generation", st.GetAppliedGeneration(), "error", err)
 		return nil, false
@@ -232,12 +229,7 @@ func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, 
 	if f == nil {
 		return nil, nil, false
 	}
-	gr, ok := r.st.(store.GenerationReader)
-	if !ok {
-		r.log.Warn("cluster: the store keeps no older generations; a failed configuration is not readable", "sink", sinkName)
-		return nil, nil, false
-	}
-	cfg, err := gr.GetGeneration(ctx, f.Stream, f.Generation)
+	cfg, err := r.st.GetGeneration(ctx, f.Stream, f.Generation)
 	if err != nil || cfg.Hash != f.Hash {
 		r.log.Info("cluster: a sink's failed configuration is not readable", "sink", sinkName, "stream", f.Stream, "generation", f.Generation, "error", err)
 		return nil, nil, false
@@ -360,7 +352,7 @@ func (r *Replica) logMembers(members []string, registered bool) {
 func (r *Replica) followStore(ctx context.Context) {
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
-		ch := r.watcher.Watch(wctx)
+		ch := r.st.Watch(wctx)
 		// List after the watch started: the events that follow are applied
 		// on top of the listing, so none is missed.
 		if err := r.resync(ctx); err != nil {

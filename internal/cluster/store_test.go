@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"io"
 	"sync"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -11,10 +12,7 @@ import (
 )
 
 // shared is the store several replicas share (etcd, or sharedStore).
-type shared interface {
-	store.Store
-	store.Watcher
-}
+type shared = store.Shared
 
 // sharedStore is the memory store with a Watch, standing in for the etcd
 // store that several replicas share.
@@ -24,10 +22,7 @@ type sharedStore struct {
 	watchers map[chan store.Event]struct{}
 }
 
-var (
-	_ store.Store   = (*sharedStore)(nil)
-	_ store.Watcher = (*sharedStore)(nil)
-)
+var _ store.Shared = (*sharedStore)(nil)
 
 func newSharedStore() *sharedStore {
 	return &sharedStore{Store: memory.New(), watchers: map[chan store.Event]struct{}{}}
@@ -61,6 +56,15 @@ func (s *sharedStore) CommitConfig(ctx context.Context, c *config.Config, expect
 		s.emit(store.Event{Config: out})
 	}
 	return out, unchanged, err
+}
+
+// StageConfig and StageStream commit through CommitConfig, which emits.
+func (s *sharedStore) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
+	return store.StageDirect(s.CommitConfig, raw, tee)
+}
+
+func (s *sharedStore) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
+	return store.StageStreamDirect(s.CommitConfig, size), nil
 }
 
 func (s *sharedStore) PutSink(ctx context.Context, sk *confighubv1.Sink) error {

@@ -774,6 +774,8 @@ type flakyRecorder struct {
 	calls   chan store.Applied
 }
 
+func (r *flakyRecorder) RecordConverged(context.Context, store.Converged) error { return nil }
+
 func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
 	// The channel send hands the state over to the test: update it first.
 	if r.fails > 0 {
@@ -1155,7 +1157,7 @@ func TestStopSinkIsNotADelete(t *testing.T) {
 	}
 }
 
-// ownerMap is an Ownership that names owners (engine.OwnerNamer).
+// ownerMap is an Ownership that leads every stream.
 type ownerMap struct {
 	p  *placement
 	id string
@@ -1169,7 +1171,7 @@ func (o ownerMap) OwnerOf(name string) string {
 	return o.p.owner[name]
 }
 
-var _ engine.OwnerNamer = ownerMap{}
+var _ engine.Ownership = ownerMap{}
 
 // TestHandOverIsNotADelete: a sink this engine stops running because
 // another replica owns it now (Reown) is logged as handed over to that

@@ -14,6 +14,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
@@ -35,17 +36,16 @@ type Hub struct {
 	maxBytes int64
 	secrets  SinkSecrets
 	uploads  uploadBudget
+	bounds   bounds
+	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
-	// stager is the store as a store.Stager, nil when it does not stage;
-	// resolved once by New, as is deferBelow, since every push asks.
-	stager store.Stager
 	// deferBelow is the size below which Push checks, hashes and stages
 	// one after the other on the calling goroutine (prepareSmall): the
 	// size below which the store stages a config without writing it
-	// (store.Deferrer, 0 for a store without the capability), so there is
-	// nothing to overlap, and a goroutine, a cancelable context and the
-	// results they share cost more CPU than the overlap saves
-	//.
+	// (store.Store.DeferBelow), so there is nothing to overlap, and a
+	// goroutine, a cancelable context and the results they share cost
+	// more CPU than the overlap saves. Read once by
+	// New, since every push asks.
 	deferBelow int
 }
 
@@ -80,11 +80,9 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
+	h.bounds.limits = DefaultLimits()
 	h.maxSpecs = maxSinkSpecsBytes
-	h.stager, _ = st.(store.Stager)
-	if d, ok := st.(store.Deferrer); ok {
-		h.deferBelow = d.DeferBelow()
-	}
+	h.deferBelow = st.DeferBelow()
 	for _, o := range opts {
 		o(h)
 	}
@@ -120,15 +118,11 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load applied records: %w", err)
 	}
 	h.pub.Restore(applied)
-	if cs, ok := h.store.(store.ConvergedStore); ok {
-		if cr, ok := h.pub.(ConvergedRestorer); ok {
-			conv, err := cs.ListConverged(ctx)
-			if err != nil {
-				return fmt.Errorf("load convergence records: %w", err)
-			}
-			cr.RestoreConverged(conv)
-		}
+	conv, err := h.store.ListConverged(ctx)
+	if err != nil {
+		return fmt.Errorf("load convergence records: %w", err)
 	}
+	h.pub.RestoreConverged(conv)
 	streams, err := h.store.ListStreams(ctx)
 	if err != nil {
 		return fmt.Errorf("load streams: %w", err)
@@ -177,6 +171,8 @@ type PushInput struct {
 	// Hash, when set, is the already computed SHA-256 (uploads hash during
 	// receipt).
 	Hash string
+	// Origin is who pushed it, stored with the generation.
+	Origin config.Origin
 }
 
 // PushResult is what the push acknowledged.
@@ -196,23 +192,27 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
-	if h.stager != nil && len(in.Config) < h.deferBelow {
+	done, err := h.admitConfig(stream, int64(len(in.Config)))
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer done()
+	if len(in.Config) < h.deferBelow {
 		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
 	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
 }
 
-// prepared is a push checked, hashed and, on a store that stages, staged;
-// or why not.
+// prepared is a push checked, hashed and staged; or why not.
 type prepared struct {
 	checked  config.Checked
 	checkErr error
 	hash     string
-	staged   store.Staged // nil on a store that does not stage
+	staged   store.Staged // nil when the check failed first
 	stageErr error
 }
 
-// prepare checks, hashes and (on a store that stages) stages side by side:
+// prepare checks, hashes and stages side by side:
 // on 2 cores the ack costs about the slowest of them plus a small commit,
 // once the other core runs the stage's goroutine (on an idle machine that
 // wait can outlast the check: docs/performance.md, scenario 1). Staged
@@ -222,24 +222,20 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	var wg sync.WaitGroup
 	stageCtx, cancelStage := context.WithCancel(ctx)
 	defer cancelStage()
-	if h.stager != nil {
-		// The stage hashes each chunk right after writing it, while the
-		// disk writes it.
-		var sum *config.Hasher
-		var tee io.Writer // nil unless hashing: a typed nil is not nil
-		if p.hash == "" {
-			sum = config.NewHasher()
-			tee = sum
-		}
-		wg.Go(func() {
-			p.staged, p.stageErr = h.stager.StageConfig(stageCtx, stream, in.Config, tee)
-			if p.stageErr == nil && sum != nil {
-				p.hash = sum.Sum()
-			}
-		})
-	} else if p.hash == "" {
-		wg.Go(func() { p.hash = config.Hash(in.Config) })
+	// The stage hashes each chunk right after writing it, while the disk
+	// writes it.
+	var sum *config.Hasher
+	var tee io.Writer // nil unless hashing: a typed nil is not nil
+	if p.hash == "" {
+		sum = config.NewHasher()
+		tee = sum
 	}
+	wg.Go(func() {
+		p.staged, p.stageErr = h.store.StageConfig(stageCtx, stream, in.Config, tee)
+		if p.stageErr == nil && sum != nil {
+			p.hash = sum.Sum()
+		}
+	})
 	p.checked, p.checkErr = config.Check(in.Config, in.Format)
 	if p.checkErr != nil {
 		cancelStage() // no need to finish writing bytes that are dropped
@@ -248,8 +244,7 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	return p
 }
 
-// prepareSmall is prepare for a config below the store's DeferBelow on a
-// store that stages: check, hash, then stage, on the calling goroutine
+// prepareSmall is prepare for a config below the store's DeferBelow: check, hash, then stage, on the calling goroutine
 // (see Hub.deferBelow).
 func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) prepared {
 	p := prepared{hash: in.Hash}
@@ -259,12 +254,12 @@ func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) pre
 	if p.hash == "" {
 		p.hash = config.Hash(in.Config)
 	}
-	p.staged, p.stageErr = h.stager.StageConfig(ctx, stream, in.Config, nil)
+	p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
 	return p
 }
 
-// commit stores a prepared configuration (through p.staged when the store
-// staged it, discarded unless committed) and hands it to the engine, or
+// commit stores a prepared configuration (through p.staged, discarded
+// unless committed) and hands it to the engine, or
 // maps why it was not prepared to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
@@ -282,17 +277,10 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	if p.checked.Format == config.FormatYAML {
 		js = p.checked.JSON
 	}
-	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now())
-	var (
-		stored    *config.Config
-		unchanged bool
-		err       error
-	)
-	if p.staged != nil {
-		stored, unchanged, err = p.staged.Commit(ctx, rec, in.ExpectedGeneration)
-	} else {
-		stored, unchanged, err = h.store.CommitConfig(ctx, rec, in.ExpectedGeneration)
-	}
+	origin := in.Origin
+	origin.Entities = configdiff.Count(p.checked.JSON)
+	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(origin)
+	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
 	if err != nil {
 		return PushResult{}, commitErr(ctx, stream, err)
 	}
@@ -318,18 +306,11 @@ func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResu
 	if !unchanged {
 		h.pub.Publish(stored)
 	}
-	sinks := h.sinkCount(stored.Stream)
+	sinks := h.sinks.SinkCount(stored.Stream)
 	// Attrs, not key-value pairs: the same line without boxing each value.
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, "config accepted", slog.String("stream", stored.Stream), slog.Uint64("generation", stored.Generation),
 		slog.String("hash", stored.Hash), slog.Int("bytes", size), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
-}
-
-func (h *Hub) sinkCount(stream string) int {
-	if c, ok := h.sinks.(SinkCounter); ok {
-		return c.SinkCount(stream)
-	}
-	return len(h.sinks.ListSinks(stream))
 }
 
 // Config returns a stream's current configuration.
@@ -351,7 +332,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 // SinkConfig returns what a sink last applied, or with failed, what it last
 // failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
-	if !h.hasSink(name) {
+	if !h.sinks.HasSink(name) {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
 	}
 	if failed {
@@ -366,27 +347,6 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 		return nil, nil, fmt.Errorf("%w: sink %q has applied nothing yet", ErrNotFound, name)
 	}
 	return c, nil, nil
-}
-
-// sink returns the spec of a running sink, nil if none.
-func (h *Hub) sink(name string) *confighubv1.Sink {
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		return ss.Sink(name)
-	}
-	for _, s := range h.sinks.ListSinks("") {
-		if s.GetName() == name {
-			return s
-		}
-	}
-	return nil
-}
-
-// hasSink tells whether a sink runs (on a replica: here or elsewhere).
-func (h *Hub) hasSink(name string) bool {
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		return ss.HasSink(name)
-	}
-	return h.sink(name) != nil
 }
 
 // Status returns a consistent snapshot of a stream's sinks.
@@ -436,7 +396,7 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 // does not start (its kind's factory refuses the spec) is taken out of the
 // store again: a refused spec changes nothing.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	prev := h.sink(spec.GetName())
+	prev := h.sinks.Sink(spec.GetName())
 	restored, err := h.secrets.Restore(spec, prev)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
@@ -446,6 +406,9 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
 	if err := h.checkSpecBytes(n); err != nil {
+		return nil, false, err
+	}
+	if err := h.admitSink(n.GetName()); err != nil {
 		return nil, false, err
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {
@@ -502,16 +465,7 @@ func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 	if size > maxSinkSpecBytes {
 		return fmt.Errorf("%w: sink %q: the spec is %d bytes, at most %d (ListSinks answers every spec at once); put large TLS bundles in files (ca_file, cert_file, key_file)", ErrInvalid, n.GetName(), size, maxSinkSpecBytes)
 	}
-	total := size
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		total += ss.SpecBytes(n.GetName())
-	} else {
-		for _, s := range h.sinks.ListSinks("") {
-			if s.GetName() != n.GetName() {
-				total += proto.Size(s)
-			}
-		}
-	}
+	total := size + h.sinks.SpecBytes(n.GetName())
 	if total > h.maxSpecs {
 		return fmt.Errorf("%w: sink %q: the sinks' specs would hold %d bytes in all, at most %d (ListSinks answers every spec at once); shrink specs (TLS bundles in files) or delete sinks", ErrTooLarge, n.GetName(), total, h.maxSpecs)
 	}

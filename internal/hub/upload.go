@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -76,13 +77,13 @@ func (a *Assembler) Finish() ([]byte, string, error) {
 	return a.buf, got, nil
 }
 
-// Upload is one UploadConfig under way. A JSON configuration on a store
-// that stages streams (store.StreamStager) is checked (config.Scanner),
+// Upload is one UploadConfig under way. A JSON configuration is checked
+// (config.Scanner),
 // hashed and written to disk chunk by chunk as it arrives, so the ack
 // follows the last chunk by about one flush; its bytes are copied once,
 // from the transport's buffers into the one slice the sinks get after the
-// commit. A YAML one (its check converts the whole document), or one on
-// another store, is assembled in memory and pushed (Assembler, Push).
+// commit. A YAML one (its check converts the whole document) is assembled
+// in memory and pushed (Assembler, Push).
 type Upload struct {
 	h      *Hub
 	ctx    context.Context
@@ -134,6 +135,9 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	if err := checkHeader(totalSize, expectedHash, h.maxBytes); err != nil {
 		return nil, err
 	}
+	if err := h.checkConfig(config.StreamName(in.Stream), int64(totalSize)); err != nil {
+		return nil, err
+	}
 	// The announced size is taken from the hub-wide budget before any
 	// chunk is read; Abort gives it back.
 	release, err := h.uploads.reserve(int64(totalSize))
@@ -152,12 +156,11 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	return u, nil
 }
 
-// decide starts the streamed path for JSON on a store that stages
-// streams, the assembled path otherwise.
+// decide starts the streamed path for JSON, the assembled path for YAML.
 func (u *Upload) decide(f config.Format) error {
 	u.decided = true
-	if ss, ok := u.h.store.(store.StreamStager); ok && f == config.FormatJSON {
-		w, err := ss.StageStream(u.ctx, u.stream, u.total)
+	if f == config.FormatJSON {
+		w, err := u.h.store.StageStream(u.ctx, u.stream, u.total)
 		if err != nil {
 			return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 		}
@@ -344,8 +347,15 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
+	admitted, err := u.h.admitConfig(u.stream, u.total)
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer admitted()
 	// Raw is what was written: Commit stores it as it is.
-	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now())
+	origin := u.in.Origin
+	origin.Entities = configdiff.Count(u.raw)
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {

@@ -114,7 +114,7 @@ func benchRaw(b *testing.B, size int) *grpc.ClientConn {
 //
 //	go test -run '^$' -bench BenchmarkPushConfig -benchmem -benchtime 2000x ./internal/server
 func BenchmarkPushConfig(b *testing.B) {
-	for _, size := range []int{5 << 10, 1 << 20} {
+	for _, size := range []int{5 << 10, 1 << 20, 20 << 20} {
 		raw := benchConfig(size)
 		for _, conc := range []int{1, 32} {
 			if conc > 1 && size > 64<<10 {

@@ -13,13 +13,13 @@
 // Guarantees:
 //   - Status messages are bounded to 4 KiB (TestToStatusBoundsTheMessage).
 //   - Labels and names are validated by one rule each, on every RPC (TestLabelBounds, TestReadRPCsValidateNames).
-//   - The push fast path accepts nothing the rules refuse (FuzzPushValidAgrees, TestPushRulesAreKnown).
 //   - WatchStatus streams share encodings, compressed or not (TestWatchersShareEncodings, TestWatchSharesWithVaryingCompressor).
 //   - Keepalive keeps a pinging watcher and drops a dead one (TestWatchSurvivesClientKeepalive, TestDefaultKeepalive, TestDeadWatcherIsDropped).
 //   - Received bytes are exactly the client's; upload chunks are not copied (TestReceivedBytesAreExact, TestRecvPoolSizes, TestUploadChunkKeepsReceiveBuffers, FuzzUnmarshalPush, FuzzUnmarshalUpload).
-//   - Every unary call is logged once, as the middleware logs it (TestUnaryCallLogMatchesMiddleware).
+//   - Health and reflection calls are logged at debug unless they fail (TestPlumbingCallsLogAtDebug, TestCallLogLevels).
 //   - Serve returns nil once Shutdown stopped it, whoever came first (TestServeAfterShutdown).
 //   - A GetConfig answer over the message limit is ResourceExhausted naming the flag (TestGetConfigOverTheMessageLimit).
 //   - WatchStatus sends its header at once (cmd/confighubctl TestStatusWatchShowsAnOutage).
 //   - Reflection v1alpha lists the same services (TestReflectionV1Alpha).
+//   - A call past --max-concurrent-streams on one connection is refused at once by name, not left waiting in the client (TestMaxConcurrentStreamsRefusedByName).
 package server

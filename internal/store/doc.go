@@ -9,27 +9,28 @@
 // checked in the same commit. The committed config comes back at its
 // generation sharing the caller's bytes and JSON form, so a stored config
 // is held once (storetest RoundTrip; hub TestPushHoldsTheBytesOnce), and
-// every field survives a restart (storetest PersistsAcrossReopen). A store may also
-// implement Stager: the bytes are then written aside while the hub checks
+// every field survives a restart (storetest PersistsAcrossReopen). StageConfig
+// writes the bytes aside while the hub checks
 // and hashes them, and a small commit makes them durable and part of the
-// stream (the bolt store's commit is one fdatasync of the staged file),
+// stream (bolt: a flush of the staged file, then its index transaction),
 // or they are discarded if the check fails; staged bytes are never visible.
 // A staged handle keeps nothing of StageConfig's context, which the hub
 // ends once the stage returns, before it commits (bolt
 // TestCommitAfterStageContextEnds).
-// A Stager that is also a Deferrer writes none of the bytes of a stage
-// below its DeferBelow: the commit's flush writes them with the record,
-// or, for a record acked through the bolt store's commit log, its
-// background goroutine after the ack and before the index names the record
-// (bolt TestLoggedRecordsWrittenByBackground, and the bolt store's crash
-// tests at both record sizes), so the hub checks and hashes such a push
-// before it stages it, on one goroutine.
+// A store writes none of the bytes of a stage below its DeferBelow
+// (memory and etcd: none at all, their commit writes): the commit writes
+// them (the bolt store inline in its index transaction: bolt
+// TestCommitAfterStageContextEnds at both sizes), so the hub checks and hashes such a push before it
+// stages it, on one goroutine.
 // Each sink's applied generation and hash are recorded as they happen.
-// Sinks put at run time are stored too. The three backends implement
-// FingerprintKeyer: the key of the fingerprints shown in place of sink
+// Sinks put at run time are stored too. The key of the fingerprints shown in place of sink
 // secrets is made once and kept, so a fingerprint read before a restart
-// or from another replica still matches (storetest FingerprintKey). The
-// three keep each stream's last convergence (store.ConvergedStore), so a
+// or from another replica still matches (storetest FingerprintKey). Each
+// stream's last convergence is kept, so a
 // restart, or on etcd any replica, shows the time observed and the
 // convergence metric does not count it again (storetest Converged).
+// The last generations of each stream are kept with their bytes, origin,
+// labels and accept time (Retention; storetest RetentionCount, RetentionBytes,
+// GetGeneration); DeleteStream removes all of a stream (storetest DeleteStream).
+// Replica mode takes a Shared store (etcd), which also follows the others' changes.
 package store

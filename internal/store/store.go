@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -38,28 +39,98 @@ type Converged struct {
 	Time       time.Time
 }
 
-// ConvergedStore is implemented by stores that keep each stream's last
-// convergence, so that a restarted hub shows it as it was observed instead
-// of observing it again at the restart.
-type ConvergedStore interface {
-	// RecordConverged stores c as its stream's convergence (overwrites the
-	// previous one).
-	RecordConverged(ctx context.Context, c Converged) error
-	// ListConverged returns every stream's convergence record.
-	ListConverged(ctx context.Context) ([]Converged, error)
+// ErrNotRetained is wrapped by GetGeneration for a generation the store no
+// longer keeps (or never had); the message names the retained range.
+var ErrNotRetained = errors.New("generation not retained")
+
+// Retention defaults: the last DefaultHistory generations of each stream
+// are kept with their bytes, at most DefaultHistoryBytes of them per
+// stream (the current generation always), the oldest going first.
+const (
+	DefaultHistory      = 50
+	DefaultHistoryBytes = 1 << 30
+)
+
+// Retention is how many generations of each stream a store keeps with
+// their bytes: at most History of them and at most Bytes in all, whichever
+// is reached first; the current generation is always kept.
+type Retention struct {
+	History int
+	Bytes   int64
 }
 
-// GenerationReader is implemented by stores that keep the bytes of a
-// stream's recent generations, not only its current one (the etcd store:
-// a replica reads there the configuration another replica's sink failed).
-type GenerationReader interface {
-	// GetGeneration returns the stream's generation gen, or ErrNotFound
-	// when the stream has none or it is no longer kept.
-	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
+// DefaultRetention is DefaultHistory generations, DefaultHistoryBytes.
+func DefaultRetention() Retention {
+	return Retention{History: DefaultHistory, Bytes: DefaultHistoryBytes}
 }
 
-// Store is a durable home for streams, sinks and applied records. Every
-// method is safe for concurrent use.
+// Normalized returns r with History at least 1 and Bytes, when 0 or
+// less, unbounded.
+func (r Retention) Normalized() Retention {
+	r.History = max(r.History, 1)
+	if r.Bytes <= 0 {
+		r.Bytes = 1<<63 - 1
+	}
+	return r
+}
+
+// Keep returns how many of the newest generations r keeps, given their
+// sizes newest first: every one while the count and the sum stay within
+// r, and always the first (the current generation).
+func (r Retention) Keep(sizes []int64) int {
+	r = r.Normalized()
+	var sum int64
+	for i, sz := range sizes {
+		sum += sz
+		if i > 0 && (i >= r.History || sum > r.Bytes) {
+			return i
+		}
+	}
+	return len(sizes)
+}
+
+// GenerationInfo is one retained generation without its bytes.
+type GenerationInfo struct {
+	Stream     string
+	Generation uint64
+	Hash       string
+	Size       int64
+	Labels     map[string]string
+	AcceptTime time.Time
+	Origin     config.Origin
+}
+
+// InfoOf is the GenerationInfo of c.
+func InfoOf(c *config.Config) GenerationInfo {
+	return GenerationInfo{Stream: c.Stream, Generation: c.Generation, Hash: c.Hash, Size: int64(len(c.Raw)),
+		Labels: c.Labels, AcceptTime: c.AcceptTime, Origin: c.Origin}
+}
+
+// NotRetained is the error of GetGeneration for generation gen of stream
+// when the store keeps generations oldest..newest of it.
+func NotRetained(stream string, gen, oldest, newest uint64) error {
+	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
+}
+
+// Page returns the entries of infos (newest first) older than before
+// (before 0: from the newest), at most limit of them (limit <= 0: all).
+func Page(infos []GenerationInfo, before uint64, limit int) []GenerationInfo {
+	i := 0
+	if before > 0 {
+		for i < len(infos) && infos[i].Generation >= before {
+			i++
+		}
+	}
+	infos = infos[i:]
+	if limit > 0 && len(infos) > limit {
+		infos = infos[:limit]
+	}
+	return infos
+}
+
+// Store is a durable home for streams, their retained generations, sinks,
+// applied and convergence records. Every method is safe for concurrent
+// use.
 type Store interface {
 	// CommitConfig makes c the next generation of stream c.Stream, durably,
 	// and returns it as stored: c.WithGeneration of the assigned generation,
@@ -68,11 +139,25 @@ type Store interface {
 	// ErrConflict and nothing is stored. When c.Hash equals the current
 	// hash nothing is stored and the current config is returned with
 	// unchanged = true. c.Generation is ignored and c is not modified.
+	// The commit drops the generations that fall out of the retention.
 	CommitConfig(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
 	// GetStream returns the stream's current config or ErrNotFound.
 	GetStream(ctx context.Context, name string) (*config.Config, error)
 	// ListStreams returns every stream's current config.
 	ListStreams(ctx context.Context) ([]*config.Config, error)
+	// DeleteStream removes the stream's config, its retained generations
+	// and its convergence record; ErrNotFound when it has none.
+	DeleteStream(ctx context.Context, name string) error
+
+	// ListGenerations returns the stream's retained generations, newest
+	// first, at most limit of them older than before (before 0: from the
+	// newest). ErrNotFound for an unknown stream.
+	ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]GenerationInfo, error)
+	// GetGeneration returns a retained generation's config; a generation
+	// not retained is an error wrapping ErrNotRetained whose message names
+	// the retained range ("stream s keeps generations 12-61"), an unknown
+	// stream ErrNotFound.
+	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
 
 	// PutSink stores a sink spec (create or replace).
 	PutSink(ctx context.Context, s *confighubv1.Sink) error
@@ -86,43 +171,47 @@ type Store interface {
 	// ListApplied returns every sink's applied record.
 	ListApplied(ctx context.Context) ([]Applied, error)
 
-	Close() error
-}
+	// RecordConverged stores c as its stream's convergence (overwrites the
+	// previous one), so a restarted hub shows it as it was observed
+	// instead of observing it again.
+	RecordConverged(ctx context.Context, c Converged) error
+	// ListConverged returns every stream's convergence record.
+	ListConverged(ctx context.Context) ([]Converged, error)
 
-// FingerprintKeyer is implemented by stores that keep the key of the
-// fingerprints shown in place of sink secrets, so that a fingerprint stays
-// the same across restarts and, on a shared store, across replicas (a
-// client may read a spec from one and put it back through another).
-type FingerprintKeyer interface {
-	// FingerprintKey returns the stored key; when none is stored yet it
-	// stores newKey (once: concurrent callers all get the first stored
-	// key) and returns it.
+	// FingerprintKey returns the stored key of the fingerprints shown in
+	// place of sink secrets; when none is stored yet it stores newKey
+	// (once: concurrent callers all get the first stored key) and returns
+	// it. So a fingerprint stays the same across restarts and, on a
+	// shared store, across replicas.
 	FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error)
-}
 
-// Stager is implemented by stores that can make a configuration's bytes
-// durable before it has been checked and hashed, so that the write
-// overlaps the check (the bolt store writes them to their own file). Staged
-// bytes are invisible to readers until Commit; a crash before Commit leaves
-// nothing a reader sees, and the store removes the bytes at its next open.
-type Stager interface {
 	// StageConfig writes raw aside for stream (durably, or so that Commit
 	// makes it durable with the commit) and returns the handle that
-	// commits or discards it. raw must not change until the
+	// commits or discards it, so that the write overlaps the hub's check.
+	// Staged bytes are invisible to readers until Commit; a crash before
+	// Commit leaves nothing a reader sees. raw must not change until the
 	// handle is committed or discarded. Canceling ctx stops the write;
 	// the handle must not keep ctx: the hub ends it once StageConfig
 	// returns, before Commit (bolt TestCommitAfterStageContextEnds).
 	// tee, when not nil, is written all of raw, in order, as it is written
 	// (so a hash shares the pass over the bytes with the write).
 	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)
+	// DeferBelow is the size below which StageConfig writes none of the
+	// bytes (the commit does), so a caller has no write to overlap with
+	// its own work on such bytes.
+	DeferBelow() int
+	// StageStream opens a stage of size bytes for stream that receives a
+	// configuration in pieces (an upload's chunks) as each arrives.
+	StageStream(ctx context.Context, stream string, size int64) (StageWriter, error)
+
+	Close() error
 }
 
-// Deferrer is an optional Stager capability: StageConfig of fewer than
-// DeferBelow bytes writes none of them (the commit's flush does, or, for a
-// record acked through a commit log, the store after the ack), so a
-// caller has no write to overlap with its own work on such bytes.
-type Deferrer interface {
-	DeferBelow() int
+// Shared is a store that several replicas share (etcd): Watch follows the
+// changes the others make. Replica mode takes it.
+type Shared interface {
+	Store
+	Watch(ctx context.Context) <-chan Event
 }
 
 // Staged is configuration bytes written by StageConfig, not yet part of a
@@ -135,15 +224,6 @@ type Staged interface {
 	Commit(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
 	// Discard removes the staged bytes (e.g. the check failed).
 	Discard() error
-}
-
-// StreamStager is implemented by stores that can stage a configuration
-// that arrives in pieces (an upload's chunks) as each piece arrives, so
-// the bytes are on their way to disk before the last one came and are not
-// held in memory meanwhile.
-type StreamStager interface {
-	// StageStream opens a stage of size bytes for stream.
-	StageStream(ctx context.Context, stream string, size int64) (StageWriter, error)
 }
 
 // StageWriter receives a streamed stage's bytes in order. Exactly one of
@@ -161,7 +241,7 @@ type StageWriter interface {
 	Discard() error
 }
 
-// Event is a change seen by a Watcher.
+// Event is a change seen by Shared.Watch.
 type Event struct {
 	// Config is set when a stream got a new generation.
 	Config *config.Config
@@ -170,8 +250,27 @@ type Event struct {
 	SinkDeleted string
 }
 
-// Watcher is implemented by shared stores (etcd), where another replica may
-// commit: the hub follows the changes it did not make itself.
-type Watcher interface {
-	Watch(ctx context.Context) <-chan Event
+// OriginRecord is config.Origin as the stores write it in JSON; nil for
+// an empty origin.
+type OriginRecord struct {
+	Pusher     string         `json:"pusher,omitempty"`
+	Peer       string         `json:"peer,omitempty"`
+	RollbackOf uint64         `json:"rollback_of,omitempty"`
+	Entities   map[string]int `json:"entities,omitempty"`
+}
+
+// RecordOf is o as an OriginRecord, nil when o is empty.
+func RecordOf(o config.Origin) *OriginRecord {
+	if o.Pusher == "" && o.Peer == "" && o.RollbackOf == 0 && len(o.Entities) == 0 {
+		return nil
+	}
+	return &OriginRecord{Pusher: o.Pusher, Peer: o.Peer, RollbackOf: o.RollbackOf, Entities: o.Entities}
+}
+
+// Origin is the config.Origin of r (empty for nil).
+func (r *OriginRecord) Origin() config.Origin {
+	if r == nil {
+		return config.Origin{}
+	}
+	return config.Origin{Pusher: r.Pusher, Peer: r.Peer, RollbackOf: r.RollbackOf, Entities: r.Entities}
 }

@@ -95,10 +95,14 @@ type Gateway struct {
 	handler  http.Handler
 	extRoute []func(*Gateway, *http.ServeMux)
 
-	mu       sync.Mutex
-	hash     string
-	config   []byte
-	counts   map[string]int
+	mu     sync.Mutex
+	hash   string
+	config []byte
+	counts map[string]int
+	// loaded is the loaded configuration's canonical JSON, tags its
+	// tagged entities (GET /config, GET /tags).
+	loaded   []byte
+	tags     []map[string]any
 	loads    int
 	restarts int
 	faults   faults
@@ -198,6 +202,9 @@ func New(opts ...Option) *Gateway {
 	g.mux.HandleFunc("GET /config", g.getConfig)
 	g.mux.HandleFunc("GET /status", g.getStatus)
 	g.mux.HandleFunc("GET /{$}", g.getRoot)
+	if !g.dbMode {
+		g.dblessRoutes(g.mux)
+	}
 	for _, r := range g.extRoute {
 		r(g, g.mux)
 	}
@@ -344,7 +351,7 @@ func (g *Gateway) Loads() int {
 func (g *Gateway) Restart() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.hash, g.config, g.counts = EmptyHash, nil, nil
+	g.hash, g.config, g.counts, g.loaded, g.tags = EmptyHash, nil, nil, nil, nil
 	g.restarts++
 	g.notifyLocked()
 }
@@ -432,7 +439,7 @@ func (g *Gateway) postConfig(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	g.hash, g.config, g.counts = res.Hash, stored, res.Counts
+	g.hash, g.config, g.counts, g.loaded, g.tags = res.Hash, stored, res.Counts, res.Loaded, res.tags
 	g.loads++
 	g.notifyLocked()
 	g.mu.Unlock()
@@ -506,8 +513,13 @@ func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.mu.Lock()
-	c := g.config
+	loaded := g.loaded
 	g.mu.Unlock()
+	c, err := exportConfig(loaded)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, message("An unexpected error occurred"))
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"config": string(c)})
 }
 
@@ -542,15 +554,11 @@ func (g *Gateway) getRoot(w http.ResponseWriter, r *http.Request) {
 		db = "postgres"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"version":  g.version,
-		"tagline":  "Welcome to kong",
-		"hostname": "kong-emulator",
-		"node_id":  g.nodeID,
-		"configuration": map[string]any{
-			"database":      db,
-			"router_flavor": "traditional_compatible",
-			"role":          "traditional",
-		},
+		"version":       g.version,
+		"tagline":       "Welcome to kong",
+		"hostname":      "kong-emulator",
+		"node_id":       g.nodeID,
+		"configuration": rootConfiguration(db),
 		"plugins": map[string]any{
 			"available_on_server": g.availablePlugins(),
 			"enabled_in_cluster":  []string{},

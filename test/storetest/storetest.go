@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,13 +24,19 @@ import (
 type Option func(*options)
 
 type options struct {
-	reopen   func(t *testing.T, s store.Store) store.Store
+	reopen   Reopen
 	largeLen int
 }
 
-// WithReopen enables the persistence checks: reopen closes s and returns a
-// new store over the same durable data.
-func WithReopen(reopen func(t *testing.T, s store.Store) store.Store) Option {
+// NewStore returns a fresh, empty store keeping r's generations.
+type NewStore func(t *testing.T, r store.Retention) store.Store
+
+// Reopen closes s and returns a new store over the same durable data,
+// keeping r's generations.
+type Reopen func(t *testing.T, s store.Store, r store.Retention) store.Store
+
+// WithReopen enables the persistence checks.
+func WithReopen(reopen Reopen) Option {
 	return func(o *options) { o.reopen = reopen }
 }
 
@@ -41,11 +49,13 @@ func WithLargeConfig(n int) Option {
 // Run runs the conformance suite. newStore returns a fresh, empty store for
 // each subtest; it registers its own cleanup (Close must be idempotent, as
 // the reopen check closes stores too).
-func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+func Run(t *testing.T, newRetained NewStore, opts ...Option) {
 	o := options{largeLen: 3 << 20}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	newStore := func(t *testing.T) store.Store { return newRetained(t, store.DefaultRetention()) }
+	reopen := func(t *testing.T, s store.Store) store.Store { return o.reopen(t, s, store.DefaultRetention()) }
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, newStore(t)) })
 	t.Run("GenerationsPerStream", func(t *testing.T) { testGenerations(t, newStore(t)) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newStore(t)) })
@@ -57,24 +67,24 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	t.Run("ConcurrentCommits", func(t *testing.T) { testConcurrent(t, newStore(t)) })
 	t.Run("ConcurrentExpected", func(t *testing.T) { testConcurrentExpected(t, newStore(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
-	t.Run("Converged", func(t *testing.T) { testConverged(t, converged(t, newStore(t))) })
-	if _, ok := newStore(t).(store.GenerationReader); ok {
-		t.Run("GetGeneration", func(t *testing.T) { testGetGeneration(t, newStore(t)) })
-	}
+	t.Run("Converged", func(t *testing.T) { testConverged(t, newStore(t)) })
+	t.Run("Stage", func(t *testing.T) { testStage(t, newStore(t)) })
+	t.Run("GetGeneration", func(t *testing.T) { testGetGeneration(t, newStore(t)) })
+	t.Run("RetentionCount", func(t *testing.T) { testRetentionCount(t, newRetained, o.reopen) })
+	t.Run("RetentionBytes", func(t *testing.T) { testRetentionBytes(t, newRetained, o.reopen) })
+	t.Run("DeleteStream", func(t *testing.T) { testDeleteStream(t, newStore(t), o.reopen) })
 	if o.reopen != nil {
-		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), o.reopen) })
+		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), reopen) })
+		t.Run("FingerprintKey", func(t *testing.T) { testFingerprintKey(t, newStore(t), reopen) })
+	} else {
+		t.Run("FingerprintKey", func(t *testing.T) { testFingerprintKey(t, newStore(t), nil) })
 	}
-	t.Run("FingerprintKey", func(t *testing.T) { testFingerprintKey(t, newStore(t), o.reopen) })
 }
 
-// testFingerprintKey: a store that keeps the fingerprint key stores the
-// first key offered and returns it to every later caller, also after a
-// reopen (fingerprints of sink secrets stay the same across restarts).
-func testFingerprintKey(t *testing.T, s store.Store, reopen func(*testing.T, store.Store) store.Store) {
-	k, ok := s.(store.FingerprintKeyer)
-	if !ok {
-		t.Skip("the store keeps no fingerprint key (the hub draws one at each start)")
-	}
+// testFingerprintKey: the store stores the first fingerprint key offered
+// and returns it to every later caller, also after a reopen (fingerprints
+// of sink secrets stay the same across restarts).
+func testFingerprintKey(t *testing.T, k store.Store, reopen func(*testing.T, store.Store) store.Store) {
 	ctx := context.Background()
 	first, err := k.FingerprintKey(ctx, []byte("first-key"))
 	if err != nil || string(first) != "first-key" {
@@ -86,10 +96,7 @@ func testFingerprintKey(t *testing.T, s store.Store, reopen func(*testing.T, sto
 	if reopen == nil {
 		return
 	}
-	s2, ok := reopen(t, s).(store.FingerprintKeyer)
-	if !ok {
-		t.Fatal("the reopened store keeps no fingerprint key")
-	}
+	s2 := reopen(t, k)
 	if got, err := s2.FingerprintKey(ctx, []byte("third-key")); err != nil || string(got) != "first-key" {
 		t.Fatalf("FingerprintKey after reopen = %q, %v: want first-key", got, err)
 	}
@@ -105,9 +112,13 @@ func NewStream(name string, raw []byte) *config.Config {
 	return config.New(name, 0, config.Hash(raw), config.FormatJSON, raw, nil, nil, time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC))
 }
 
-// with returns a copy of c with labels and accept time set.
+// with returns a copy of c with labels and accept time set, and an origin
+// that names both.
 func with(c *config.Config, labels map[string]string, accepted time.Time) *config.Config {
-	return config.New(c.Stream, c.Generation, c.Hash, c.Format, c.Raw, nil, labels, accepted)
+	return config.New(c.Stream, c.Generation, c.Hash, c.Format, c.Raw, nil, labels, accepted).WithOrigin(config.Origin{
+		Pusher: "kic-" + c.Stream, Peer: "10.0.0.1:" + fmt.Sprint(len(labels)), RollbackOf: uint64(len(labels)),
+		Entities: map[string]int{"services": 1, "routes": len(labels)},
+	})
 }
 
 func commit(t *testing.T, s store.Store, c *config.Config, expected uint64) *config.Config {
@@ -152,6 +163,13 @@ func sameStream(t *testing.T, what string, got, want *config.Config, gen uint64)
 	if !got.AcceptTime.Equal(want.AcceptTime) {
 		t.Errorf("%s: accept time %v, want %v", what, got.AcceptTime, want.AcceptTime)
 	}
+	if !sameOrigin(got.Origin, want.Origin) {
+		t.Errorf("%s: origin %+v, want %+v", what, got.Origin, want.Origin)
+	}
+}
+
+func sameOrigin(a, b config.Origin) bool {
+	return a.Pusher == b.Pusher && a.Peer == b.Peer && a.RollbackOf == b.RollbackOf && len(a.Entities) == len(b.Entities) && maps.Equal(a.Entities, b.Entities)
 }
 
 func testNotFound(t *testing.T, s store.Store) {
@@ -535,7 +553,7 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	}
 
 	conv := store.Converged{Stream: "p", Generation: 2, Time: time.Date(2026, 1, 1, 0, 0, 0, 42_000_005, time.UTC)}
-	if err := converged(t, s).RecordConverged(ctx, conv); err != nil {
+	if err := s.RecordConverged(ctx, conv); err != nil {
 		t.Fatal(err)
 	}
 
@@ -553,7 +571,7 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 		t.Fatalf("sinks after reopen: %v, %v", sl, err)
 	}
 	checkApplied(t, s2, []store.Applied{ap})
-	checkConverged(t, converged(t, s2), []store.Converged{conv})
+	checkConverged(t, s2, []store.Converged{conv})
 	// Generations continue after a reopen, and expected still holds.
 	if _, _, err := s2.CommitConfig(ctx, NewStream("p", Cfg(3)), 1); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale expected after reopen: %v, want ErrConflict", err)
@@ -563,21 +581,10 @@ func testReopen(t *testing.T, s store.Store, reopen func(*testing.T, store.Store
 	}
 }
 
-// converged is s as a store.ConvergedStore: every store keeps each
-// stream's last convergence, so a restarted hub (or, on etcd, any replica)
-// shows it as observed and does not observe it again.
-func converged(t *testing.T, s store.Store) store.ConvergedStore {
-	t.Helper()
-	cs, ok := s.(store.ConvergedStore)
-	if !ok {
-		t.Fatalf("%T keeps no convergence records (store.ConvergedStore)", s)
-	}
-	return cs
-}
-
 // testConverged: a stream's convergence record round-trips with its exact
-// time, and a later one replaces it.
-func testConverged(t *testing.T, s store.ConvergedStore) {
+// time, and a later one replaces it, so a restarted hub (or, on etcd, any
+// replica) shows it as observed and does not observe it again.
+func testConverged(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	at := time.Date(2026, 5, 6, 7, 8, 9, 42_000_010, time.UTC)
 	recs := []store.Converged{
@@ -596,7 +603,7 @@ func testConverged(t *testing.T, s store.ConvergedStore) {
 	checkConverged(t, s, recs)
 }
 
-func checkConverged(t *testing.T, s store.ConvergedStore, want []store.Converged) {
+func checkConverged(t *testing.T, s store.Store, want []store.Converged) {
 	t.Helper()
 	got, err := s.ListConverged(context.Background())
 	if err != nil {
@@ -612,32 +619,259 @@ func checkConverged(t *testing.T, s store.ConvergedStore, want []store.Converged
 	}
 }
 
-// testGetGeneration: a store that keeps recent generations (at least the
-// last two) reads each back with its bytes, hash and labels; a generation
-// not yet committed and an unknown stream are ErrNotFound.
+// testGetGeneration: the store reads each retained generation back with
+// its bytes, hash, labels and origin; a generation not committed yet (or
+// 0) is ErrNotRetained naming the retained range, an unknown stream
+// ErrNotFound.
 func testGetGeneration(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	r := s.(store.GenerationReader)
 	var want []*config.Config
 	for i := 1; i <= 2; i++ {
 		c := NewStream("p", Cfg(i))
 		want = append(want, commit(t, s, with(c, map[string]string{"n": fmt.Sprint(i)}, c.AcceptTime), 0))
 	}
 	for _, w := range want {
-		got, err := r.GetGeneration(ctx, "p", w.Generation)
+		got, err := s.GetGeneration(ctx, "p", w.Generation)
 		if err != nil {
 			t.Fatalf("GetGeneration(p, %d): %v", w.Generation, err)
 		}
-		if got.Generation != w.Generation || got.Hash != w.Hash || !bytes.Equal(got.Raw, w.Raw) || !maps.Equal(got.Labels, w.Labels) || !got.AcceptTime.Equal(w.AcceptTime) {
-			t.Errorf("GetGeneration(p, %d) = gen %d hash %.12s labels %v, want gen %d hash %.12s labels %v", w.Generation, got.Generation, got.Hash, got.Labels, w.Generation, w.Hash, w.Labels)
+		sameStream(t, fmt.Sprintf("GetGeneration(p, %d)", w.Generation), got, w, w.Generation)
+	}
+	for _, gen := range []uint64{3, 0} {
+		_, err := s.GetGeneration(ctx, "p", gen)
+		if !errors.Is(err, store.ErrNotRetained) || !strings.Contains(fmt.Sprint(err), "keeps generations 1-2") {
+			t.Errorf("GetGeneration(p, %d): %v, want ErrNotRetained naming 1-2", gen, err)
 		}
 	}
-	for _, c := range []struct {
-		stream string
-		gen    uint64
-	}{{"p", 3}, {"p", 0}, {"nope", 1}} {
-		if _, err := r.GetGeneration(ctx, c.stream, c.gen); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("GetGeneration(%s, %d): %v, want ErrNotFound", c.stream, c.gen, err)
+	if _, err := s.GetGeneration(ctx, "nope", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetGeneration(nope, 1): %v, want ErrNotFound", err)
+	}
+	if _, err := s.ListGenerations(ctx, "nope", 0, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ListGenerations(nope): %v, want ErrNotFound", err)
+	}
+}
+
+// testStage: staged bytes are invisible until Commit, which stores them as
+// CommitConfig would; a discarded stage stores nothing; a streamed stage
+// takes its announced size, no more, and commits the bytes written.
+func testStage(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	raw := Cfg(1)
+	sum := config.NewHasher()
+	st, err := s.StageConfig(ctx, "st", raw, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sum() != config.Hash(raw) {
+		t.Error("StageConfig did not feed tee all of the bytes")
+	}
+	if _, err := s.GetStream(ctx, "st"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a staged config is visible: %v", err)
+	}
+	got, unchanged, err := st.Commit(ctx, NewStream("st", raw), 0)
+	if err != nil || unchanged || got.Generation != 1 {
+		t.Fatalf("Commit of a stage: gen %v, unchanged %v, %v", got, unchanged, err)
+	}
+	_ = st.Discard() // a no-op after Commit
+	sameStream(t, "staged then committed", Get(t, s, "st"), NewStream("st", raw), 1)
+
+	dropped, err := s.StageConfig(ctx, "st", Cfg(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dropped.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if g := Get(t, s, "st").Generation; g != 1 {
+		t.Fatalf("a discarded stage moved the stream to generation %d", g)
+	}
+
+	big := Cfg(3)
+	w, err := s.StageStream(ctx, "st", int64(len(big)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(big[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(big[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("x")); err == nil {
+		t.Fatal("a write past the announced size succeeded")
+	}
+	sst, err := w.Staged()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := sst.Commit(ctx, NewStream("st", big), 1); err != nil || got.Generation != 2 {
+		t.Fatalf("Commit of a streamed stage: %v, %v", got, err)
+	}
+	sameStream(t, "streamed stage", Get(t, s, "st"), NewStream("st", big), 2)
+
+	w, err = s.StageStream(ctx, "st", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if g := Get(t, s, "st").Generation; g != 2 {
+		t.Fatalf("a discarded streamed stage moved the stream to generation %d", g)
+	}
+}
+
+// checkGenerations checks that stream p retains exactly the generations
+// of want (newest first), each with its fields and bytes, and that older
+// ones are ErrNotRetained naming the range.
+func checkGenerations(t *testing.T, s store.Store, what string, want []*config.Config) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := s.ListGenerations(ctx, "p", 0, 0)
+	if err != nil {
+		t.Fatalf("%s: ListGenerations: %v", what, err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: ListGenerations returned %d generations, want %d: %+v", what, len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Stream != "p" || g.Generation != w.Generation || g.Hash != w.Hash || g.Size != int64(len(w.Raw)) ||
+			!maps.Equal(g.Labels, w.Labels) || !g.AcceptTime.Equal(w.AcceptTime) || !sameOrigin(g.Origin, w.Origin) {
+			t.Errorf("%s: generation %d listed as %+v, want %+v", what, i, g, store.InfoOf(w))
 		}
+		c, err := s.GetGeneration(ctx, "p", w.Generation)
+		if err != nil {
+			t.Fatalf("%s: GetGeneration(%d): %v", what, w.Generation, err)
+		}
+		sameStream(t, fmt.Sprintf("%s: GetGeneration(%d)", what, w.Generation), c, w, w.Generation)
+	}
+	oldest, newest := want[len(want)-1].Generation, want[0].Generation
+	if oldest > 1 {
+		_, err := s.GetGeneration(ctx, "p", oldest-1)
+		if msg := fmt.Sprintf("keeps generations %d-%d", oldest, newest); !errors.Is(err, store.ErrNotRetained) || !strings.Contains(fmt.Sprint(err), msg) {
+			t.Errorf("%s: GetGeneration(%d): %v, want ErrNotRetained saying %q", what, oldest-1, err, msg)
+		}
+	}
+}
+
+// testRetentionCount: with History 3 the last three generations are kept
+// with their bytes and fields, the oldest going first, a page is the
+// generations older than before, and (on a durable store) all of it
+// survives a reopen and the retention goes on after it.
+func testRetentionCount(t *testing.T, newStore NewStore, reopen Reopen) {
+	r := store.Retention{History: 3, Bytes: store.DefaultHistoryBytes}
+	s := newStore(t, r)
+	ctx := context.Background()
+	at := time.Date(2026, 4, 5, 6, 7, 8, 9, time.UTC)
+	var all []*config.Config
+	for i := 1; i <= 5; i++ {
+		all = append(all, commit(t, s, with(NewStream("p", Cfg(i)), map[string]string{"n": fmt.Sprint(i)}, at.Add(time.Duration(i)*time.Second)), 0))
+	}
+	commit(t, s, NewStream("other", Cfg(1)), 0)
+	kept := []*config.Config{all[4], all[3], all[2]}
+	checkGenerations(t, s, "after 5 commits", kept)
+	for _, c := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{{0, 0, []uint64{5, 4, 3}}, {0, 2, []uint64{5, 4}}, {5, 1, []uint64{4}}, {4, 0, []uint64{3}}, {3, 0, nil}, {100, 2, []uint64{5, 4}}} {
+		page, err := s.ListGenerations(ctx, "p", c.before, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gens []uint64
+		for _, g := range page {
+			gens = append(gens, g.Generation)
+		}
+		if !slices.Equal(gens, c.want) {
+			t.Errorf("ListGenerations(before %d, limit %d) = %v, want %v", c.before, c.limit, gens, c.want)
+		}
+	}
+	if reopen == nil {
+		return
+	}
+	s = reopen(t, s, r)
+	checkGenerations(t, s, "after reopen", kept)
+	next := commit(t, s, with(NewStream("p", Cfg(6)), map[string]string{"n": "6"}, at.Add(time.Minute)), 5)
+	checkGenerations(t, s, "after a commit after reopen", []*config.Config{next, all[4], all[3]})
+}
+
+// testRetentionBytes: the byte bound drops the oldest generations once the
+// kept ones would exceed it, before the count does; the current one is
+// kept even when it alone exceeds it.
+func testRetentionBytes(t *testing.T, newStore NewStore, reopen Reopen) {
+	n := len(Cfg(1))
+	r := store.Retention{History: 50, Bytes: int64(2*n + n/2)}
+	s := newStore(t, r)
+	var all []*config.Config
+	for i := 1; i <= 4; i++ {
+		all = append(all, commit(t, s, NewStream("p", Cfg(i)), 0))
+	}
+	checkGenerations(t, s, "4 commits under a bound of 2.5 configs", []*config.Config{all[3], all[2]})
+	huge := commit(t, s, NewStream("p", append(Cfg(5), bytes.Repeat([]byte(" "), 3*n)...)), 0)
+	checkGenerations(t, s, "a config over the bound", []*config.Config{huge})
+	if reopen != nil {
+		s = reopen(t, s, r)
+		checkGenerations(t, s, "after reopen", []*config.Config{huge})
+	}
+	small := commit(t, s, NewStream("p", Cfg(6)), 0)
+	checkGenerations(t, s, "a small config after it", []*config.Config{small})
+}
+
+// testDeleteStream: DeleteStream removes the stream's config, its retained
+// generations and its convergence record, and nothing of another stream;
+// a stream deleted or never made is ErrNotFound; the name can be used
+// again; (on a durable store) the deletion survives a reopen.
+func testDeleteStream(t *testing.T, s store.Store, reopen Reopen) {
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		commit(t, s, NewStream("p", Cfg(i)), 0)
+	}
+	q := commit(t, s, NewStream("q", Cfg(9)), 0)
+	for _, c := range []store.Converged{{Stream: "p", Generation: 3, Time: time.Unix(1, 0).UTC()}, {Stream: "q", Generation: 1, Time: time.Unix(2, 0).UTC()}} {
+		if err := s.RecordConverged(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteStream(ctx, "p"); err != nil {
+		t.Fatalf("DeleteStream(p): %v", err)
+	}
+	check := func(what string, s store.Store) {
+		t.Helper()
+		if _, err := s.GetStream(ctx, "p"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: GetStream(p) = %v, want ErrNotFound", what, err)
+		}
+		if _, err := s.ListGenerations(ctx, "p", 0, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: ListGenerations(p) = %v, want ErrNotFound", what, err)
+		}
+		if _, err := s.GetGeneration(ctx, "p", 2); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: GetGeneration(p, 2) = %v, want ErrNotFound", what, err)
+		}
+		if err := s.DeleteStream(ctx, "p"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: DeleteStream(p) again = %v, want ErrNotFound", what, err)
+		}
+		l, err := s.ListStreams(ctx)
+		if err != nil || len(l) != 1 || l[0].Stream != "q" {
+			t.Errorf("%s: ListStreams = %v, %v; want q alone", what, l, err)
+		}
+		sameStream(t, what+": q", Get(t, s, "q"), q, 1)
+		checkConverged(t, s, []store.Converged{{Stream: "q", Generation: 1, Time: time.Unix(2, 0).UTC()}})
+	}
+	check("after DeleteStream", s)
+	if reopen != nil {
+		s = reopen(t, s, store.DefaultRetention())
+		check("after reopen", s)
+	}
+	if err := s.DeleteStream(ctx, "never"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteStream(never) = %v, want ErrNotFound", err)
+	}
+	again := commit(t, s, NewStream("p", Cfg(7)), 0)
+	sameStream(t, "p made again", Get(t, s, "p"), again, again.Generation)
+	if l, err := s.ListGenerations(ctx, "p", 0, 0); err != nil || len(l) != 1 {
+		t.Errorf("p made again lists %v, %v; want its one generation", l, err)
 	}
 }

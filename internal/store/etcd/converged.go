@@ -12,8 +12,6 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var _ store.ConvergedStore = (*Store)(nil)
-
 func (s *Store) convergedKey(stream string) string { return s.prefix + "converged/" + stream }
 func (s *Store) convergedPrefix() string           { return s.prefix + "converged/" }
 
@@ -22,7 +20,7 @@ type convergedRecord struct {
 	Time       time.Time `json:"time"`
 }
 
-// RecordConverged implements store.ConvergedStore: the stream's leader
+// RecordConverged implements store.Store: the stream's leader
 // records each convergence, so every replica, a restarted one included,
 // shows the time it was observed and none observes it again.
 func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
@@ -42,7 +40,7 @@ func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return nil
 }
 
-// ListConverged implements store.ConvergedStore, sorted by stream name.
+// ListConverged implements store.Store, sorted by stream name.
 func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err

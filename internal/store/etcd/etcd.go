@@ -22,10 +22,7 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
-)
+var _ store.Shared = (*Store)(nil)
 
 // DefaultPrefix is where the store keeps its keys unless WithPrefix says.
 const DefaultPrefix = "/confighub/"
@@ -80,7 +77,7 @@ type Store struct {
 	clock     clockwork.Clock
 
 	stageParallel int
-	keep          int // generations whose bytes are kept per stream
+	keep          store.Retention // generations whose bytes are kept per stream
 
 	ctx    context.Context // cancelled by Close; parent of every watch
 	cancel context.CancelFunc
@@ -110,7 +107,7 @@ type Store struct {
 
 // New returns a store using cli under the prefix.
 func New(cli *clientv3.Client, opts ...Option) *Store {
-	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: DefaultChunkSize, stageParallel: defaultStageParallel, keep: DefaultKeepGenerations, clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
+	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: DefaultChunkSize, stageParallel: defaultStageParallel, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -131,12 +128,13 @@ func (s *Store) appliedPrefix() string { return s.prefix + "applied/" }
 func genKey(gen uint64) string { return fmt.Sprintf("%020d", gen) }
 
 type streamMeta struct {
-	Generation uint64            `json:"generation"`
-	Hash       string            `json:"hash"`
-	Format     string            `json:"format"`
-	Size       int               `json:"size"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	AcceptTime time.Time         `json:"accept_time"`
+	Generation uint64              `json:"generation"`
+	Hash       string              `json:"hash"`
+	Format     string              `json:"format"`
+	Size       int                 `json:"size"`
+	Labels     map[string]string   `json:"labels,omitempty"`
+	AcceptTime time.Time           `json:"accept_time"`
+	Origin     *store.OriginRecord `json:"origin,omitempty"`
 	// Chunks is the key prefix of the config chunks, Count their number.
 	Chunks string `json:"chunks"`
 	Count  int    `json:"count"`
@@ -266,7 +264,7 @@ func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint6
 		if err != nil {
 			return out, false, false, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 		}
-		return config.New(st.Stream, cur.Generation, cur.Hash, f, st.Raw, nil, cur.Labels, cur.AcceptTime), true, false, nil
+		return config.New(st.Stream, cur.Generation, cur.Hash, f, st.Raw, nil, cur.Labels, cur.AcceptTime).WithOrigin(cur.Origin.Origin()), true, false, nil
 	}
 
 	gen := cur.Generation + 1
@@ -274,7 +272,7 @@ func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint6
 	prefix := base + genKey(gen) + "-" + token() + "/"
 	chunks := split(st.Raw, s.chunkSize)
 	m := streamMeta{Generation: gen, Hash: st.Hash, Format: st.Format.String(), Size: len(st.Raw),
-		Labels: st.Labels, AcceptTime: st.AcceptTime, Chunks: prefix, Count: len(chunks)}
+		Labels: st.Labels, AcceptTime: st.AcceptTime, Origin: store.RecordOf(st.Origin), Chunks: prefix, Count: len(chunks)}
 	meta, err := json.Marshal(m)
 	if err != nil {
 		return out, false, false, err
@@ -290,7 +288,17 @@ func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint6
 	} else {
 		ops = append(ops, clientv3.OpPut(chunkKey(prefix, 0), string(chunks[0])))
 	}
-	ops = append(ops, s.sweep(st.Stream, gen, prefix)...)
+	sweep, err := s.sweep(ctx, st.Stream, gen, len(st.Raw), prefix, resp.Header.Revision)
+	if err != nil {
+		if staged {
+			s.unstage(ctx, prefix)
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return out, false, true, nil // read again
+		}
+		return out, false, false, err
+	}
+	ops = append(ops, sweep...)
 	var cmp clientv3.Cmp
 	if modRev == 0 {
 		cmp = clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)
@@ -388,7 +396,7 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 	if len(raw) != m.Size {
 		return nil, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
 	}
-	return config.New(name, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime), nil
+	return config.New(name, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.Origin.Origin()), nil
 }
 
 // GetStream implements store.Store.
@@ -479,9 +487,7 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return nil
 }
 
-var _ store.FingerprintKeyer = (*Store)(nil)
-
-// FingerprintKey implements store.FingerprintKeyer: the first replica to
+// FingerprintKey implements store.Store: the first replica to
 // ask stores its key (a create-if-absent transaction); every other gets
 // that one.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {

@@ -33,15 +33,15 @@ func prefixFor(t *testing.T) string { return "/t/" + strings.ReplaceAll(t.Name()
 func TestConformance(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	storetest.Run(t, func(t *testing.T) store.Store {
-		return newStore(t, cli, etcd.WithPrefix(prefixFor(t)))
-	}, storetest.WithReopen(func(t *testing.T, s store.Store) store.Store {
+	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
+		return newStore(t, cli, etcd.WithPrefix(prefixFor(t)), etcd.WithRetention(r))
+	}, storetest.WithReopen(func(t *testing.T, s store.Store, r store.Retention) store.Store {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
 		// A new client and store: what another replica, or this one after
 		// a restart, sees.
-		return newStore(t, srv.Client(t), etcd.WithPrefix(prefixFor(t)))
+		return newStore(t, srv.Client(t), etcd.WithPrefix(prefixFor(t)), etcd.WithRetention(r))
 	}))
 }
 
@@ -49,8 +49,8 @@ func TestConformance(t *testing.T) {
 func TestConformanceSmallChunks(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	storetest.Run(t, func(t *testing.T) store.Store {
-		return newStore(t, cli, etcd.WithPrefix(prefixFor(t)), etcd.WithChunkSize(4096))
+	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
+		return newStore(t, cli, etcd.WithPrefix(prefixFor(t)), etcd.WithChunkSize(4096), etcd.WithRetention(r))
 	}, storetest.WithLargeConfig(40<<10))
 }
 
@@ -116,7 +116,7 @@ func TestReplicasShareGenerations(t *testing.T) {
 		t.Fatalf("stale expected from the other replica: %v, want ErrConflict", err)
 	}
 	// Only the kept generations' chunks are left (one chunk each).
-	if k := keys(t, srv.Client(t), etcd.DefaultPrefix+"configs/"); len(k) != etcd.DefaultKeepGenerations {
+	if k := keys(t, srv.Client(t), etcd.DefaultPrefix+"configs/"); len(k) != min(4*each+1, store.DefaultHistory) {
 		t.Fatalf("config chunks left after the race: %v", k)
 	}
 }
@@ -128,7 +128,7 @@ func TestReplicasShareGenerations(t *testing.T) {
 func TestLargeConfigChunks(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
-	s := newStore(t, cli, etcd.WithKeepGenerations(1))
+	s := newStore(t, cli, etcd.WithRetention(store.Retention{History: 1}))
 	ctx := context.Background()
 	big := append(bytes.Repeat([]byte("0123456789abcdef"), 8<<20/16), "tail"...)
 	got, _, err := s.CommitConfig(ctx, storetest.NewStream("default", big), 0)

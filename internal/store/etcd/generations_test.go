@@ -14,7 +14,7 @@ import (
 	"github.com/confighub/confighub/test/storetest"
 )
 
-// TestKeepsTheLastGenerations: with WithKeepGenerations(2) the bytes of
+// TestKeepsTheLastGenerations: with WithRetention(store.Retention{History: 2}) the bytes of
 // the last two generations are readable (from another Store, as a replica
 // reads them) and nothing older stays in etcd, staged chunks of large
 // configs included.
@@ -22,7 +22,7 @@ func TestKeepsTheLastGenerations(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client(t)
 	p := prefixFor(t)
-	s := newStore(t, cli, etcd.WithPrefix(p), etcd.WithKeepGenerations(2), etcd.WithChunkSize(64))
+	s := newStore(t, cli, etcd.WithPrefix(p), etcd.WithRetention(store.Retention{History: 2}), etcd.WithChunkSize(64))
 	other := newStore(t, srv.Client(t), etcd.WithPrefix(p))
 	ctx := context.Background()
 	for i := 1; i <= 4; i++ {
@@ -33,8 +33,8 @@ func TestKeepsTheLastGenerations(t *testing.T) {
 	for gen := uint64(1); gen <= 4; gen++ {
 		c, err := other.GetGeneration(ctx, "p", gen)
 		if gen <= 2 {
-			if !errors.Is(err, store.ErrNotFound) || !strings.Contains(fmt.Sprint(err), "no longer kept") {
-				t.Errorf("generation %d: %v, want ErrNotFound (no longer kept)", gen, err)
+			if !errors.Is(err, store.ErrNotRetained) || !strings.Contains(fmt.Sprint(err), "keeps generations 3-4") {
+				t.Errorf("generation %d: %v, want ErrNotRetained (keeps 3-4)", gen, err)
 			}
 			continue
 		}

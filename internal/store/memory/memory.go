@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -15,32 +17,51 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-var (
-	_ store.Store          = (*Store)(nil)
-	_ store.ConvergedStore = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Store keeps streams, sinks and applied records in maps under one mutex.
 // A committed config is kept as it is (configs are immutable): its bytes
-// are held once, by the caller and the store.
+// are held once, by the caller and the store. The retained generations of
+// a stream are held in memory too (it is a store for tests).
 type Store struct {
-	mu      sync.Mutex
-	closed  bool
-	streams map[string]*config.Config
+	mu     sync.Mutex
+	closed bool
+	keep   store.Retention
+	// streams holds each stream's retained generations, newest first.
+	streams map[string][]*config.Config
 	sinks   map[string]*confighubv1.Sink
 	applied map[string]store.Applied
 	conv    map[string]store.Converged
 	fpKey   []byte
 }
 
+// Option configures New.
+type Option func(*Store)
+
+// WithRetention sets how many generations of each stream are kept
+// (default store.DefaultRetention).
+func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
+
 // New returns an empty store.
-func New() *Store {
-	return &Store{
-		streams: map[string]*config.Config{},
+func New(opts ...Option) *Store {
+	s := &Store{
+		keep:    store.DefaultRetention(),
+		streams: map[string][]*config.Config{},
 		sinks:   map[string]*confighubv1.Sink{},
 		applied: map[string]store.Applied{},
 		conv:    map[string]store.Converged{},
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (m *Store) current(name string) *config.Config {
+	if gens := m.streams[name]; len(gens) > 0 {
+		return gens[0]
+	}
+	return nil
 }
 
 var errClosed = errors.New("memory store: closed")
@@ -66,7 +87,7 @@ func (m *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 	if err := m.check(ctx); err != nil {
 		return nil, false, err
 	}
-	cur := m.streams[c.Stream]
+	cur := m.current(c.Stream)
 	var gen uint64
 	if cur != nil {
 		gen = cur.Generation
@@ -78,8 +99,78 @@ func (m *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 		return cur, true, nil
 	}
 	stored := c.WithGeneration(gen + 1)
-	m.streams[c.Stream] = stored
+	gens := append([]*config.Config{stored}, m.streams[c.Stream]...)
+	sizes := make([]int64, len(gens))
+	for i, g := range gens {
+		sizes[i] = int64(len(g.Raw))
+	}
+	m.streams[c.Stream] = gens[:m.keep.Keep(sizes)]
 	return stored, false, nil
+}
+
+// StageConfig implements store.Store: the commit holds the bytes.
+func (m *Store) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
+	return store.StageDirect(m.CommitConfig, raw, tee)
+}
+
+// DeferBelow implements store.Store: a stage never writes.
+func (m *Store) DeferBelow() int { return math.MaxInt }
+
+// StageStream implements store.Store: the caller keeps the bytes.
+func (m *Store) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
+	return store.StageStreamDirect(m.CommitConfig, size), nil
+}
+
+// DeleteStream implements store.Store.
+func (m *Store) DeleteStream(ctx context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	if _, ok := m.streams[name]; !ok {
+		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}
+	delete(m.streams, name)
+	delete(m.conv, name)
+	return nil
+}
+
+// ListGenerations implements store.Store.
+func (m *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	gens, ok := m.streams[name]
+	if !ok {
+		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}
+	infos := make([]store.GenerationInfo, len(gens))
+	for i, g := range gens {
+		infos[i] = store.InfoOf(g)
+	}
+	return store.Page(infos, before, limit), nil
+}
+
+// GetGeneration implements store.Store.
+func (m *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	gens, ok := m.streams[name]
+	if !ok {
+		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}
+	for _, g := range gens {
+		if g.Generation == gen {
+			return g, nil
+		}
+	}
+	return nil, store.NotRetained(name, gen, gens[len(gens)-1].Generation, gens[0].Generation)
 }
 
 // GetStream implements store.Store.
@@ -89,8 +180,8 @@ func (m *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	c, ok := m.streams[name]
-	if !ok {
+	c := m.current(name)
+	if c == nil {
 		return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}
 	return c, nil
@@ -105,7 +196,7 @@ func (m *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	}
 	out := make([]*config.Config, 0, len(m.streams))
 	for _, k := range slices.Sorted(maps.Keys(m.streams)) {
-		out = append(out, m.streams[k])
+		out = append(out, m.current(k))
 	}
 	return out, nil
 }
@@ -184,7 +275,7 @@ func (m *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return out, nil
 }
 
-// RecordConverged implements store.ConvergedStore.
+// RecordConverged implements store.Store.
 func (m *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -195,7 +286,7 @@ func (m *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return nil
 }
 
-// ListConverged implements store.ConvergedStore, sorted by stream name.
+// ListConverged implements store.Store, sorted by stream name.
 func (m *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -217,9 +308,7 @@ func (m *Store) Close() error {
 	return nil
 }
 
-var _ store.FingerprintKeyer = (*Store)(nil)
-
-// FingerprintKey implements store.FingerprintKeyer.
+// FingerprintKey implements store.Store.
 func (m *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -13,8 +13,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s := memory.New()
+	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
+		s := memory.New(memory.WithRetention(r))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})

@@ -1,6 +1,6 @@
 // Package etcdstatus is the status view of hub replicas sharing etcd: the
 // Writer copies this replica's statuses from its engine's broker to etcd
-// (only what its Filter owns, coalesced per interval, conditional on the
+// (only what its Ownership owns, coalesced per interval, conditional on the
 // replica's lease), the Mirror serves every replica's statuses from etcd as
 // a status.View, with etcd's revisions.
 //

@@ -23,6 +23,7 @@ type all struct{}
 
 func (all) OwnsSink(string) bool   { return true }
 func (all) OwnsStream(string) bool { return true }
+func (all) OwnerOf(string) string  { return "" }
 
 // backend is a local broker, a Writer copying it to etcd and a Mirror
 // reading it back.
