@@ -774,6 +774,8 @@ type flakyRecorder struct {
 	calls   chan store.Applied
 }
 
+func (r *flakyRecorder) RecordConverged(context.Context, store.Converged) error { return nil }
+
 func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
 	// The channel send hands the state over to the test: update it first.
 	if r.fails > 0 {
@@ -1024,6 +1026,27 @@ func TestNonGatewaySinksHaveTheirOwnApplySlots(t *testing.T) {
 	if !strings.Contains(st.GetReason(), "non-gateway") {
 		t.Fatalf("reason %q: want the non-gateway pool named", st.GetReason())
 	}
+}
+
+// A sink whose applies take no slot (Capabilities.NoApplySlot: a Kong
+// data plane in hybrid mode) applies while both pools are full.
+func TestNoApplySlotSinksTakeNoSlot(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	must(t, h.fleet.Register(h.reg, "dp", sink.Capabilities{Gateway: true, NoApplySlot: true}, false, sink.AsGateway()))
+	gw := h.put("gw-hung", kindGateway, nil)
+	gw.Set(enginetest.Behavior{Hang: true})
+	other := h.put("other-hung", kindTest, nil)
+	other.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, gw)
+	started(t, other)
+	for _, name := range []string{"dp-a", "dp-b"} {
+		h.put(name, "dp", nil)
+	}
+	h.awaitApplied("dp-a", 1)
+	h.awaitApplied("dp-b", 1)
+	h.put("gw-queued", kindGateway, nil)
+	h.awaitState("gw-queued", pending, 1)
 }
 
 // A sink queued for an apply slot reports PENDING once, is not woken by

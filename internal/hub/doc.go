@@ -3,7 +3,7 @@
 // operations that make the product's promises hold.
 //
 // A push is checked (config.Check) while the store writes the bytes aside and
-// hashes them (store.Stager); only a push that passed the check is committed
+// hashes them (store.Store.StageConfig); only a push that passed the check is committed
 // (the store assigns the generation and enforces expected_generation), and
 // only then acknowledged; the engine gets the new generation after the
 // commit. A JSON upload is checked, hashed and written chunk by chunk as it
@@ -20,4 +20,6 @@
 //   - GetConfig of an unknown sink is NotFound naming it (TestSinkConfigOfUnknownSink).
 //   - A sink its kind refuses to build is taken out of the store again (TestPutSinkRefusedByFactoryChangesNothing).
 //   - At start every stream and applied record is loaded and each sink driven to the last ack (TestStartResumesStoredStreamsAndSeedsSinks, TestStartCountsEachSinkOnce).
+//   - Each bound of Limits refuses by name and changes nothing, counting what exists, in flight included (TestStartWithMoreStreamsThanTheBound, TestConcurrentNewStreamsStayWithinTheBound; server TestMaxStreamsRefusedByName, TestMaxSinksRefusedByName, TestMaxWatchersRefusedByName, TestMaxHeldConfigBytesRefusedByName).
+//   - DeleteStream is refused while sinks read the stream and frees its place under MaxStreams (server TestDeleteStream).
 package hub

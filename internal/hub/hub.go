@@ -14,6 +14,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
@@ -35,6 +36,8 @@ type Hub struct {
 	maxBytes int64
 	secrets  SinkSecrets
 	uploads  uploadBudget
+	bounds   bounds
+	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
 	// deferBelow is the size below which Push checks, hashes and stages
 	// one after the other on the calling goroutine (prepareSmall): the
@@ -77,6 +80,7 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
+	h.bounds.limits = DefaultLimits()
 	h.maxSpecs = maxSinkSpecsBytes
 	h.deferBelow = st.DeferBelow()
 	for _, o := range opts {
@@ -188,6 +192,11 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
+	done, err := h.admitConfig(stream, int64(len(in.Config)))
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer done()
 	if len(in.Config) < h.deferBelow {
 		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
@@ -268,7 +277,9 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	if p.checked.Format == config.FormatYAML {
 		js = p.checked.JSON
 	}
-	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(in.Origin)
+	origin := in.Origin
+	origin.Entities = configdiff.Count(p.checked.JSON)
+	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
 	if err != nil {
 		return PushResult{}, commitErr(ctx, stream, err)
@@ -395,6 +406,9 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
 	if err := h.checkSpecBytes(n); err != nil {
+		return nil, false, err
+	}
+	if err := h.admitSink(n.GetName()); err != nil {
 		return nil, false, err
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {

@@ -17,6 +17,16 @@ type Publisher interface {
 	RestoreConverged(cs []store.Converged)
 	Publish(cfg *config.Config)
 	Current(stream string) *config.Config
+	// Held is how many streams hold a configuration and the bytes of
+	// those configurations (Raw), counted as they change, not summed per
+	// call (asked on every push).
+	Held() (streams int, bytes int64)
+	// DeleteStream forgets a stream's configuration and status; refused
+	// (an error naming them) while sinks read it.
+	DeleteStream(stream string) error
+	// Streams returns every stream's current configuration (shared, not
+	// copied).
+	Streams() []*config.Config
 }
 
 // SinkAdmin validates, starts, stops and lists sinks. Besides listing, it
@@ -29,6 +39,9 @@ type SinkAdmin interface {
 	DeleteSink(name string) error
 	ListSinks(stream string) []*confighubv1.Sink
 	SinkCount(stream string) int
+	// SinkTotal is how many sinks there are in all (asked on every
+	// PutSink of a new name, against Limits.MaxSinks).
+	SinkTotal() int
 	// Sink returns a copy of one sink's spec, nil if none.
 	Sink(name string) *confighubv1.Sink
 	// SpecBytes is the size of all specs but except's.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -132,6 +133,9 @@ type span struct{ from, to int64 }
 // the Upload its chunks go to; ctx bounds the upload.
 func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, expectedHash string) (*Upload, error) {
 	if err := checkHeader(totalSize, expectedHash, h.maxBytes); err != nil {
+		return nil, err
+	}
+	if err := h.checkConfig(config.StreamName(in.Stream), int64(totalSize)); err != nil {
 		return nil, err
 	}
 	// The announced size is taken from the hub-wide budget before any
@@ -343,8 +347,15 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
+	admitted, err := u.h.admitConfig(u.stream, u.total)
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer admitted()
 	// Raw is what was written: Commit stores it as it is.
-	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(u.in.Origin)
+	origin := u.in.Origin
+	origin.Entities = configdiff.Count(u.raw)
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {

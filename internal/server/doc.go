@@ -21,4 +21,5 @@
 //   - A GetConfig answer over the message limit is ResourceExhausted naming the flag (TestGetConfigOverTheMessageLimit).
 //   - WatchStatus sends its header at once (cmd/confighubctl TestStatusWatchShowsAnOutage).
 //   - Reflection v1alpha lists the same services (TestReflectionV1Alpha).
+//   - A call past --max-concurrent-streams on one connection is refused at once by name, not left waiting in the client (TestMaxConcurrentStreamsRefusedByName).
 package server

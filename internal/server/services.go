@@ -72,6 +72,7 @@ func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfig
 		Format:             formatIn(req.GetFormat()),
 		ExpectedGeneration: req.GetExpectedGeneration(),
 		Labels:             req.GetLabels(),
+		Origin:             originOf(ctx),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -96,6 +97,7 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 		Format:             formatIn(hdr.GetFormat()),
 		ExpectedGeneration: hdr.GetExpectedGeneration(),
 		Labels:             hdr.GetLabels(),
+		Origin:             originOf(stream.Context()),
 	}, hdr.GetTotalSize(), hdr.GetExpectedHash())
 	if err != nil {
 		return toStatus(err)
@@ -153,7 +155,7 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 			out.ErrorBody = serr.Body
 		}
 	} else {
-		cfg, err = s.hub.Config(ctx, req.GetStream())
+		cfg, err = s.hub.Generation(ctx, req.GetStream(), req.GetGeneration())
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -217,4 +219,25 @@ func (s *adminService) DeleteSink(ctx context.Context, req *confighubv1.DeleteSi
 		return nil, toStatus(err)
 	}
 	return &confighubv1.DeleteSinkResponse{}, nil
+}
+
+func (s *adminService) ListStreams(context.Context, *confighubv1.ListStreamsRequest) (*confighubv1.ListStreamsResponse, error) {
+	infos := s.hub.ListStreams()
+	out := &confighubv1.ListStreamsResponse{Streams: make([]*confighubv1.StreamInfo, len(infos))}
+	for i, in := range infos {
+		si := &confighubv1.StreamInfo{Name: in.Name, Sinks: uint32(in.Sinks)}
+		if c := in.Config; c != nil {
+			si.Generation, si.Hash, si.ConfigBytes = c.Generation, c.Hash, uint64(len(c.Raw))
+			si.AcceptTime = timestamppb.New(c.AcceptTime)
+		}
+		out.Streams[i] = si
+	}
+	return out, nil
+}
+
+func (s *adminService) DeleteStream(ctx context.Context, req *confighubv1.DeleteStreamRequest) (*confighubv1.DeleteStreamResponse, error) {
+	if err := s.hub.DeleteStream(ctx, req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &confighubv1.DeleteStreamResponse{}, nil
 }

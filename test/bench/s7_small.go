@@ -68,9 +68,6 @@ func scenarioSmall(ctx context.Context, o opts, log func(string, ...any)) ([]Row
 	round := func(k int, r pushRound) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
 			r.Span = o.smallSpan
-			if r.Kind == "hub" {
-				defer e.store.WaitRemoved()
-			}
 			c0 := cpuTime()
 			res, err := pc.run(r)
 			if err != nil {

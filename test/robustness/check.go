@@ -109,9 +109,11 @@ func checkDurable(h *History) Result {
 				continue
 			}
 			r.Checked++
-			o, ok := rs.Streams[p.Stream]
+			o := rs.Streams[p.Stream]
 			switch {
-			case !ok || o.Gen < p.Gen:
+			case o.Gen == 0:
+				r.fail("restart %d: stream %q not found, generation %d (%s) was acknowledged before the kill", i+1, p.Stream, p.Gen, short(p.AckHash))
+			case o.Gen < p.Gen:
 				r.fail("restart %d: stream %q at generation %d, generation %d (%s) was acknowledged before the kill", i+1, p.Stream, o.Gen, p.Gen, short(p.AckHash))
 			case o.Gen == p.Gen && o.Hash != p.AckHash:
 				r.fail("restart %d: stream %q generation %d has hash %s, acknowledged %s", i+1, p.Stream, p.Gen, short(o.Hash), short(p.AckHash))

@@ -84,6 +84,8 @@ func startEtcd(t *testing.T) *etcdtest.Process {
 	return etcdtest.StartProcess(t, bin)
 }
 
+func logf(format string, args ...any) { fmt.Printf("robustness: "+format+"\n", args...) }
+
 func seed() uint64 {
 	if *seedFlag != 0 {
 		return *seedFlag
@@ -146,7 +148,7 @@ func TestRobustness(t *testing.T) {
 	if kill == 0 {
 		kill = min(*durationFlag/4, 20*time.Second)
 	}
-	o := Options{Seed: s, Duration: *durationFlag, HubBin: hubBinary(t), Dir: t.TempDir(), KillEvery: kill}
+	o := Options{Seed: s, Duration: *durationFlag, HubBin: hubBinary(t), Dir: t.TempDir(), KillEvery: kill, Log: logf}
 	mode := "single (bbolt)"
 	switch *modeFlag {
 	case "single":
@@ -189,7 +191,7 @@ func TestSoak(t *testing.T) {
 	fmt.Printf("soak: seed %d, mode single (bbolt), mix %s without kills, a sample every %s into %s, load average %s\n", s, *soakFlag, *sampleFlag, dir, loadAvg())
 	ctx, cancel := context.WithTimeout(context.Background(), *soakFlag+5*time.Minute)
 	defer cancel()
-	f, err := NewFleet(ctx, Options{Seed: s, Duration: *soakFlag, HubBin: hubBinary(t), Dir: t.TempDir(), PushPause: 400 * time.Millisecond})
+	f, err := NewFleet(ctx, Options{Seed: s, Duration: *soakFlag, HubBin: hubBinary(t), Dir: t.TempDir(), PushPause: 400 * time.Millisecond, Log: logf})
 	if err != nil {
 		t.Fatalf("seed %d: %v", s, err)
 	}

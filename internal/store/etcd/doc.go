@@ -23,6 +23,6 @@
 // Guarantees:
 //   - CommitConfig returns after its transaction committed; two replicas never hand out one generation (TestReplicasShareGenerations).
 //   - Watch reports other replicas' changes in order, misses nothing after a list, and resyncs after compaction (TestWatchOtherReplica, TestWatchAfterListHasNoGap, TestWatchResyncsAfterCompaction, TestWatchResyncReportsSinksDeletedInTheGap).
-//   - The last generations are kept and readable from any replica (TestKeepsTheLastGenerations).
+//   - The retained generations (WithRetention) are readable from any replica; another is store.ErrNotRetained naming the range (storetest GetGeneration, TestKeepsTheLastGenerations).
 //   - The store passes the conformance suite, convergence records included (TestConformance).
 package etcd
