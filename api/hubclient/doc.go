@@ -26,6 +26,7 @@
 //   - Wait returns once every sink applied, with each sink's status (TestWaitReturnsWhenEverySinkApplied).
 //   - Wait returns a *RejectedError at the first rejection, with entity errors and tags (TestWaitReturnsRejectionWithEntityErrors).
 //   - Wait resumes, and ends with ErrNoSinks, its ctx or Watch's permanent errors (TestWaitResumesAfterDisconnect, TestWaitNoSinks, TestWaitEndsWithItsContext, TestWaitTimeoutSaysWhoIsPending, TestWaitReturnsPermanentWatchErrors).
+//   - StatusView folds watch events into a stream's status and counts sinks by outcome as they come (TestStatusViewFolds, TestStatusViewTarget); Wait, confighubctl status --watch and the bench read it.
 //   - On a real hub and the Kong emulator, a rejected entity reaches the caller with its k8s-* tags (hubclienttest.TestWaitOnARealHub, examples/controller TestRejectedEntityMappedToItsObject).
 //   - A generation never counts a sink ahead of its APPLIED event (hubclienttest.TestWatchNeverCountsAheadOfSinks).
 package hubclient

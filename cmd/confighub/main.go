@@ -53,6 +53,8 @@ type flags struct {
 	maxConfig       int64
 	uploadBudget    int64
 	maxConcurrent   int
+	history         int
+	historyBytes    int64
 	shutdownTimeout time.Duration
 	limits          limitFlags   // bounds and --memory-limit (limits.go)
 	replica         replicaFlags // --store etcd (replicated.go)
@@ -79,6 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Int64Var(&f.maxConfig, "max-config-bytes", hub.DefaultMaxConfigBytes, "largest configuration accepted (push or upload)")
 	fs.Int64Var(&f.uploadBudget, "upload-budget-bytes", hub.DefaultUploadBudgetBytes, "hub-wide budget of bytes held by UploadConfig streams in flight (the sum of their announced total_size): an upload that would exceed it is refused with ResourceExhausted before its bytes are read; at least --max-config-bytes, 0 for no budget")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-applies", engine.DefaultMaxConcurrentApplies, "hub-wide limit on sink applies in flight, per pool: gateway sinks (kong, kong-db) and every other sink each get this many")
+	fs.IntVar(&f.history, "history", store.DefaultHistory, "generations of each stream kept with their bytes (history, GetConfig of an older generation, rollback), at least 1 (the current one); the oldest go first")
+	fs.Int64Var(&f.historyBytes, "history-bytes", store.DefaultHistoryBytes, "bytes of configuration kept per stream across its retained generations, whichever of this and --history is reached first; the current generation is always kept; 0 for no byte bound")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
 	addLimitFlags(fs, &f.limits)
 	addOpsFlags(fs, &f.ops)
@@ -92,6 +96,12 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.ops.profiling && f.ops.metricsListen == "" {
 		return f, errors.New("--profiling serves the profiles on the metrics listener, which --metrics-listen \"\" disables: set --metrics-listen ADDR, or drop --profiling")
 	}
+	if f.history < 1 {
+		return f, fmt.Errorf("--history %d: at least 1 (the current generation)", f.history)
+	}
+	if f.historyBytes < 0 {
+		return f, fmt.Errorf("--history-bytes %d: 0 (no bound) or more", f.historyBytes)
+	}
 	if err := f.limits.check(f.maxConfig); err != nil {
 		return f, err
 	}
@@ -99,6 +109,11 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}
 	return f, nil
+}
+
+// retention is --history and --history-bytes.
+func (f flags) retention() store.Retention {
+	return store.Retention{History: f.history, Bytes: f.historyBytes}
 }
 
 // hubOptions are the hub's options from the flags.
@@ -141,9 +156,9 @@ func openStore(f flags) (store.Store, error) {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 		}
-		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"))
+		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"), bolt.WithRetention(f.retention()))
 	case "memory":
-		return memory.New(), nil
+		return memory.New(memory.WithRetention(f.retention())), nil
 	}
 	return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
 }

@@ -129,7 +129,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	}
 	defer cli.Close()
 	prefix := strings.TrimSuffix(r.prefix, "/")
-	st := etcdstore.New(cli, etcdstore.WithPrefix(prefix+"/"))
+	st := etcdstore.New(cli, etcdstore.WithPrefix(prefix+"/"), etcdstore.WithRetention(f.retention()))
 	defer st.Close()
 	log = log.With("replica", r.replicaID)
 

@@ -774,6 +774,8 @@ type flakyRecorder struct {
 	calls   chan store.Applied
 }
 
+func (r *flakyRecorder) RecordConverged(context.Context, store.Converged) error { return nil }
+
 func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
 	// The channel send hands the state over to the test: update it first.
 	if r.fails > 0 {

@@ -107,7 +107,7 @@ type workerDeps struct {
 	clock    clockwork.Clock
 	log      *slog.Logger
 	metrics  Metrics
-	recorder AppliedRecorder
+	recorder Recorder
 	rnd      func() float64
 	// redact cleans a sink's error text (Engine.redactError).
 	redact func(*sink.Error, *strings.Replacer) *sink.Error

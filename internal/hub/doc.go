@@ -3,7 +3,7 @@
 // operations that make the product's promises hold.
 //
 // A push is checked (config.Check) while the store writes the bytes aside and
-// hashes them (store.Stager); only a push that passed the check is committed
+// hashes them (store.Store.StageConfig); only a push that passed the check is committed
 // (the store assigns the generation and enforces expected_generation), and
 // only then acknowledged; the engine gets the new generation after the
 // commit. A JSON upload is checked, hashed and written chunk by chunk as it

@@ -43,7 +43,7 @@ type Hub struct {
 	// size below which the store stages a config without writing it
 	// (store.Store.DeferBelow), so there is nothing to overlap, and a
 	// goroutine, a cancelable context and the results they share cost
-	// more CPU than the overlap saves (docs/performance.md). Read once by
+	// more CPU than the overlap saves. Read once by
 	// New, since every push asks.
 	deferBelow int
 }

@@ -147,17 +147,17 @@ func (f *fakeEngine) HasSink(n string) bool {
 
 const good = `{"_format_version":"3.0","services":[]}`
 
-// eachStore runs f on the memory store (CommitConfig) and the bolt store
-// (staged while checked: store.Stager); check, when not nil, runs after f
-// with the bolt store's config files as the next start finds them (free
-// files the store keeps for its next stages are removed then).
-func eachStore(t *testing.T, f func(t *testing.T, st store.Store), check func(t *testing.T, blobs []os.DirEntry)) {
+// eachStore runs f on the memory store and the bolt store (staged while
+// checked); check, when not nil, runs after f with the bolt store's record
+// files as the next start finds them, and how many of its retained
+// generations have one.
+func eachStore(t *testing.T, f func(t *testing.T, st store.Store), check func(t *testing.T, blobs []os.DirEntry, want int)) {
 	t.Run("memory", func(t *testing.T) { f(t, memory.New()) })
 	t.Run("bolt", func(t *testing.T) { onBolt(t, func(t *testing.T, st *bolt.Store) { f(t, st) }, check) })
 }
 
 // onBolt is eachStore's bolt half.
-func onBolt(t *testing.T, f func(t *testing.T, st *bolt.Store), check func(t *testing.T, blobs []os.DirEntry)) {
+func onBolt(t *testing.T, f func(t *testing.T, st *bolt.Store), check func(t *testing.T, blobs []os.DirEntry, want int)) {
 	path := filepath.Join(t.TempDir(), "confighub.db")
 	st, err := bolt.Open(path)
 	if err != nil {
@@ -177,14 +177,31 @@ func onBolt(t *testing.T, f func(t *testing.T, st *bolt.Store), check func(t *te
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, ents)
+		want := 0
+		streams, err := st.ListStreams(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range streams {
+			gens, err := st.ListGenerations(context.Background(), c.Stream, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range gens {
+				if g.Size >= int64(st.DeferBelow()) {
+					want++
+				}
+			}
+		}
+		check(t, ents, want)
 	}
 }
 
-// oneBlob: every rejected or unchanged push left no file behind.
-func oneBlob(t *testing.T, blobs []os.DirEntry) {
-	if len(blobs) != 1 {
-		t.Fatalf("%d config files in the bolt store, want the current one only", len(blobs))
+// oneBlob: every rejected or unchanged push left no file behind: the
+// record files are those of the retained generations.
+func oneBlob(t *testing.T, blobs []os.DirEntry, want int) {
+	if len(blobs) != want {
+		t.Fatalf("%d record files in the bolt store, want %d (the retained generations')", len(blobs), want)
 	}
 }
 
@@ -250,11 +267,7 @@ func TestRejectedPushChangesNothing(t *testing.T) {
 					pad = min(New(st, Ports{}).deferBelow, 1<<20)
 				}
 				testRejectedPushChangesNothing(t, st, pad)
-			}, func(t *testing.T, blobs []os.DirEntry) {
-				if len(blobs) != 1 {
-					t.Fatalf("%d config files in the bolt store, want generation 2's only", len(blobs))
-				}
-			})
+			}, oneBlob)
 		})
 	}
 }

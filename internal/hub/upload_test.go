@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -158,7 +157,7 @@ func TestBadUploadChangesNothing(t *testing.T) {
 			t.Fatalf("0 of 10 bytes: %v", err)
 		}
 		u.Abort()
-	}, func(t *testing.T, blobs []os.DirEntry) { oneBlob(t, blobs) })
+	}, oneBlob)
 }
 
 // refusingStager cannot open a stage for an upload (a full disk).

@@ -12,18 +12,16 @@
 // every field survives a restart (storetest PersistsAcrossReopen). StageConfig
 // writes the bytes aside while the hub checks
 // and hashes them, and a small commit makes them durable and part of the
-// stream (the bolt store's commit is one fdatasync of the staged file),
+// stream (bolt: a flush of the staged file, then its index transaction),
 // or they are discarded if the check fails; staged bytes are never visible.
 // A staged handle keeps nothing of StageConfig's context, which the hub
 // ends once the stage returns, before it commits (bolt
 // TestCommitAfterStageContextEnds).
 // A store writes none of the bytes of a stage below its DeferBelow
-// (memory and etcd: none at all, their commit writes): the commit's flush writes them with the record,
-// or, for a record acked through the bolt store's commit log, its
-// background goroutine after the ack and before the index names the record
-// (bolt TestLoggedRecordsWrittenByBackground, and the bolt store's crash
-// tests at both record sizes), so the hub checks and hashes such a push
-// before it stages it, on one goroutine.
+// (memory and etcd: none at all, their commit writes): the commit writes
+// them (the bolt store inline in its index transaction: bolt
+// TestCommitAfterStageContextEnds at both sizes), so the hub checks and hashes such a push before it
+// stages it, on one goroutine.
 // Each sink's applied generation and hash are recorded as they happen.
 // Sinks put at run time are stored too. The key of the fingerprints shown in place of sink
 // secrets is made once and kept, so a fingerprint read before a restart

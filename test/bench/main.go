@@ -34,6 +34,7 @@ type opts struct {
 	hogs        int    // CPU hog processes beside the run
 	hogChild    bool   // child mode: one busy core
 	watchChild  string // child mode: scenario 5's watchers of this hub address
+	pushChild   bool   // child mode: scenario 7's clients
 	gateways    int
 	konnect     time.Duration
 	burst       time.Duration
@@ -75,6 +76,7 @@ func main() {
 	fs.IntVar(&o.hogs, "hog", 0, "run N busy-loop processes (a CPU hog) beside the whole run")
 	fs.BoolVar(&o.hogChild, "hog-child", false, "internal: keep one core busy until stdin closes")
 	fs.StringVar(&o.watchChild, "watch-child", "", "internal: run scenario 5's normal watchers of the hub at this address, driven by stdin")
+	fs.BoolVar(&o.pushChild, "push-child", false, "internal: run scenario 7's clients, one round per JSON line read from stdin")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
@@ -86,6 +88,13 @@ func main() {
 	if o.watchChild != "" {
 		if err := runWatchChild(o.watchChild, watchers-1, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "watch-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.pushChild {
+		if err := runPushChild(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "push-child:", err)
 			os.Exit(1)
 		}
 		return
@@ -213,7 +222,7 @@ func run(ctx context.Context, o opts) error {
 		{"4", "push burst into a slow sink", scenarioBurst},
 		{"5", "1,000 watchers, one stalled", scenarioWatchers},
 		{"6", "KIC's serial loop", scenarioSerial},
-		{"7", "5 KiB pushes, 32 clients, vs the serial fdatasync floor", scenarioSmall},
+		{"7", "5 KiB pushes, 32 clients in another process, vs a server that fdatasyncs each push", scenarioSmall},
 		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
 	}
 	want := map[string]bool{}

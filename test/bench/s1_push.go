@@ -107,9 +107,6 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		var hubCPU, rawCPU []time.Duration
 		hub := func() (time.Duration, error) {
 			cfg := next(base)
-			// The hub indexes and recycles the replaced file after the
-			// ack: let that finish so neither side pays for it.
-			defer e.store.WaitRemoved()
 			return cpuTimed(&hubCPU, func() error { _, err := e.push(ctx, cfg); return err })
 		}
 		rawPush := func() (time.Duration, error) {
@@ -141,7 +138,6 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		hub := func() (time.Duration, error) {
 			cfg := next(base)
 			sum := config.Hash(cfg)
-			defer e.store.WaitRemoved()
 			return cpuTimed(&hubCPU, func() error { return uploadConfig(ctx, e.client, cfg, sum) })
 		}
 		rawUp := func() (time.Duration, error) {
@@ -169,7 +165,6 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		rows = append(rows, r)
 		base = nil
 	}
-	rows = append(rows, wakeRows(log)...)
 	peak, err := uploadPeakRSS(ctx, o.uploadMax, log)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,6 @@ func scenarioScaling(ctx context.Context, o opts, log func(string, ...any)) ([]R
 			stamp++
 			cfg := stamped(base, stamp)
 			sum := config.Hash(cfg)
-			defer e.store.WaitRemoved()
 			return timed(func() error { return uploadConfig(ctx, e.client, cfg, sum) })
 		}
 		rawUp := func() (time.Duration, error) {

@@ -674,6 +674,8 @@ func checkRules(e *entity) {
 		checkCertificate(e)
 	case "ca_certificate":
 		checkCACertificate(e)
+	case "key":
+		checkKey(e)
 	case "sni":
 		if e.str("name") == "" {
 			e.fieldErr("name", "required field missing")
@@ -885,18 +887,13 @@ func isStringArray(v any) bool {
 // required fields. Kong reports each as a field error at its dotted path,
 // e.g. {type = "field", field = "config.foo", message = "unknown field"}.
 func checkPluginConfig(e *entity, ps *pluginSchema, cfg map[string]any) {
-	var rec *sfield
-	for _, f := range ps.fields {
-		if f.name == "config" {
-			rec = f
-		}
-	}
+	rec := configField(ps)
 	if rec == nil {
 		return
 	}
 	fc := &fillContext{errs: fieldErrors{}}
 	// JSON numbers arrive as json.Number here; the checks want float64.
-	fillEntity(rec.fields, asFloats(cfg).(map[string]any), fc, []string{"config"})
+	fillRecord(rec, asFloats(cfg).(map[string]any), fc, []string{"config"})
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
 		for _, k := range sortedKeys(m) {

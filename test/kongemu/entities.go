@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -35,13 +37,13 @@ var entityCollections = []string{
 	"services", "routes", "plugins", "consumers", "upstreams", "targets",
 	"certificates", "snis", "ca_certificates",
 	"acls", "basic-auths", "hmac-auths", "jwts", "key-auths", "mtls-auths", "oauth2",
-	"consumer_groups",
+	"consumer_groups", "key-sets", "keys",
 }
 
 // entityEmpty are collections listed as always empty (entities the
 // reconciler dumps but a sync of KIC's output does not write).
 var entityEmpty = map[string]bool{
-	"key-sets": true, "keys": true, "vaults": true,
+	"vaults":   true,
 	"partials": true, "filter-chains": true, "licenses": true, "degraphql_routes": true,
 }
 
@@ -69,18 +71,19 @@ var entityNested = map[string]string{
 	"services/plugins":     "plugins",
 	"routes/plugins":       "plugins",
 	"certificates/snis":    "snis",
+	"key-sets/keys":        "keys",
 }
 
 // entityForeign maps a foreign-key field to the collection it references.
 var entityForeign = map[string]string{
 	"service": "services", "route": "routes", "consumer": "consumers",
-	"upstream": "upstreams", "certificate": "certificates",
+	"upstream": "upstreams", "certificate": "certificates", "set": "key-sets",
 }
 
 // parentField is the foreign-key field a child holds for a parent collection.
 var parentField = map[string]string{
 	"services": "service", "routes": "route", "consumers": "consumer",
-	"upstreams": "upstream", "certificates": "certificate",
+	"upstreams": "upstream", "certificates": "certificate", "key-sets": "set",
 }
 
 // entityNameField is the field that identifies an entity in a path besides
@@ -89,7 +92,7 @@ var entityNameField = map[string]string{
 	"services": "name", "routes": "name", "consumers": "username",
 	"upstreams": "name", "snis": "name", "key-auths": "key", "consumer_groups": "name",
 	"basic-auths": "username", "hmac-auths": "username", "jwts": "key",
-	"oauth2": "client_id",
+	"oauth2": "client_id", "plugins": "instance_name", "key-sets": "name", "keys": "name",
 }
 
 // EntityFault replaces the answer to one request of the entity API.
@@ -122,6 +125,12 @@ type entityScope struct {
 	members map[string]map[string]bool
 	// unique indexes the unique keys of each collection: key -> id.
 	unique map[string]map[string]string
+	// expires is when each entity written with a ttl expires, by id
+	// (key-auth credentials, a ttl entity: kong/plugins/key-auth/daos.lua
+	// ttl = true). Reads answer the whole seconds left in "ttl", rounded
+	// down as Kong's postgres strategy does; expired entities are gone.
+	expires map[string]time.Time
+	now     func() time.Time
 }
 
 // EntityAPI is the emulated entity Admin API. It serves DB mode at "/" and
@@ -371,7 +380,7 @@ func (a *EntityAPI) scope(cp string) *entityScope {
 	s := a.scopes[cp]
 	if s == nil {
 		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{},
-			members: map[string]map[string]bool{}}
+			members: map[string]map[string]bool{}, expires: map[string]time.Time{}, now: a.now}
 		for _, c := range entityCollections {
 			s.cols[c] = map[string]map[string]any{}
 			s.unique[c] = map[string]string{}
@@ -393,6 +402,12 @@ type entityRequest struct {
 	konnectItem bool
 	pluginName  string
 	schemaName  string
+	// health: GET /upstreams/<u>/health, the upstream's targets with
+	// their health.
+	health bool
+	// foreign is the foreign-key field of /<collection>/<key>/<field>
+	// (e.g. /routes/<r>/service): the entity it references.
+	foreign string
 }
 
 func parseEntityPath(p string) entityRequest {
@@ -449,6 +464,12 @@ func parseEntityPath(p string) entityRequest {
 		if len(segs) == 4 {
 			r.key = segs[3]
 		}
+	case len(segs) == 3 && segs[0] == "upstreams" && segs[2] == "health":
+		// kong/api/routes/upstreams.lua
+		r.parentCol, r.parentKey, r.collection, r.health = "upstreams", segs[1], "targets", true
+	case len(segs) == 3 && isCollection(segs[0]) && foreignField(segs[0], segs[2]) != nil:
+		// kong/api/endpoints.lua generates /<entity>/<key>/<foreign key>.
+		r.collection, r.key, r.foreign = segs[0], segs[1], segs[2]
 	default:
 		r.special = "unknown"
 	}
@@ -456,6 +477,21 @@ func parseEntityPath(p string) entityRequest {
 		r.special = "unknown"
 	}
 	return r
+}
+
+// foreignField is the foreign-key field named field of collection's
+// schema, nil when it has none.
+func foreignField(collection, field string) *sfield {
+	es := kongEntities[collectionEntity[collection]]
+	if es == nil {
+		return nil
+	}
+	for _, f := range es.fields {
+		if f.name == field && f.typ == "foreign" {
+			return f
+		}
+	}
+	return nil
 }
 
 func isCollection(c string) bool {
@@ -626,6 +662,7 @@ func notFound() (int, any) { return http.StatusNotFound, map[string]any{"message
 // serveEntity runs with a.mu held.
 func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	s := a.scope(req.cp)
+	s.expire()
 	var parentID string
 	if req.parentCol != "" {
 		p := s.lookup(req.parentCol, req.parentKey)
@@ -633,6 +670,46 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 			return notFound()
 		}
 		parentID, _ = p["id"].(string)
+	}
+
+	if req.foreign != "" {
+		return s.foreignEntity(r.Method, req)
+	}
+	if req.health {
+		return s.health(r, a, req, parentID)
+	}
+	// kong/api/routes/consumers.lua: /consumers?custom_id=x answers the
+	// consumer of that custom_id, or none.
+	if q := r.URL.Query(); req.collection == "consumers" && req.key == "" && r.Method == http.MethodGet && q.Has("custom_id") {
+		cid := q.Get("custom_id")
+		if cid == "" {
+			return http.StatusBadRequest, map[string]any{"message": "custom_id must be an unempty string"}
+		}
+		data := []any{}
+		for _, c := range sortedByID(s.cols["consumers"]) {
+			if c["custom_id"] == cid {
+				data = append(data, c)
+			}
+		}
+		return http.StatusOK, map[string]any{"data": data, "next": nil}
+	}
+	// kong/plugins/acl/api.lua: /consumers/<c>/acls/<group> names the
+	// consumer's ACL of that group; a PUT of a missing one creates it.
+	var aclGroup string
+	if req.collection == "acls" && parentID != "" && req.key != "" && !looksLikeUUID(req.key) {
+		aclGroup = req.key
+		req.key = ""
+		for _, e := range s.cols["acls"] {
+			if refID(e["consumer"]) == parentID && e["group"] == aclGroup {
+				req.key, _ = e["id"].(string)
+			}
+		}
+		if req.key == "" {
+			if r.Method != http.MethodPut {
+				return notFound()
+			}
+			req.key = newUUID()
+		}
 	}
 
 	switch {
@@ -677,6 +754,9 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
 	}
 
+	if _, given := body["group"]; aclGroup != "" && !given {
+		body["group"] = aclGroup
+	}
 	var existing map[string]any
 	if req.key != "" {
 		existing = s.lookup(req.collection, req.key)
@@ -727,6 +807,15 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		delete(stored, "snis") // transient: the names of its SNIs
 	}
 	id := stored["id"].(string)
+	if req.collection == "key-auths" {
+		switch ttl, _ := stored["ttl"].(float64); {
+		case ttl > 0:
+			s.expires[id] = a.now().Add(time.Duration(ttl * float64(time.Second)))
+		case r.Method != http.MethodPatch:
+			delete(s.expires, id)
+		}
+		delete(stored, "ttl")
+	}
 	s.put(req.collection, id, stored)
 	if req.collection == "certificates" && setSNIs {
 		s.replaceSNIs(id, snis, a.now())
@@ -910,6 +999,63 @@ func matchTags(e map[string]any, all, anyOf []string) bool {
 	return false
 }
 
+// foreignEntity answers GET /<collection>/<key>/<field>: the entity the
+// foreign key field of the entity key references (404 when there is none).
+func (s *entityScope) foreignEntity(method string, req entityRequest) (int, any) {
+	if method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	e := s.lookup(req.collection, req.key)
+	if e == nil {
+		return notFound()
+	}
+	col := foreignField(req.collection, req.foreign).reference
+	ref := s.lookup(col, refID(e[req.foreign]))
+	if ref == nil {
+		return notFound()
+	}
+	return http.StatusOK, s.present(col, ref)
+}
+
+// health answers GET /upstreams/<u>/health: the upstream's targets, each
+// with "health" and "data" (kong/db/dao/targets.lua
+// page_for_upstream_with_health). The emulator runs no balancer or health
+// checks: a target at an IP address is HEALTHCHECKS_OFF (the state of an
+// upstream without active or passive checks, the default), one at a name
+// DNS_ERROR (no names are resolved).
+func (s *entityScope) health(r *http.Request, a *EntityAPI, req entityRequest, upstreamID string) (int, any) {
+	if r.Method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	status, body := a.list(r, s, req, upstreamID)
+	page, ok := body.(map[string]any)
+	if status != http.StatusOK || !ok {
+		return status, body
+	}
+	data, _ := page["data"].([]any)
+	out := make([]any, 0, len(data))
+	for _, x := range data {
+		t := deepCopy(x.(map[string]any))
+		target, _ := t["target"].(string)
+		host, port, err := net.SplitHostPort(target)
+		if err != nil {
+			host, port = target, "8000"
+		}
+		if net.ParseIP(strings.Trim(host, "[]")) == nil {
+			t["health"], t["data"] = "DNS_ERROR", nil
+		} else {
+			p, _ := strconv.Atoi(port)
+			t["health"] = "HEALTHCHECKS_OFF"
+			t["data"] = map[string]any{"addresses": []any{map[string]any{
+				"ip": host, "port": p, "health": "HEALTHCHECKS_OFF", "weight": t["weight"]}}}
+		}
+		out = append(out, t)
+	}
+	page["data"] = out
+	page["node_id"] = nil
+	return http.StatusOK, page
+}
+
 // lookup finds an entity by id, or by its name field.
 func (s *entityScope) lookup(collection, key string) map[string]any {
 	col := s.cols[collection]
@@ -1020,6 +1166,7 @@ func (s *entityScope) deleteCascade(collection, id string) {
 		s.unindex(collection, id, old)
 	}
 	delete(s.cols[collection], id)
+	delete(s.expires, id)
 	switch collection {
 	case "consumer_groups":
 		delete(s.members, id)
@@ -1148,9 +1295,42 @@ func (s *entityScope) member(method, consumerKey, groupKey string) (int, any) {
 	return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 }
 
+// expire deletes the entities whose ttl has run out.
+func (s *entityScope) expire() {
+	now := s.now()
+	for id, at := range s.expires {
+		if !at.After(now) {
+			delete(s.expires, id)
+			s.deleteCascade("key-auths", id)
+		}
+	}
+}
+
 // present is an entity as Kong answers it: a certificate carries the
-// names of its SNIs (kong/db/dao/certificates.lua), sorted.
+// names of its SNIs (kong/db/dao/certificates.lua), sorted; an entity
+// with a ttl the seconds it has left; a plugin's config its deprecated
+// shorthand fields.
 func (s *entityScope) present(collection string, e map[string]any) map[string]any {
+	if collection == "plugins" {
+		name, _ := e["name"].(string)
+		cfg, _ := e["config"].(map[string]any)
+		if rec := configField(pluginSchemas[name]); rec != nil && cfg != nil && len(rec.shorthands) > 0 {
+			out := make(map[string]any, len(e))
+			for k, v := range e {
+				out[k] = v
+			}
+			out["config"] = withShorthands(rec, cfg)
+			return out
+		}
+	}
+	if at, ok := s.expires[fmt.Sprint(e["id"])]; ok {
+		out := make(map[string]any, len(e)+1)
+		for k, v := range e {
+			out[k] = v
+		}
+		out["ttl"] = math.Floor(at.Sub(s.now()).Seconds())
+		return out
+	}
 	if collection != "certificates" {
 		return e
 	}

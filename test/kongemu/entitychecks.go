@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -167,5 +168,35 @@ func checkRegexPaths(e *entity) {
 			syntax.ErrTrailingBackslash, syntax.ErrMissingRepeatArgument:
 			e.fieldErr("paths."+strconv.Itoa(i+1), fmt.Sprintf("invalid regex: '%s' (PCRE returned: %s)", re, serr.Code))
 		}
+	}
+}
+
+// checkKey is the entity checks of kong/db/schema/entities/keys.lua: jwk
+// and pem are mutually exclusive, one is needed; a jwk must decode as JSON
+// with the key's kid; a pem needs a private or a public key (typedefs.pem).
+func checkKey(e *entity) {
+	jwk, hasJWK := e.data["jwk"].(string)
+	pem, hasPEM := e.data["pem"].(map[string]any)
+	switch {
+	case hasJWK && hasPEM:
+		e.entityErr("only one or none of these fields must be set: 'jwk', 'pem'")
+		return
+	case !hasJWK && !hasPEM:
+		e.entityErr("at least one of these fields must be non-empty: 'jwk', 'pem'")
+		return
+	}
+	if hasJWK {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(jwk), &v); err != nil {
+			e.entityErr("could not json decode jwk string")
+			return
+		}
+		if v["kid"] != e.data["kid"] {
+			e.entityErr("kid in jwk.kid must be equal to keys.kid")
+		}
+		return
+	}
+	if pem["private_key"] == nil && pem["public_key"] == nil {
+		e.entityErr("need to supply a PEM formatted public and/or private key.")
 	}
 }

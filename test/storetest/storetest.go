@@ -24,14 +24,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	reopen      Reopen
-	largeLen    int
-	currentOnly bool
+	reopen   Reopen
+	largeLen int
 }
-
-// CurrentOnly is for a store that does not keep history nor delete
-// streams yet: the retention and deletion checks do not run.
-func CurrentOnly() Option { return func(o *options) { o.currentOnly = true } }
 
 // NewStore returns a fresh, empty store keeping r's generations.
 type NewStore func(t *testing.T, r store.Retention) store.Store
@@ -74,12 +69,10 @@ func Run(t *testing.T, newRetained NewStore, opts ...Option) {
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, newStore(t)) })
 	t.Run("Converged", func(t *testing.T) { testConverged(t, newStore(t)) })
 	t.Run("Stage", func(t *testing.T) { testStage(t, newStore(t)) })
-	if !o.currentOnly {
-		t.Run("GetGeneration", func(t *testing.T) { testGetGeneration(t, newStore(t)) })
-		t.Run("RetentionCount", func(t *testing.T) { testRetentionCount(t, newRetained, o.reopen) })
-		t.Run("RetentionBytes", func(t *testing.T) { testRetentionBytes(t, newRetained, o.reopen) })
-		t.Run("DeleteStream", func(t *testing.T) { testDeleteStream(t, newStore(t), o.reopen) })
-	}
+	t.Run("GetGeneration", func(t *testing.T) { testGetGeneration(t, newStore(t)) })
+	t.Run("RetentionCount", func(t *testing.T) { testRetentionCount(t, newRetained, o.reopen) })
+	t.Run("RetentionBytes", func(t *testing.T) { testRetentionBytes(t, newRetained, o.reopen) })
+	t.Run("DeleteStream", func(t *testing.T) { testDeleteStream(t, newStore(t), o.reopen) })
 	if o.reopen != nil {
 		t.Run("PersistsAcrossReopen", func(t *testing.T) { testReopen(t, newStore(t), reopen) })
 		t.Run("FingerprintKey", func(t *testing.T) { testFingerprintKey(t, newStore(t), reopen) })

@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,22 +37,22 @@ func open(t *testing.T, path string, opts ...bolt.Option) *bolt.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, _ store.Retention) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "confighub.db"))
-	}, storetest.CurrentOnly(), storetest.WithReopen(func(t *testing.T, s store.Store, _ store.Retention) store.Store {
+	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "confighub.db"), bolt.WithRetention(r))
+	}, storetest.WithReopen(func(t *testing.T, s store.Store, r store.Retention) store.Store {
 		path := s.(*bolt.Store).Path()
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		return open(t, path)
+		return open(t, path, bolt.WithRetention(r))
 	}))
 }
 
 // The variant without freelist sync must behave the same.
 func TestConformanceNoFreelistSync(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, _ store.Retention) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "confighub.db"), bolt.WithNoFreelistSync())
-	}, storetest.CurrentOnly())
+	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "confighub.db"), bolt.WithNoFreelistSync(), bolt.WithRetention(r))
+	}, storetest.WithLargeConfig(deferBelow+1))
 }
 
 func TestCreatesParentDirs(t *testing.T) {
@@ -66,7 +70,9 @@ func TestCreatedDirsAreFlushed(t *testing.T) {
 	path := filepath.Join(root, "a", "b", "confighub.db")
 	var synced []string
 	open(t, path, bolt.WithSyncDirHook(func(dir string) { synced = append(synced, dir) }))
-	want := []string{root, filepath.Join(root, "a")}
+	// The data dir's parents, then the data dir (the record directory's
+	// entry).
+	want := []string{root, filepath.Join(root, "a"), filepath.Join(root, "a", "b")}
 	if fmt.Sprint(synced) != fmt.Sprint(want) {
 		t.Fatalf("flushed %v while creating the data dir, want %v", synced, want)
 	}
@@ -205,353 +211,6 @@ func TestSecondOpenFailsInUse(t *testing.T) {
 	}
 }
 
-// blobs lists the config files beside the store file, sorted.
-var blobs = bolt.BlobNames
-
-func mustCommit(t *testing.T, s *bolt.Store, raw []byte, expected uint64) *config.Config {
-	t.Helper()
-	st, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", raw), expected)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// Replaced configs' files are recycled (at most bolt.PoolMax kept free):
-// one record file per stream stays, and the next Open removes the free ones.
-func TestOneBlobPerStream(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	for i := range 5 {
-		mustCommit(t, s, storetest.Cfg(i), 0)
-		s.WaitRemoved()
-	}
-	other, _, err := s.CommitConfig(context.Background(), storetest.NewStream("other", storetest.Cfg(9)), 0)
-	if err != nil || other.Generation != 1 {
-		t.Fatal(other, err)
-	}
-	s.WaitRemoved()
-	if b := blobs(t, path); len(b) < 2 || len(b) > 2+bolt.PoolMax {
-		t.Fatalf("files after 5 commits to one stream and 1 to another: %v, want 2 + at most %d free", b, bolt.PoolMax)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	open(t, path)
-	if b := blobs(t, path); len(b) != 2 {
-		t.Fatalf("files after reopen: %v, want 2", b)
-	}
-}
-
-// kill -9 after StageConfig, before Commit: the staged bytes are not part
-// of any stream, and the next Open removes them. The previous generation
-// is intact.
-func TestCrashAfterStageLosesOnlyTheStagedBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	ctx := context.Background()
-	mustCommit(t, s, storetest.Cfg(1), 0)
-	if _, err := s.StageConfig(ctx, "default", storetest.Cfg(2), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.StageConfig(ctx, "new", storetest.Cfg(3), nil); err != nil {
-		t.Fatal(err)
-	}
-	s.WaitRemoved()
-	if b := blobs(t, path); len(b) < 3 {
-		t.Fatalf("files with two staged: %v", b)
-	}
-	// Neither commit nor discard: what a crash leaves.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, path)
-	if b := blobs(t, path); len(b) != 1 {
-		t.Fatalf("blob files after reopen: %v, want only the committed one", b)
-	}
-	if got := storetest.Get(t, s2, "default"); got.Generation != 1 || !bytes.Equal(got.Raw, storetest.Cfg(1)) {
-		t.Fatalf("default after reopen: gen %d %q", got.Generation, got.Raw)
-	}
-	if _, err := s2.GetStream(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a stream only staged exists after reopen: %v", err)
-	}
-	// Generations go on from the committed one.
-	if g := mustCommit(t, s2, storetest.Cfg(4), 1).Generation; g != 2 {
-		t.Fatalf("next generation %d, want 2", g)
-	}
-}
-
-// kill -9 after a commit, before the replaced file was removed: the next
-// Open removes it and keeps the current one. Files that are not ours are
-// left alone.
-func TestCrashBeforeRemovalOfReplacedBlob(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	mustCommit(t, s, storetest.Cfg(1), 0)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = open(t, path) // the free files go: one file left
-	old := blobs(t, path)[0]
-	keep, err := os.ReadFile(filepath.Join(path+".blobs", old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := mustCommit(t, s, storetest.Cfg(2), 1)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Put the replaced file back, as a crash before it was recycled leaves
-	// it (a valid record of generation 1), and a file of someone else's.
-	for name, b := range map[string][]byte{old: keep, "notes.txt": []byte("mine")} {
-		if err := os.WriteFile(filepath.Join(path+".blobs", name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s2 := open(t, path)
-	b := blobs(t, path)
-	if len(b) != 2 || !slicesContains(b, "notes.txt") || slicesContains(b, old) {
-		t.Fatalf("blob files after reopen: %v, want the current one and notes.txt", b)
-	}
-	if got := storetest.Get(t, s2, "default"); got.Generation != 2 || got.Hash != cur.Hash {
-		t.Fatalf("after reopen: gen %d", got.Generation)
-	}
-}
-
-func slicesContains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// A meta record whose config file is missing, short or changed is corrupt,
-// named, and nothing is reset: not the store file, not the other files.
-func TestBrokenBlobIsCorrupt(t *testing.T) {
-	flip := func(at func(n int) int) func(p string) error {
-		return func(p string) error {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			b[at(len(b))] ^= 1
-			return os.WriteFile(p, b, 0o600)
-		}
-	}
-	for name, breakIt := range map[string]func(p string) error{
-		"missing":   os.Remove,
-		"truncated": func(p string) error { return os.Truncate(p, 10) },
-		"short":     func(p string) error { return os.Truncate(p, 4096+20) },
-		"changed":   flip(func(int) int { return 4096 + 5 }), // a config byte
-		"header":    flip(func(int) int { return 9 }),        // the meta offset
-		"meta":      flip(func(n int) int { return n - 3 }),  // the meta record
-		"magic":     flip(func(int) int { return 0 }),
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "confighub.db")
-			s := open(t, path)
-			mustCommit(t, s, storetest.Cfg(1), 0)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			// A reopen leaves the one record file (free ones go).
-			if err := open(t, path).Close(); err != nil {
-				t.Fatal(err)
-			}
-			blob := filepath.Join(path+".blobs", blobs(t, path)[0])
-			if err := breakIt(blob); err != nil {
-				t.Fatal(err)
-			}
-			before, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = bolt.Open(path)
-			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), blob) {
-				t.Fatalf("Open with a %s config file: %v, want ErrCorrupt naming %s", name, err, blob)
-			}
-			assertCorrupt(t, path, before)
-			if _, serr := os.Stat(blob); (serr == nil) == (name == "missing") {
-				t.Fatalf("the config file was changed by Open: %v", serr)
-			}
-		})
-	}
-}
-
-// A failed check discards the staged bytes; a conflict or an unchanged
-// hash removes them too. Nothing is visible.
-func TestStagedDiscardConflictUnchanged(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	ctx := context.Background()
-	g, err := s.StageConfig(ctx, "default", []byte("{not json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Discard(); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Discard(); err != nil {
-		t.Fatalf("second Discard: %v", err)
-	}
-	if b := blobs(t, path); len(b) > bolt.PoolMax {
-		t.Fatalf("files after Discard: %v, want at most %d free", b, bolt.PoolMax)
-	}
-	if _, err := s.GetStream(ctx, "default"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("discarded bytes are visible: %v", err)
-	}
-	first := mustCommit(t, s, storetest.Cfg(1), 0)
-	for _, tc := range []struct {
-		raw      []byte
-		expected uint64
-		wantErr  error
-	}{{storetest.Cfg(2), 7, store.ErrConflict}, {storetest.Cfg(1), 0, nil}} {
-		g, err := s.StageConfig(ctx, "default", tc.raw, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, unchanged, err := g.Commit(ctx, storetest.NewStream("default", tc.raw), tc.expected)
-		if !errors.Is(err, tc.wantErr) || (err == nil && (!unchanged || got.Generation != first.Generation)) {
-			t.Fatalf("commit: %v unchanged=%v gen %d, want %v", err, unchanged, got.Generation, tc.wantErr)
-		}
-		if _, _, err := g.Commit(ctx, storetest.NewStream("default", tc.raw), 0); err == nil {
-			t.Fatal("a second Commit of one staged config succeeded")
-		}
-		s.WaitRemoved()
-		if b := blobs(t, path); len(b) < 1 || len(b) > 1+bolt.PoolMax {
-			t.Fatalf("files: %v, want generation 1's and at most %d free", b, bolt.PoolMax)
-		}
-	}
-	// A commit of other bytes than those staged is refused.
-	g, err = s.StageConfig(ctx, "default", storetest.Cfg(5), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := g.Commit(ctx, storetest.NewStream("default", storetest.Cfg(55)), 0); err == nil {
-		t.Fatal("commit of bytes that were not staged succeeded")
-	}
-	if b := blobs(t, path); len(b) < 1 || len(b) > 1+bolt.PoolMax {
-		t.Fatalf("files after a refused commit: %v", b)
-	}
-	// Only generation 1 is a stream's: after reopen it is the one file.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = open(t, path)
-	if got := storetest.Get(t, s, "default"); got.Generation != 1 {
-		t.Fatalf("after reopen: gen %d", got.Generation)
-	}
-	if b := blobs(t, path); len(b) != 1 {
-		t.Fatalf("files after reopen: %v, want 1", b)
-	}
-}
-
-// A canceled stage leaves nothing behind.
-func TestCanceledStage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := s.StageConfig(ctx, "default", storetest.Cfg(1), nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("canceled stage: %v", err)
-	}
-	if b := blobs(t, path); len(b) != 0 {
-		t.Fatalf("blob files after a canceled stage: %v", b)
-	}
-}
-
-// Commit needs nothing of StageConfig's context: the hub ends it once the
-// stage returns, before it commits. Below DeferBelow (nothing written yet)
-// and from it on, the commit is durable and reads back after a reopen.
-func TestCommitAfterStageContextEnds(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s := open(t, path)
-	var want []byte
-	for i, raw := range [][]byte{storetest.Cfg(1), bytes.Repeat([]byte("x"), s.DeferBelow())} {
-		ctx, cancel := context.WithCancel(context.Background())
-		g, err := s.StageConfig(ctx, "default", raw, nil)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _, err := g.Commit(context.Background(), storetest.NewStream("default", raw), 0)
-		if err != nil || got.Generation != uint64(i+1) {
-			t.Fatalf("commit of %d bytes after the stage's context ended: %v, %v", len(raw), got, err)
-		}
-		want = raw
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := storetest.Get(t, open(t, path), "default"); got.Generation != 2 || !bytes.Equal(got.Raw, want) {
-		t.Fatalf("after reopen: generation %d, %d bytes; want 2, %d bytes", got.Generation, len(got.Raw), len(want))
-	}
-}
-
-// The stage feeds tee every byte, in order.
-func TestStageTee(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
-	raw := bytes.Repeat([]byte("0123456789"), 300000) // > one write chunk
-	var tee bytes.Buffer
-	if _, err := s.StageConfig(context.Background(), "default", raw, &tee); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(tee.Bytes(), raw) {
-		t.Fatalf("tee got %d bytes, not the %d staged", tee.Len(), len(raw))
-	}
-}
-
-// A store written by a hub of layout 1 (config bytes inline in bbolt)
-// opens with its config; the next commit moves the stream to a blob.
-func TestLayout1StillReads(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	raw := storetest.Cfg(1)
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := fmt.Sprintf(`{"generation":4,"hash":%q,"format":"json","size":%d,"accept_time":"2026-01-02T03:04:05Z"}`, config.Hash(raw), len(raw))
-	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range []string{"info", "streams", "sinks", "applied"} {
-			if _, err := tx.CreateBucket([]byte(b)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket([]byte("info")).Put([]byte("layout"), []byte("1")); err != nil {
-			return err
-		}
-		st, err := tx.Bucket([]byte("streams")).CreateBucket([]byte("default"))
-		if err != nil {
-			return err
-		}
-		if err := st.Put([]byte("meta"), []byte(meta)); err != nil {
-			return err
-		}
-		return st.Put([]byte("config"), raw)
-	})
-	if cerr := db.Close(); err != nil || cerr != nil {
-		t.Fatal(err, cerr)
-	}
-	s := open(t, path)
-	got := storetest.Get(t, s, "default")
-	if got.Generation != 4 || !bytes.Equal(got.Raw, raw) {
-		t.Fatalf("layout 1 stream: gen %d %q", got.Generation, got.Raw)
-	}
-	next := mustCommit(t, s, storetest.Cfg(2), 4)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, path)
-	if got := storetest.Get(t, s2, "default"); got.Generation != 5 || got.Hash != next.Hash {
-		t.Fatalf("after a commit on a layout 1 store: gen %d", got.Generation)
-	}
-	if b := blobs(t, path); len(b) != 1 {
-		t.Fatalf("blob files: %v", b)
-	}
-}
-
 // TestTruncatedFileLeavesNoLock: a store file cut short is refused before
 // bbolt maps it, so nothing keeps the file locked: once the file is
 // restored, Open succeeds in the same process (bbolt faulting on a mapping
@@ -577,41 +236,452 @@ func TestTruncatedFileLeavesNoLock(t *testing.T) {
 	}
 }
 
-// TestConvergedBucketAddedToAnOlderFile: a file written by a hub that kept
-// no convergence records opens, gets the bucket, and keeps them after.
-func TestConvergedBucketAddedToAnOlderFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "confighub.db")
-	s, err := bolt.Open(path)
+// deferBelow is the size from which a configuration has a record file.
+const deferBelow = 64 << 10
+
+// bigCfg is a valid configuration of at least deferBelow bytes, distinct
+// for each n.
+func bigCfg(n int) []byte {
+	pad := bytes.Repeat([]byte(`{"k":"v"},`), deferBelow/10+1)
+	return fmt.Appendf(nil, `{"_format_version":"3.0","x":[%s{"n":%d}]}`, pad, n)
+}
+
+// blobs lists the record files beside the store file, sorted.
+var blobs = bolt.BlobNames
+
+func mustCommit(t *testing.T, s *bolt.Store, stream string, raw []byte, expected uint64) *config.Config {
+	t.Helper()
+	st, _, err := s.CommitConfig(context.Background(), storetest.NewStream(stream, raw), expected)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", storetest.Cfg(1)), 0); err != nil {
+	return st
+}
+
+// A configuration below DeferBelow lives in the index; from it on each
+// retained generation has one record file, and the files of the
+// generations dropped by the retention go with them.
+func TestOneFilePerRetainedGeneration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path, bolt.WithRetention(store.Retention{History: 2}))
+	for i := range 5 {
+		mustCommit(t, s, "default", bigCfg(i), 0)
+	}
+	mustCommit(t, s, "small", storetest.Cfg(1), 0)
+	if b := blobs(t, path); len(b) != 2 {
+		t.Fatalf("files after 5 large commits keeping 2, and a small one: %v, want 2", b)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, path, bolt.WithRetention(store.Retention{History: 2}))
+	if b := blobs(t, path); len(b) != 2 {
+		t.Fatalf("files after reopen: %v, want 2", b)
+	}
+}
+
+// kill -9 after StageConfig, before Commit: the staged bytes are not part
+// of any stream, and the next Open removes them. The previous generation
+// is intact.
+func TestCrashAfterStageLosesOnlyTheStagedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx := context.Background()
+	mustCommit(t, s, "default", bigCfg(1), 0)
+	g1, err := s.StageConfig(ctx, "default", bigCfg(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := s.StageConfig(ctx, "new", bigCfg(3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := blobs(t, path); len(b) != 3 {
+		t.Fatalf("files with two staged: %v", b)
+	}
+	snap := snapshot(t, path) // what kill -9 leaves
+	_, _ = g1.Discard(), g2.Discard()
+	s2 := open(t, snap)
+	if b := blobs(t, snap); len(b) != 1 {
+		t.Fatalf("record files after reopen: %v, want only the committed one", b)
+	}
+	if got := storetest.Get(t, s2, "default"); got.Generation != 1 || !bytes.Equal(got.Raw, bigCfg(1)) {
+		t.Fatalf("default after reopen: gen %d", got.Generation)
+	}
+	if _, err := s2.GetStream(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a stream only staged exists after reopen: %v", err)
+	}
+	if g := mustCommit(t, s2, "default", bigCfg(4), 1).Generation; g != 2 {
+		t.Fatalf("next generation %d, want 2", g)
+	}
+}
+
+// kill -9 after a record file was flushed, before the index names it:
+// never acked, so the stream is at its previous generation and the file
+// goes at the next Open.
+func TestCrashAfterFlushBeforeIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	mustCommit(t, s, "default", bigCfg(1), 0)
+	var snap string
+	s.SetHookIndex(func() { snap = snapshot(t, path) })
+	mustCommit(t, s, "default", bigCfg(2), 1)
+	s2 := open(t, snap)
+	if got := storetest.Get(t, s2, "default"); got.Generation != 1 || !bytes.Equal(got.Raw, bigCfg(1)) {
+		t.Fatalf("after a crash before the index: gen %d, want 1", got.Generation)
+	}
+	if b := blobs(t, snap); len(b) != 1 {
+		t.Fatalf("record files: %v, want generation 1's", b)
+	}
+}
+
+// kill -9 after the retention dropped a generation from the index, before
+// its file was removed: the next Open removes it. Files that are not ours
+// are left alone.
+func TestCrashBeforeRemovalOfDroppedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	r := bolt.WithRetention(store.Retention{History: 1})
+	s := open(t, path, r)
+	mustCommit(t, s, "default", bigCfg(1), 0)
+	old := blobs(t, path)[0]
+	keep, err := os.ReadFile(filepath.Join(path+".blobs", old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := mustCommit(t, s, "default", bigCfg(2), 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{old: keep, "notes.txt": []byte("mine")} {
+		if err := os.WriteFile(filepath.Join(path+".blobs", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2 := open(t, path, r)
+	b := blobs(t, path)
+	if len(b) != 2 || !slices.Contains(b, "notes.txt") || slices.Contains(b, old) {
+		t.Fatalf("files after reopen: %v, want the current record and notes.txt", b)
+	}
+	if got := storetest.Get(t, s2, "default"); got.Generation != 2 || got.Hash != cur.Hash {
+		t.Fatalf("after reopen: gen %d", got.Generation)
+	}
+}
+
+// snapshot copies the store file and its record directory to a new dir,
+// as kill -9 at that point leaves them, and returns the copy's path.
+func snapshot(t *testing.T, path string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "confighub.db")
+	copyFile(t, path, dst)
+	if err := os.Mkdir(dst+".blobs", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range blobs(t, path) {
+		copyFile(t, filepath.Join(path+".blobs", n), filepath.Join(dst+".blobs", n))
+	}
+	return dst
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A record file that is short or whose bytes changed is corrupt, and the
+// error names that one record; a missing one is an I/O error naming the
+// file and its errno. Nothing is reset, and no message advises moving the
+// store away.
+func TestBrokenRecordNamesItself(t *testing.T) {
+	for name, c := range map[string]struct {
+		breakIt func(p string) error
+		corrupt bool
+		says    string
+	}{
+		"missing":   {os.Remove, false, "ENOENT"},
+		"truncated": {func(p string) error { return os.Truncate(p, 10) }, true, "hold 10 bytes"},
+		"changed": {func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b[5] ^= 1
+			return os.WriteFile(p, b, 0o600)
+		}, true, "hash to"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "confighub.db")
+			s := open(t, path)
+			mustCommit(t, s, "default", bigCfg(1), 0)
+			mustCommit(t, s, "other", bigCfg(2), 0)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var blob string
+			for _, n := range blobs(t, path) {
+				if b, _ := os.ReadFile(filepath.Join(path+".blobs", n)); bytes.Equal(b, bigCfg(1)) {
+					blob = filepath.Join(path+".blobs", n)
+				}
+			}
+			if err := c.breakIt(blob); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = bolt.Open(path)
+			if err == nil || errors.Is(err, store.ErrCorrupt) != c.corrupt || !strings.Contains(err.Error(), blob) ||
+				!strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "move") {
+				t.Fatalf("Open with a %s record file: %v; want corrupt=%v naming %s and saying %q, and no advice to move the store", name, err, c.corrupt, blob, c.says)
+			}
+			if c.corrupt && !strings.Contains(err.Error(), `stream "default" generation 1`) {
+				t.Fatalf("a corrupt record not named by stream and generation: %v", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Fatal("Open changed the store file")
+			}
+			if b := blobs(t, path); len(b) != 2-boolInt(name == "missing") {
+				t.Fatalf("Open removed a record file: %v", b)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Too many open files says to raise the limit; another errno is named.
+func TestIOErrorsSayWhatTheyAre(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
+	for errno, want := range map[syscall.Errno]string{syscall.EMFILE: "raise the open-files limit", syscall.EIO: "EIO"} {
+		err := s.IOErr("read", "/x/y.rec", &fs.PathError{Op: "open", Path: "/x/y.rec", Err: errno})
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/x/y.rec") || errors.Is(err, store.ErrCorrupt) || !errors.Is(err, errno) {
+			t.Errorf("%v: %v, want it to name the file and say %q, not corrupt", errno, err, want)
+		}
+	}
+}
+
+// A failed check discards the staged bytes; a conflict or an unchanged
+// hash removes them too. Nothing is visible, no file stays.
+func TestStagedDiscardConflictUnchanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx := context.Background()
+	g, err := s.StageConfig(ctx, "default", bigCfg(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(g.Discard(), g.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if b := blobs(t, path); len(b) != 0 {
+		t.Fatalf("files after Discard: %v", b)
+	}
+	first := mustCommit(t, s, "default", bigCfg(1), 0)
+	g, err = s.StageConfig(ctx, "default", bigCfg(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Commit(ctx, storetest.NewStream("default", bigCfg(2)), 7); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	g, err = s.StageConfig(ctx, "default", bigCfg(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, unchanged, err := g.Commit(ctx, storetest.NewStream("default", bigCfg(1)), 0); err != nil || !unchanged || got.Generation != 1 {
+		t.Fatalf("unchanged: %v %v %v", got, unchanged, err)
+	}
+	if b := blobs(t, path); len(b) != 1 {
+		t.Fatalf("files after a conflict and an unchanged commit: %v, want generation 1's", b)
+	}
+	if got := storetest.Get(t, s, "default"); got.Hash != first.Hash {
+		t.Fatal("the stream changed")
+	}
+}
+
+// A canceled stage leaves nothing behind.
+func TestCanceledStage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.StageConfig(ctx, "default", bigCfg(1), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled stage: %v", err)
+	}
+	if b := blobs(t, path); len(b) != 0 {
+		t.Fatalf("files after a canceled stage: %v", b)
+	}
+}
+
+// Commit needs nothing of StageConfig's context: the hub ends it once the
+// stage returns, before it commits. Below DeferBelow and from it on, the
+// commit is durable and reads back after a reopen.
+func TestCommitAfterStageContextEnds(t *testing.T) {
+	for _, raw := range [][]byte{storetest.Cfg(1), bigCfg(1)} {
+		path := filepath.Join(t.TempDir(), "confighub.db")
+		s := open(t, path)
+		ctx, cancel := context.WithCancel(context.Background())
+		g, err := s.StageConfig(ctx, "default", raw, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.Commit(context.Background(), storetest.NewStream("default", raw), 0); err != nil {
+			t.Fatalf("%d bytes: commit after the stage's context ended: %v", len(raw), err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.Get(t, open(t, path), "default"); !bytes.Equal(got.Raw, raw) {
+			t.Fatalf("%d bytes: not durable", len(raw))
+		}
+	}
+}
+
+// The stage feeds tee every byte, in order, at both sizes.
+func TestStageTee(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
+	for _, raw := range [][]byte{storetest.Cfg(1), bytes.Repeat(bigCfg(1), 20)} {
+		var tee bytes.Buffer
+		g, err := s.StageConfig(context.Background(), "default", raw, &tee)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(tee.Bytes(), raw) {
+			t.Fatalf("tee got %d of %d bytes, or out of order", tee.Len(), len(raw))
+		}
+		_ = g.Discard()
+	}
+}
+
+// A failed flush is not acked and stops every later commit ("restart to
+// recover": a flush after a failed one proves nothing); the next Open
+// decides from what is on disk.
+func TestFailedFlushStopsCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	mustCommit(t, s, "default", bigCfg(1), 0)
+	s.SetHookSync(func(*os.File) error { return syscall.EIO })
+	if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", bigCfg(2)), 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("commit with a failing flush: %v, want EIO", err)
+	}
+	s.SetHookSync(nil)
+	for _, raw := range [][]byte{storetest.Cfg(3), bigCfg(3)} {
+		if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream("default", raw), 0); err == nil || !strings.Contains(err.Error(), "restart to recover") {
+			t.Fatalf("commit after a failed flush: %v, want restart to recover", err)
+		}
+	}
+	if got := storetest.Get(t, s, "default"); got.Generation != 1 {
+		t.Fatalf("a failed commit moved the stream to generation %d", got.Generation)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Get(t, open(t, path), "default"); got.Generation != 1 {
+		t.Fatalf("after reopen: generation %d", got.Generation)
+	}
+}
+
+// Close waits for commits under way and refuses later ones, so nothing is
+// written once it returned.
+func TestNoWriteAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	g, err := s.StageConfig(context.Background(), "default", bigCfg(1), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Commit(context.Background(), storetest.NewStream("default", bigCfg(1)), 0); err == nil {
+		t.Fatal("a commit after Close succeeded")
+	}
+	if _, err := s.StageStream(context.Background(), "default", 10); err == nil {
+		t.Fatal("a stage after Close succeeded")
+	}
+	if b := blobs(t, path); len(b) != 0 {
+		t.Fatalf("files after a refused commit: %v", b)
+	}
+}
+
+// A stream name or label that is not valid UTF-8 is refused (JSON would
+// store another one).
+func TestNonUTF8Refused(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
+	for _, c := range []*config.Config{
+		storetest.NewStream("bad\xff", storetest.Cfg(1)),
+		config.New("ok", 0, config.Hash(storetest.Cfg(1)), config.FormatJSON, storetest.Cfg(1), nil, map[string]string{"k": "\xfe"}, time.Now()),
+	} {
+		if _, _, err := s.CommitConfig(context.Background(), c, 0); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("commit of %q %v: %v, want a UTF-8 refusal", c.Stream, c.Labels, err)
+		}
+	}
+}
+
+// A file of another data layout is refused, and kept as it is.
+func TestOtherLayoutRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	if err := open(t, path).Close(); err != nil {
 		t.Fatal(err)
 	}
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket([]byte("converged")) }); err != nil {
-		t.Fatalf("making an older file: %v", err)
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("info")).Put([]byte("layout"), []byte("3")) }); err != nil {
+		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2 := open(t, path)
-	c := store.Converged{Stream: "default", Generation: 1, Time: time.Date(2026, 2, 3, 4, 5, 6, 42_000_000, time.UTC)}
-	if err := s2.RecordConverged(context.Background(), c); err != nil {
-		t.Fatalf("RecordConverged on an older file: %v", err)
+	if _, err := bolt.Open(path); err == nil || !strings.Contains(err.Error(), `layout "3"`) || errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("Open of a layout 3 file: %v", err)
 	}
-	path2 := s2.Path()
-	if err := s2.Close(); err != nil {
-		t.Fatal(err)
+}
+
+// Concurrent commits to many streams share index transactions and each
+// stream's generations stay contiguous.
+func TestConcurrentCommitsContiguous(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "confighub.db"))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				stream := fmt.Sprint("s", w%3)
+				if _, _, err := s.CommitConfig(context.Background(), storetest.NewStream(stream, storetest.Cfg(w*100+i)), 0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
 	}
-	got, err := open(t, path2).ListConverged(context.Background())
-	if err != nil || len(got) != 1 || !got[0].Time.Equal(c.Time) || got[0].Generation != 1 {
-		t.Fatalf("ListConverged after reopen: %+v %v, want %+v", got, err, c)
+	wg.Wait()
+	total := uint64(0)
+	for i := range 3 {
+		gens, err := s.ListGenerations(context.Background(), fmt.Sprint("s", i), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, g := range gens {
+			if g.Generation != gens[0].Generation-uint64(j) {
+				t.Fatalf("s%d generations %v not contiguous", i, gens)
+			}
+		}
+		total += gens[0].Generation
+	}
+	if total != 160 {
+		t.Fatalf("%d generations in all, want 160", total)
 	}
 }

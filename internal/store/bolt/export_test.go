@@ -5,10 +5,6 @@ import (
 	"testing"
 )
 
-// PoolMax is how many free record files a store keeps when its stages do
-// not overlap.
-const PoolMax = poolMin
-
 // WithSyncDirHook makes Open call fn for every directory it flushes while
 // creating the data dir.
 func WithSyncDirHook(fn func(dir string)) Option {
@@ -17,11 +13,27 @@ func WithSyncDirHook(fn func(dir string)) Option {
 	}
 }
 
+// WithInlineBelow writes configurations below n inline (default 64 KiB).
+func WithInlineBelow(n int) Option { return func(o *options) { o.inlineBelow = n } }
+
+// WithoutGroupCommit gives each commit its own index transaction.
+func WithoutGroupCommit() Option { return func(o *options) { o.noGroup = true } }
+
+// SetHookSync flushes record files with fn instead of fdatasync.
+func (s *Store) SetHookSync(fn func(*os.File) error) { s.hookSync = fn }
+
+// SetHookIndex runs fn before each commit's index transaction, after its
+// record file was flushed.
+func (s *Store) SetHookIndex(fn func()) { s.hookIndex = fn }
+
+// IOErr is the store's report of an I/O error.
+func (s *Store) IOErr(op, file string, err error) error { return s.ioErr(op, file, err) }
+
 // BlobNames lists the record directory beside the store file at path,
 // sorted.
 func BlobNames(t *testing.T, path string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(blobDirFor(path))
+	ents, err := os.ReadDir(path + ".blobs")
 	if err != nil {
 		t.Fatal(err)
 	}
