@@ -1449,3 +1449,28 @@ func TestSkipBackClearsRejection(t *testing.T) {
 		t.Fatalf("entity_errors metric %d after the skip, want 0", met.of("gw"))
 	}
 }
+
+// TestSupersededGenerationIsTracked: two pushes acked together publish in
+// either order; a generation published after a newer one is never offered
+// to a sink, but its status is kept, counted and converges with the newer.
+func TestSupersededGenerationIsTracked(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	now := h.clock.Now()
+	h.e.Publish(enginetest.Config("default", 2, "c-2", now))
+	h.e.Publish(enginetest.Config("default", 1, "c-1", now))
+	h.awaitApplied("a", 2)
+	snap := h.await("", "both generations converged", func(r *confighubv1.GetStatusResponse) bool {
+		g := r.GetGenerations()
+		return len(g) == 2 && g[0].GetGeneration() == 1 && g[1].GetGeneration() == 2 &&
+			g[0].GetConvergeTime() != nil && g[1].GetConvergeTime() != nil
+	})
+	if snap.GetGeneration() != 2 {
+		t.Fatalf("current generation %d, want 2", snap.GetGeneration())
+	}
+	for _, a := range s.Applied() {
+		if a == 1 {
+			t.Fatalf("generation 1 was offered after 2: applied %v", s.Applied())
+		}
+	}
+}
