@@ -128,17 +128,6 @@ func WithWatchBuffer(n int) Option {
 // status.WithDispatchWindow).
 const DefaultStatusDispatchWindow = 5 * time.Millisecond
 
-// WithStatusDispatchWindow sets the status fan-out's batching window; 0
-// sends every change at once.
-func WithStatusDispatchWindow(d time.Duration) Option {
-	return func(e *Engine) { e.dispatchWindow = d }
-}
-
-// WithHistory sets how many status changes per stream are kept for resume.
-func WithHistory(n int) Option {
-	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
-}
-
 // WithNewStream sets a function called with the name of each stream the
 // engine gets (by Publish or a sink of it), once, when it first appears: a
 // replica's status writer follows the stream from then on, whichever
@@ -170,8 +159,8 @@ func WithRandom(f func() float64) Option {
 // Memory: one *config.Config per stream is shared by every sink; per sink the
 // engine keeps constant state plus pointers to the configs in its slot, last
 // applied and last failed (dropped once a newer generation is applied).
-// Status history is bounded by WithHistory, generations by the last 16 per
-// stream.
+// Status history is bounded by status.DefaultHistory, generations by the
+// last 16 per stream.
 //
 // Replicas (WithOwnership): every sink is known, a worker runs only for the
 // owned ones; the others are peers followed through ObserveSink. Gates and
@@ -200,10 +189,6 @@ type Engine struct {
 	brokerOpts []status.Option
 	newStream  func(string)
 	broker     *status.Broker
-	// dispatchWindow batches the status fan-out (real time: it delays
-	// delivery and schedules no sink work, so a fake engine clock must not
-	// hold status back).
-	dispatchWindow time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -333,8 +318,6 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		conv:         map[string]store.Converged{},
 		convKick:     make(chan struct{}, 1),
 		names:        map[string]*nameLock{},
-
-		dispatchWindow: DefaultStatusDispatchWindow,
 	}
 	for _, o := range opts {
 		o(e)
@@ -345,7 +328,10 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	// Revisions start at the clock's nanoseconds, so a restarted hub never
 	// hands out a revision a watcher saw before the restart.
 	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
-	window := status.WithDispatchWindow(e.dispatchWindow)
+	// The status fan-out's batching window runs on real time: it delays
+	// delivery and schedules no sink work, so a fake engine clock must not
+	// hold status back.
+	window := status.WithDispatchWindow(DefaultStatusDispatchWindow)
 	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
