@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/confighub/confighub/config"
@@ -363,8 +364,20 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		}
 		return PushResult{}, commitErr(ctx, u.stream, err)
 	}
-	return u.h.accepted(stored, unchanged, int(u.total)), nil
+	res := u.h.accepted(stored, unchanged, int(u.total))
+	if u.total >= releaseAfterBytes {
+		// The generation this one replaced is garbage now (unless a sink
+		// still applies it): collect it and give its pages back at once,
+		// instead of when the heap next doubles or the scavenger gets to
+		// it, so a hub holds about one large configuration, not three.
+		debug.FreeOSMemory()
+	}
+	return res, nil
 }
+
+// releaseAfterBytes is the upload size from which Finish returns the
+// replaced configuration's memory to the OS before it answers.
+const releaseAfterBytes = 32 << 20
 
 // Abort drops what a streamed upload staged (a no-op after Finish) and
 // gives the upload's share of the budget back: call it once the upload

@@ -72,14 +72,10 @@ func TestCrashResume(t *testing.T) {
 			if cur.GetGeneration() == last.gen && cur.GetHash() != last.hash {
 				t.Fatalf("cycle %d: generation %d has hash %s, acknowledged %s", cycle, last.gen, cur.GetHash(), last.hash)
 			}
-			// Config bytes staged when the hub was killed are removed at
-			// the start: no more record files than retained generations.
-			gens, err := cl.Hub.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{Limit: 1000})
-			if err != nil {
-				t.Fatalf("cycle %d: ListGenerations after restart: %v", cycle, err)
-			}
-			if blobs, err := os.ReadDir(filepath.Join(dataDir, "confighub.db.blobs")); err != nil || len(blobs) > len(gens.GetGenerations()) {
-				t.Fatalf("cycle %d: config files after restart: %d (%v), more than the %d retained generations", cycle, len(blobs), err, len(gens.GetGenerations()))
+			// These configs (below 64 KiB) live in the bolt store's index:
+			// a push killed mid-way leaves no record file behind.
+			if blobs, err := os.ReadDir(filepath.Join(dataDir, "confighub.db.blobs")); err != nil || len(blobs) != 0 {
+				t.Fatalf("cycle %d: record files after restart: %d (%v), want none", cycle, len(blobs), err)
 			}
 			// The sink converges on the current (>= last acknowledged) generation.
 			harness.Eventually(t, 20*time.Second, func() bool {

@@ -718,3 +718,20 @@ func TestOpenHoldsNoFilePerStream(t *testing.T) {
 		t.Fatal("s199 not loaded")
 	}
 }
+
+// A retained generation whose record file is missing is an I/O error
+// naming the file, not a generation reported as dropped.
+func TestMissingRetainedRecordIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	mustCommit(t, s, "default", bigCfg(1), 0)
+	first := blobs(t, path)[0]
+	mustCommit(t, s, "default", bigCfg(2), 0)
+	if err := os.Remove(filepath.Join(path+".blobs", first)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetGeneration(context.Background(), "default", 1)
+	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, store.ErrNotRetained) || !strings.Contains(err.Error(), first) {
+		t.Fatalf("GetGeneration of a generation whose file is gone: %v, want ENOENT naming %s", err, first)
+	}
+}

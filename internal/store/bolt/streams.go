@@ -629,12 +629,22 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	// A record file is read outside the transaction; a commit that
 	// dropped the generation meanwhile removed it.
 	out, err = s.readGen(nil, name, m)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, lerr := s.ListGenerations(ctx, name, gen+1, 1); lerr == nil {
-			return s.GetGeneration(ctx, name, gen)
-		}
+	if errors.Is(err, fs.ErrNotExist) && !s.indexed(name, gen) {
+		return s.GetGeneration(ctx, name, gen) // dropped meanwhile: not retained
 	}
 	return out, err
+}
+
+// indexed says whether the index still holds generation gen of stream
+// name.
+func (s *Store) indexed(name string, gen uint64) bool {
+	found := false
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
+		found = b != nil && b.Get(genKey(gen)) != nil
+		return nil
+	})
+	return found
 }
 
 // DeleteStream implements store.Store: one transaction removes the

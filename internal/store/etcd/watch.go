@@ -16,7 +16,7 @@ import (
 // watchBackoff is the wait before a failed watch is opened again.
 const watchBackoff = 500 * time.Millisecond
 
-// Watch implements store.Watcher: changes made by other Store values, from
+// Watch implements store.Shared: changes made by other Store values, from
 // the revision after the last List* call on this Store (or from now). The
 // channel is closed when ctx is done or the Store is closed. Events are
 // sent in commit order; a slow reader delays the watch, not the store.
