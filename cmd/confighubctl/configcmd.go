@@ -13,14 +13,15 @@ import (
 func cmdConfig(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
 	if len(args) == 0 || args[0] != "get" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fmt.Fprintln(errw, "Usage: confighubctl config get [--stream s] [--sink NAME] [--failed] [-o FILE]")
+			fmt.Fprintln(errw, "Usage: confighubctl config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]")
 			return nil
 		}
 		return usagef("config: want get")
 	}
-	fs := subFlags("config get", g, errw, "config get [--stream s] [--sink NAME] [--failed] [-o FILE]")
+	fs := subFlags("config get", g, errw, "config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]")
 	stream := fs.String("stream", config.DefaultStream, "stream (ignored with --sink)")
 	sinkName := fs.String("sink", "", "what this sink last applied")
+	gen := fs.Uint64("generation", 0, "a retained generation of the stream instead of the current one")
 	failed := fs.Bool("failed", false, "with --sink: the last configuration the sink failed to apply, with the error and the destination's answer")
 	outFile := fs.String("o", "", "write the configuration to this file instead of standard output")
 	pos, err := parseSub(fs, args[1:])
@@ -29,6 +30,9 @@ func cmdConfig(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	}
 	if len(pos) > 0 {
 		return usagef("config get: unexpected argument %q", pos[0])
+	}
+	if *gen > 0 && *sinkName != "" {
+		return usagef("config get: --generation is of a stream, not of --sink")
 	}
 	if *failed && *sinkName == "" {
 		return usagef("config get: --failed needs --sink NAME")
@@ -43,7 +47,7 @@ func cmdConfig(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	defer closeConn()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	res, err := c.Hub.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: *stream, Sink: *sinkName, Failed: *failed})
+	res, err := c.Hub.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: *stream, Sink: *sinkName, Failed: *failed, Generation: *gen})
 	if err != nil {
 		return &cliError{"config get", err}
 	}

@@ -1,6 +1,7 @@
 // Command confighubctl is the operator's client of a confighub hub: push a
 // configuration (with a progress bar for large uploads), show and follow
-// the per-sink status, manage sinks, and read back configurations.
+// the per-sink status, manage sinks, read back configurations, list a
+// stream's generations, diff two of them entity by entity, and roll back.
 //
 //	confighubctl [global flags] <command> [flags]
 //
@@ -8,7 +9,10 @@
 //	status [--stream s] [--watch]
 //	sinks list [--stream s] | sinks put -f FILE.yaml | sinks delete NAME
 //	streams list | streams delete NAME
-//	config get [--stream s] [--sink NAME] [--failed]
+//	config get [--stream s] [--sink NAME] [--failed] [--generation n]
+//	history [--stream s] [--limit n] [--before GENERATION]
+//	diff [FROM [TO]] [--stream s] [--sink NAME]
+//	rollback GENERATION [--stream s] [--expected-generation n]
 //
 // Global flags (also accepted after the command): --addr (env
 // CONFIGHUB_ADDR, default 127.0.0.1:7070), --token (env CONFIGHUB_TOKEN),
@@ -60,8 +64,20 @@ Commands:
   streams list             list the streams: generation, bytes, sinks, accept time, hash
   streams delete NAME      delete a stream that no sink reads (one created by mistake), so it no
                            longer counts against the hub's --max-streams
-  config get [--stream s] [--sink NAME] [--failed] [-o FILE]
+  config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]
                            print a stream's configuration, or what a sink last applied (or failed)
+  history [--stream s] [--limit n] [--before GENERATION]
+                           the stream's retained generations: who pushed each, its size, entities
+                           and outcome (converged, converging, rejected by N of M sinks)
+  diff [FROM [TO]] [--stream s] [--sink NAME] [--color auto|always|never]
+                           what changed, entity by entity, as deck diff prints it (default: the
+                           current generation against the one before); --sink: what a FAILED or
+                           DEGRADED sink last applied against what it was asked to apply
+  rollback GENERATION [--stream s] [--expected-generation n]
+                           push a retained generation's configuration again, as a new generation
+  cluster-cert [--cert FILE] [--key FILE] [--days N]
+                           write a shared-mode cluster certificate for Kong data planes in
+                           hybrid mode (the shape of kong hybrid gen_cert); needs no hub
 
 "<command> --help" lists a command's flags. A failure exits 1 with one line; bad usage exits 2.
 
@@ -146,11 +162,15 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
-		"push":    cmdPush,
-		"status":  cmdStatus,
-		"sinks":   cmdSinks,
-		"streams": cmdStreams,
-		"config":  cmdConfig,
+		"push":         cmdPush,
+		"status":       cmdStatus,
+		"sinks":        cmdSinks,
+		"streams":      cmdStreams,
+		"config":       cmdConfig,
+		"history":      cmdHistory,
+		"diff":         cmdDiff,
+		"rollback":     cmdRollback,
+		"cluster-cert": cmdClusterCert,
 	}
 	name := rest[0]
 	if name == "help" {
@@ -159,7 +179,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fn, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams or config; see --help)\n", name)
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams, config, history, diff, rollback or cluster-cert; see --help)\n", name)
 		return 2
 	}
 	err := fn(ctx, &g, rest[1:], stdout, stderr)

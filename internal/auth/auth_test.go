@@ -136,6 +136,18 @@ func TestRoles(t *testing.T) {
 			_, err = st.CloseAndRecv()
 			return err
 		},
+		"ListGenerations": func(ctx context.Context) error {
+			_, err := hubc.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{})
+			return err
+		},
+		"DiffConfig": func(ctx context.Context) error {
+			_, err := hubc.DiffConfig(ctx, &confighubv1.DiffConfigRequest{})
+			return err
+		},
+		"RollbackConfig": func(ctx context.Context) error {
+			_, err := hubc.RollbackConfig(ctx, &confighubv1.RollbackConfigRequest{})
+			return err
+		},
 		"PutSink": func(ctx context.Context) error {
 			_, err := admin.PutSink(ctx, &confighubv1.PutSinkRequest{})
 			return err
@@ -145,7 +157,7 @@ func TestRoles(t *testing.T) {
 			return err
 		},
 	}
-	need := map[string]int{"GetConfig": 1, "GetStatus": 1, "WatchStatus": 1, "ListSinks": 1, "PushConfig": 2, "UploadConfig": 2, "PutSink": 3, "DeleteSink": 3}
+	need := map[string]int{"GetConfig": 1, "GetStatus": 1, "WatchStatus": 1, "ListSinks": 1, "ListGenerations": 1, "DiffConfig": 1, "PushConfig": 2, "RollbackConfig": 2, "UploadConfig": 2, "PutSink": 3, "DeleteSink": 3}
 	tokens := []struct {
 		tok   string
 		level int

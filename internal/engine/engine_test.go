@@ -1028,6 +1028,27 @@ func TestNonGatewaySinksHaveTheirOwnApplySlots(t *testing.T) {
 	}
 }
 
+// A sink whose applies take no slot (Capabilities.NoApplySlot: a Kong
+// data plane in hybrid mode) applies while both pools are full.
+func TestNoApplySlotSinksTakeNoSlot(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	must(t, h.fleet.Register(h.reg, "dp", sink.Capabilities{Gateway: true, NoApplySlot: true}, false, sink.AsGateway()))
+	gw := h.put("gw-hung", kindGateway, nil)
+	gw.Set(enginetest.Behavior{Hang: true})
+	other := h.put("other-hung", kindTest, nil)
+	other.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, gw)
+	started(t, other)
+	for _, name := range []string{"dp-a", "dp-b"} {
+		h.put(name, "dp", nil)
+	}
+	h.awaitApplied("dp-a", 1)
+	h.awaitApplied("dp-b", 1)
+	h.put("gw-queued", kindGateway, nil)
+	h.awaitState("gw-queued", pending, 1)
+}
+
 // A sink queued for an apply slot reports PENDING once, is not woken by
 // newer generations while it waits, takes the newest when a slot is handed
 // to it, and queued sinks get slots in arrival order.

@@ -14,6 +14,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
@@ -276,7 +277,9 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	if p.checked.Format == config.FormatYAML {
 		js = p.checked.JSON
 	}
-	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(in.Origin)
+	origin := in.Origin
+	origin.Entities = configdiff.Count(p.checked.JSON)
+	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
 	if err != nil {
 		return PushResult{}, commitErr(ctx, stream, err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -352,7 +353,9 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	}
 	defer admitted()
 	// Raw is what was written: Commit stores it as it is.
-	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(u.in.Origin)
+	origin := u.in.Origin
+	origin.Entities = configdiff.Count(u.raw)
+	rec := config.New(u.stream, 0, u.want, config.FormatJSON, u.raw, nil, u.in.Labels, u.h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := staged.Commit(ctx, rec, u.in.ExpectedGeneration)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, store.ErrConflict) {

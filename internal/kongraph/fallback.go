@@ -176,7 +176,7 @@ func pruneList(typ string, v any) any {
 		if ok {
 			for key := range nested[typ] {
 				if c, ok := obj[key]; ok {
-					obj[key] = pruneList(childType(typ, key), c)
+					obj[key] = pruneList(ChildType(typ, key), c)
 				}
 			}
 		}
@@ -202,7 +202,7 @@ func flatten(n *node) map[string]any {
 		if n.parent.Type == "consumer_group" {
 			other = "consumer"
 		}
-		vals := refValues(map[string]any(n.obj))
+		vals := RefValues(map[string]any(n.obj))
 		out = map[string]any{}
 		if len(vals) > 0 {
 			out[other] = vals[0]

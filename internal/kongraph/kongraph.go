@@ -91,9 +91,17 @@ func init() {
 	}
 }
 
-// childType is the type of an entity nested under parentType at key:
-// a consumer's groups and a group's consumers are memberships.
-func childType(parentType, key string) string {
+// CollectionType is the type of the entities of a top-level collection
+// ("route" for "routes"), false for a key that holds none.
+func CollectionType(key string) (string, bool) {
+	t, ok := collections[key]
+	return t, ok
+}
+
+// ChildType is the type of an entity nested under parentType at key
+// (one of NestedKeys(parentType)): a consumer's groups and a group's
+// consumers are memberships.
+func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
 	}
@@ -188,6 +196,22 @@ func decode(raw []byte) (map[string]any, error) {
 // walk visits every entity in a fixed order: top-level collections sorted
 // by key, each entity before its nested ones (sorted by key).
 func walk(root map[string]any, visit func(*node)) {
+	Walk(root, func(typ string, obj map[string]any, parent *node, parentField string) *node {
+		n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
+		visit(n)
+		return n
+	})
+}
+
+// Walk visits every entity of a decoded declarative configuration, in the
+// nested and the flat forms, in a fixed order: top-level collections
+// sorted by key, each entity before its nested ones (sorted by key). typ
+// is Kong's schema name (as Entity.Type); visit returns what the entity's
+// nested entities get as parent (the zero T at the top level), and
+// parentField is the foreign key their nesting stands for ("service" for
+// a route under a service; "" at the top level).
+func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
+	var top T
 	for _, key := range sortedKeys(root) {
 		typ, ok := collections[key]
 		if !ok {
@@ -196,20 +220,19 @@ func walk(root map[string]any, visit func(*node)) {
 		list, _ := root[key].([]any)
 		for _, v := range list {
 			if obj, ok := v.(map[string]any); ok {
-				walkEntity(typ, obj, nil, "", visit)
+				walkEntity(typ, obj, top, "", visit)
 			}
 		}
 	}
 }
 
-func walkEntity(typ string, obj map[string]any, parent *node, parentField string, visit func(*node)) {
-	n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
-	visit(n)
+func walkEntity[T any](typ string, obj map[string]any, parent T, parentField string, visit func(string, map[string]any, T, string) T) {
+	n := visit(typ, obj, parent, parentField)
 	kids := nested[typ]
 	for _, key := range nestedKeys[typ] {
 		field := kids[key]
 		list, _ := obj[key].([]any)
-		ct := childType(typ, key)
+		ct := ChildType(typ, key)
 		for _, v := range list {
 			if o, ok := v.(map[string]any); ok {
 				walkEntity(ct, o, n, field, visit)
@@ -217,6 +240,17 @@ func walkEntity(typ string, obj map[string]any, parent *node, parentField string
 		}
 	}
 }
+
+// NestedKeys are the keys under which entities of type typ nest others
+// ("routes" and "plugins" under a service, ...), sorted.
+func NestedKeys(typ string) []string { return nestedKeys[typ] }
+
+// ForeignKey is the type that field of an entity of type typ refers to
+// ("service" for a route's "service"), or "" when field is no foreign key.
+func ForeignKey(typ, field string) string { return refs[typ][field] }
+
+// ForeignKeys are the foreign key fields of type typ, sorted.
+func ForeignKeys(typ string) []string { return refFields[typ] }
 
 func identify(typ string, obj map[string]any) Entity {
 	e := Entity{Type: typ, ID: str(obj["id"])}
@@ -339,7 +373,7 @@ func foreignKeys(n *node) []fk {
 		if n.parent.Type == "consumer_group" {
 			other = "consumer"
 		}
-		for _, v := range refValues(map[string]any(n.obj)) {
+		for _, v := range RefValues(map[string]any(n.obj)) {
 			out = append(out, fk{other, v})
 		}
 		return out
@@ -348,7 +382,7 @@ func foreignKeys(n *node) []fk {
 		if field == n.parentField && n.parent != nil {
 			continue
 		}
-		for _, v := range refValues(n.obj[field]) {
+		for _, v := range RefValues(n.obj[field]) {
 			out = append(out, fk{refs[n.Type][field], v})
 		}
 	}
@@ -363,9 +397,9 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// refValues reads a foreign key: "name-or-id", {"id": ...}, {"name": ...}
+// RefValues reads a foreign key: "name-or-id", {"id": ...}, {"name": ...}
 // ({"username": ...} for a consumer), or a list of them (ca_certificates).
-func refValues(v any) []string {
+func RefValues(v any) []string {
 	switch r := v.(type) {
 	case string:
 		if r != "" {
@@ -380,7 +414,7 @@ func refValues(v any) []string {
 	case []any:
 		var out []string
 		for _, x := range r {
-			out = append(out, refValues(x)...)
+			out = append(out, RefValues(x)...)
 		}
 		return out
 	}

@@ -28,4 +28,5 @@
 //   - Every sink secret is hidden and nothing else (TestSinkSecretsRedactEverySecret).
 //   - Restore puts stored values back and refuses any other placeholder (TestSinkSecretsRestore, TestFindPlaceholder).
 //   - Plugin and custom settings are secret by name (TestSecretName).
+//   - Entity redacts one decoded entity the same way, for the entity diff (TestEntity).
 package redact

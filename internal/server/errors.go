@@ -20,7 +20,7 @@ func codeOf(err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, hub.ErrNotFound):
 		return codes.NotFound
-	case errors.Is(err, hub.ErrStale), errors.Is(err, hub.ErrInUse):
+	case errors.Is(err, hub.ErrStale), errors.Is(err, hub.ErrInUse), errors.Is(err, hub.ErrNotFailing):
 		return codes.FailedPrecondition
 	case errors.Is(err, hub.ErrUnavailable):
 		return codes.Unavailable

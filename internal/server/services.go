@@ -72,6 +72,7 @@ func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfig
 		Format:             formatIn(req.GetFormat()),
 		ExpectedGeneration: req.GetExpectedGeneration(),
 		Labels:             req.GetLabels(),
+		Origin:             originOf(ctx),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -96,6 +97,7 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 		Format:             formatIn(hdr.GetFormat()),
 		ExpectedGeneration: hdr.GetExpectedGeneration(),
 		Labels:             hdr.GetLabels(),
+		Origin:             originOf(stream.Context()),
 	}, hdr.GetTotalSize(), hdr.GetExpectedHash())
 	if err != nil {
 		return toStatus(err)
@@ -153,7 +155,7 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 			out.ErrorBody = serr.Body
 		}
 	} else {
-		cfg, err = s.hub.Config(ctx, req.GetStream())
+		cfg, err = s.hub.Generation(ctx, req.GetStream(), req.GetGeneration())
 		if err != nil {
 			return nil, toStatus(err)
 		}

@@ -450,3 +450,58 @@ func TestPageShowsFallback(t *testing.T) {
 	}
 	screenshot(t, ctx, "degraded")
 }
+
+// TestPageShowsGenerationDiffs: each row of the generations table says
+// what became of its generation (converged, or rejected by N of M sinks
+// when every gateway refused it, not "converging") and opens that
+// generation's entity diff against the one before it; a changed password
+// shows redacted.
+func TestPageShowsGenerationDiffs(t *testing.T) {
+	gwA, gwB := gateway(t), gateway(t)
+	f := startHub(t, []*confighubv1.Sink{kongSink("gw-a", gwA.URL(), 30*time.Second), kongSink("gw-b", gwB.URL(), 30*time.Second)})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.url)); err != nil {
+		t.Fatal(err)
+	}
+	good := harness.Fixture(t, "httproute-example__default.yaml")
+	g1 := f.push(t, good, nil)
+	waitFor(t, ctx, "the first push", fmt.Sprintf(`#gens tr[data-generation="%d"] td.converged`, g1))
+	g2 := f.push(t, badPort(t), nil)
+	row := fmt.Sprintf(`#gens tr[data-generation="%d"]`, g2)
+	waitFor(t, ctx, "the rejected push", rowState("gw-a", "FAILED"), rowState("gw-b", "FAILED"), row+" td.rejected")
+	if s := text(t, ctx, row+" td.rejected"); s != "rejected by 2 of 2" {
+		t.Errorf("outcome of the rejected generation %q, want \"rejected by 2 of 2\"", s)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+" button.open-diff"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the diff", `#diff li.change[data-action="update"]`)
+	d := text(t, ctx, "#diff")
+	for _, want := range []string{fmt.Sprintf("generation %d against generation %d: 0 created, 1 updated, 0 deleted", g2, g1),
+		"updating service httproute.default.httproute-testing.3", "Service default/nginx", "port: 8080 \u2192 80800"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the diff shows %q, want %q in it", d, want)
+		}
+	}
+	screenshot(t, ctx, "diff")
+
+	withPw := harness.Fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
+	f.push(t, withPw, nil)
+	changed := bytes.Replace(withPw, []byte("consumer-1-password"), []byte("consumer-1-new-password"), 1)
+	g4 := f.push(t, changed, nil)
+	row = fmt.Sprintf(`#gens tr[data-generation="%d"]`, g4)
+	waitFor(t, ctx, "the password change", row)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+" button.open-diff"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector('#diff-title').textContent.startsWith('generation %d against')`, g4), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the diff of generation %d never showed: %v", g4, err)
+	}
+	d = text(t, ctx, "#diff")
+	if !strings.Contains(d, "password: \"<redacted>\" \u2192 \"<redacted>\"") {
+		t.Errorf("the password change shows %q, want it redacted on both sides", d)
+	}
+	if strings.Contains(d, "consumer-1-") || strings.Contains(d, "PRIVATE KEY") {
+		t.Errorf("a secret on the page: %q", d)
+	}
+}

@@ -33,6 +33,9 @@ type Source interface {
 	Streams() []string
 	Status(stream string) (*confighubv1.GetStatusResponse, error)
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
+	// DiffGenerations compares two generations of a stream (0: the
+	// current one, and the one before it), as DiffConfig does.
+	DiffGenerations(ctx context.Context, stream string, from, to uint64) (hub.Diff, error)
 }
 
 // Authorizer checks the bearer token of an HTTP request against a role
@@ -95,6 +98,7 @@ func New(ctx context.Context, src Source, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET /api/v1/streams", h.authorized(h.streams))
 	h.mux.HandleFunc("GET /api/v1/status", h.authorized(h.status))
 	h.mux.HandleFunc("GET /api/v1/watch", h.authorized(h.watch))
+	h.mux.HandleFunc("GET /api/v1/diff", h.authorized(h.diff))
 	return h
 }
 
@@ -160,6 +164,39 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := jsonOut.Marshal(st)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// diff answers DiffConfig's response as protojson: generation to of
+// stream (0: the current one) against from (0: the one before it).
+func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var gens [2]uint64
+	for i, k := range []string{"from", "to"} {
+		if v := q.Get(k); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%s=%q is not a generation", k, v)})
+				return
+			}
+			gens[i] = n
+		}
+	}
+	stream := q.Get("stream")
+	if !h.valid(w, &confighubv1.DiffConfigRequest{Stream: stream, From: gens[0], To: gens[1]}) {
+		return
+	}
+	d, err := h.src.DiffGenerations(r.Context(), stream, gens[0], gens[1])
+	if err != nil {
+		h.sourceError(w, err)
+		return
+	}
+	b, err := jsonOut.Marshal(d.Proto())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
 		return

@@ -74,6 +74,119 @@ func (Format) EnumDescriptor() ([]byte, []int) {
 	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{0}
 }
 
+// GenerationOutcome is what became of a generation.
+type GenerationOutcome int32
+
+const (
+	GenerationOutcome_GENERATION_OUTCOME_UNSPECIFIED GenerationOutcome = 0
+	// Every sink of the stream applied it (or a later generation).
+	GenerationOutcome_GENERATION_OUTCOME_CONVERGED GenerationOutcome = 1
+	// Some sinks have not applied it yet, and none rejected it.
+	GenerationOutcome_GENERATION_OUTCOME_CONVERGING GenerationOutcome = 2
+	// At least one sink rejected it (sinks_rejected of sinks_total).
+	GenerationOutcome_GENERATION_OUTCOME_REJECTED GenerationOutcome = 3
+	// A later generation replaced it before every sink applied it.
+	GenerationOutcome_GENERATION_OUTCOME_SUPERSEDED GenerationOutcome = 4
+)
+
+// Enum value maps for GenerationOutcome.
+var (
+	GenerationOutcome_name = map[int32]string{
+		0: "GENERATION_OUTCOME_UNSPECIFIED",
+		1: "GENERATION_OUTCOME_CONVERGED",
+		2: "GENERATION_OUTCOME_CONVERGING",
+		3: "GENERATION_OUTCOME_REJECTED",
+		4: "GENERATION_OUTCOME_SUPERSEDED",
+	}
+	GenerationOutcome_value = map[string]int32{
+		"GENERATION_OUTCOME_UNSPECIFIED": 0,
+		"GENERATION_OUTCOME_CONVERGED":   1,
+		"GENERATION_OUTCOME_CONVERGING":  2,
+		"GENERATION_OUTCOME_REJECTED":    3,
+		"GENERATION_OUTCOME_SUPERSEDED":  4,
+	}
+)
+
+func (x GenerationOutcome) Enum() *GenerationOutcome {
+	p := new(GenerationOutcome)
+	*p = x
+	return p
+}
+
+func (x GenerationOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GenerationOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_confighub_v1_hub_proto_enumTypes[1].Descriptor()
+}
+
+func (GenerationOutcome) Type() protoreflect.EnumType {
+	return &file_confighub_v1_hub_proto_enumTypes[1]
+}
+
+func (x GenerationOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GenerationOutcome.Descriptor instead.
+func (GenerationOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{1}
+}
+
+// EntityAction is what a change does to an entity.
+type EntityAction int32
+
+const (
+	EntityAction_ENTITY_ACTION_UNSPECIFIED EntityAction = 0
+	EntityAction_ENTITY_ACTION_CREATE      EntityAction = 1
+	EntityAction_ENTITY_ACTION_UPDATE      EntityAction = 2
+	EntityAction_ENTITY_ACTION_DELETE      EntityAction = 3
+)
+
+// Enum value maps for EntityAction.
+var (
+	EntityAction_name = map[int32]string{
+		0: "ENTITY_ACTION_UNSPECIFIED",
+		1: "ENTITY_ACTION_CREATE",
+		2: "ENTITY_ACTION_UPDATE",
+		3: "ENTITY_ACTION_DELETE",
+	}
+	EntityAction_value = map[string]int32{
+		"ENTITY_ACTION_UNSPECIFIED": 0,
+		"ENTITY_ACTION_CREATE":      1,
+		"ENTITY_ACTION_UPDATE":      2,
+		"ENTITY_ACTION_DELETE":      3,
+	}
+)
+
+func (x EntityAction) Enum() *EntityAction {
+	p := new(EntityAction)
+	*p = x
+	return p
+}
+
+func (x EntityAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EntityAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_confighub_v1_hub_proto_enumTypes[2].Descriptor()
+}
+
+func (EntityAction) Type() protoreflect.EnumType {
+	return &file_confighub_v1_hub_proto_enumTypes[2]
+}
+
+func (x EntityAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EntityAction.Descriptor instead.
+func (EntityAction) EnumDescriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{2}
+}
+
 type PushConfigRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stream name; empty means "default".
@@ -479,7 +592,11 @@ type GetConfigRequest struct {
 	// When set, return what this sink last applied (or last failed).
 	Sink string `protobuf:"bytes,2,opt,name=sink,proto3" json:"sink,omitempty"`
 	// With sink: the last configuration the sink failed to apply.
-	Failed        bool `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Failed bool `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Without sink: this retained generation instead of the current one
+	// (0: the current one). One no longer retained is NotFound naming the
+	// retained range.
+	Generation    uint64 `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,6 +650,13 @@ func (x *GetConfigRequest) GetFailed() bool {
 		return x.Failed
 	}
 	return false
+}
+
+func (x *GetConfigRequest) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 type GetConfigResponse struct {
@@ -985,6 +1109,797 @@ func (*WatchStatusResponse_SinkRemoved) isWatchStatusResponse_Event() {}
 
 func (*WatchStatusResponse_Generation) isWatchStatusResponse_Event() {}
 
+type ListGenerationsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// Only generations older than this one (0: from the newest); pass the
+	// previous page's next_before to read the next page.
+	Before uint64 `protobuf:"varint,2,opt,name=before,proto3" json:"before,omitempty"`
+	// At most this many (0: 20).
+	Limit         uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGenerationsRequest) Reset() {
+	*x = ListGenerationsRequest{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGenerationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGenerationsRequest) ProtoMessage() {}
+
+func (x *ListGenerationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGenerationsRequest.ProtoReflect.Descriptor instead.
+func (*ListGenerationsRequest) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListGenerationsRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ListGenerationsRequest) GetBefore() uint64 {
+	if x != nil {
+		return x.Before
+	}
+	return 0
+}
+
+func (x *ListGenerationsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ListGenerationsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// Newest first.
+	Generations []*GenerationRecord `protobuf:"bytes,2,rep,name=generations,proto3" json:"generations,omitempty"`
+	// The before of the next page; 0 when this page is the last.
+	NextBefore    uint64 `protobuf:"varint,3,opt,name=next_before,json=nextBefore,proto3" json:"next_before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGenerationsResponse) Reset() {
+	*x = ListGenerationsResponse{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGenerationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGenerationsResponse) ProtoMessage() {}
+
+func (x *ListGenerationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGenerationsResponse.ProtoReflect.Descriptor instead.
+func (*ListGenerationsResponse) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListGenerationsResponse) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ListGenerationsResponse) GetGenerations() []*GenerationRecord {
+	if x != nil {
+		return x.Generations
+	}
+	return nil
+}
+
+func (x *ListGenerationsResponse) GetNextBefore() uint64 {
+	if x != nil {
+		return x.NextBefore
+	}
+	return 0
+}
+
+// GenerationRecord is one retained generation.
+type GenerationRecord struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Generation uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Hash       string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// Size of the configuration as pushed, in bytes.
+	Size       int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Labels     map[string]string      `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	AcceptTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=accept_time,json=acceptTime,proto3" json:"accept_time,omitempty"`
+	// The name of the token that pushed it, or "anonymous" without
+	// --auth-tokens (never the token itself).
+	Pusher string `protobuf:"bytes,6,opt,name=pusher,proto3" json:"pusher,omitempty"`
+	// The pusher's address.
+	Peer string `protobuf:"bytes,7,opt,name=peer,proto3" json:"peer,omitempty"`
+	// Set when this generation is a rollback: the generation whose bytes it
+	// restores.
+	RollbackOf uint64 `protobuf:"varint,8,opt,name=rollback_of,json=rollbackOf,proto3" json:"rollback_of,omitempty"`
+	// Entities by Kong entity type ("service", "route", ...).
+	Entities map[string]uint32 `protobuf:"bytes,9,rep,name=entities,proto3" json:"entities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Convergence, while the hub still tracks the generation (its recent
+	// ones): sinks that applied it or a later one, of how many.
+	SinksApplied uint32 `protobuf:"varint,10,opt,name=sinks_applied,json=sinksApplied,proto3" json:"sinks_applied,omitempty"`
+	SinksTotal   uint32 `protobuf:"varint,11,opt,name=sinks_total,json=sinksTotal,proto3" json:"sinks_total,omitempty"`
+	// Sinks whose last rejected generation is this one.
+	SinksRejected uint32                 `protobuf:"varint,12,opt,name=sinks_rejected,json=sinksRejected,proto3" json:"sinks_rejected,omitempty"`
+	ConvergeTime  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=converge_time,json=convergeTime,proto3" json:"converge_time,omitempty"`
+	Outcome       GenerationOutcome      `protobuf:"varint,14,opt,name=outcome,proto3,enum=confighub.v1.GenerationOutcome" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerationRecord) Reset() {
+	*x = GenerationRecord{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerationRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerationRecord) ProtoMessage() {}
+
+func (x *GenerationRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerationRecord.ProtoReflect.Descriptor instead.
+func (*GenerationRecord) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GenerationRecord) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *GenerationRecord) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *GenerationRecord) GetAcceptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AcceptTime
+	}
+	return nil
+}
+
+func (x *GenerationRecord) GetPusher() string {
+	if x != nil {
+		return x.Pusher
+	}
+	return ""
+}
+
+func (x *GenerationRecord) GetPeer() string {
+	if x != nil {
+		return x.Peer
+	}
+	return ""
+}
+
+func (x *GenerationRecord) GetRollbackOf() uint64 {
+	if x != nil {
+		return x.RollbackOf
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetEntities() map[string]uint32 {
+	if x != nil {
+		return x.Entities
+	}
+	return nil
+}
+
+func (x *GenerationRecord) GetSinksApplied() uint32 {
+	if x != nil {
+		return x.SinksApplied
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetSinksTotal() uint32 {
+	if x != nil {
+		return x.SinksTotal
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetSinksRejected() uint32 {
+	if x != nil {
+		return x.SinksRejected
+	}
+	return 0
+}
+
+func (x *GenerationRecord) GetConvergeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConvergeTime
+	}
+	return nil
+}
+
+func (x *GenerationRecord) GetOutcome() GenerationOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return GenerationOutcome_GENERATION_OUTCOME_UNSPECIFIED
+}
+
+type DiffConfigRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The generation compared from; 0: the one before to.
+	From uint64 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	// The generation compared to; 0: the current one.
+	To uint64 `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	// When set, compare what this FAILED or DEGRADED sink last applied
+	// with the generation it was asked to apply (stream, from and to are
+	// ignored).
+	Sink          string `protobuf:"bytes,4,opt,name=sink,proto3" json:"sink,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiffConfigRequest) Reset() {
+	*x = DiffConfigRequest{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiffConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiffConfigRequest) ProtoMessage() {}
+
+func (x *DiffConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiffConfigRequest.ProtoReflect.Descriptor instead.
+func (*DiffConfigRequest) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DiffConfigRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *DiffConfigRequest) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *DiffConfigRequest) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *DiffConfigRequest) GetSink() string {
+	if x != nil {
+		return x.Sink
+	}
+	return ""
+}
+
+type DiffConfigResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Stream   string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	From     uint64                 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	To       uint64                 `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	FromHash string                 `protobuf:"bytes,4,opt,name=from_hash,json=fromHash,proto3" json:"from_hash,omitempty"`
+	ToHash   string                 `protobuf:"bytes,5,opt,name=to_hash,json=toHash,proto3" json:"to_hash,omitempty"`
+	// Sorted by entity type (what others refer to first), then by name.
+	Changes []*EntityChange `protobuf:"bytes,6,rep,name=changes,proto3" json:"changes,omitempty"`
+	Created uint32          `protobuf:"varint,7,opt,name=created,proto3" json:"created,omitempty"`
+	Updated uint32          `protobuf:"varint,8,opt,name=updated,proto3" json:"updated,omitempty"`
+	Deleted uint32          `protobuf:"varint,9,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	// With sink: the sink and its state.
+	Sink          string `protobuf:"bytes,10,opt,name=sink,proto3" json:"sink,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiffConfigResponse) Reset() {
+	*x = DiffConfigResponse{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiffConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiffConfigResponse) ProtoMessage() {}
+
+func (x *DiffConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiffConfigResponse.ProtoReflect.Descriptor instead.
+func (*DiffConfigResponse) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DiffConfigResponse) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *DiffConfigResponse) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *DiffConfigResponse) GetTo() uint64 {
+	if x != nil {
+		return x.To
+	}
+	return 0
+}
+
+func (x *DiffConfigResponse) GetFromHash() string {
+	if x != nil {
+		return x.FromHash
+	}
+	return ""
+}
+
+func (x *DiffConfigResponse) GetToHash() string {
+	if x != nil {
+		return x.ToHash
+	}
+	return ""
+}
+
+func (x *DiffConfigResponse) GetChanges() []*EntityChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *DiffConfigResponse) GetCreated() uint32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *DiffConfigResponse) GetUpdated() uint32 {
+	if x != nil {
+		return x.Updated
+	}
+	return 0
+}
+
+func (x *DiffConfigResponse) GetDeleted() uint32 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+func (x *DiffConfigResponse) GetSink() string {
+	if x != nil {
+		return x.Sink
+	}
+	return ""
+}
+
+// EntityChange is one entity created, updated or deleted.
+type EntityChange struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action EntityAction           `protobuf:"varint,1,opt,name=action,proto3,enum=confighub.v1.EntityAction" json:"action,omitempty"`
+	// Kong's entity type: "service", "route", "plugin",
+	// "keyauth_credential", ...
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Its name (a consumer's username, a target's target, ...); empty when
+	// it has none to show (a key-auth credential is named by its secret
+	// key).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Id   string `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
+	// What it belongs to: "service echo", "route r1", "consumer alice".
+	Parent string `protobuf:"bytes,5,opt,name=parent,proto3" json:"parent,omitempty"`
+	// Its k8s-* tags, which name the Kubernetes object it comes from.
+	Tags []string `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
+	// An update's changed fields.
+	Fields []*FieldChange `protobuf:"bytes,7,rep,name=fields,proto3" json:"fields,omitempty"`
+	// A created entity as JSON (flattened, secrets redacted).
+	ObjectJson    string `protobuf:"bytes,8,opt,name=object_json,json=objectJson,proto3" json:"object_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EntityChange) Reset() {
+	*x = EntityChange{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EntityChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EntityChange) ProtoMessage() {}
+
+func (x *EntityChange) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EntityChange.ProtoReflect.Descriptor instead.
+func (*EntityChange) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *EntityChange) GetAction() EntityAction {
+	if x != nil {
+		return x.Action
+	}
+	return EntityAction_ENTITY_ACTION_UNSPECIFIED
+}
+
+func (x *EntityChange) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EntityChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EntityChange) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *EntityChange) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *EntityChange) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *EntityChange) GetFields() []*FieldChange {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *EntityChange) GetObjectJson() string {
+	if x != nil {
+		return x.ObjectJson
+	}
+	return ""
+}
+
+// FieldChange is one changed field of an updated entity.
+type FieldChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Keys from the entity down to the value.
+	Path []string `protobuf:"bytes,1,rep,name=path,proto3" json:"path,omitempty"`
+	// The JSON values before and after, secrets redacted; empty when the
+	// field is absent on that side.
+	OldJson       string `protobuf:"bytes,2,opt,name=old_json,json=oldJson,proto3" json:"old_json,omitempty"`
+	NewJson       string `protobuf:"bytes,3,opt,name=new_json,json=newJson,proto3" json:"new_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldChange) Reset() {
+	*x = FieldChange{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldChange) ProtoMessage() {}
+
+func (x *FieldChange) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldChange.ProtoReflect.Descriptor instead.
+func (*FieldChange) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *FieldChange) GetPath() []string {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
+func (x *FieldChange) GetOldJson() string {
+	if x != nil {
+		return x.OldJson
+	}
+	return ""
+}
+
+func (x *FieldChange) GetNewJson() string {
+	if x != nil {
+		return x.NewJson
+	}
+	return ""
+}
+
+type RollbackConfigRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The retained generation whose bytes become the next generation.
+	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// As PushConfigRequest.expected_generation: when non-zero, the stream's
+	// current generation must equal it (FailedPrecondition otherwise).
+	ExpectedGeneration uint64 `protobuf:"varint,3,opt,name=expected_generation,json=expectedGeneration,proto3" json:"expected_generation,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RollbackConfigRequest) Reset() {
+	*x = RollbackConfigRequest{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackConfigRequest) ProtoMessage() {}
+
+func (x *RollbackConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackConfigRequest.ProtoReflect.Descriptor instead.
+func (*RollbackConfigRequest) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RollbackConfigRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *RollbackConfigRequest) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RollbackConfigRequest) GetExpectedGeneration() uint64 {
+	if x != nil {
+		return x.ExpectedGeneration
+	}
+	return 0
+}
+
+type RollbackConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As PushConfigResponse: unchanged when the generation's hash is the
+	// current one (no new generation).
+	Generation uint64  `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Hash       string  `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	Unchanged  bool    `protobuf:"varint,3,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Sinks      *uint32 `protobuf:"varint,4,opt,name=sinks,proto3,oneof" json:"sinks,omitempty"`
+	// The generation rolled back to.
+	RollbackOf    uint64 `protobuf:"varint,5,opt,name=rollback_of,json=rollbackOf,proto3" json:"rollback_of,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackConfigResponse) Reset() {
+	*x = RollbackConfigResponse{}
+	mi := &file_confighub_v1_hub_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackConfigResponse) ProtoMessage() {}
+
+func (x *RollbackConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_hub_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackConfigResponse.ProtoReflect.Descriptor instead.
+func (*RollbackConfigResponse) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_hub_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RollbackConfigResponse) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RollbackConfigResponse) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *RollbackConfigResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+func (x *RollbackConfigResponse) GetSinks() uint32 {
+	if x != nil && x.Sinks != nil {
+		return *x.Sinks
+	}
+	return 0
+}
+
+func (x *RollbackConfigResponse) GetRollbackOf() uint64 {
+	if x != nil {
+		return x.RollbackOf
+	}
+	return 0
+}
+
 var File_confighub_v1_hub_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_hub_proto_rawDesc = "" +
@@ -1031,11 +1946,14 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1c\n" +
 	"\tunchanged\x18\x03 \x01(\bR\tunchanged\x12\x19\n" +
 	"\x05sinks\x18\x04 \x01(\rH\x00R\x05sinks\x88\x01\x01B\b\n" +
-	"\x06_sinks\"l\n" +
+	"\x06_sinks\"\x8c\x01\n" +
 	"\x10GetConfigRequest\x12!\n" +
 	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x1d\n" +
 	"\x04sink\x18\x02 \x01(\tB\t\xbaH\x06r\x04\xb0\xe1!\x01R\x04sink\x12\x16\n" +
-	"\x06failed\x18\x03 \x01(\bR\x06failed\"\xc7\x03\n" +
+	"\x06failed\x18\x03 \x01(\bR\x06failed\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x04R\n" +
+	"generation\"\xc7\x03\n" +
 	"\x11GetConfigResponse\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1e\n" +
 	"\n" +
@@ -1079,18 +1997,116 @@ const file_confighub_v1_hub_proto_rawDesc = "" +
 	"generation\x18\x05 \x01(\v2\x1e.confighub.v1.GenerationStatusH\x00R\n" +
 	"generation\x12'\n" +
 	"\x0fsnapshot_reason\x18\x06 \x01(\tR\x0esnapshotReasonB\a\n" +
-	"\x05event*B\n" +
+	"\x05event\"s\n" +
+	"\x16ListGenerationsRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x16\n" +
+	"\x06before\x18\x02 \x01(\x04R\x06before\x12\x1e\n" +
+	"\x05limit\x18\x03 \x01(\rB\b\xbaH\x05*\x03\x18\xe8\aR\x05limit\"\x94\x01\n" +
+	"\x17ListGenerationsResponse\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12@\n" +
+	"\vgenerations\x18\x02 \x03(\v2\x1e.confighub.v1.GenerationRecordR\vgenerations\x12\x1f\n" +
+	"\vnext_before\x18\x03 \x01(\x04R\n" +
+	"nextBefore\"\xd3\x05\n" +
+	"\x10GenerationRecord\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12B\n" +
+	"\x06labels\x18\x04 \x03(\v2*.confighub.v1.GenerationRecord.LabelsEntryR\x06labels\x12;\n" +
+	"\vaccept_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"acceptTime\x12\x16\n" +
+	"\x06pusher\x18\x06 \x01(\tR\x06pusher\x12\x12\n" +
+	"\x04peer\x18\a \x01(\tR\x04peer\x12\x1f\n" +
+	"\vrollback_of\x18\b \x01(\x04R\n" +
+	"rollbackOf\x12H\n" +
+	"\bentities\x18\t \x03(\v2,.confighub.v1.GenerationRecord.EntitiesEntryR\bentities\x12#\n" +
+	"\rsinks_applied\x18\n" +
+	" \x01(\rR\fsinksApplied\x12\x1f\n" +
+	"\vsinks_total\x18\v \x01(\rR\n" +
+	"sinksTotal\x12%\n" +
+	"\x0esinks_rejected\x18\f \x01(\rR\rsinksRejected\x12?\n" +
+	"\rconverge_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fconvergeTime\x129\n" +
+	"\aoutcome\x18\x0e \x01(\x0e2\x1f.confighub.v1.GenerationOutcomeR\aoutcome\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rEntitiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"y\n" +
+	"\x11DiffConfigRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x04R\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x04R\x02to\x12\x1d\n" +
+	"\x04sink\x18\x04 \x01(\tB\t\xbaH\x06r\x04\xb0\xe1!\x01R\x04sink\"\x9e\x02\n" +
+	"\x12DiffConfigResponse\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x04R\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\x04R\x02to\x12\x1b\n" +
+	"\tfrom_hash\x18\x04 \x01(\tR\bfromHash\x12\x17\n" +
+	"\ato_hash\x18\x05 \x01(\tR\x06toHash\x124\n" +
+	"\achanges\x18\x06 \x03(\v2\x1a.confighub.v1.EntityChangeR\achanges\x12\x18\n" +
+	"\acreated\x18\a \x01(\rR\acreated\x12\x18\n" +
+	"\aupdated\x18\b \x01(\rR\aupdated\x12\x18\n" +
+	"\adeleted\x18\t \x01(\rR\adeleted\x12\x12\n" +
+	"\x04sink\x18\n" +
+	" \x01(\tR\x04sink\"\xfa\x01\n" +
+	"\fEntityChange\x122\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x1a.confighub.v1.EntityActionR\x06action\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x04 \x01(\tR\x02id\x12\x16\n" +
+	"\x06parent\x18\x05 \x01(\tR\x06parent\x12\x12\n" +
+	"\x04tags\x18\x06 \x03(\tR\x04tags\x121\n" +
+	"\x06fields\x18\a \x03(\v2\x19.confighub.v1.FieldChangeR\x06fields\x12\x1f\n" +
+	"\vobject_json\x18\b \x01(\tR\n" +
+	"objectJson\"W\n" +
+	"\vFieldChange\x12\x12\n" +
+	"\x04path\x18\x01 \x03(\tR\x04path\x12\x19\n" +
+	"\bold_json\x18\x02 \x01(\tR\aoldJson\x12\x19\n" +
+	"\bnew_json\x18\x03 \x01(\tR\anewJson\"\x94\x01\n" +
+	"\x15RollbackConfigRequest\x12!\n" +
+	"\x06stream\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x06stream\x12'\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04B\a\xbaH\x042\x02 \x00R\n" +
+	"generation\x12/\n" +
+	"\x13expected_generation\x18\x03 \x01(\x04R\x12expectedGeneration\"\xb0\x01\n" +
+	"\x16RollbackConfigResponse\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x1c\n" +
+	"\tunchanged\x18\x03 \x01(\bR\tunchanged\x12\x19\n" +
+	"\x05sinks\x18\x04 \x01(\rH\x00R\x05sinks\x88\x01\x01\x12\x1f\n" +
+	"\vrollback_of\x18\x05 \x01(\x04R\n" +
+	"rollbackOfB\b\n" +
+	"\x06_sinks*B\n" +
 	"\x06Format\x12\x16\n" +
 	"\x12FORMAT_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vFORMAT_JSON\x10\x01\x12\x0f\n" +
-	"\vFORMAT_YAML\x10\x022\xae\x03\n" +
+	"\vFORMAT_YAML\x10\x02*\xc0\x01\n" +
+	"\x11GenerationOutcome\x12\"\n" +
+	"\x1eGENERATION_OUTCOME_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cGENERATION_OUTCOME_CONVERGED\x10\x01\x12!\n" +
+	"\x1dGENERATION_OUTCOME_CONVERGING\x10\x02\x12\x1f\n" +
+	"\x1bGENERATION_OUTCOME_REJECTED\x10\x03\x12!\n" +
+	"\x1dGENERATION_OUTCOME_SUPERSEDED\x10\x04*{\n" +
+	"\fEntityAction\x12\x1d\n" +
+	"\x19ENTITY_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ENTITY_ACTION_CREATE\x10\x01\x12\x18\n" +
+	"\x14ENTITY_ACTION_UPDATE\x10\x02\x12\x18\n" +
+	"\x14ENTITY_ACTION_DELETE\x10\x032\xbc\x05\n" +
 	"\x10ConfigHubService\x12O\n" +
 	"\n" +
 	"PushConfig\x12\x1f.confighub.v1.PushConfigRequest\x1a .confighub.v1.PushConfigResponse\x12W\n" +
 	"\fUploadConfig\x12!.confighub.v1.UploadConfigRequest\x1a\".confighub.v1.UploadConfigResponse(\x01\x12L\n" +
 	"\tGetConfig\x12\x1e.confighub.v1.GetConfigRequest\x1a\x1f.confighub.v1.GetConfigResponse\x12L\n" +
 	"\tGetStatus\x12\x1e.confighub.v1.GetStatusRequest\x1a\x1f.confighub.v1.GetStatusResponse\x12T\n" +
-	"\vWatchStatus\x12 .confighub.v1.WatchStatusRequest\x1a!.confighub.v1.WatchStatusResponse0\x01B=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
+	"\vWatchStatus\x12 .confighub.v1.WatchStatusRequest\x1a!.confighub.v1.WatchStatusResponse0\x01\x12^\n" +
+	"\x0fListGenerations\x12$.confighub.v1.ListGenerationsRequest\x1a%.confighub.v1.ListGenerationsResponse\x12O\n" +
+	"\n" +
+	"DiffConfig\x12\x1f.confighub.v1.DiffConfigRequest\x1a .confighub.v1.DiffConfigResponse\x12[\n" +
+	"\x0eRollbackConfig\x12#.confighub.v1.RollbackConfigRequest\x1a$.confighub.v1.RollbackConfigResponseB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
 
 var (
 	file_confighub_v1_hub_proto_rawDescOnce sync.Once
@@ -1104,57 +2120,85 @@ func file_confighub_v1_hub_proto_rawDescGZIP() []byte {
 	return file_confighub_v1_hub_proto_rawDescData
 }
 
-var file_confighub_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_confighub_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_confighub_v1_hub_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_confighub_v1_hub_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_confighub_v1_hub_proto_goTypes = []any{
-	(Format)(0),                   // 0: confighub.v1.Format
-	(*PushConfigRequest)(nil),     // 1: confighub.v1.PushConfigRequest
-	(*PushConfigResponse)(nil),    // 2: confighub.v1.PushConfigResponse
-	(*UploadConfigRequest)(nil),   // 3: confighub.v1.UploadConfigRequest
-	(*UploadHeader)(nil),          // 4: confighub.v1.UploadHeader
-	(*UploadConfigResponse)(nil),  // 5: confighub.v1.UploadConfigResponse
-	(*GetConfigRequest)(nil),      // 6: confighub.v1.GetConfigRequest
-	(*GetConfigResponse)(nil),     // 7: confighub.v1.GetConfigResponse
-	(*GetStatusRequest)(nil),      // 8: confighub.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),     // 9: confighub.v1.GetStatusResponse
-	(*WatchStatusRequest)(nil),    // 10: confighub.v1.WatchStatusRequest
-	(*WatchStatusResponse)(nil),   // 11: confighub.v1.WatchStatusResponse
-	nil,                           // 12: confighub.v1.PushConfigRequest.LabelsEntry
-	nil,                           // 13: confighub.v1.UploadHeader.LabelsEntry
-	nil,                           // 14: confighub.v1.GetConfigResponse.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*SinkStatus)(nil),            // 16: confighub.v1.SinkStatus
-	(*GenerationStatus)(nil),      // 17: confighub.v1.GenerationStatus
+	(Format)(0),                     // 0: confighub.v1.Format
+	(GenerationOutcome)(0),          // 1: confighub.v1.GenerationOutcome
+	(EntityAction)(0),               // 2: confighub.v1.EntityAction
+	(*PushConfigRequest)(nil),       // 3: confighub.v1.PushConfigRequest
+	(*PushConfigResponse)(nil),      // 4: confighub.v1.PushConfigResponse
+	(*UploadConfigRequest)(nil),     // 5: confighub.v1.UploadConfigRequest
+	(*UploadHeader)(nil),            // 6: confighub.v1.UploadHeader
+	(*UploadConfigResponse)(nil),    // 7: confighub.v1.UploadConfigResponse
+	(*GetConfigRequest)(nil),        // 8: confighub.v1.GetConfigRequest
+	(*GetConfigResponse)(nil),       // 9: confighub.v1.GetConfigResponse
+	(*GetStatusRequest)(nil),        // 10: confighub.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),       // 11: confighub.v1.GetStatusResponse
+	(*WatchStatusRequest)(nil),      // 12: confighub.v1.WatchStatusRequest
+	(*WatchStatusResponse)(nil),     // 13: confighub.v1.WatchStatusResponse
+	(*ListGenerationsRequest)(nil),  // 14: confighub.v1.ListGenerationsRequest
+	(*ListGenerationsResponse)(nil), // 15: confighub.v1.ListGenerationsResponse
+	(*GenerationRecord)(nil),        // 16: confighub.v1.GenerationRecord
+	(*DiffConfigRequest)(nil),       // 17: confighub.v1.DiffConfigRequest
+	(*DiffConfigResponse)(nil),      // 18: confighub.v1.DiffConfigResponse
+	(*EntityChange)(nil),            // 19: confighub.v1.EntityChange
+	(*FieldChange)(nil),             // 20: confighub.v1.FieldChange
+	(*RollbackConfigRequest)(nil),   // 21: confighub.v1.RollbackConfigRequest
+	(*RollbackConfigResponse)(nil),  // 22: confighub.v1.RollbackConfigResponse
+	nil,                             // 23: confighub.v1.PushConfigRequest.LabelsEntry
+	nil,                             // 24: confighub.v1.UploadHeader.LabelsEntry
+	nil,                             // 25: confighub.v1.GetConfigResponse.LabelsEntry
+	nil,                             // 26: confighub.v1.GenerationRecord.LabelsEntry
+	nil,                             // 27: confighub.v1.GenerationRecord.EntitiesEntry
+	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
+	(*SinkStatus)(nil),              // 29: confighub.v1.SinkStatus
+	(*GenerationStatus)(nil),        // 30: confighub.v1.GenerationStatus
 }
 var file_confighub_v1_hub_proto_depIdxs = []int32{
 	0,  // 0: confighub.v1.PushConfigRequest.format:type_name -> confighub.v1.Format
-	12, // 1: confighub.v1.PushConfigRequest.labels:type_name -> confighub.v1.PushConfigRequest.LabelsEntry
-	4,  // 2: confighub.v1.UploadConfigRequest.header:type_name -> confighub.v1.UploadHeader
+	23, // 1: confighub.v1.PushConfigRequest.labels:type_name -> confighub.v1.PushConfigRequest.LabelsEntry
+	6,  // 2: confighub.v1.UploadConfigRequest.header:type_name -> confighub.v1.UploadHeader
 	0,  // 3: confighub.v1.UploadHeader.format:type_name -> confighub.v1.Format
-	13, // 4: confighub.v1.UploadHeader.labels:type_name -> confighub.v1.UploadHeader.LabelsEntry
+	24, // 4: confighub.v1.UploadHeader.labels:type_name -> confighub.v1.UploadHeader.LabelsEntry
 	0,  // 5: confighub.v1.GetConfigResponse.format:type_name -> confighub.v1.Format
-	14, // 6: confighub.v1.GetConfigResponse.labels:type_name -> confighub.v1.GetConfigResponse.LabelsEntry
-	15, // 7: confighub.v1.GetConfigResponse.accept_time:type_name -> google.protobuf.Timestamp
-	16, // 8: confighub.v1.GetStatusResponse.sinks:type_name -> confighub.v1.SinkStatus
-	17, // 9: confighub.v1.GetStatusResponse.generations:type_name -> confighub.v1.GenerationStatus
-	9,  // 10: confighub.v1.WatchStatusResponse.snapshot:type_name -> confighub.v1.GetStatusResponse
-	16, // 11: confighub.v1.WatchStatusResponse.sink:type_name -> confighub.v1.SinkStatus
-	17, // 12: confighub.v1.WatchStatusResponse.generation:type_name -> confighub.v1.GenerationStatus
-	1,  // 13: confighub.v1.ConfigHubService.PushConfig:input_type -> confighub.v1.PushConfigRequest
-	3,  // 14: confighub.v1.ConfigHubService.UploadConfig:input_type -> confighub.v1.UploadConfigRequest
-	6,  // 15: confighub.v1.ConfigHubService.GetConfig:input_type -> confighub.v1.GetConfigRequest
-	8,  // 16: confighub.v1.ConfigHubService.GetStatus:input_type -> confighub.v1.GetStatusRequest
-	10, // 17: confighub.v1.ConfigHubService.WatchStatus:input_type -> confighub.v1.WatchStatusRequest
-	2,  // 18: confighub.v1.ConfigHubService.PushConfig:output_type -> confighub.v1.PushConfigResponse
-	5,  // 19: confighub.v1.ConfigHubService.UploadConfig:output_type -> confighub.v1.UploadConfigResponse
-	7,  // 20: confighub.v1.ConfigHubService.GetConfig:output_type -> confighub.v1.GetConfigResponse
-	9,  // 21: confighub.v1.ConfigHubService.GetStatus:output_type -> confighub.v1.GetStatusResponse
-	11, // 22: confighub.v1.ConfigHubService.WatchStatus:output_type -> confighub.v1.WatchStatusResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	25, // 6: confighub.v1.GetConfigResponse.labels:type_name -> confighub.v1.GetConfigResponse.LabelsEntry
+	28, // 7: confighub.v1.GetConfigResponse.accept_time:type_name -> google.protobuf.Timestamp
+	29, // 8: confighub.v1.GetStatusResponse.sinks:type_name -> confighub.v1.SinkStatus
+	30, // 9: confighub.v1.GetStatusResponse.generations:type_name -> confighub.v1.GenerationStatus
+	11, // 10: confighub.v1.WatchStatusResponse.snapshot:type_name -> confighub.v1.GetStatusResponse
+	29, // 11: confighub.v1.WatchStatusResponse.sink:type_name -> confighub.v1.SinkStatus
+	30, // 12: confighub.v1.WatchStatusResponse.generation:type_name -> confighub.v1.GenerationStatus
+	16, // 13: confighub.v1.ListGenerationsResponse.generations:type_name -> confighub.v1.GenerationRecord
+	26, // 14: confighub.v1.GenerationRecord.labels:type_name -> confighub.v1.GenerationRecord.LabelsEntry
+	28, // 15: confighub.v1.GenerationRecord.accept_time:type_name -> google.protobuf.Timestamp
+	27, // 16: confighub.v1.GenerationRecord.entities:type_name -> confighub.v1.GenerationRecord.EntitiesEntry
+	28, // 17: confighub.v1.GenerationRecord.converge_time:type_name -> google.protobuf.Timestamp
+	1,  // 18: confighub.v1.GenerationRecord.outcome:type_name -> confighub.v1.GenerationOutcome
+	19, // 19: confighub.v1.DiffConfigResponse.changes:type_name -> confighub.v1.EntityChange
+	2,  // 20: confighub.v1.EntityChange.action:type_name -> confighub.v1.EntityAction
+	20, // 21: confighub.v1.EntityChange.fields:type_name -> confighub.v1.FieldChange
+	3,  // 22: confighub.v1.ConfigHubService.PushConfig:input_type -> confighub.v1.PushConfigRequest
+	5,  // 23: confighub.v1.ConfigHubService.UploadConfig:input_type -> confighub.v1.UploadConfigRequest
+	8,  // 24: confighub.v1.ConfigHubService.GetConfig:input_type -> confighub.v1.GetConfigRequest
+	10, // 25: confighub.v1.ConfigHubService.GetStatus:input_type -> confighub.v1.GetStatusRequest
+	12, // 26: confighub.v1.ConfigHubService.WatchStatus:input_type -> confighub.v1.WatchStatusRequest
+	14, // 27: confighub.v1.ConfigHubService.ListGenerations:input_type -> confighub.v1.ListGenerationsRequest
+	17, // 28: confighub.v1.ConfigHubService.DiffConfig:input_type -> confighub.v1.DiffConfigRequest
+	21, // 29: confighub.v1.ConfigHubService.RollbackConfig:input_type -> confighub.v1.RollbackConfigRequest
+	4,  // 30: confighub.v1.ConfigHubService.PushConfig:output_type -> confighub.v1.PushConfigResponse
+	7,  // 31: confighub.v1.ConfigHubService.UploadConfig:output_type -> confighub.v1.UploadConfigResponse
+	9,  // 32: confighub.v1.ConfigHubService.GetConfig:output_type -> confighub.v1.GetConfigResponse
+	11, // 33: confighub.v1.ConfigHubService.GetStatus:output_type -> confighub.v1.GetStatusResponse
+	13, // 34: confighub.v1.ConfigHubService.WatchStatus:output_type -> confighub.v1.WatchStatusResponse
+	15, // 35: confighub.v1.ConfigHubService.ListGenerations:output_type -> confighub.v1.ListGenerationsResponse
+	18, // 36: confighub.v1.ConfigHubService.DiffConfig:output_type -> confighub.v1.DiffConfigResponse
+	22, // 37: confighub.v1.ConfigHubService.RollbackConfig:output_type -> confighub.v1.RollbackConfigResponse
+	30, // [30:38] is the sub-list for method output_type
+	22, // [22:30] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_confighub_v1_hub_proto_init() }
@@ -1176,13 +2220,14 @@ func file_confighub_v1_hub_proto_init() {
 		(*WatchStatusResponse_SinkRemoved)(nil),
 		(*WatchStatusResponse_Generation)(nil),
 	}
+	file_confighub_v1_hub_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_hub_proto_rawDesc), len(file_confighub_v1_hub_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   14,
+			NumEnums:      3,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,11 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConfigHubService_PushConfig_FullMethodName   = "/confighub.v1.ConfigHubService/PushConfig"
-	ConfigHubService_UploadConfig_FullMethodName = "/confighub.v1.ConfigHubService/UploadConfig"
-	ConfigHubService_GetConfig_FullMethodName    = "/confighub.v1.ConfigHubService/GetConfig"
-	ConfigHubService_GetStatus_FullMethodName    = "/confighub.v1.ConfigHubService/GetStatus"
-	ConfigHubService_WatchStatus_FullMethodName  = "/confighub.v1.ConfigHubService/WatchStatus"
+	ConfigHubService_PushConfig_FullMethodName      = "/confighub.v1.ConfigHubService/PushConfig"
+	ConfigHubService_UploadConfig_FullMethodName    = "/confighub.v1.ConfigHubService/UploadConfig"
+	ConfigHubService_GetConfig_FullMethodName       = "/confighub.v1.ConfigHubService/GetConfig"
+	ConfigHubService_GetStatus_FullMethodName       = "/confighub.v1.ConfigHubService/GetStatus"
+	ConfigHubService_WatchStatus_FullMethodName     = "/confighub.v1.ConfigHubService/WatchStatus"
+	ConfigHubService_ListGenerations_FullMethodName = "/confighub.v1.ConfigHubService/ListGenerations"
+	ConfigHubService_DiffConfig_FullMethodName      = "/confighub.v1.ConfigHubService/DiffConfig"
+	ConfigHubService_RollbackConfig_FullMethodName  = "/confighub.v1.ConfigHubService/RollbackConfig"
 )
 
 // ConfigHubServiceClient is the client API for ConfigHubService service.
@@ -53,6 +56,15 @@ type ConfigHubServiceClient interface {
 	// from_revision when the hub still buffers it, and sends a fresh snapshot
 	// otherwise.
 	WatchStatus(ctx context.Context, in *WatchStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchStatusResponse], error)
+	// ListGenerations lists a stream's retained generations, newest first:
+	// who pushed each, its size and entity counts, and what became of it.
+	ListGenerations(ctx context.Context, in *ListGenerationsRequest, opts ...grpc.CallOption) (*ListGenerationsResponse, error)
+	// DiffConfig compares two retained generations entity by entity, as
+	// deck diff does, with secrets redacted.
+	DiffConfig(ctx context.Context, in *DiffConfigRequest, opts ...grpc.CallOption) (*DiffConfigResponse, error)
+	// RollbackConfig pushes the bytes of a retained generation as a new
+	// generation, through the same checks, ack and fan-out as PushConfig.
+	RollbackConfig(ctx context.Context, in *RollbackConfigRequest, opts ...grpc.CallOption) (*RollbackConfigResponse, error)
 }
 
 type configHubServiceClient struct {
@@ -125,6 +137,36 @@ func (c *configHubServiceClient) WatchStatus(ctx context.Context, in *WatchStatu
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConfigHubService_WatchStatusClient = grpc.ServerStreamingClient[WatchStatusResponse]
 
+func (c *configHubServiceClient) ListGenerations(ctx context.Context, in *ListGenerationsRequest, opts ...grpc.CallOption) (*ListGenerationsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGenerationsResponse)
+	err := c.cc.Invoke(ctx, ConfigHubService_ListGenerations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *configHubServiceClient) DiffConfig(ctx context.Context, in *DiffConfigRequest, opts ...grpc.CallOption) (*DiffConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DiffConfigResponse)
+	err := c.cc.Invoke(ctx, ConfigHubService_DiffConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *configHubServiceClient) RollbackConfig(ctx context.Context, in *RollbackConfigRequest, opts ...grpc.CallOption) (*RollbackConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RollbackConfigResponse)
+	err := c.cc.Invoke(ctx, ConfigHubService_RollbackConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConfigHubServiceServer is the server API for ConfigHubService service.
 // All implementations must embed UnimplementedConfigHubServiceServer
 // for forward compatibility.
@@ -152,6 +194,15 @@ type ConfigHubServiceServer interface {
 	// from_revision when the hub still buffers it, and sends a fresh snapshot
 	// otherwise.
 	WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[WatchStatusResponse]) error
+	// ListGenerations lists a stream's retained generations, newest first:
+	// who pushed each, its size and entity counts, and what became of it.
+	ListGenerations(context.Context, *ListGenerationsRequest) (*ListGenerationsResponse, error)
+	// DiffConfig compares two retained generations entity by entity, as
+	// deck diff does, with secrets redacted.
+	DiffConfig(context.Context, *DiffConfigRequest) (*DiffConfigResponse, error)
+	// RollbackConfig pushes the bytes of a retained generation as a new
+	// generation, through the same checks, ack and fan-out as PushConfig.
+	RollbackConfig(context.Context, *RollbackConfigRequest) (*RollbackConfigResponse, error)
 	mustEmbedUnimplementedConfigHubServiceServer()
 }
 
@@ -176,6 +227,15 @@ func (UnimplementedConfigHubServiceServer) GetStatus(context.Context, *GetStatus
 }
 func (UnimplementedConfigHubServiceServer) WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[WatchStatusResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchStatus not implemented")
+}
+func (UnimplementedConfigHubServiceServer) ListGenerations(context.Context, *ListGenerationsRequest) (*ListGenerationsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGenerations not implemented")
+}
+func (UnimplementedConfigHubServiceServer) DiffConfig(context.Context, *DiffConfigRequest) (*DiffConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DiffConfig not implemented")
+}
+func (UnimplementedConfigHubServiceServer) RollbackConfig(context.Context, *RollbackConfigRequest) (*RollbackConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RollbackConfig not implemented")
 }
 func (UnimplementedConfigHubServiceServer) mustEmbedUnimplementedConfigHubServiceServer() {}
 func (UnimplementedConfigHubServiceServer) testEmbeddedByValue()                          {}
@@ -270,6 +330,60 @@ func _ConfigHubService_WatchStatus_Handler(srv interface{}, stream grpc.ServerSt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConfigHubService_WatchStatusServer = grpc.ServerStreamingServer[WatchStatusResponse]
 
+func _ConfigHubService_ListGenerations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGenerationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConfigHubServiceServer).ListGenerations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConfigHubService_ListGenerations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConfigHubServiceServer).ListGenerations(ctx, req.(*ListGenerationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConfigHubService_DiffConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DiffConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConfigHubServiceServer).DiffConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConfigHubService_DiffConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConfigHubServiceServer).DiffConfig(ctx, req.(*DiffConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConfigHubService_RollbackConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RollbackConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConfigHubServiceServer).RollbackConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConfigHubService_RollbackConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConfigHubServiceServer).RollbackConfig(ctx, req.(*RollbackConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConfigHubService_ServiceDesc is the grpc.ServiceDesc for ConfigHubService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -288,6 +402,18 @@ var ConfigHubService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetStatus",
 			Handler:    _ConfigHubService_GetStatus_Handler,
+		},
+		{
+			MethodName: "ListGenerations",
+			Handler:    _ConfigHubService_ListGenerations_Handler,
+		},
+		{
+			MethodName: "DiffConfig",
+			Handler:    _ConfigHubService_DiffConfig_Handler,
+		},
+		{
+			MethodName: "RollbackConfig",
+			Handler:    _ConfigHubService_RollbackConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -222,8 +222,27 @@
     cells.badge = badge;
     cells.reason = reason;
     cells.name.textContent = st.sink;
+    // A kong-dp sink: the data plane behind it.
+    const dp = document.createElement('div');
+    dp.className = 'reason muted';
+    cells.name.append(dp);
+    cells.dp = dp;
     row.dataset.sink = st.sink;
     return { row, cells, st: {}, state: '', kind: '' };
+  }
+
+  // dataPlaneText is one line about a Kong data plane in hybrid mode:
+  // hostname, version, address, connection, what its last ping said it runs.
+  function dataPlaneText(dp) {
+    if (!dp) return '';
+    const parts = [dp.hostname, dp.version, dp.address].filter(Boolean);
+    parts.push(dp.connected ? 'connected since ' + fmtTime(dp.connectedSince)
+      : 'disconnected' + (dp.disconnectedSince ? ' since ' + fmtTime(dp.disconnectedSince) : ''));
+    if (dp.configHash) parts.push('runs ' + dp.configHash.slice(0, 12) + ' (ping ' + fmtTime(dp.lastPing) + ')');
+    if (dp.syncStatus && dp.syncStatus !== 'normal') parts.push(dp.syncStatus);
+    const labels = Object.entries(dp.labels || {}).map(([k, v]) => k + ':' + v).sort();
+    if (labels.length) parts.push(labels.join(','));
+    return parts.join(' · ');
   }
 
   function setText(td, text) {
@@ -251,8 +270,11 @@
       e.cells.badge.textContent = state;
       dirty.summary = true;
     }
+    // A sink's rejection changes what the generations table says.
+    if (!prev || prev.rejectedGeneration !== st.rejectedGeneration) dirty.gens = true;
     // Why a sink waits or was skipped (gate, pacing, no configuration yet).
     setText(e.cells.reason, st.reason || '');
+    setText(e.cells.dp, dataPlaneText(st.dataPlane));
     if (st.kind !== e.kind) {
       e.kind = st.kind || '';
       setText(e.cells.kind, e.kind);
@@ -377,9 +399,8 @@
       const tr = document.createElement('tr');
       tr.dataset.generation = g.generation;
       const applied = g.sinksApplied || 0, total = g.sinksTotal || 0;
-      const conv = g.convergeTime && g.acceptTime
-        ? 'in ' + fmtDuration((Date.parse(g.convergeTime) - Date.parse(g.acceptTime)) / 1000)
-        : 'converging';
+      const out = outcome(g);
+      const conv = out.text;
       const cells = [String(g.generation), (g.hash || '').slice(0, 12), g.acceptTime ? fmtTime(g.acceptTime) : '', conv];
       for (const c of cells) {
         const td = document.createElement('td');
@@ -387,7 +408,14 @@
         tr.append(td);
       }
       tr.children[1].className = 'hash';
-      tr.children[3].className = g.convergeTime ? 'converged' : 'converging muted';
+      tr.children[3].className = out.cls;
+      const btn = document.createElement('button');
+      btn.type = 'button';
+      btn.className = 'open-diff';
+      btn.dataset.generation = g.generation;
+      btn.textContent = 'diff';
+      btn.title = 'what generation ' + g.generation + ' changed';
+      tr.children[0].append(' ', btn);
       const td = document.createElement('td');
       const bar = document.createElement('span');
       bar.className = 'bar';
@@ -402,6 +430,80 @@
       rows.push(tr);
     }
     body.replaceChildren(...rows);
+  }
+
+  // outcome says what became of a generation: converged (and how fast),
+  // rejected by the sinks whose last rejected generation it is, or
+  // converging.
+  function outcome(g) {
+    if (g.convergeTime && g.acceptTime) {
+      return { text: 'in ' + fmtDuration((Date.parse(g.convergeTime) - Date.parse(g.acceptTime)) / 1000), cls: 'converged' };
+    }
+    let rejected = 0;
+    for (const e of sinks.values()) if (String(e.st.rejectedGeneration || '') === String(g.generation)) rejected++;
+    if (rejected > 0) return { text: 'rejected by ' + rejected + ' of ' + (g.sinksTotal || sinks.size), cls: 'rejected' };
+    return { text: 'converging', cls: 'converging muted' };
+  }
+
+  // showDiff opens generation gen's diff against the one before it.
+  async function showDiff(gen) {
+    const sec = $('diff');
+    sec.hidden = false;
+    sec.dataset.generation = gen;
+    setText($('diff-title'), 'generation ' + gen + ': what changed');
+    const list = $('diff-changes');
+    list.replaceChildren();
+    let d;
+    try {
+      d = await (await api('api/v1/diff?' + new URLSearchParams({ stream, to: gen }))).json();
+    } catch (e) {
+      if (e instanceof AuthError) { showLogin(e.message); return; }
+      const p = document.createElement('p');
+      p.className = 'error';
+      p.textContent = e.message;
+      list.replaceChildren(p);
+      return;
+    }
+    if (sec.dataset.generation !== String(gen)) return; // another one was opened meanwhile
+    setText($('diff-title'), 'generation ' + (d.to || gen) + ' against ' + (d.from ? 'generation ' + d.from : 'nothing') +
+      ': ' + (d.created || 0) + ' created, ' + (d.updated || 0) + ' updated, ' + (d.deleted || 0) + ' deleted');
+    const verbs = { ENTITY_ACTION_CREATE: 'creating', ENTITY_ACTION_UPDATE: 'updating', ENTITY_ACTION_DELETE: 'deleting' };
+    const rows = [];
+    for (const c of d.changes || []) {
+      const li = document.createElement('li');
+      li.className = 'change';
+      li.dataset.action = (c.action || '').replace('ENTITY_ACTION_', '').toLowerCase();
+      let name = c.type + (c.name ? ' ' + c.name : (c.id ? ' ' + c.id : ''));
+      if (c.parent) name += ' (' + c.parent + ')';
+      const head = document.createElement('span');
+      head.textContent = (verbs[c.action] || c.action) + ' ' + name;
+      li.append(head);
+      const obj = k8sObject(c.tags);
+      if (obj) {
+        const o = document.createElement('span');
+        o.className = 'tags';
+        o.textContent = ' ' + obj;
+        li.append(o);
+      }
+      if (c.fields && c.fields.length) {
+        const ul = document.createElement('ul');
+        for (const f of c.fields) {
+          const fi = document.createElement('li');
+          fi.className = 'field mono';
+          fi.textContent = (f.path || []).join('.') + ': ' + (f.oldJson || '(absent)') + ' \u2192 ' + (f.newJson || '(absent)');
+          ul.append(fi);
+        }
+        li.append(ul);
+      }
+      rows.push(li);
+    }
+    if (rows.length === 0) {
+      const li = document.createElement('li');
+      li.className = 'muted';
+      li.textContent = 'no entity changed';
+      rows.push(li);
+    }
+    list.replaceChildren(...rows);
   }
 
   // k8sObject names the Kubernetes object an entity came from, by the
@@ -495,6 +597,11 @@
   }
 
   // Wiring.
+  $('gens').tBodies[0].addEventListener('click', (ev) => {
+    const b = ev.target.closest('button.open-diff');
+    if (b) showDiff(b.dataset.generation);
+  });
+  $('diff-close').addEventListener('click', () => { $('diff').hidden = true; });
   for (const s of STATES) $('f-state').append(new Option(s, s));
   $('f-name').addEventListener('input', refilter);
   $('f-kind').addEventListener('change', refilter);

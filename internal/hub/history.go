@@ -1,0 +1,256 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/configdiff"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// Generation is one retained generation and what became of it.
+type Generation struct {
+	store.GenerationInfo
+	// Status is the generation's convergence while the status view still
+	// tracks it (its recent generations), nil after.
+	Status *confighubv1.GenerationStatus
+	// Rejected counts the sinks whose last rejected generation is this
+	// one.
+	Rejected int
+	Outcome  confighubv1.GenerationOutcome
+}
+
+// DefaultGenerationsPage is how many generations Generations returns when
+// asked for none in particular.
+const DefaultGenerationsPage = 20
+
+// Generations lists a stream's retained generations, newest first, older
+// than before (0: from the newest), at most limit (0: the default page);
+// next is the before of the next page, 0 after the last.
+func (h *Hub) Generations(ctx context.Context, stream string, before uint64, limit int) (gens []Generation, next uint64, err error) {
+	stream = config.StreamName(stream)
+	if limit <= 0 {
+		limit = DefaultGenerationsPage
+	}
+	infos, err := h.store.ListGenerations(ctx, stream, before, limit+1)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, stream)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: list the generations of stream %q: %v", ErrUnavailable, stream, err)
+	}
+	if len(infos) > limit {
+		infos = infos[:limit]
+		next = infos[limit-1].Generation
+	}
+	var snap *confighubv1.GetStatusResponse
+	if h.view != nil {
+		snap, _ = h.view.Snapshot(stream)
+	}
+	byGen := map[uint64]*confighubv1.GenerationStatus{}
+	for _, g := range snap.GetGenerations() {
+		byGen[g.GetGeneration()] = g
+	}
+	rejected := map[uint64]int{}
+	for _, s := range snap.GetSinks() {
+		if g := s.GetRejectedGeneration(); g > 0 {
+			rejected[g]++
+		}
+	}
+	gens = make([]Generation, len(infos))
+	for i, in := range infos {
+		g := Generation{GenerationInfo: in, Status: byGen[in.Generation], Rejected: rejected[in.Generation]}
+		g.Outcome = outcome(g, snap.GetGeneration())
+		gens[i] = g
+	}
+	return gens, next, nil
+}
+
+// outcome is what became of g, a generation of a stream now at current.
+func outcome(g Generation, current uint64) confighubv1.GenerationOutcome {
+	st := g.Status
+	switch {
+	case st == nil || st.GetSinksTotal() == 0:
+		return confighubv1.GenerationOutcome_GENERATION_OUTCOME_UNSPECIFIED
+	case st.GetConvergeTime() != nil || st.GetSinksApplied() >= st.GetSinksTotal():
+		return confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGED
+	case g.Rejected > 0:
+		return confighubv1.GenerationOutcome_GENERATION_OUTCOME_REJECTED
+	case g.Generation < current:
+		return confighubv1.GenerationOutcome_GENERATION_OUTCOME_SUPERSEDED
+	}
+	return confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGING
+}
+
+// Generation returns a stream's generation gen (0: the current one). One
+// the store no longer keeps is ErrNotFound naming the retained range.
+func (h *Hub) Generation(ctx context.Context, stream string, gen uint64) (*config.Config, error) {
+	cur, err := h.Config(ctx, stream)
+	if err != nil || gen == 0 || gen == cur.Generation {
+		return cur, err
+	}
+	c, err := h.store.GetGeneration(ctx, cur.Stream, gen)
+	switch {
+	case errors.Is(err, store.ErrNotRetained):
+		return nil, fmt.Errorf("%w: %v", ErrNotFound, err) // err names the range
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("%w: stream %q has no generation %d", ErrNotFound, cur.Stream, gen)
+	case err != nil:
+		return nil, fmt.Errorf("%w: read generation %d of stream %q: %v", ErrUnavailable, gen, cur.Stream, err)
+	}
+	return c, nil
+}
+
+// Diff is two configurations of a stream compared entity by entity.
+type Diff struct {
+	Stream string
+	// From is nil when the comparison starts from nothing (a stream's
+	// first generation).
+	From, To *config.Config
+	// Sink is set for the diff of a failed sink.
+	Sink string
+	*configdiff.Diff
+}
+
+// DiffGenerations compares two generations of a stream: to 0 is the
+// current one, from 0 the one before to (nothing before generation 1).
+func (h *Hub) DiffGenerations(ctx context.Context, stream string, from, to uint64) (Diff, error) {
+	t, err := h.Generation(ctx, stream, to)
+	if err != nil {
+		return Diff{}, err
+	}
+	if from == 0 {
+		from = t.Generation - 1
+	}
+	var f *config.Config
+	if from > 0 {
+		if f, err = h.Generation(ctx, t.Stream, from); err != nil {
+			return Diff{}, err
+		}
+	}
+	return h.diff(Diff{Stream: t.Stream, From: f, To: t})
+}
+
+// ErrNotFailing: a sink diff asked of a sink that is neither FAILED nor
+// DEGRADED (FailedPrecondition).
+var ErrNotFailing = errors.New("the sink is neither FAILED nor DEGRADED")
+
+// DiffSink compares what a FAILED or DEGRADED sink last applied (for a
+// DEGRADED sink, its fallback) with the generation it was asked to apply.
+func (h *Hub) DiffSink(ctx context.Context, name string) (Diff, error) {
+	st, stream, ok := h.sinkStatus(name)
+	if !ok {
+		return Diff{}, fmt.Errorf("%w: sink %q", ErrNotFound, name)
+	}
+	if s := st.GetState(); s != confighubv1.SinkState_SINK_STATE_FAILED && s != confighubv1.SinkState_SINK_STATE_DEGRADED {
+		return Diff{}, fmt.Errorf("%w: sink %q is %s", ErrNotFailing, name, s)
+	}
+	to, err := h.Generation(ctx, stream, st.GetDesiredGeneration())
+	if err != nil {
+		return Diff{}, err
+	}
+	from, ok := h.diag.LastApplied(name)
+	if !ok && st.GetAppliedGeneration() > 0 {
+		if from, err = h.Generation(ctx, stream, st.GetAppliedGeneration()); err != nil {
+			return Diff{}, err
+		}
+	}
+	return h.diff(Diff{Stream: stream, From: from, To: to, Sink: name})
+}
+
+// sinkStatus finds a sink's status among the streams' snapshots.
+func (h *Hub) sinkStatus(name string) (*confighubv1.SinkStatus, string, bool) {
+	if h.view == nil {
+		return nil, "", false
+	}
+	for _, stream := range h.Streams() {
+		snap, _ := h.view.Snapshot(stream)
+		for _, s := range snap.GetSinks() {
+			if s.GetSink() == name {
+				return s, stream, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+func (h *Hub) diff(d Diff) (Diff, error) {
+	from := []byte(`{}`)
+	if d.From != nil {
+		js, err := d.From.JSON()
+		if err != nil {
+			return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.From.Generation, d.Stream, err)
+		}
+		from = js
+	}
+	to, err := d.To.JSON()
+	if err != nil {
+		return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.To.Generation, d.Stream, err)
+	}
+	if d.Diff, err = configdiff.Configs(from, to); err != nil {
+		return Diff{}, fmt.Errorf("%w: stream %q: %v", ErrInvalid, d.Stream, err)
+	}
+	return d, nil
+}
+
+// RollbackLabel is the label a rollback adds to the generation's own
+// labels: the generation it rolls back to.
+const RollbackLabel = "confighub.rollback-of"
+
+// Rollback pushes generation gen of a stream again, as a new generation
+// with gen's bytes, format and labels (plus RollbackLabel), through Push:
+// the same checks, ack and fan-out. expected is as PushInput's; a
+// generation whose hash is the current one is an unchanged push.
+func (h *Hub) Rollback(ctx context.Context, stream string, gen, expected uint64, origin config.Origin) (PushResult, error) {
+	c, err := h.Generation(ctx, stream, gen)
+	if err != nil {
+		return PushResult{}, err
+	}
+	labels := maps.Clone(c.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[RollbackLabel] = strconv.FormatUint(c.Generation, 10)
+	origin.RollbackOf = c.Generation
+	return h.Push(ctx, PushInput{Stream: c.Stream, Config: c.Raw, Format: c.Format, ExpectedGeneration: expected, Labels: labels, Hash: c.Hash, Origin: origin})
+}
+
+// Proto is d as DiffConfig answers it.
+func (d Diff) Proto() *confighubv1.DiffConfigResponse {
+	out := &confighubv1.DiffConfigResponse{Stream: d.Stream, To: d.To.Generation, ToHash: d.To.Hash, Sink: d.Sink}
+	if d.From != nil {
+		out.From, out.FromHash = d.From.Generation, d.From.Hash
+	}
+	created, updated, deleted := d.Counts()
+	out.Created, out.Updated, out.Deleted = uint32(created), uint32(updated), uint32(deleted)
+	for _, c := range d.Changes {
+		out.Changes = append(out.Changes, changeOut(c))
+	}
+	return out
+}
+
+func actionOut(a configdiff.Action) confighubv1.EntityAction {
+	switch a {
+	case configdiff.Create:
+		return confighubv1.EntityAction_ENTITY_ACTION_CREATE
+	case configdiff.Update:
+		return confighubv1.EntityAction_ENTITY_ACTION_UPDATE
+	case configdiff.Delete:
+		return confighubv1.EntityAction_ENTITY_ACTION_DELETE
+	}
+	return confighubv1.EntityAction_ENTITY_ACTION_UNSPECIFIED
+}
+
+func changeOut(c configdiff.Change) *confighubv1.EntityChange {
+	out := &confighubv1.EntityChange{Action: actionOut(c.Action), Type: c.Entity.Type, Name: c.Entity.Name, Id: c.Entity.ID,
+		Parent: c.Entity.Parent, Tags: c.Entity.Tags, ObjectJson: string(c.Object)}
+	for _, f := range c.Fields {
+		out.Fields = append(out.Fields, &confighubv1.FieldChange{Path: f.Path, OldJson: string(f.Old), NewJson: string(f.New)})
+	}
+	return out
+}
