@@ -5,7 +5,7 @@
 // shared by every data plane) and waits for a ping with its hash.
 //
 // Guarantees (hybrid_test.go, against test/kongemu/dataplane, not Kong):
-//   - Refusals (no or wrong certificate, 400 without node_id or node_version, a bad or oversized basic_info) are logged with the address (TestRefusals).
+//   - Refusals (no or wrong certificate, 400 without node_id or node_version, a bad or oversized basic_info) are logged with the address; pki verifies against the CA (TestRefusals, TestPKIMode).
 //   - Status shows each data plane; one compression per generation; APPLIED on the ping (TestHappyPath, TestEmptyConfigIsReportedAsZeros).
 //   - Kong's version rule (TestVersionCompatibility); a generation with plugins a data plane lacks is not sent to it (TestMissingPluginIsNotSent).
 //   - A frame over the max payload is not sent: too-large (TestPayloadOverTheLimit).
