@@ -20,6 +20,6 @@
 //   - GetConfig of an unknown sink is NotFound naming it (TestSinkConfigOfUnknownSink).
 //   - A sink its kind refuses to build is taken out of the store again (TestPutSinkRefusedByFactoryChangesNothing).
 //   - At start every stream and applied record is loaded and each sink driven to the last ack (TestStartResumesStoredStreamsAndSeedsSinks, TestStartCountsEachSinkOnce).
-//   - Each bound of Limits refuses by name and changes nothing, counting what exists, in flight included (TestStartWithMoreStreamsThanTheBound, TestConcurrentNewStreamsStayWithinTheBound; server TestMaxStreamsRefusedByName, TestMaxSinksRefusedByName, TestMaxWatchersRefusedByName, TestMaxHeldConfigBytesRefusedByName).
+//   - Each bound of Limits refuses by name and changes nothing, counting what exists, in flight included (TestStartWithMoreStreamsThanTheBound, TestConcurrentNewStreamsStayWithinTheBound; server TestMaxStreamsRefusedByName, server TestMaxSinksRefusedByName, server TestMaxWatchersRefusedByName, server TestMaxHeldConfigBytesRefusedByName).
 //   - DeleteStream is refused while sinks read the stream and frees its place under MaxStreams (server TestDeleteStream).
 package hub

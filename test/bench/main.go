@@ -242,6 +242,7 @@ func run(ctx context.Context, o opts) error {
 		{"7", "5 KiB pushes, 32 clients in another process, vs a server that fdatasyncs each push", scenarioSmall},
 		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
 		{"9", "10,000 Kong data planes in hybrid mode vs a plain frame loop", scenarioHybrid},
+		{"10", "restart to serving and RSS by stream count, ulimit -n 1024", scenarioRestart},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {

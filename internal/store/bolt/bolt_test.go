@@ -685,3 +685,36 @@ func TestConcurrentCommitsContiguous(t *testing.T) {
 		t.Fatalf("%d generations in all, want 160", total)
 	}
 }
+
+// Open reads every stream's record file one at a time and holds none of
+// them open after, so a store of many streams opens under a small
+// open-files limit.
+func TestOpenHoldsNoFilePerStream(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatalf("counting open files needs /proc: %v", err)
+		}
+		return len(ents)
+	}
+	path := filepath.Join(t.TempDir(), "confighub.db")
+	s := open(t, path)
+	const streams = 200
+	for i := range streams {
+		mustCommit(t, s, fmt.Sprint("s", i), bigCfg(i), 0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fds()
+	s = open(t, path)
+	if got := len(blobs(t, path)); got != streams {
+		t.Fatalf("%d record files, want %d", got, streams)
+	}
+	if held := fds() - before; held > 4 {
+		t.Fatalf("Open of %d streams holds %d more files open, want a few (the bbolt file)", streams, held)
+	}
+	if got := storetest.Get(t, s, "s199"); !bytes.Equal(got.Raw, bigCfg(199)) {
+		t.Fatal("s199 not loaded")
+	}
+}

@@ -30,8 +30,9 @@
 //     that fails is store.ErrCorrupt naming the stream, the generation and
 //     the file; an unreadable file is an I/O error naming the file and its
 //     errno, and too many open files says to raise the limit
-//     (TestBrokenRecordNamesItself, TestIOErrorsSayWhatTheyAre). Open
-//     changes nothing before every record it reads passed.
+//     (TestOpenHoldsNoFilePerStream, TestBrokenRecordNamesItself,
+//     TestIOErrorsSayWhatTheyAre). Open changes nothing before every
+//     record it reads passed.
 //   - A bbolt file that cannot be read is store.ErrCorrupt naming it, left
 //     as it is (TestGarbageFileIsCorrupt, TestTruncatedFile,
 //     TestOverwrittenPagesAreCorrupt, TestTruncatedFileLeavesNoLock); a
