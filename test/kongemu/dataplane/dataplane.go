@@ -98,7 +98,22 @@ type reconfigure struct {
 	ConfigHash  *string         `json:"config_hash"`
 }
 
-// DP is one emulated data plane. It dials until Stop.
+// DP is one emulated data plane. It dials until Stop:
+//   - wss://ADDR/v1/outlet?node_id=&node_hostname=&node_version= (not
+//     URL-encoded), the node's certificate, no subprotocol or extension;
+//     shared mode trusts only that certificate (name kong_clustering), pki
+//     the cluster CA for cluster_server_name;
+//   - one binary basic_info: plugins sorted with versions, labels,
+//     process_conf, filters;
+//   - a binary frame is gunzip'd and JSON-decoded (a failure ends the
+//     connection); reconfigure queues config_table, latest wins; it goes
+//     through kongemu's declarative check, a plugin the node lacks refused;
+//   - a loaded config_hash is what pings carry (32 zeros before and for an
+//     empty configuration; no reload when it is the running one); a ping
+//     every 30 s and right after each configuration tried;
+//   - a failed configuration keeps the running one; in Konnect mode it is
+//     reported in an error frame with flattened_errors;
+//   - no frame for 45 s ends the connection; redial after 5 to 10 s.
 type DP struct {
 	o       Options
 	log     *slog.Logger
