@@ -15,6 +15,8 @@
 // name no stream can have is a 400 with the rule's message, the text of
 // gRPC's InvalidArgument, on status and watch alike; a valid name of no
 // stream is a 404 (TestAPIValidatesNames).
+//   - GET /api/v1/diff?stream=S&to=G[&from=F]: DiffConfig's response as
+//     protojson, generation G (0: the current one) against F (default G-1).
 //   - GET /api/v1/watch?stream=S&from=R: WatchStatus's events as
 //     Server-Sent Events ("id:" the revision, "data:" the event as
 //     protojson); from (or Last-Event-ID) resumes after revision R as a gRPC
