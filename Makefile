@@ -12,12 +12,13 @@ GRPCURL_VERSION           := v1.9.4
 GHZ_VERSION               := v0.93.0
 HEALTH_PROBE_VERSION      := v0.4.62
 GOLANGCI_LINT_VERSION     := v2.15.0
+HELM_VERSION              := v3.22.0
 
 GRPCURL_LOG := $(CURDIR)/bin/grpcurl-e2e.log
 TEST_FLAGS  ?=
 BREAKING_AGAINST ?= .git\#branch=main
 
-.PHONY: test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
+.PHONY: test-gokong robustness soak deploy-test test-etcd all chromium run test generate gen-check lint lint-proto vet gotest grpcurl-check self-contained breaking bench fuzz tools demo clean
 
 all: test
 
@@ -36,6 +37,8 @@ $(BIN)/.ghz-$(GHZ_VERSION):
 	GOBIN=$(BIN) $(GO) install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION) && touch $@
 $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION):
 	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && touch $@
+$(BIN)/.helm-$(HELM_VERSION):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) && touch $@
 
 TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpcurl-$(GRPCURL_VERSION) \
@@ -68,8 +71,10 @@ breaking: $(TOOLS)
 	buf breaking --against '$(BREAKING_AGAINST)'
 
 ## lint: proto lint and format, go vet, golangci-lint
-# MODULES: every Go module of the repository (the root and the light API module)
-MODULES := . api
+# MODULES: every Go module of the repository (the root, the light API module,
+# and the checks of deploy/, which keep k8s.io/api and Prometheus' parser out
+# of the root module)
+MODULES := . api deploy/test
 
 lint: lint-proto vet $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)
 	for m in $(MODULES); do (cd $$m && golangci-lint run ./...) || exit 1; done
@@ -109,8 +114,21 @@ self-contained:
 	@if git grep -n -I -e '\.\./share[d]' -e 'DESIG[N]\.md' -- . ; then \
 		echo "self-contained: the lines above refer to files outside the repository"; exit 1; fi
 
+## test-gokong: go-kong's own integration tests (the go-kong version go.mod
+## requires, from the module cache) against the Kong emulator, one fresh
+## emulator per top-level test, in DB mode and DB-less; prints the counts
+test-gokong:
+	$(GO) run ./test/gokong $(GOKONG_FLAGS)
+
+## deploy-test: the Helm chart (helm lint and template of its ci/ value sets,
+## every object decoded into the k8s.io/api types, flags against the hub's
+## --help, single node against deploy/single-node), the kustomize manifests
+## and the Grafana dashboard's PromQL (deploy/test, its own module)
+deploy-test: $(BIN)/.helm-$(HELM_VERSION)
+	cd deploy/test && CONFIGHUB_HELM=$(BIN)/helm $(GO) test -count=1 -timeout 5m $(TEST_FLAGS) ./...
+
 ## test: everything CI runs
-test: self-contained lint-proto gen-check vet gotest grpcurl-check
+test: self-contained lint-proto gen-check vet gotest grpcurl-check deploy-test test-gokong
 
 ## bench: the performance table (separate from test)
 bench: $(TOOLS) $(BIN)/.ghz-$(GHZ_VERSION)
@@ -132,7 +150,7 @@ demo:
 	./scripts/demo.sh
 
 clean:
-	rm -rf $(BIN) data bench/results
+	rm -rf $(BIN) data bench/results soak
 
 ## test-etcd: the replica e2e tests (takeover after kill -9, etcd restart and
 ## unreachable, the convergence metric over replicas) against a real etcd
@@ -143,3 +161,29 @@ test-etcd: $(TOOLS)
 		apt-get install -y etcd-server || { apt-get update && apt-get install -y etcd-server; }; fi
 	CONFIGHUB_ETCD_BIN=$$(command -v etcd) CONFIGHUB_TIMING=strict \
 		$(GO) test -count=1 -timeout 15m -v -run 'TestReplicas' ./test/e2e
+
+## robustness: the shipped hub under a seeded random mix of pushers, faulty
+## emulated gateways, resuming watchers and kill -9, then the history
+## checker (make test runs a short one). SEED=0 picks a random seed (printed);
+## DURATION (default 2m) is the faulty part; KILL_EVERY=0 means a quarter of
+## it (at most 20s); MODE=replica runs two replicas on a real etcd server
+## ($$CONFIGHUB_ETCD_BIN or etcd on PATH: apt-get install -y etcd-server) and
+## also kills replicas and restarts etcd; BREAK=<invariant> corrupts one
+## recorded answer to show that check fail
+SEED       ?= 0
+MODE       ?= single
+KILL_EVERY ?= 0
+BREAK      ?=
+robustness:
+	$(GO) test -count=1 -v -timeout 3h -run '^TestRobustness$$' ./test/robustness \
+		-robustness.seed=$(SEED) -robustness.duration=$(or $(DURATION),2m) \
+		-robustness.kill-every=$(KILL_EVERY) -robustness.mode=$(MODE) -robustness.break=$(BREAK)
+
+## soak: the same mix without kills for DURATION (default 10m; DURATION=1h
+## for the real one), sampling the hub every 10s into SOAK_OUT/soak.csv and
+## soak.png; passes when RSS, heap, goroutines and open files are flat over
+## the last two thirds (the bounds are printed)
+SOAK_OUT ?= $(CURDIR)/soak
+soak:
+	$(GO) test -count=1 -v -timeout 3h -run '^TestSoak$$' ./test/robustness \
+		-robustness.seed=$(SEED) -robustness.soak=$(or $(DURATION),10m) -robustness.out=$(SOAK_OUT)

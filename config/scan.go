@@ -100,6 +100,14 @@ func NewScanner() *Scanner {
 // once for a configuration nesting at most 16 deep with at most 64 open
 // keys, and more only for deeper nesting, more keys, objects with more
 // than bigKeys keys and keys with escapes. A refusal is a *SyntaxError.
+//
+// It stands for a library because none meets the push-ack targets: on a
+// generated 20 MiB configuration it checks at 1.9 GB/s, jsontext
+// (go-json-experiment, the same refusals) at 0.62 and encoding/json.Valid
+// (no duplicate-key check) at 0.42 (BenchmarkScan); with jsontext in
+// Check a 20 MiB PushConfig acks in 1.98x the minimal durable ack, with
+// Scan 1.12x (internal/server BenchmarkPushConfig/20480KiB/serial, medians
+// of five alternated runs; the target is at most 1.2).
 func Scan(b []byte) error {
 	s := Scanner{borrow: true}
 	s.sc.init()

@@ -1,12 +1,15 @@
 package config_test
 
 import (
+	"bytes"
 	"crypto/sha256"
+	stdjson "encoding/json"
 	"fmt"
 	"os"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/config"
@@ -51,7 +54,9 @@ var sink int
 // baselines over the same bytes in the same run: the least a pass can do
 // (read every byte once: a plain loop, and utf8.Valid, which skips ASCII
 // eight bytes at a time) and SHA-256, which runs beside the check on the
-// ack path. MB/s is per input byte and wall time; cpu-MB/s per CPU time
+// ack path; and the libraries it stands for: encoding/json.Valid (no
+// duplicate-key check) and go-json-experiment's jsontext (refuses
+// duplicate names and invalid UTF-8). MB/s is per input byte and wall time; cpu-MB/s per CPU time
 // of the process (the fairer figure on a shared machine: run with -cpu 1).
 func BenchmarkScan(b *testing.B) {
 	for _, in := range scanInputs(b) {
@@ -74,6 +79,11 @@ func BenchmarkScan(b *testing.B) {
 			{"baseline-utf8.Valid", utf8.Valid},
 			{"sha256", func(d []byte) bool { sum := sha256.Sum256(d); sink += int(sum[0]); return true }},
 			{"Scan", config.Valid},
+			{"encoding-json.Valid", stdjson.Valid},
+			{"jsontext", func(d []byte) bool {
+				dec := jsontext.NewDecoder(bytes.NewReader(d))
+				return dec.SkipValue() == nil
+			}},
 			{"Scanner-1MiB-pieces", scanPieces},
 			{"Check", func(d []byte) bool { _, err := config.Check(d, config.FormatJSON); return err == nil }},
 		} {

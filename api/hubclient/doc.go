@@ -17,46 +17,16 @@
 //		}
 //	}
 //
-// Guarantees (each names the test that shows it; the tests that need a
-// real hub live in the root module, in test/hubclienttest, since this
-// module must not import the server; the others run on an in-process fake
-// ConfigHubService here):
-//   - Push above the unary limit uploads in chunks and reports progress; a
-//     rejected upload returns the hub's status, not io.EOF
-//     (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
-//   - An upload sends Push.Hash, when set, as its expected hash instead of
-//     hashing the config: the hub refuses a config that does not hash to
-//     it and acks one that does; WithUnaryLimit(0) uploads every push,
-//     an empty one too (hubclienttest.TestPushUploadsWithTheCallersHash).
-//   - Watch reconnects with backoff and resumes from the last revision it
-//     saw (hubclienttest.TestWatchResumesAfterDisconnect); NotFound,
-//     PermissionDenied, Unauthenticated, InvalidArgument and Unimplemented
-//     end it (hubclienttest.TestWatchReturnsPermanentErrors).
-//   - WithWatchState tells its function of each break Watch retries, with
-//     the error, and of the hub's answer to a new stream after it (its
-//     header; not a stream refused at once), before the events that
-//     follow; an error that ends Watch is returned, not reported
-//     (TestWatchStateReportsBreaksAndReconnects).
-//   - Wait returns once every sink of the stream has applied the
-//     generation or a later one, with every sink's status at that revision
-//     sorted by name; sinks added or removed meanwhile are counted in or
-//     out (TestWaitReturnsWhenEverySinkApplied).
-//   - Wait returns a *RejectedError (errors.Is ErrRejected) as soon as one
-//     sink rejected the generation (or a later one before applying it),
-//     without waiting for the others; it carries the rejecting sinks'
-//     statuses and, through EntityErrors, every rejected entity with its
-//     tags, which Tag reads (TestWaitReturnsRejectionWithEntityErrors).
-//   - Wait resumes after a disconnect like Watch and does not start over
-//     (TestWaitResumesAfterDisconnect); it returns ErrNoSinks for a stream
-//     without sinks (TestWaitNoSinks), ctx's error when ctx ends
-//     (TestWaitEndsWithItsContext) with each sink's status so far
-//     (TestWaitTimeoutSaysWhoIsPending), and Watch's permanent errors
-//     (TestWaitReturnsPermanentWatchErrors).
-//   - Against the real hub, Wait returns every sink applied, then a
-//     rejection with its entity and tags (hubclienttest.TestWaitOnARealHub);
-//     with the Kong sink and the Kong Admin API emulator, a rejected entity
-//     reaches the caller with its k8s-* tags (examples/controller
-//     TestRejectedEntityMappedToItsObject).
-//   - A generation event never counts a sink's apply before that sink's
-//     APPLIED event came (hubclienttest.TestWatchNeverCountsAheadOfSinks).
+// Guarantees (tests against a real hub are in the root module's
+// test/hubclienttest, since this module must not import the server):
+//   - Push above the unary limit uploads in chunks; a rejected upload returns the hub's status (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
+//   - An upload sends Push.Hash as its expected hash (hubclienttest.TestPushUploadsWithTheCallersHash).
+//   - Watch resumes from its last revision and ends on permanent errors (hubclienttest.TestWatchResumesAfterDisconnect, hubclienttest.TestWatchReturnsPermanentErrors).
+//   - WithWatchState reports each break and each reconnect (TestWatchStateReportsBreaksAndReconnects).
+//   - Wait returns once every sink applied, with each sink's status (TestWaitReturnsWhenEverySinkApplied).
+//   - Wait returns a *RejectedError at the first rejection, with entity errors and tags (TestWaitReturnsRejectionWithEntityErrors).
+//   - Wait resumes, and ends with ErrNoSinks, its ctx or Watch's permanent errors (TestWaitResumesAfterDisconnect, TestWaitNoSinks, TestWaitEndsWithItsContext, TestWaitTimeoutSaysWhoIsPending, TestWaitReturnsPermanentWatchErrors).
+//   - StatusView folds watch events into a stream's status and counts sinks by outcome as they come (TestStatusViewFolds, TestStatusViewTarget); Wait, confighubctl status --watch and the bench read it.
+//   - On a real hub and the Kong emulator, a rejected entity reaches the caller with its k8s-* tags (hubclienttest.TestWaitOnARealHub, examples/controller TestRejectedEntityMappedToItsObject).
+//   - A generation never counts a sink ahead of its APPLIED event (hubclienttest.TestWatchNeverCountsAheadOfSinks).
 package hubclient

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -97,30 +96,30 @@ func Tag(tags []string, key string) (string, bool) {
 // sinks still applying) once the watch had started. A sink added or
 // removed meanwhile is counted in or out.
 func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, error) {
-	f := &fold{gen: gen, sinks: map[string]*confighubv1.SinkStatus{}}
+	v := NewStatusView(gen, nil)
 	var res *Result
 	var rej *RejectedError
 	errDone := errors.New("done")
 	err := c.Watch(ctx, stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
-		f.apply(ev)
-		f.rev = ev.GetRevision()
-		if !f.ready {
+		v.Apply(ev)
+		if !v.Ready() {
 			return nil
 		}
+		_, rejected, pending := v.Counts()
 		switch {
-		case f.rejected > 0:
-			res = f.result(ev.GetRevision())
+		case rejected > 0:
+			res = resultOf(v, gen)
 			rej = &RejectedError{Result: res}
 			for _, st := range res.Sinks {
-				if f.classify(st) == rejected {
+				if OutcomeOf(st, gen) == Rejected {
 					rej.Rejected = append(rej.Rejected, st)
 				}
 			}
 			return errDone
-		case len(f.sinks) == 0:
+		case v.Len() == 0:
 			return ErrNoSinks
-		case f.pending == 0:
-			res = f.result(ev.GetRevision())
+		case pending == 0:
+			res = resultOf(v, gen)
 			return errDone
 		}
 		return nil
@@ -130,83 +129,13 @@ func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, 
 		return nil, rej
 	case res != nil:
 		return res, nil
-	case f.ready && ctx.Err() != nil:
+	case v.Ready() && ctx.Err() != nil:
 		// What each sink had done when the time ran out.
-		return f.result(f.rev), err
+		return resultOf(v, gen), err
 	}
 	return nil, err
 }
 
-type outcome int
-
-const (
-	pending outcome = iota
-	applied
-	rejected
-)
-
-// fold keeps the sinks' newest statuses and how many of them have applied,
-// rejected, or not yet done either with the generation waited for.
-type fold struct {
-	gen, rev          uint64
-	stream            string
-	sinks             map[string]*confighubv1.SinkStatus
-	pending, rejected int
-	// ready: a snapshot was seen, so sinks is the whole stream.
-	ready bool
-}
-
-func (f *fold) classify(st *confighubv1.SinkStatus) outcome {
-	switch {
-	case st.GetAppliedGeneration() >= f.gen:
-		return applied
-	case st.GetRejectedGeneration() >= f.gen:
-		return rejected
-	}
-	return pending
-}
-
-func (f *fold) count(st *confighubv1.SinkStatus, d int) {
-	switch f.classify(st) {
-	case pending:
-		f.pending += d
-	case rejected:
-		f.rejected += d
-	}
-}
-
-func (f *fold) put(st *confighubv1.SinkStatus) {
-	if old := f.sinks[st.GetSink()]; old != nil {
-		f.count(old, -1)
-	}
-	f.sinks[st.GetSink()] = st
-	f.count(st, 1)
-}
-
-func (f *fold) apply(ev *confighubv1.WatchStatusResponse) {
-	switch {
-	case ev.GetSnapshot() != nil:
-		clear(f.sinks)
-		f.pending, f.rejected, f.ready = 0, 0, true
-		f.stream = ev.GetSnapshot().GetStream()
-		for _, st := range ev.GetSnapshot().GetSinks() {
-			f.put(st)
-		}
-	case ev.GetSink() != nil:
-		f.put(ev.GetSink())
-	case ev.GetSinkRemoved() != "":
-		if old := f.sinks[ev.GetSinkRemoved()]; old != nil {
-			f.count(old, -1)
-			delete(f.sinks, ev.GetSinkRemoved())
-		}
-	}
-}
-
-func (f *fold) result(rev uint64) *Result {
-	r := &Result{Stream: f.stream, Generation: f.gen, Revision: rev, Sinks: make([]*confighubv1.SinkStatus, 0, len(f.sinks))}
-	for _, st := range f.sinks {
-		r.Sinks = append(r.Sinks, st)
-	}
-	sort.Slice(r.Sinks, func(i, j int) bool { return r.Sinks[i].GetSink() < r.Sinks[j].GetSink() })
-	return r
+func resultOf(v *StatusView, gen uint64) *Result {
+	return &Result{Stream: v.stream, Generation: gen, Revision: v.Revision(), Sinks: v.Sinks()}
 }

@@ -9,8 +9,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func bigConfig(services int, tag string) []byte {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // fiveRoutes is one service with routes r1 ... r5.

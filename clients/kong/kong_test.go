@@ -28,9 +28,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/kongemu"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -434,7 +434,8 @@ func TestInsecureSkipVerifyWarns(t *testing.T) {
 
 type events struct{ ch chan string }
 
-func (e *events) Resync(reason string) { e.ch <- "resync: " + reason }
+func (e *events) Resync(reason string)                   { e.ch <- "resync: " + reason }
+func (e *events) DataPlane(*confighubv1.DataPlaneStatus) {}
 func (e *events) Health(err error) {
 	if err == nil {
 		e.ch <- "healthy"

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // A 2 MiB body against a 1 MiB limit: the gateway answers 413 before

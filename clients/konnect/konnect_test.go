@@ -25,9 +25,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/kongemu"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestShutdownEndsStatusWatches: an open WatchStatus (a controller always

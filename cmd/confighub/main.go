@@ -33,14 +33,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// The single-node hub restores convergence times through the engine, and
-// answers each ack's sink count and each PutSink's spec checks without
-// copying every spec.
-var (
-	_ hub.ConvergedRestorer = (*engine.Engine)(nil)
-	_ hub.SinkCounter       = (*engine.Engine)(nil)
-	_ hub.SinkSpecs         = (*engine.Engine)(nil)
-)
+var _ hub.Engine = (*engine.Engine)(nil)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -63,7 +56,9 @@ type flags struct {
 	history         int
 	historyBytes    int64
 	shutdownTimeout time.Duration
+	limits          limitFlags   // bounds and --memory-limit (limits.go)
 	replica         replicaFlags // --store etcd (replicated.go)
+	cluster         clusterFlags // --cluster-* (cluster.go)
 	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
 
@@ -90,7 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.history, "history", store.DefaultHistory, "generations of each stream kept with their bytes (history, GetConfig of an older generation, rollback), at least 1 (the current one); the oldest go first")
 	fs.Int64Var(&f.historyBytes, "history-bytes", store.DefaultHistoryBytes, "bytes of configuration kept per stream across its retained generations, whichever of this and --history is reached first; the current generation is always kept; 0 for no byte bound")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
+	addLimitFlags(fs, &f.limits)
 	addOpsFlags(fs, &f.ops)
+	addClusterFlags(fs, &f.cluster)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -107,6 +104,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.historyBytes < 0 {
 		return f, fmt.Errorf("--history-bytes %d: 0 (no bound) or more", f.historyBytes)
 	}
+	if err := f.limits.check(f.maxConfig); err != nil {
+		return f, err
+	}
 	if f.uploadBudget != 0 && f.uploadBudget < f.maxConfig {
 		return f, fmt.Errorf("--upload-budget-bytes %d is smaller than --max-config-bytes %d: the largest configuration could never be uploaded", f.uploadBudget, f.maxConfig)
 	}
@@ -116,6 +116,17 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 // retention is --history and --history-bytes.
 func (f flags) retention() store.Retention {
 	return store.Retention{History: f.history, Bytes: f.historyBytes}
+}
+
+// hubOptions are the hub's options from the flags.
+func (f flags) hubOptions(log *slog.Logger, secrets hub.SinkSecrets) []hub.Option {
+	return []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+		hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+}
+
+// serverOptions are the gRPC server's options from the flags.
+func (f flags) serverOptions(log *slog.Logger) []server.Option {
+	return []server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg), server.WithMaxConcurrentStreams(f.limits.connStreams)}
 }
 
 // fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
@@ -203,11 +214,24 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
-	o, err := startOps(f, log)
+	if f.storeKind == "etcd" && f.cluster.listen != "" {
+		return errors.New("--cluster-listen runs with --store bolt or memory: data plane sinks are not shared between replicas")
+	}
+	cl, err := newCluster(f.cluster, reg, log)
 	if err != nil {
 		return err
 	}
+	o, err := startOps(f, log)
+	if err != nil {
+		if cl != nil {
+			_ = cl.lis.Close()
+		}
+		return err
+	}
 	defer o.close()
+	if err := applyMemoryLimit(f.limits.memoryLimit, cgroupRoot, log); err != nil {
+		return err
+	}
 	if f.storeKind == "etcd" {
 		return serveReplicated(ctx, f, log, seed, reg, o)
 	}
@@ -223,11 +247,12 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
+	defer cl.close(log) // before the engine stops: Apply waits on the connections
 	secrets, err := sinkSecrets(ctx, st)
 	if err != nil {
 		return err
 	}
-	h := hub.New(st, hub.PortsOf(eng), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(st, hub.PortsOf(eng), append(f.hubOptions(log, secrets), o.hubOptions()...)...)
 	if err := h.Start(ctx, seed); err != nil {
 		if f.sinks != "" {
 			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)
@@ -235,10 +260,12 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	releaseStartGarbage()
-	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
+	cl.serve(eng, log)
+	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
+	o.exportBounds(h, srv)
 	attrs := []any{"store", f.storeKind}
 	if f.storeKind == "bolt" { // the memory store has no data dir
 		attrs = append(attrs, "data_dir", f.dataDir)

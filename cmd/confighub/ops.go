@@ -20,6 +20,7 @@ import (
 
 	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
+	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
@@ -176,6 +177,22 @@ func requireLoopback(flag, addr, risk string) error {
 	return nil
 }
 
+// hubOptions count the refusals of the hub's bounds.
+func (o *ops) hubOptions() []hub.Option {
+	if o.metrics == nil {
+		return nil
+	}
+	return []hub.Option{hub.WithRefusals(o.metrics.Bounds)}
+}
+
+// exportBounds makes /metrics show the bounds of h and srv.
+func (o *ops) exportBounds(h *hub.Hub, srv *server.Server) {
+	if o.metrics == nil {
+		return
+	}
+	o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
+}
+
 // engineOptions adds the Prometheus engine metrics.
 func (o *ops) engineOptions() []engine.Option {
 	// Secrets a destination quotes in its errors never reach status or
@@ -200,6 +217,7 @@ func (o *ops) serverOptions() []server.Option {
 	if o.metrics != nil {
 		u, s := o.metrics.Interceptors()
 		unary, stream = append(unary, u...), append(stream, s...)
+		opts = append(opts, server.WithRefusals(o.metrics.Bounds))
 	}
 	if o.auth != nil {
 		unary, stream = append(unary, o.auth.UnaryInterceptor()), append(stream, o.auth.StreamInterceptor())

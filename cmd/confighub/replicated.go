@@ -180,17 +180,18 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 		scancel()
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
-	h := hub.New(guarded, ports, hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget))
+	h := hub.New(guarded, ports, append(f.hubOptions(log, secrets), o.hubOptions()...)...)
 	err = h.Start(sctx, seed)
 	scancel()
 	if err != nil {
 		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
 	}
 	releaseStartGarbage()
-	srv, err := server.New(h, append([]server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg)}, o.serverOptions()...)...)
+	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
 	if err != nil {
 		return err
 	}
+	o.exportBounds(h, srv)
 	health.Store(srv)
 	runCtx, runCancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

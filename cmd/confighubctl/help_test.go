@@ -24,7 +24,7 @@ func TestHelpNamesRealFlags(t *testing.T) {
 		return out.String() + errw.String()
 	}
 	// The commands, and the first words of their entries in usage.
-	for _, cmd := range [][]string{{"push"}, {"status"}, {"sinks", "list"}, {"sinks", "put"}, {"sinks", "delete"}, {"config", "get"}} {
+	for _, cmd := range [][]string{{"push"}, {"status"}, {"sinks", "list"}, {"sinks", "put"}, {"sinks", "delete"}, {"streams", "list"}, {"streams", "delete"}, {"config", "get"}} {
 		text := help(cmd...)
 		flags := map[string]bool{"help": true}
 		for _, m := range helpFlagLine.FindAllStringSubmatch(text, -1) {

@@ -8,6 +8,7 @@
 //	push -f FILE [--stream s] [--expected-generation n] [--label k=v]... [--upload]
 //	status [--stream s] [--watch]
 //	sinks list [--stream s] | sinks put -f FILE.yaml | sinks delete NAME
+//	streams list | streams delete NAME
 //	config get [--stream s] [--sink NAME] [--failed] [--generation n]
 //	history [--stream s] [--limit n] [--before GENERATION]
 //	diff [FROM [TO]] [--stream s] [--sink NAME]
@@ -60,6 +61,9 @@ Commands:
   sinks list [--stream s]  list the sinks
   sinks put -f FILE.yaml   create or replace sinks (one sink or a list, PutSink's shape)
   sinks delete NAME...     delete sinks
+  streams list             list the streams: generation, bytes, sinks, accept time, hash
+  streams delete NAME      delete a stream that no sink reads (one created by mistake), so it no
+                           longer counts against the hub's --max-streams
   config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]
                            print a stream's configuration, or what a sink last applied (or failed)
   history [--stream s] [--limit n] [--before GENERATION]
@@ -71,6 +75,9 @@ Commands:
                            DEGRADED sink last applied against what it was asked to apply
   rollback GENERATION [--stream s] [--expected-generation n]
                            push a retained generation's configuration again, as a new generation
+  cluster-cert [--cert FILE] [--key FILE] [--days N]
+                           write a shared-mode cluster certificate for Kong data planes in
+                           hybrid mode (the shape of kong hybrid gen_cert); needs no hub
 
 "<command> --help" lists a command's flags. A failure exits 1 with one line; bad usage exits 2.
 
@@ -155,13 +162,15 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
-		"push":     cmdPush,
-		"status":   cmdStatus,
-		"sinks":    cmdSinks,
-		"config":   cmdConfig,
-		"history":  cmdHistory,
-		"diff":     cmdDiff,
-		"rollback": cmdRollback,
+		"push":         cmdPush,
+		"status":       cmdStatus,
+		"sinks":        cmdSinks,
+		"streams":      cmdStreams,
+		"config":       cmdConfig,
+		"history":      cmdHistory,
+		"diff":         cmdDiff,
+		"rollback":     cmdRollback,
+		"cluster-cert": cmdClusterCert,
 	}
 	name := rest[0]
 	if name == "help" {
@@ -170,7 +179,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fn, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, config, history, diff or rollback; see --help)\n", name)
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams, config, history, diff, rollback or cluster-cert; see --help)\n", name)
 		return 2
 	}
 	err := fn(ctx, &g, rest[1:], stdout, stderr)

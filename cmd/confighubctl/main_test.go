@@ -25,14 +25,14 @@ import (
 	"github.com/confighub/confighub/clients/file"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/test/authtest"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/authtest"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

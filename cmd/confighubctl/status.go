@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
@@ -174,7 +173,7 @@ func watchEnd(ctx context.Context, err error) error {
 // and of the watch's connection.
 type statusView struct {
 	mu   sync.Mutex
-	snap *confighubv1.GetStatusResponse
+	fold *hubclient.StatusView
 	down *outage // nil while the watch is connected
 }
 
@@ -194,12 +193,12 @@ func (o *outage) notice(aboveTable bool) string {
 	return fmt.Sprintf("hub unreachable since %s, retrying%s: %s", o.since.Format(time.TimeOnly), note, oneLine(o.err))
 }
 
-func newStatusView() *statusView { return &statusView{} }
+func newStatusView() *statusView { return &statusView{fold: hubclient.NewStatusView(0, nil)} }
 
 func (v *statusView) seen() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.snap != nil || v.down != nil
+	return v.fold.Ready() || v.down != nil
 }
 
 // connection records what hubclient.WithWatchState reports at now: err
@@ -237,46 +236,7 @@ func (v *statusView) outage() *outage {
 func (v *statusView) apply(ev *confighubv1.WatchStatusResponse) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if s := ev.GetSnapshot(); s != nil {
-		v.snap = proto.Clone(s).(*confighubv1.GetStatusResponse)
-		return
-	}
-	if v.snap == nil {
-		v.snap = &confighubv1.GetStatusResponse{}
-	}
-	v.snap.Revision = ev.GetRevision()
-	switch {
-	case ev.GetSink() != nil:
-		s := ev.GetSink()
-		for i, old := range v.snap.Sinks {
-			if old.GetSink() == s.GetSink() {
-				v.snap.Sinks[i] = s
-				return
-			}
-		}
-		v.snap.Sinks = append(v.snap.Sinks, s)
-	case ev.GetSinkRemoved() != "":
-		name := ev.GetSinkRemoved()
-		out := v.snap.Sinks[:0]
-		for _, s := range v.snap.Sinks {
-			if s.GetSink() != name {
-				out = append(out, s)
-			}
-		}
-		v.snap.Sinks = out
-	case ev.GetGeneration() != nil:
-		gs := ev.GetGeneration()
-		if gs.GetGeneration() >= v.snap.Generation {
-			v.snap.Generation, v.snap.Hash = gs.GetGeneration(), gs.GetHash()
-		}
-		for i, old := range v.snap.Generations {
-			if old.GetGeneration() == gs.GetGeneration() {
-				v.snap.Generations[i] = gs
-				return
-			}
-		}
-		v.snap.Generations = append(v.snap.Generations, gs)
-	}
+	v.fold.Apply(ev)
 }
 
 // render is the notice of an outage, if any, above the table, if any.
@@ -285,10 +245,10 @@ func (v *statusView) render(now time.Time, width int) string {
 	defer v.mu.Unlock()
 	var text string
 	if v.down != nil {
-		text = cutLines(v.down.notice(v.snap != nil)+"\n", width)
+		text = cutLines(v.down.notice(v.fold.Ready())+"\n", width)
 	}
-	if v.snap != nil {
-		text += renderStatus(v.snap, now, width)
+	if v.fold.Ready() {
+		text += renderStatus(v.fold.Status(), now, width)
 	}
 	return text
 }
@@ -327,6 +287,7 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	for _, s := range sinks {
 		writeExcluded(&b, s)
 	}
+	writeDataPlanes(&b, sinks, now)
 	return cutLines(b.String(), width)
 }
 

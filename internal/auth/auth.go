@@ -22,14 +22,16 @@ var Policy = map[string]Role{
 	"/confighub.v1.ConfigHubService/GetConfig":       RoleRead,
 	"/confighub.v1.ConfigHubService/GetStatus":       RoleRead,
 	"/confighub.v1.ConfigHubService/WatchStatus":     RoleRead,
-	"/confighub.v1.SinkAdminService/ListSinks":       RoleRead,
 	"/confighub.v1.ConfigHubService/ListGenerations": RoleRead,
 	"/confighub.v1.ConfigHubService/DiffConfig":      RoleRead,
-	"/confighub.v1.ConfigHubService/RollbackConfig":  RolePush,
+	"/confighub.v1.SinkAdminService/ListSinks":       RoleRead,
+	"/confighub.v1.SinkAdminService/ListStreams":     RoleRead,
 	"/confighub.v1.ConfigHubService/PushConfig":      RolePush,
 	"/confighub.v1.ConfigHubService/UploadConfig":    RolePush,
+	"/confighub.v1.ConfigHubService/RollbackConfig":  RolePush,
 	"/confighub.v1.SinkAdminService/PutSink":         RoleAdmin,
 	"/confighub.v1.SinkAdminService/DeleteSink":      RoleAdmin,
+	"/confighub.v1.SinkAdminService/DeleteStream":    RoleAdmin,
 }
 
 // OpenServices need no token: probes and `grpcurl list/describe` work

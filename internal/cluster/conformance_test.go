@@ -9,11 +9,11 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/etcdtest"
 )
 
 // replicasEnv is two replicas over one etcd as an enginetest.Env: sinks

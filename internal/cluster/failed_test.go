@@ -10,8 +10,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/internal/store/memory"
+	"github.com/confighub/confighub/test/etcdtest"
 )
 
 // failedEnv is one mode of TestFailedConfigOnEveryReplica: in takes the

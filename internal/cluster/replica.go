@@ -13,6 +13,7 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
 	"github.com/confighub/confighub/internal/store"
@@ -123,6 +124,8 @@ type Placement struct {
 // NewPlacement returns the placement of replica id; it owns nothing until
 // the replica registered.
 func NewPlacement(id string) *Placement { return &Placement{id: id} }
+
+var _ engine.Ownership = (*Placement)(nil)
 
 // OwnsSink says whether this replica runs a sink.
 func (p *Placement) OwnsSink(name string) bool { return p.owns("sink/" + name) }

@@ -15,14 +15,14 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/store"
-	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // applies records which replica applied which generation to which sink.

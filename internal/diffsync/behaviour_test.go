@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // changeFirstRoute returns raw with the first route of the first service

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/kongemu"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // changeOneRoute returns raw (JSON) with one route changed (its paths, or

@@ -8,9 +8,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
 )
 
 // single is the engine alone as an enginetest.Env; cluster's

@@ -8,8 +8,8 @@ import (
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/store"
+	"github.com/confighub/confighub/test/enginetest"
 )
 
 // convRecorder records applies and convergences, and counts the

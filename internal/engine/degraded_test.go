@@ -5,8 +5,8 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
 )
 
 // TestDegradedSinkIsNotConverged: a sink.Degraded shows DEGRADED with the

@@ -35,21 +35,16 @@ var ErrSinkNotFound = errors.New("sink not found")
 // ErrStopped is returned by PutSink and DeleteSink after Stop.
 var ErrStopped = errors.New("engine stopped")
 
-// AppliedRecorder stores what a sink applied; store.Store satisfies it.
-type AppliedRecorder interface {
+// Recorder stores what a sink applied, and when a generation converged,
+// so that a restarted hub shows the time it observed (see
+// RestoreConverged) instead of observing it again; store.Store satisfies
+// it.
+type Recorder interface {
 	RecordApplied(ctx context.Context, a store.Applied) error
-}
-
-var _ AppliedRecorder = store.Store(nil)
-
-// ConvergedRecorder is an optional capability of the AppliedRecorder: it
-// keeps when a generation converged, so that a restarted hub shows the
-// time it observed (see RestoreConverged) instead of observing it again.
-type ConvergedRecorder interface {
 	RecordConverged(ctx context.Context, c store.Converged) error
 }
 
-var _ ConvergedRecorder = store.Store(nil)
+var _ Recorder = store.Store(nil)
 
 // Option configures an Engine.
 type Option func(*Engine)
@@ -112,7 +107,7 @@ func WithMaxConcurrentApplies(n int) Option {
 }
 
 // WithRecorder sets where applied generations are recorded.
-func WithRecorder(r AppliedRecorder) Option { return func(e *Engine) { e.recorder = r } }
+func WithRecorder(r Recorder) Option { return func(e *Engine) { e.recorder = r } }
 
 // WithMetrics sets the metrics sink.
 func WithMetrics(m Metrics) Option {
@@ -163,6 +158,26 @@ func WithRandom(f func() float64) Option {
 
 // Engine fans each stream's newest configuration out to its sinks. See the
 // package doc for its guarantees.
+//
+// Status semantics: desired_generation is the generation the sink last took
+// up (the stream's newest is in GenerationStatus), so the event rate follows
+// the sinks' work, not the push rate. A Retry-After applies to any
+// generation (the destination asked the hub to wait); backoff of one
+// generation is dropped when a newer one arrives. A permanently rejected
+// generation is not retried even on Resync. Replacing a sink with a changed
+// spec starts it afresh; putting an identical spec changes nothing.
+//
+// Memory: one *config.Config per stream is shared by every sink; per sink the
+// engine keeps constant state plus pointers to the configs in its slot, last
+// applied and last failed (dropped once a newer generation is applied).
+// Status history is bounded by WithHistory, generations by the last 16 per
+// stream.
+//
+// Replicas (WithOwnership): every sink is known, a worker runs only for the
+// owned ones; the others are peers followed through ObserveSink. Gates and
+// generation counts run over every sink of the stream; only the stream's
+// leader records the convergence metric, so each generation counts once over
+// replicas.
 type Engine struct {
 	reg       *sink.Registry
 	specs     *sinkspec.Checker
@@ -172,7 +187,7 @@ type Engine struct {
 	// secrets finds a sink's secrets (scrubbed from its error texts).
 	secrets    func(*confighubv1.Sink) []string
 	metrics    Metrics
-	recorder   AppliedRecorder
+	recorder   Recorder
 	maxApplies int
 	// gatewaySlots limit the applies in flight of gateway sinks, slots
 	// those of every other sink: a hung Konnect holds none of the
@@ -225,6 +240,8 @@ type Engine struct {
 	// up the calls for its own name only.
 	names   map[string]*nameLock
 	stopped bool
+	// held counts the streams with a configuration and their bytes.
+	held held
 }
 
 // nameLock is one sink name's admin lock; refs counts its holders and
@@ -384,6 +401,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 	if st.cur != nil && cfg.Generation <= st.cur.Generation {
 		return
 	}
+	e.held.replace(st.cur, cfg)
 	st.cur = cfg
 	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
 	if c, ok := e.restoredConv[st.name]; ok {
@@ -768,8 +786,8 @@ func (e *Engine) stop() {
 	for _, w := range workers {
 		closeSink(e.log, w.name, w.s)
 	}
-	if rec, ok := e.recorder.(ConvergedRecorder); ok {
-		e.flushConverged(rec)
+	if e.recorder != nil {
+		e.flushConverged()
 	}
 	e.broker.Close()
 }
@@ -825,15 +843,14 @@ func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 // recordConverged queues c for the recorder's goroutine, started with the
 // first. e.mu is held.
 func (e *Engine) recordConverged(c store.Converged) {
-	rec, ok := e.recorder.(ConvergedRecorder)
-	if !ok {
+	if e.recorder == nil {
 		return
 	}
 	e.conv[c.Stream] = c
 	if !e.convRunning && !e.stopped {
 		e.convRunning = true
 		e.wg.Add(1)
-		go e.convergedWriter(rec)
+		go e.convergedWriter()
 	}
 	select {
 	case e.convKick <- struct{}{}:
@@ -843,7 +860,7 @@ func (e *Engine) recordConverged(c store.Converged) {
 
 // convergedWriter records the queued convergences off e.mu (a store write
 // waits for the disk) until the engine stops; Stop records what is left.
-func (e *Engine) convergedWriter(rec ConvergedRecorder) {
+func (e *Engine) convergedWriter() {
 	defer e.wg.Done()
 	for {
 		select {
@@ -851,17 +868,17 @@ func (e *Engine) convergedWriter(rec ConvergedRecorder) {
 		case <-e.ctx.Done():
 			return
 		}
-		e.flushConverged(rec)
+		e.flushConverged()
 	}
 }
 
-func (e *Engine) flushConverged(rec ConvergedRecorder) {
+func (e *Engine) flushConverged() {
 	e.mu.Lock()
 	batch := e.conv
 	e.conv = map[string]store.Converged{}
 	e.mu.Unlock()
 	for _, c := range batch {
-		if err := rec.RecordConverged(context.WithoutCancel(e.ctx), c); err != nil {
+		if err := e.recorder.RecordConverged(context.WithoutCancel(e.ctx), c); err != nil {
 			e.log.Warn("recording a convergence failed; a restart shows it from the sinks' applied records", "stream", c.Stream, "generation", c.Generation, "error", err)
 		}
 	}

@@ -14,10 +14,10 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
-	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	ihar "github.com/confighub/confighub/test/harness" // the engine tests have their own harness type
 )
 
 const (
@@ -774,6 +774,8 @@ type flakyRecorder struct {
 	calls   chan store.Applied
 }
 
+func (r *flakyRecorder) RecordConverged(context.Context, store.Converged) error { return nil }
+
 func (r *flakyRecorder) RecordApplied(_ context.Context, a store.Applied) error {
 	// The channel send hands the state over to the test: update it first.
 	if r.fails > 0 {
@@ -1026,6 +1028,27 @@ func TestNonGatewaySinksHaveTheirOwnApplySlots(t *testing.T) {
 	}
 }
 
+// A sink whose applies take no slot (Capabilities.NoApplySlot: a Kong
+// data plane in hybrid mode) applies while both pools are full.
+func TestNoApplySlotSinksTakeNoSlot(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	must(t, h.fleet.Register(h.reg, "dp", sink.Capabilities{Gateway: true, NoApplySlot: true}, false, sink.AsGateway()))
+	gw := h.put("gw-hung", kindGateway, nil)
+	gw.Set(enginetest.Behavior{Hang: true})
+	other := h.put("other-hung", kindTest, nil)
+	other.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, gw)
+	started(t, other)
+	for _, name := range []string{"dp-a", "dp-b"} {
+		h.put(name, "dp", nil)
+	}
+	h.awaitApplied("dp-a", 1)
+	h.awaitApplied("dp-b", 1)
+	h.put("gw-queued", kindGateway, nil)
+	h.awaitState("gw-queued", pending, 1)
+}
+
 // A sink queued for an apply slot reports PENDING once, is not woken by
 // newer generations while it waits, takes the newest when a slot is handed
 // to it, and queued sinks get slots in arrival order.
@@ -1134,7 +1157,7 @@ func TestStopSinkIsNotADelete(t *testing.T) {
 	}
 }
 
-// ownerMap is an Ownership that names owners (engine.OwnerNamer).
+// ownerMap is an Ownership that leads every stream.
 type ownerMap struct {
 	p  *placement
 	id string
@@ -1148,7 +1171,7 @@ func (o ownerMap) OwnerOf(name string) string {
 	return o.p.owner[name]
 }
 
-var _ engine.OwnerNamer = ownerMap{}
+var _ engine.Ownership = ownerMap{}
 
 // TestHandOverIsNotADelete: a sink this engine stops running because
 // another replica owns it now (Reown) is logged as handed over to that

@@ -62,6 +62,9 @@ type Metrics interface {
 	StreamConverged(stream string, generation uint64, d time.Duration)
 	// SinkRemoved is called when a sink is deleted, so its series can go.
 	SinkRemoved(sink, kind string)
+	// StreamDeleted is called when a stream is deleted, so its series can
+	// go.
+	StreamDeleted(stream string)
 }
 
 // NopMetrics discards every measurement.
@@ -78,3 +81,4 @@ func (NopMetrics) LastSuccess(string, string, time.Time)                        
 func (NopMetrics) StreamGeneration(string, uint64)                                           {}
 func (NopMetrics) StreamConverged(string, uint64, time.Duration)                             {}
 func (NopMetrics) SinkRemoved(string, string)                                                {}
+func (NopMetrics) StreamDeleted(string)                                                      {}

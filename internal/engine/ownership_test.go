@@ -38,6 +38,12 @@ func (r replicaOf) OwnsSink(name string) bool {
 
 func (r replicaOf) OwnsStream(string) bool { return r.p.leader == r.id }
 
+func (r replicaOf) OwnerOf(name string) string {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return r.p.owner[name]
+}
+
 type replica struct {
 	*harness
 	m *enginetest.Converged

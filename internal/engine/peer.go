@@ -20,12 +20,16 @@ import (
 type Ownership interface {
 	OwnsSink(name string) bool
 	OwnsStream(name string) bool
+	// OwnerOf names the replica that runs a sink ("" when unknown), named
+	// in the log line of a hand-over.
+	OwnerOf(sink string) string
 }
 
 type ownAll struct{}
 
 func (ownAll) OwnsSink(string) bool   { return true }
 func (ownAll) OwnsStream(string) bool { return true }
+func (ownAll) OwnerOf(string) string  { return "" }
 
 // WithOwnership sets which sinks run here (see Ownership); Reown applies
 // a change of it.
@@ -210,23 +214,13 @@ func (e *Engine) Reown() map[string]error {
 	return errs
 }
 
-// OwnerNamer is an optional capability of an Ownership: the replica that
-// owns a sink, named in the log line of a hand-over.
-type OwnerNamer interface {
-	OwnerOf(sink string) string
-}
-
 // putPeer makes the sink of norm a peer (stopping its worker here, if
 // any). Its name lock is held.
 func (e *Engine) putPeer(norm *confighubv1.Sink, opts sinkspec.Options, kind sink.Kind, old *worker) (*confighubv1.Sink, bool, error) {
 	if old != nil {
 		e.removeWorker(old, true)
 		// It goes on running elsewhere: a hand-over, not a deletion.
-		attrs := []any{"sink", old.name, "kind", old.kind, "stream", old.st.name}
-		if n, ok := e.own.(OwnerNamer); ok {
-			attrs = append(attrs, "to", n.OwnerOf(old.name))
-		}
-		e.log.Info("sink handed over", attrs...)
+		e.log.Info("sink handed over", "sink", old.name, "kind", old.kind, "stream", old.st.name, "to", e.own.OwnerOf(old.name))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -13,8 +13,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
 )
 
 // TestPropertyConvergence drives random pushes (with repeated contents, so

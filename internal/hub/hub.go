@@ -36,13 +36,15 @@ type Hub struct {
 	maxBytes int64
 	secrets  SinkSecrets
 	uploads  uploadBudget
+	bounds   bounds
+	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
 	// deferBelow is the size below which Push checks, hashes and stages
 	// one after the other on the calling goroutine (prepareSmall): the
 	// size below which the store stages a config without writing it
 	// (store.Store.DeferBelow), so there is nothing to overlap, and a
 	// goroutine, a cancelable context and the results they share cost
-	// more CPU than the overlap saves (docs/performance.md). Read once by
+	// more CPU than the overlap saves. Read once by
 	// New, since every push asks.
 	deferBelow int
 }
@@ -78,6 +80,7 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 func New(st store.Store, p Ports, opts ...Option) *Hub {
 	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
 	h.uploads.limit = DefaultUploadBudgetBytes
+	h.bounds.limits = DefaultLimits()
 	h.maxSpecs = maxSinkSpecsBytes
 	h.deferBelow = st.DeferBelow()
 	for _, o := range opts {
@@ -115,13 +118,11 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		return fmt.Errorf("load applied records: %w", err)
 	}
 	h.pub.Restore(applied)
-	if cr, ok := h.pub.(ConvergedRestorer); ok {
-		conv, err := h.store.ListConverged(ctx)
-		if err != nil {
-			return fmt.Errorf("load convergence records: %w", err)
-		}
-		cr.RestoreConverged(conv)
+	conv, err := h.store.ListConverged(ctx)
+	if err != nil {
+		return fmt.Errorf("load convergence records: %w", err)
 	}
+	h.pub.RestoreConverged(conv)
 	streams, err := h.store.ListStreams(ctx)
 	if err != nil {
 		return fmt.Errorf("load streams: %w", err)
@@ -191,6 +192,11 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	if h.maxBytes > 0 && int64(len(in.Config)) > h.maxBytes {
 		return PushResult{}, fmt.Errorf("%w: configuration of %d bytes exceeds the limit of %d bytes (--max-config-bytes)", ErrTooLarge, len(in.Config), h.maxBytes)
 	}
+	done, err := h.admitConfig(stream, int64(len(in.Config)))
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer done()
 	if len(in.Config) < h.deferBelow {
 		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
 	}
@@ -300,18 +306,11 @@ func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResu
 	if !unchanged {
 		h.pub.Publish(stored)
 	}
-	sinks := h.sinkCount(stored.Stream)
+	sinks := h.sinks.SinkCount(stored.Stream)
 	// Attrs, not key-value pairs: the same line without boxing each value.
 	h.log.LogAttrs(context.Background(), slog.LevelInfo, "config accepted", slog.String("stream", stored.Stream), slog.Uint64("generation", stored.Generation),
 		slog.String("hash", stored.Hash), slog.Int("bytes", size), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
-}
-
-func (h *Hub) sinkCount(stream string) int {
-	if c, ok := h.sinks.(SinkCounter); ok {
-		return c.SinkCount(stream)
-	}
-	return len(h.sinks.ListSinks(stream))
 }
 
 // Config returns a stream's current configuration.
@@ -333,7 +332,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 // SinkConfig returns what a sink last applied, or with failed, what it last
 // failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
-	if !h.hasSink(name) {
+	if !h.sinks.HasSink(name) {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
 	}
 	if failed {
@@ -348,27 +347,6 @@ func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error,
 		return nil, nil, fmt.Errorf("%w: sink %q has applied nothing yet", ErrNotFound, name)
 	}
 	return c, nil, nil
-}
-
-// sink returns the spec of a running sink, nil if none.
-func (h *Hub) sink(name string) *confighubv1.Sink {
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		return ss.Sink(name)
-	}
-	for _, s := range h.sinks.ListSinks("") {
-		if s.GetName() == name {
-			return s
-		}
-	}
-	return nil
-}
-
-// hasSink tells whether a sink runs (on a replica: here or elsewhere).
-func (h *Hub) hasSink(name string) bool {
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		return ss.HasSink(name)
-	}
-	return h.sink(name) != nil
 }
 
 // Status returns a consistent snapshot of a stream's sinks.
@@ -418,7 +396,7 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 // does not start (its kind's factory refuses the spec) is taken out of the
 // store again: a refused spec changes nothing.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	prev := h.sink(spec.GetName())
+	prev := h.sinks.Sink(spec.GetName())
 	restored, err := h.secrets.Restore(spec, prev)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: sink %q: %v", ErrInvalid, spec.GetName(), err)
@@ -428,6 +406,9 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err) // the spec's checks name the sink
 	}
 	if err := h.checkSpecBytes(n); err != nil {
+		return nil, false, err
+	}
+	if err := h.admitSink(n.GetName()); err != nil {
 		return nil, false, err
 	}
 	if err := h.store.PutSink(ctx, n); err != nil {
@@ -484,16 +465,7 @@ func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 	if size > maxSinkSpecBytes {
 		return fmt.Errorf("%w: sink %q: the spec is %d bytes, at most %d (ListSinks answers every spec at once); put large TLS bundles in files (ca_file, cert_file, key_file)", ErrInvalid, n.GetName(), size, maxSinkSpecBytes)
 	}
-	total := size
-	if ss, ok := h.sinks.(SinkSpecs); ok {
-		total += ss.SpecBytes(n.GetName())
-	} else {
-		for _, s := range h.sinks.ListSinks("") {
-			if s.GetName() != n.GetName() {
-				total += proto.Size(s)
-			}
-		}
-	}
+	total := size + h.sinks.SpecBytes(n.GetName())
 	if total > h.maxSpecs {
 		return fmt.Errorf("%w: sink %q: the sinks' specs would hold %d bytes in all, at most %d (ListSinks answers every spec at once); shrink specs (TLS bundles in files) or delete sinks", ErrTooLarge, n.GetName(), total, h.maxSpecs)
 	}

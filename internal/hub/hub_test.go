@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,12 +19,12 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // fakeEngine records what the hub hands to the engine.
@@ -45,7 +46,8 @@ func (f *fakeEngine) ports() Ports { return Ports{Publisher: f, Sinks: f} }
 
 func newFake() *fakeEngine { return &fakeEngine{sinks: map[string]*confighubv1.Sink{}} }
 
-func (f *fakeEngine) Restore(a []store.Applied) { f.restored = a }
+func (f *fakeEngine) Restore(a []store.Applied)          { f.restored = a }
+func (f *fakeEngine) RestoreConverged([]store.Converged) {}
 func (f *fakeEngine) Publish(c *config.Config) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -59,6 +61,33 @@ func (f *fakeEngine) Current(stream string) *config.Config {
 			return f.published[i]
 		}
 	}
+	return nil
+}
+func (f *fakeEngine) Streams() []*config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := map[string]*config.Config{}
+	for _, c := range f.published {
+		cur[c.Stream] = c
+	}
+	out := make([]*config.Config, 0, len(cur))
+	for _, c := range cur {
+		out = append(out, c)
+	}
+	return out
+}
+func (f *fakeEngine) Held() (int, int64) {
+	var n int64
+	cs := f.Streams()
+	for _, c := range cs {
+		n += int64(len(c.Raw))
+	}
+	return len(cs), n
+}
+func (f *fakeEngine) DeleteStream(stream string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published = slices.DeleteFunc(f.published, func(c *config.Config) bool { return c.Stream == stream })
 	return nil
 }
 func (f *fakeEngine) ValidateSink(s *confighubv1.Sink) (*confighubv1.Sink, error) {
@@ -85,12 +114,35 @@ func (f *fakeEngine) DeleteSink(n string) error {
 	delete(f.sinks, n)
 	return nil
 }
-func (f *fakeEngine) ListSinks(string) []*confighubv1.Sink {
+func (f *fakeEngine) ListSinks(stream string) []*confighubv1.Sink {
 	var out []*confighubv1.Sink
 	for _, s := range f.sinks {
-		out = append(out, s)
+		if stream == "" || s.GetStream() == stream {
+			out = append(out, s)
+		}
 	}
 	return out
+}
+func (f *fakeEngine) SinkCount(stream string) int { return len(f.ListSinks(stream)) }
+func (f *fakeEngine) SinkTotal() int              { return len(f.ListSinks("")) }
+func (f *fakeEngine) Sink(n string) *confighubv1.Sink {
+	if s, ok := f.sinks[n]; ok {
+		return proto.Clone(s).(*confighubv1.Sink)
+	}
+	return nil
+}
+func (f *fakeEngine) SpecBytes(except string) int {
+	n := 0
+	for name, s := range f.sinks {
+		if name != except {
+			n += proto.Size(s)
+		}
+	}
+	return n
+}
+func (f *fakeEngine) HasSink(n string) bool {
+	_, ok := f.sinks[n]
+	return ok
 }
 
 const good = `{"_format_version":"3.0","services":[]}`
@@ -641,24 +693,16 @@ func TestSinkSpecBytesBounded(t *testing.T) {
 	}
 }
 
-// specEngine is fakeEngine with the SinkSpecs capability; its Sink (a
-// copy of the spec, on the engine) fails the test: SinkConfig only asks
-// whether the sink exists.
+// specEngine is fakeEngine whose Sink (a copy of the spec, on the
+// engine) fails the test: SinkConfig only asks whether the sink exists.
 type specEngine struct {
 	*fakeEngine
 	t *testing.T
 }
 
-var _ SinkSpecs = specEngine{}
-
 func (f specEngine) Sink(string) *confighubv1.Sink {
 	f.t.Error("SinkConfig copied a sink's spec to learn that it exists")
 	return nil
-}
-func (f specEngine) SpecBytes(string) int { return 0 }
-func (f specEngine) HasSink(n string) bool {
-	_, ok := f.sinks[n]
-	return ok
 }
 
 // noDiag: every sink applied and failed nothing yet.
@@ -668,26 +712,23 @@ func (noDiag) LastApplied(string) (*config.Config, bool)             { return ni
 func (noDiag) LastFailed(string) (*config.Config, *sink.Error, bool) { return nil, nil, false }
 
 // GetConfig of a sink tells an unknown sink (NotFound naming it) from one
-// that applied or failed nothing yet, with an engine that answers whether
-// a sink exists (SinkSpecs) and with one that only lists its sinks.
+// that applied or failed nothing yet, without copying a spec.
 func TestSinkConfigOfUnknownSink(t *testing.T) {
 	fan := newFake()
 	fan.sinks["s"] = &confighubv1.Sink{Name: "s", Kind: "test"}
-	for what, sinks := range map[string]SinkAdmin{"SinkSpecs": specEngine{fan, t}, "ListSinks only": fan} {
-		h := New(memory.New(), Ports{Publisher: fan, Sinks: sinks, Diagnostics: noDiag{}})
-		for _, c := range []struct {
-			name   string
-			failed bool
-			msg    string
-		}{
-			{"x", false, `not found: sink "x"`},
-			{"x", true, `not found: sink "x"`},
-			{"s", false, `sink "s" has applied nothing yet`},
-			{"s", true, `sink "s" has no failed apply`},
-		} {
-			if _, _, err := h.SinkConfig(c.name, c.failed); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), c.msg) {
-				t.Errorf("%s: SinkConfig(%q, failed %v): %v, want NotFound %q", what, c.name, c.failed, err, c.msg)
-			}
+	h := New(memory.New(), Ports{Publisher: fan, Sinks: specEngine{fan, t}, Diagnostics: noDiag{}})
+	for _, c := range []struct {
+		name   string
+		failed bool
+		msg    string
+	}{
+		{"x", false, `not found: sink "x"`},
+		{"x", true, `not found: sink "x"`},
+		{"s", false, `sink "s" has applied nothing yet`},
+		{"s", true, `sink "s" has no failed apply`},
+	} {
+		if _, _, err := h.SinkConfig(c.name, c.failed); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("SinkConfig(%q, failed %v): %v, want NotFound %q", c.name, c.failed, err, c.msg)
 		}
 	}
 }

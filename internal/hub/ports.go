@@ -8,43 +8,45 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Publisher takes what the store accepted: the applied records and
-// streams loaded at start, and every new generation.
+// Publisher takes what the store accepted: the applied records,
+// convergences and streams loaded at start, and every new generation.
 type Publisher interface {
 	Restore(applied []store.Applied)
+	// RestoreConverged takes the convergences the store kept, before the
+	// streams are published, so a restart shows them as they were observed.
+	RestoreConverged(cs []store.Converged)
 	Publish(cfg *config.Config)
 	Current(stream string) *config.Config
+	// Held is how many streams hold a configuration and the bytes of
+	// those configurations (Raw), counted as they change, not summed per
+	// call (asked on every push).
+	Held() (streams int, bytes int64)
+	// DeleteStream forgets a stream's configuration and status; refused
+	// (an error naming them) while sinks read it.
+	DeleteStream(stream string) error
+	// Streams returns every stream's current configuration (shared, not
+	// copied).
+	Streams() []*config.Config
 }
 
-// ConvergedRestorer is an optional capability of a Publisher: it takes the
-// convergences a store kept (store.ConvergedStore) before the streams are
-// published, so a restart shows them as they were observed.
-type ConvergedRestorer interface {
-	RestoreConverged(cs []store.Converged)
-}
-
-// SinkAdmin validates, starts, stops and lists sinks.
+// SinkAdmin validates, starts, stops and lists sinks. Besides listing, it
+// answers without copying specs what the hub asks on every ack (SinkCount),
+// PutSink (Sink, SpecBytes: listing made putting N sinks cost N*N/2 spec
+// copies) and GetConfig of a sink (HasSink).
 type SinkAdmin interface {
 	ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
 	DeleteSink(name string) error
 	ListSinks(stream string) []*confighubv1.Sink
-}
-
-// SinkCounter is an optional SinkAdmin capability: how many sinks a stream
-// has, without copying their specs (asked on every ack).
-type SinkCounter interface {
 	SinkCount(stream string) int
-}
-
-// SinkSpecs is an optional SinkAdmin capability: one sink's spec, and the
-// size of all specs, without copying every spec (both are asked on every
-// PutSink: listing them made putting N sinks cost N*N/2 spec copies), and
-// whether a sink exists, without copying its spec (asked on every
-// GetConfig of a sink).
-type SinkSpecs interface {
+	// SinkTotal is how many sinks there are in all (asked on every
+	// PutSink of a new name, against Limits.MaxSinks).
+	SinkTotal() int
+	// Sink returns a copy of one sink's spec, nil if none.
 	Sink(name string) *confighubv1.Sink
+	// SpecBytes is the size of all specs but except's.
 	SpecBytes(except string) int
+	// HasSink tells whether a sink runs (on a replica: here or elsewhere).
 	HasSink(name string) bool
 }
 

@@ -135,6 +135,9 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 	if err := checkHeader(totalSize, expectedHash, h.maxBytes); err != nil {
 		return nil, err
 	}
+	if err := h.checkConfig(config.StreamName(in.Stream), int64(totalSize)); err != nil {
+		return nil, err
+	}
 	// The announced size is taken from the hub-wide budget before any
 	// chunk is read; Abort gives it back.
 	release, err := h.uploads.reserve(int64(totalSize))
@@ -344,6 +347,11 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, u.stream, err)
 	}
 	defer func() { _ = staged.Discard() }() // a no-op after Commit
+	admitted, err := u.h.admitConfig(u.stream, u.total)
+	if err != nil {
+		return PushResult{}, err
+	}
+	defer admitted()
 	// Raw is what was written: Commit stores it as it is.
 	origin := u.in.Origin
 	origin.Entities = configdiff.Count(u.raw)

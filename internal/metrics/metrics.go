@@ -243,6 +243,13 @@ func (m *Engine) StreamGeneration(stream string, generation uint64) {
 	m.generation.WithLabelValues(stream).Set(float64(generation))
 }
 
+// StreamDeleted deletes every series of the stream.
+func (m *Engine) StreamDeleted(stream string) {
+	l := prometheus.Labels{"stream": stream}
+	m.generation.DeletePartialMatch(l)
+	m.convergence.DeletePartialMatch(l)
+}
+
 // StreamConverged observes the accept-to-converged time of a generation.
 func (m *Engine) StreamConverged(stream string, _ uint64, d time.Duration) {
 	m.convergence.WithLabelValues(stream).Observe(d.Seconds())
@@ -262,6 +269,7 @@ type Set struct {
 	Registry *prometheus.Registry
 	Engine   *Engine
 	GRPC     *grpcprom.ServerMetrics
+	Bounds   *Bounds
 }
 
 // New builds the registry with the Go and process collectors, the gRPC
@@ -284,7 +292,11 @@ func New() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Set{Registry: reg, Engine: em, GRPC: gm}, nil
+	bm, err := newBounds(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register bound metrics: %w", err)
+	}
+	return &Set{Registry: reg, Engine: em, GRPC: gm, Bounds: bm}, nil
 }
 
 // Interceptors are the gRPC server metric interceptors (server.WithInterceptors).

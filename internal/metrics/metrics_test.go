@@ -16,10 +16,10 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/metrics"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // listen serves a fresh metric set on a loopback port; it returns the

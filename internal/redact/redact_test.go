@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/test/harness"
 )
 
 var _ server.Redactor = redact.Config

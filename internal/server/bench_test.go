@@ -14,12 +14,12 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/test/bench/rawack"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/bolt"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/bench/rawack"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // benchConfig returns a KIC-shaped JSON config of about n bytes whose last
@@ -114,7 +114,7 @@ func benchRaw(b *testing.B, size int) *grpc.ClientConn {
 //
 //	go test -run '^$' -bench BenchmarkPushConfig -benchmem -benchtime 2000x ./internal/server
 func BenchmarkPushConfig(b *testing.B) {
-	for _, size := range []int{5 << 10, 1 << 20} {
+	for _, size := range []int{5 << 10, 1 << 20, 20 << 20} {
 		raw := benchConfig(size)
 		for _, conc := range []int{1, 32} {
 			if conc > 1 && size > 64<<10 {

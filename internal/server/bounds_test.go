@@ -14,8 +14,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/test/harness"
 )
 
 const validConfig = `{"_format_version":"3.0","services":[]}`

@@ -81,7 +81,10 @@ func (p *recvPool) Put(b *[]byte) {
 // spread over several buffers is assembled without clearing (assemble);
 // an upload chunk keeps the receive buffers (uploadMsg); anything else
 // spread over several buffers is assembled in one from pool (recvPool)
-// instead of the default pool.
+// instead of the default pool. With grpc-go's codec and pool, a 20 MiB
+// PushConfig acks in 1.20x the minimal durable ack, against 1.05x with
+// these (BenchmarkPushConfig/20480KiB/serial, medians of five alternated
+// runs; the target is at most 1.2).
 type codec struct {
 	encoding.CodecV2 // the proto codec: Name, and Marshal of all but marshalled
 	pool             mem.BufferPool

@@ -16,14 +16,16 @@ func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
 		return codes.InvalidArgument
-	case errors.Is(err, hub.ErrTooLarge):
+	case errors.Is(err, hub.ErrTooLarge), errors.Is(err, hub.ErrLimit):
 		return codes.ResourceExhausted
 	case errors.Is(err, hub.ErrNotFound):
 		return codes.NotFound
-	case errors.Is(err, hub.ErrStale), errors.Is(err, hub.ErrNotFailing):
+	case errors.Is(err, hub.ErrStale), errors.Is(err, hub.ErrInUse), errors.Is(err, hub.ErrNotFailing):
 		return codes.FailedPrecondition
 	case errors.Is(err, hub.ErrUnavailable):
 		return codes.Unavailable
+	case errors.Is(err, hub.ErrUnsupported):
+		return codes.Unimplemented
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -44,6 +44,8 @@ type options struct {
 	redact     Redactor
 	keepalive  Keepalive
 	pageURL    func() string
+	maxStreams int
+	refusals   hub.Refusals
 }
 
 // Option configures the server.
@@ -70,6 +72,14 @@ func WithServerOptions(so ...grpc.ServerOption) Option {
 // DefaultKeepalive).
 func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive = k } }
 
+// WithMaxConcurrentStreams bounds the calls one client connection may
+// have open at once (default DefaultMaxConcurrentStreams): a call past it
+// is ResourceExhausted naming --max-concurrent-streams.
+func WithMaxConcurrentStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
+
+// WithRefusals counts the refusals of the per-connection bound.
+func WithRefusals(r hub.Refusals) Option { return func(o *options) { o.refusals = r } }
+
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
 
@@ -91,14 +101,16 @@ type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
 	hub    *hubService
+	conns  *connLimit
 }
 
 // New builds the gRPC server for h: both services, health, reflection.
 func New(h *hub.Hub, opts ...Option) (*Server, error) {
-	o := options{log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageBytes, keepalive: DefaultKeepalive()}
+	o := options{log: slog.New(slog.DiscardHandler), maxMsg: DefaultMaxMessageBytes, keepalive: DefaultKeepalive(), maxStreams: DefaultMaxConcurrentStreams}
 	for _, f := range opts {
 		f(&o)
 	}
+	conns := newConnLimit(o.maxStreams, o.refusals)
 	v, err := protovalidate.New()
 	if err != nil {
 		return nil, fmt.Errorf("build the request validator: %w", err)
@@ -110,11 +122,13 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		return status.Errorf(codes.Internal, "internal error: %v", p)
 	})
 	unary := append([]grpc.UnaryServerInterceptor{
+		conns.unary,
 		recovery.UnaryServerInterceptor(rec),
-		logUnary(o.log),
+		logging.UnaryServerInterceptor(logger, logOpts...),
 	}, o.unary...)
-	unary = append(unary, validateUnary(v))
+	unary = append(unary, pvmw.UnaryServerInterceptor(v))
 	stream := append([]grpc.StreamServerInterceptor{
+		conns.stream,
 		recovery.StreamServerInterceptor(rec),
 		logging.StreamServerInterceptor(logger, logOpts...),
 	}, o.stream...)
@@ -130,6 +144,7 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, o.keepalive.serverOptions()...)
+	so = append(so, conns.serverOptions()...)
 	so = append(so, o.serverOpts...)
 	gs := grpc.NewServer(so...)
 	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL, watchEnc: newWatchEncodings(), maxMsg: o.maxMsg}
@@ -148,7 +163,13 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
 		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
-	return &Server{GRPC: gs, Health: hs, hub: svc}, nil
+	return &Server{GRPC: gs, Health: hs, hub: svc, conns: conns}, nil
+}
+
+// ConnectionUsage is the per-connection bound: the most calls one
+// connection has open, and the bound.
+func (s *Server) ConnectionUsage() hub.Usage {
+	return hub.Usage{Flag: FlagMaxConcurrentStreams, Used: s.conns.busiest(), Limit: s.conns.max}
 }
 
 // Serve serves gRPC on lis until Shutdown, and returns nil once Shutdown
@@ -177,9 +198,9 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
-// middlewareLogger is the go-grpc-middleware logger of the stream
-// interceptor: calls to plumbingServices are logged at debug unless they
-// fail with a warning or worse.
+// middlewareLogger is the go-grpc-middleware logger of the call log:
+// calls to plumbingServices are logged at debug unless they fail with a
+// warning or worse.
 func middlewareLogger(log *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		level := slog.Level(lvl)

@@ -25,11 +25,11 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -220,3 +220,24 @@ func (s *adminService) DeleteSink(ctx context.Context, req *confighubv1.DeleteSi
 	}
 	return &confighubv1.DeleteSinkResponse{}, nil
 }
+
+func (s *adminService) ListStreams(context.Context, *confighubv1.ListStreamsRequest) (*confighubv1.ListStreamsResponse, error) {
+	infos := s.hub.ListStreams()
+	out := &confighubv1.ListStreamsResponse{Streams: make([]*confighubv1.StreamInfo, len(infos))}
+	for i, in := range infos {
+		si := &confighubv1.StreamInfo{Name: in.Name, Sinks: uint32(in.Sinks)}
+		if c := in.Config; c != nil {
+			si.Generation, si.Hash, si.ConfigBytes = c.Generation, c.Hash, uint64(len(c.Raw))
+			si.AcceptTime = timestamppb.New(c.AcceptTime)
+		}
+		out.Streams[i] = si
+	}
+	return out, nil
+}
+
+func (s *adminService) DeleteStream(ctx context.Context, req *confighubv1.DeleteStreamRequest) (*confighubv1.DeleteStreamResponse, error) {
+	if err := s.hub.DeleteStream(ctx, req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &confighubv1.DeleteStreamResponse{}, nil
+}

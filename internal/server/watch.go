@@ -24,6 +24,11 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 	if _, err := s.hub.Status(req.GetStream()); err != nil {
 		return toStatus(err)
 	}
+	done, err := s.hub.BeginWatch()
+	if err != nil {
+		return toStatus(err)
+	}
+	defer done()
 	s.sendPageURL(ctx)
 	// The header goes out now, not with the first event: a resumed watch
 	// with nothing new gets none for a while, and hubclient takes the

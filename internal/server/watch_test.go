@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/server"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // TestWatchersShareEncodings: the watchers of a stream receive the same

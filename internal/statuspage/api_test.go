@@ -15,9 +15,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
+	"github.com/confighub/confighub/internal/statuspage"
 	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/test/harness"
-	"github.com/confighub/confighub/internal/statuspage"
 )
 
 func fakeSinks(names ...string) []*confighubv1.Sink {

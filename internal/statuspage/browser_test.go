@@ -23,15 +23,15 @@ import (
 	"github.com/confighub/confighub/clients/builtin"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/auth"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/enginetest"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/statuspage"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // SkipBrowserEnv set to 1 skips the browser tests, saying so; without it a

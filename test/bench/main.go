@@ -34,6 +34,7 @@ type opts struct {
 	hogs        int    // CPU hog processes beside the run
 	hogChild    bool   // child mode: one busy core
 	watchChild  string // child mode: scenario 5's watchers of this hub address
+	pushChild   bool   // child mode: scenario 7's clients
 	gateways    int
 	konnect     time.Duration
 	burst       time.Duration
@@ -43,8 +44,12 @@ type opts struct {
 	fleet       int    // child mode: serve this many emulated gateways
 	hubBinary   string // scenario 2 memory: this confighub binary instead of building it
 	verbose     bool
-	startTime   time.Time
-	loadStart   string
+	// dataPlanes is scenario 9's emulated data planes; dpChild (with
+	// dpCert, dpKey, dpPrefix) runs them in a child against that address.
+	dataPlanes                       int
+	dpChild, dpCert, dpKey, dpPrefix string
+	startTime                        time.Time
+	loadStart                        string
 }
 
 func main() {
@@ -55,7 +60,7 @@ func main() {
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&o.quick, "quick", false, "fewer runs, 200 gateways, 3 s burst (about a minute)")
-	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (e.g. 1,4; 1m is scenario 1's memory over repeated uploads); default all")
 	fs.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	fs.IntVar(&o.runs, "runs", 0, "repetitions of the fast scenarios (default 10, quick 3)")
 	fs.IntVar(&o.samples, "samples", 0, "interleaved hub/baseline samples of scenario 1 (default 61, quick 5)")
@@ -75,9 +80,22 @@ func main() {
 	fs.IntVar(&o.hogs, "hog", 0, "run N busy-loop processes (a CPU hog) beside the whole run")
 	fs.BoolVar(&o.hogChild, "hog-child", false, "internal: keep one core busy until stdin closes")
 	fs.StringVar(&o.watchChild, "watch-child", "", "internal: run scenario 5's normal watchers of the hub at this address, driven by stdin")
+	fs.BoolVar(&o.pushChild, "push-child", false, "internal: run scenario 7's clients, one round per JSON line read from stdin")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
+	fs.IntVar(&o.dataPlanes, "data-planes", 0, "emulated Kong data planes of scenario 9 (default 10000, quick 1000)")
+	fs.StringVar(&o.dpChild, "dp-child", "", "internal: run -data-planes emulated data planes against this cluster listener, driven by stdin")
+	fs.StringVar(&o.dpCert, "dp-cert", "", "internal: the data planes' certificate (-dp-child)")
+	fs.StringVar(&o.dpKey, "dp-key", "", "internal: its key (-dp-child)")
+	fs.StringVar(&o.dpPrefix, "dp-prefix", "dp-", "internal: the data planes' node_id prefix (-dp-child)")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
+	if o.dpChild != "" {
+		if err := runDPChild(o.dpChild, o.dpCert, o.dpKey, o.dpPrefix, o.dataPlanes, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "dp-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if o.hogChild {
 		runHog(os.Stdin)
@@ -86,6 +104,13 @@ func main() {
 	if o.watchChild != "" {
 		if err := runWatchChild(o.watchChild, watchers-1, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "watch-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.pushChild {
+		if err := runPushChild(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "push-child:", err)
 			os.Exit(1)
 		}
 		return
@@ -124,6 +149,7 @@ func main() {
 			o.gateways = 200
 		}
 	}
+	o.dataPlanes = orDefault(o.dataPlanes, o.quick, 10000, 1000)
 	if o.burst == 0 {
 		o.burst = 10 * time.Second
 		if o.quick {
@@ -207,13 +233,15 @@ func run(ctx context.Context, o opts) error {
 	}
 	scenarios := []scenario{
 		{"1", "push and upload ack vs the minimal durable ack", scenarioPushAck},
+		{"1m", "memory over five uploads into a hub holding the previous one (shipped binary)", scenarioRepeatedUploads},
 		{"2", "1,000 gateways", scenarioFleet},
 		{"3", "hung Konnect", scenarioHungKonnect},
 		{"4", "push burst into a slow sink", scenarioBurst},
 		{"5", "1,000 watchers, one stalled", scenarioWatchers},
 		{"6", "KIC's serial loop", scenarioSerial},
-		{"7", "5 KiB pushes, 32 clients, vs the serial fdatasync floor", scenarioSmall},
+		{"7", "5 KiB pushes, 32 clients in another process, vs a server that fdatasyncs each push", scenarioSmall},
 		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
+		{"9", "10,000 Kong data planes in hybrid mode vs a plain frame loop", scenarioHybrid},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {

@@ -165,7 +165,6 @@ func scenarioPushAck(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		rows = append(rows, r)
 		base = nil
 	}
-	rows = append(rows, wakeRows(log)...)
 	peak, err := uploadPeakRSS(ctx, o.uploadMax, log)
 	if err != nil {
 		return nil, err

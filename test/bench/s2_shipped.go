@@ -46,9 +46,10 @@ func buildShipped(ctx context.Context, dir, bin string) (string, error) {
 	return out, nil
 }
 
-func startShipped(ctx context.Context, bin, dataDir string, logTo io.Writer) (*shippedHub, error) {
-	h := &shippedHub{cmd: exec.CommandContext(ctx, bin, "--data-dir", dataDir,
-		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")}
+// startShipped starts bin on dataDir with its defaults and args.
+func startShipped(ctx context.Context, bin, dataDir string, logTo io.Writer, args ...string) (*shippedHub, error) {
+	h := &shippedHub{cmd: exec.CommandContext(ctx, bin, append([]string{"--data-dir", dataDir,
+		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)...)}
 	stderr, err := h.cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // serialGateways is the fleet of scenario 6 (a KIC deployment's gateways).
 const serialGateways = 10
 
-// kicLoop is Kong Ingress Controller's KongClient.Update before issue 6325
+// kicLoop is Kong Ingress Controller's KongClient.Update before its Konnect upload had its own loop
 // (internal/dataplane/kong_client.go, e.g. at commit 95af584): Update
 // holds c.lock throughout, sends to every gateway (sendOutToGatewayClients)
 // and then to Konnect (maybeSendOutToKonnectClient), and one ticker loop
@@ -138,7 +138,7 @@ func scenarioSerial(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 	log("  %d gateways, Konnect %v: hub %.0f ms, serial loop %.0f ms", len(urls), o.konnect, medianMS(hubT), medianMS(baseT))
 	r := Row{Scenario: fmt.Sprintf("6 %d gateways get B while Konnect (%v) uploads A", len(urls), o.konnect), Unit: "ms",
 		Hub: medianMS(hubT), Baseline: medianMS(baseT), Runs: runs, Target: "ratio < 1 (hub not slower)",
-		Note: "baseline: KIC's pattern before issue 6325, gateways then Konnect in one loop under one lock; runs of each in random order"}
+		Note: "baseline: KIC's pattern before its per-destination loops (95af584), gateways then Konnect in one loop under one lock; runs of each in random order"}
 	r.withSpread(hubT, baseT, load)
 	r.Ratio = r.Hub / r.Baseline
 	r.OK = r.Ratio < 1

@@ -98,6 +98,8 @@ var externalFlags = map[string]string{
 	"max-request-bytes":                  "etcd",
 	"use-last-valid-config-for-fallback": "Kong Ingress Controller (docs/fallback.md compares it)",
 	"check":                              "docs/architecture.md's diagram: --check || stage+hash-->",
+	"set":                                "helm install",
+	"set-file":                           "helm install",
 }
 
 // TestDocsMentionExistingFlags: every --flag the documents mention is a

@@ -12,8 +12,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // TestHungSinkDelaysNobody: one sink hangs for ever (a gateway that never

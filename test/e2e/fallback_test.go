@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/kongemu"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/kongraph"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // fallbackFixture is a KIC golden configuration whose routes carry

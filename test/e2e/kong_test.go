@@ -13,9 +13,9 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/clients/builtin"
-	"github.com/confighub/confighub/test/kongemu"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // fleet is a real hub process with n emulated DB-less Kong gateways, one

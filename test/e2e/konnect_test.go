@@ -8,8 +8,8 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // TestHungKonnectDoesNotDelayGateways: with a Konnect that never answers,

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // The replica tests run three confighub processes with --store etcd against

@@ -20,8 +20,8 @@ import (
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/test/authtest"
-	"github.com/confighub/confighub/test/kongemu"
 	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu"
 )
 
 // clientPair returns a client certificate and its private key, PEM.

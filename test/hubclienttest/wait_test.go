@@ -11,11 +11,11 @@ import (
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/test/harness"
 	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/store/memory"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/harness"
 )
 
 // pickySink applies every configuration but one that says "bad", which it

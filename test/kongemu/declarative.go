@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -251,6 +252,8 @@ type Result struct {
 	// the emulator answers with the configuration in its canonical JSON
 	// form, an answer of the same order of size.
 	Loaded []byte
+	// tags are the loaded entities' tags, GET /tags's rows.
+	tags []map[string]any
 }
 
 // entity is one flattened entity.
@@ -260,6 +263,8 @@ type entity struct {
 	// implicit references from nesting (field -> parent entity).
 	parent map[string]*entity
 	errs   []FieldError
+	// now is the time of the checks that depend on it (zero: skipped).
+	now time.Time
 }
 
 func (e *entity) fieldErr(field, msg string) {
@@ -520,7 +525,7 @@ func check(v any, o checkOptions) Result {
 	if err != nil {
 		return invalid(map[string]any{"@entity": []string{err.Error()}}, nil)
 	}
-	return Result{Hash: h, Counts: counts, Loaded: loaded}
+	return Result{Hash: h, Counts: counts, Loaded: loaded, tags: entityTags(all)}
 }
 
 // derivedID is a stable UUID-shaped id for a cache key (Kong derives a
@@ -607,12 +612,9 @@ func checkFields(e *entity, o checkOptions) {
 			e.fieldErr("tags", "expected a set of strings")
 		}
 	}
-	switch d.typ {
-	case "service":
-		checkService(e)
-	case "route":
-		checkRoute(e)
-	case "plugin":
+	if d.typ != "plugin" {
+		checkRules(e)
+	} else {
 		name := e.str("name")
 		switch {
 		case name == "":
@@ -629,6 +631,26 @@ func checkFields(e *entity, o checkOptions) {
 				checkPluginConfig(e, ps, cfg)
 			}
 		}
+	}
+	// An entity given at the top level must name its owner (nested ones get
+	// it from their parent).
+	if owner := ownerRef[d.typ]; owner != "" {
+		if _, nested := e.parent[owner]; !nested && e.data[owner] == nil {
+			e.fieldErr(owner, "required field missing")
+		}
+	}
+}
+
+// checkRules runs the field and entity rules of e's type (not plugins',
+// whose config has its own schema): the same in a declarative
+// configuration and on the entity API.
+func checkRules(e *entity) {
+	switch e.def.typ {
+	case "service":
+		checkService(e)
+	case "route":
+		checkRoute(e)
+		checkRegexPaths(e)
 	case "consumer":
 		if e.str("username") == "" && e.str("custom_id") == "" {
 			e.entityErr("at least one of these fields must be non-empty: 'custom_id', 'username'")
@@ -649,13 +671,11 @@ func checkFields(e *entity, o checkOptions) {
 		}
 		checkInt(e, "weight", 0, 65535)
 	case "certificate":
-		for _, f := range []string{"cert", "key"} {
-			if s := e.str(f); s == "" {
-				e.fieldErr(f, "required field missing")
-			} else if !strings.Contains(s, "-----BEGIN") {
-				e.fieldErr(f, "invalid "+map[string]string{"cert": "certificate", "key": "key"}[f]+": x509.decode failed")
-			}
-		}
+		checkCertificate(e)
+	case "ca_certificate":
+		checkCACertificate(e)
+	case "key":
+		checkKey(e)
 	case "sni":
 		if e.str("name") == "" {
 			e.fieldErr("name", "required field missing")
@@ -673,13 +693,6 @@ func checkFields(e *entity, o checkOptions) {
 	case "hmacauth_credential":
 		if e.str("username") == "" {
 			e.fieldErr("username", "required field missing")
-		}
-	}
-	// An entity given at the top level must name its owner (nested ones get
-	// it from their parent).
-	if owner := ownerRef[d.typ]; owner != "" {
-		if _, nested := e.parent[owner]; !nested && e.data[owner] == nil {
-			e.fieldErr(owner, "required field missing")
 		}
 	}
 }
@@ -843,13 +856,17 @@ func checkInt(e *entity, f string, lo, hi int64) {
 	}
 }
 
+// asInt reads an integer as a declarative configuration (json.Number)
+// or the entity API (float64) decodes it.
 func asInt(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	case float64:
+		return int64(n), n == float64(int64(n))
 	}
-	i, err := n.Int64()
-	return i, err == nil
+	return 0, false
 }
 
 func isStringArray(v any) bool {
@@ -870,18 +887,13 @@ func isStringArray(v any) bool {
 // required fields. Kong reports each as a field error at its dotted path,
 // e.g. {type = "field", field = "config.foo", message = "unknown field"}.
 func checkPluginConfig(e *entity, ps *pluginSchema, cfg map[string]any) {
-	var rec *sfield
-	for _, f := range ps.fields {
-		if f.name == "config" {
-			rec = f
-		}
-	}
+	rec := configField(ps)
 	if rec == nil {
 		return
 	}
 	fc := &fillContext{errs: fieldErrors{}}
 	// JSON numbers arrive as json.Number here; the checks want float64.
-	fillEntity(rec.fields, asFloats(cfg).(map[string]any), fc, []string{"config"})
+	fillRecord(rec, asFloats(cfg).(map[string]any), fc, []string{"config"})
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
 		for _, k := range sortedKeys(m) {

@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -35,13 +37,13 @@ var entityCollections = []string{
 	"services", "routes", "plugins", "consumers", "upstreams", "targets",
 	"certificates", "snis", "ca_certificates",
 	"acls", "basic-auths", "hmac-auths", "jwts", "key-auths", "mtls-auths", "oauth2",
-	"consumer_groups",
+	"consumer_groups", "key-sets", "keys",
 }
 
 // entityEmpty are collections listed as always empty (entities the
 // reconciler dumps but a sync of KIC's output does not write).
 var entityEmpty = map[string]bool{
-	"key-sets": true, "keys": true, "vaults": true,
+	"vaults":   true,
 	"partials": true, "filter-chains": true, "licenses": true, "degraphql_routes": true,
 }
 
@@ -69,18 +71,19 @@ var entityNested = map[string]string{
 	"services/plugins":     "plugins",
 	"routes/plugins":       "plugins",
 	"certificates/snis":    "snis",
+	"key-sets/keys":        "keys",
 }
 
 // entityForeign maps a foreign-key field to the collection it references.
 var entityForeign = map[string]string{
 	"service": "services", "route": "routes", "consumer": "consumers",
-	"upstream": "upstreams", "certificate": "certificates",
+	"upstream": "upstreams", "certificate": "certificates", "set": "key-sets",
 }
 
 // parentField is the foreign-key field a child holds for a parent collection.
 var parentField = map[string]string{
 	"services": "service", "routes": "route", "consumers": "consumer",
-	"upstreams": "upstream", "certificates": "certificate",
+	"upstreams": "upstream", "certificates": "certificate", "key-sets": "set",
 }
 
 // entityNameField is the field that identifies an entity in a path besides
@@ -89,7 +92,7 @@ var entityNameField = map[string]string{
 	"services": "name", "routes": "name", "consumers": "username",
 	"upstreams": "name", "snis": "name", "key-auths": "key", "consumer_groups": "name",
 	"basic-auths": "username", "hmac-auths": "username", "jwts": "key",
-	"oauth2": "client_id",
+	"oauth2": "client_id", "plugins": "instance_name", "key-sets": "name", "keys": "name",
 }
 
 // EntityFault replaces the answer to one request of the entity API.
@@ -122,12 +125,83 @@ type entityScope struct {
 	members map[string]map[string]bool
 	// unique indexes the unique keys of each collection: key -> id.
 	unique map[string]map[string]string
+	// expires is when each entity written with a ttl expires, by id
+	// (key-auth credentials, a ttl entity: kong/plugins/key-auth/daos.lua
+	// ttl = true). Reads answer the whole seconds left in "ttl", rounded
+	// down as Kong's postgres strategy does; expired entities are gone.
+	expires map[string]time.Time
+	now     func() time.Time
 }
 
 // EntityAPI is the emulated entity Admin API. It serves DB mode at "/" and
 // any Konnect control plane under KonnectPrefix+"<id>"; each control plane
 // and the DB-mode root hold separate entities. It is safe for concurrent
 // use. The zero value is not usable; use NewEntityAPI.
+//
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the credential
+// daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and oauth2, and the
+// schema.lua of the plugins listed in kongplugins.go):
+// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
+// typedefs.lua, entity.lua, init.lua's handle_missing_field, the
+// credential daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and
+// oauth2, and the schema.lua of the plugins listed in kongplugins.go);
+// kongschema.go names them. GET / reports EntityVersion (3.9.1).
+//
+//   - GET /schemas/<entity> for services, routes, consumers, upstreams,
+//     targets, certificates, snis, ca_certificates, plugins,
+//     keyauth_credentials, basicauth_credentials, hmacauth_credentials,
+//     jwt_secrets, acls, oauth2_credentials (Konnect also
+//     mtls_auth_credentials) answers Kong's shape ({"fields":[{name:
+//     {type, required, default, ...}}]}); /schemas/plugins/<name> the
+//     plugin's subschema (protocols, config with its defaults); unknown
+//     names answer Kong's 404 ("No entity named ...", "No plugin named
+//     ..."). A Konnect control plane also answers /v1/schemas/json/<type>
+//     with a JSON schema of the same facts. (TestEntitySchemas)
+//   - Every write stores the entity as Kong does: defaults filled, null
+//     for a field without one, records expanded with their own defaults,
+//     sets deduplicated, auto fields generated (id, key-auth key, hmac and
+//     jwt secrets, oauth2 client id/secret), created_at kept, updated_at
+//     set (targets in milliseconds), a certificate answered with its SNI
+//     names; reads return the stored entity. Unknown fields and missing
+//     required fields are Kong's 400 schema violation. (TestEntityStoresDefaults)
+//   - Unique fields and cache keys (plugins: name, route, service,
+//     consumer; acls: consumer, group; targets: upstream, target) answer
+//     409 {"code":5,"name":"unique constraint violation","message":
+//     "UNIQUE violation detected on '{name=\"s\"}'","fields":{...}}; a
+//     missing foreign entity 400 code 4; an unknown plugin name 400 "plugin
+//     'x' not enabled". (TestEntityKongErrorBodies)
+//   - Collections match Kong OSS 3.9 on the root: /tags and /tags/<tag>
+//     list tagged entities; vaults, key-sets, keys, filter-chains are
+//     (empty) collections; /workspaces answers 404 (Kong 3.9 OSS's
+//     workspaces DAO says generate_admin_api = false and no route serves
+//     it), as do the Enterprise /consumer_groups, /licenses, /partials,
+//     /degraphql_routes and /mtls-auths. A Konnect control plane has the
+//     Enterprise fields and collections: consumer groups are stored
+//     (/consumer_groups, GET /consumer_groups/<name> with its consumers,
+//     Konnect's /v1/consumer-groups answered as {"item": ...} and
+//     /v1/consumers/<c>/groups/<g>/members), the others listed empty.
+//     (TestEntityOSSCollections; diffsync's TestEveryFixtureResyncsWithoutWrites
+//     syncs consumer-group-example-ee to a control plane)
+//   - Router flavor: traditional_compatible (Kong 3.9's default) on the
+//     root, so a route's expression and priority are unknown fields;
+//     WithExpressionsRouter gives the "expressions" flavor. Konnect
+//     control planes accept them, and give an expression route no
+//     path_handling or regex_priority default (Konnect's one route schema
+//     for both flavors; go-database-reconciler strips those defaults from
+//     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
+//     in internal/diffsync)
+//
+// Left out: entity_checks (conditional rules, at_least_one_of beyond
+// consumers, mutually exclusive fields), field validators (between,
+// patterns, hosts, paths, certificates, regexes), the shorthand fields
+// other than a service's url, the config of bundled plugins not listed in
+// kongplugins.go (their /schemas/plugins answer has a config record
+// without fields and the config is stored as sent), consumer group
+// plugins and overrides, degraphql routes (Konnect has them), vaults,
+// keys and filter chains as stored entities, RBAC, workspaces,
+// and Kong Enterprise's encryption of credentials (basic-auth passwords
+// are hashed as Kong OSS does).
 type EntityAPI struct {
 	mu      sync.Mutex
 	scopes  map[string]*entityScope
@@ -306,7 +380,7 @@ func (a *EntityAPI) scope(cp string) *entityScope {
 	s := a.scopes[cp]
 	if s == nil {
 		s = &entityScope{cols: map[string]map[string]map[string]any{}, unique: map[string]map[string]string{},
-			members: map[string]map[string]bool{}}
+			members: map[string]map[string]bool{}, expires: map[string]time.Time{}, now: a.now}
 		for _, c := range entityCollections {
 			s.cols[c] = map[string]map[string]any{}
 			s.unique[c] = map[string]string{}
@@ -323,11 +397,17 @@ type entityRequest struct {
 	key        string // id or name, "" for the collection
 	parentCol  string
 	parentKey  string
-	special    string // "root", "plugin-schema", "schema", "konnect-schema", "empty", "tags", "member", "unknown"
+	special    string // "root", "plugin-schema", "schema", "konnect-schema", "validate", "empty", "tags", "member", "unknown"
 	// konnectItem: Konnect's /v1/consumer-groups, answered as {"item": ...}.
 	konnectItem bool
 	pluginName  string
 	schemaName  string
+	// health: GET /upstreams/<u>/health, the upstream's targets with
+	// their health.
+	health bool
+	// foreign is the foreign-key field of /<collection>/<key>/<field>
+	// (e.g. /routes/<r>/service): the entity it references.
+	foreign string
 }
 
 func parseEntityPath(p string) entityRequest {
@@ -342,6 +422,9 @@ func parseEntityPath(p string) entityRequest {
 	switch {
 	case len(segs) == 0:
 		r.special = "root"
+	case segs[0] == "schemas" && len(segs) == 3 && segs[2] == "validate":
+		// POST /schemas/<entity>/validate, /schemas/plugins/validate
+		r.special, r.schemaName = "validate", segs[1]
 	case segs[0] == "schemas" && len(segs) == 3 && segs[1] == "plugins":
 		r.special, r.pluginName = "plugin-schema", segs[2]
 	case segs[0] == "schemas" && len(segs) == 2:
@@ -381,6 +464,12 @@ func parseEntityPath(p string) entityRequest {
 		if len(segs) == 4 {
 			r.key = segs[3]
 		}
+	case len(segs) == 3 && segs[0] == "upstreams" && segs[2] == "health":
+		// kong/api/routes/upstreams.lua
+		r.parentCol, r.parentKey, r.collection, r.health = "upstreams", segs[1], "targets", true
+	case len(segs) == 3 && isCollection(segs[0]) && foreignField(segs[0], segs[2]) != nil:
+		// kong/api/endpoints.lua generates /<entity>/<key>/<foreign key>.
+		r.collection, r.key, r.foreign = segs[0], segs[1], segs[2]
 	default:
 		r.special = "unknown"
 	}
@@ -388,6 +477,21 @@ func parseEntityPath(p string) entityRequest {
 		r.special = "unknown"
 	}
 	return r
+}
+
+// foreignField is the foreign-key field named field of collection's
+// schema, nil when it has none.
+func foreignField(collection, field string) *sfield {
+	es := kongEntities[collectionEntity[collection]]
+	if es == nil {
+		return nil
+	}
+	for _, f := range es.fields {
+		if f.name == field && f.typ == "foreign" {
+			return f
+		}
+	}
+	return nil
 }
 
 func isCollection(c string) bool {
@@ -414,7 +518,7 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch req.special {
 	case "root":
 		countKey = r.Method + " /"
-	case "plugin-schema", "schema":
+	case "plugin-schema", "schema", "validate":
 		countKey = r.Method + " schemas"
 	case "unknown":
 		countKey = r.Method + " ?" + r.URL.Path
@@ -484,8 +588,8 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"configuration": map[string]any{"database": "postgres"},
 		})
 		return
-	case "plugin-schema", "schema", "konnect-schema":
-		status, body := serveSchema(req, a.expressions || req.cp != "")
+	case "plugin-schema", "schema", "konnect-schema", "validate":
+		status, body := serveSchemaRequest(r, req, req.cp != "", a.expressions || req.cp != "", a.now())
 		writeEntityJSON(w, status, body)
 		return
 	case "tags":
@@ -522,6 +626,23 @@ func (a *EntityAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeEntityJSON(w, status, body)
 }
 
+// readEntityBody reads a JSON object body; an empty body is an empty
+// object.
+func readEntityBody(r *http.Request) (map[string]any, error) {
+	var body map[string]any
+	raw, err := io.ReadAll(r.Body)
+	if err == nil && len(raw) > 0 {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	return body, nil
+}
+
 func writeEntityJSON(w http.ResponseWriter, status int, body any) {
 	if status == http.StatusNoContent {
 		w.WriteHeader(status)
@@ -541,6 +662,7 @@ func notFound() (int, any) { return http.StatusNotFound, map[string]any{"message
 // serveEntity runs with a.mu held.
 func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 	s := a.scope(req.cp)
+	s.expire()
 	var parentID string
 	if req.parentCol != "" {
 		p := s.lookup(req.parentCol, req.parentKey)
@@ -548,6 +670,46 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 			return notFound()
 		}
 		parentID, _ = p["id"].(string)
+	}
+
+	if req.foreign != "" {
+		return s.foreignEntity(r.Method, req)
+	}
+	if req.health {
+		return s.health(r, a, req, parentID)
+	}
+	// kong/api/routes/consumers.lua: /consumers?custom_id=x answers the
+	// consumer of that custom_id, or none.
+	if q := r.URL.Query(); req.collection == "consumers" && req.key == "" && r.Method == http.MethodGet && q.Has("custom_id") {
+		cid := q.Get("custom_id")
+		if cid == "" {
+			return http.StatusBadRequest, map[string]any{"message": "custom_id must be an unempty string"}
+		}
+		data := []any{}
+		for _, c := range sortedByID(s.cols["consumers"]) {
+			if c["custom_id"] == cid {
+				data = append(data, c)
+			}
+		}
+		return http.StatusOK, map[string]any{"data": data, "next": nil}
+	}
+	// kong/plugins/acl/api.lua: /consumers/<c>/acls/<group> names the
+	// consumer's ACL of that group; a PUT of a missing one creates it.
+	var aclGroup string
+	if req.collection == "acls" && parentID != "" && req.key != "" && !looksLikeUUID(req.key) {
+		aclGroup = req.key
+		req.key = ""
+		for _, e := range s.cols["acls"] {
+			if refID(e["consumer"]) == parentID && e["group"] == aclGroup {
+				req.key, _ = e["id"].(string)
+			}
+		}
+		if req.key == "" {
+			if r.Method != http.MethodPut {
+				return notFound()
+			}
+			req.key = newUUID()
+		}
 	}
 
 	switch {
@@ -587,18 +749,14 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 	}
 
-	var body map[string]any
-	raw, err := io.ReadAll(r.Body)
-	if err == nil && len(raw) > 0 {
-		err = json.Unmarshal(raw, &body)
-	}
+	body, err := readEntityBody(r)
 	if err != nil {
 		return http.StatusBadRequest, map[string]any{"message": "Cannot parse JSON body"}
 	}
-	if body == nil {
-		body = map[string]any{}
-	}
 
+	if _, given := body["group"]; aclGroup != "" && !given {
+		body["group"] = aclGroup
+	}
 	var existing map[string]any
 	if req.key != "" {
 		existing = s.lookup(req.collection, req.key)
@@ -649,6 +807,15 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 		delete(stored, "snis") // transient: the names of its SNIs
 	}
 	id := stored["id"].(string)
+	if req.collection == "key-auths" {
+		switch ttl, _ := stored["ttl"].(float64); {
+		case ttl > 0:
+			s.expires[id] = a.now().Add(time.Duration(ttl * float64(time.Second)))
+		case r.Method != http.MethodPatch:
+			delete(s.expires, id)
+		}
+		delete(stored, "ttl")
+	}
 	s.put(req.collection, id, stored)
 	if req.collection == "certificates" && setSNIs {
 		s.replaceSNIs(id, snis, a.now())
@@ -664,6 +831,26 @@ func (a *EntityAPI) serveEntity(r *http.Request, req entityRequest) (int, any) {
 // and checks it: schema, foreign keys, unique keys. It returns the entity
 // to store, or the status and Kong's error body.
 func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchema, body map[string]any, ee, expressions bool) (map[string]any, int, map[string]any) {
+	out, status, errBody := validateEntity(schema, body, ee, expressions, a.now())
+	if errBody != nil {
+		return nil, status, errBody
+	}
+	if st, msg := s.checkForeign(out); st != 0 {
+		return nil, st, msg
+	}
+	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
+		return nil, st, msg
+	}
+	return out, 0, nil
+}
+
+// validateEntity is Kong's schema:validate(schema:process_auto_fields(
+// body, "insert")): body filled with its defaults and auto fields, then
+// the field and entity checks; not the foreign and unique keys, which need
+// the database. It returns the filled entity, or the status and Kong's
+// error body.
+func validateEntity(schema *entitySchema, body map[string]any, ee, expressions bool, now time.Time) (map[string]any, int, map[string]any) {
+	collection := schema.name
 	if collection == "services" {
 		serviceURL(body)
 	}
@@ -680,7 +867,6 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 	if schema.enterprise && !ee {
 		return nil, http.StatusNotFound, map[string]any{"message": "Not found"}
 	}
-	now := a.now()
 	fc := &fillContext{now: now, ee: ee, errs: fieldErrors{}}
 	// updated_at is set on every write; created_at is kept on an update.
 	delete(body, "updated_at")
@@ -700,15 +886,8 @@ func (a *EntityAPI) store(s *entityScope, collection string, schema *entitySchem
 			}
 		}
 	}
-	if collection == "consumers" && out["username"] == nil && out["custom_id"] == nil {
-		return nil, http.StatusBadRequest, schemaViolation(fieldErrors{
-			"@entity": []any{"at least one of these fields must be non-empty: 'custom_id', 'username'"}})
-	}
-	if st, msg := s.checkForeign(out); st != 0 {
-		return nil, st, msg
-	}
-	if st, msg := s.checkUnique(collection, schema, out["id"].(string), out); st != 0 {
-		return nil, st, msg
+	if errs := entityRules(collection, out, now); errs != nil {
+		return nil, http.StatusBadRequest, schemaViolation(errs)
 	}
 	return out, 0, nil
 }
@@ -818,6 +997,63 @@ func matchTags(e map[string]any, all, anyOf []string) bool {
 		}
 	}
 	return false
+}
+
+// foreignEntity answers GET /<collection>/<key>/<field>: the entity the
+// foreign key field of the entity key references (404 when there is none).
+func (s *entityScope) foreignEntity(method string, req entityRequest) (int, any) {
+	if method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	e := s.lookup(req.collection, req.key)
+	if e == nil {
+		return notFound()
+	}
+	col := foreignField(req.collection, req.foreign).reference
+	ref := s.lookup(col, refID(e[req.foreign]))
+	if ref == nil {
+		return notFound()
+	}
+	return http.StatusOK, s.present(col, ref)
+}
+
+// health answers GET /upstreams/<u>/health: the upstream's targets, each
+// with "health" and "data" (kong/db/dao/targets.lua
+// page_for_upstream_with_health). The emulator runs no balancer or health
+// checks: a target at an IP address is HEALTHCHECKS_OFF (the state of an
+// upstream without active or passive checks, the default), one at a name
+// DNS_ERROR (no names are resolved).
+func (s *entityScope) health(r *http.Request, a *EntityAPI, req entityRequest, upstreamID string) (int, any) {
+	if r.Method != http.MethodGet {
+		return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
+	}
+	status, body := a.list(r, s, req, upstreamID)
+	page, ok := body.(map[string]any)
+	if status != http.StatusOK || !ok {
+		return status, body
+	}
+	data, _ := page["data"].([]any)
+	out := make([]any, 0, len(data))
+	for _, x := range data {
+		t := deepCopy(x.(map[string]any))
+		target, _ := t["target"].(string)
+		host, port, err := net.SplitHostPort(target)
+		if err != nil {
+			host, port = target, "8000"
+		}
+		if net.ParseIP(strings.Trim(host, "[]")) == nil {
+			t["health"], t["data"] = "DNS_ERROR", nil
+		} else {
+			p, _ := strconv.Atoi(port)
+			t["health"] = "HEALTHCHECKS_OFF"
+			t["data"] = map[string]any{"addresses": []any{map[string]any{
+				"ip": host, "port": p, "health": "HEALTHCHECKS_OFF", "weight": t["weight"]}}}
+		}
+		out = append(out, t)
+	}
+	page["data"] = out
+	page["node_id"] = nil
+	return http.StatusOK, page
 }
 
 // lookup finds an entity by id, or by its name field.
@@ -930,6 +1166,7 @@ func (s *entityScope) deleteCascade(collection, id string) {
 		s.unindex(collection, id, old)
 	}
 	delete(s.cols[collection], id)
+	delete(s.expires, id)
 	switch collection {
 	case "consumer_groups":
 		delete(s.members, id)
@@ -1058,9 +1295,42 @@ func (s *entityScope) member(method, consumerKey, groupKey string) (int, any) {
 	return http.StatusMethodNotAllowed, map[string]any{"message": "Method not allowed"}
 }
 
+// expire deletes the entities whose ttl has run out.
+func (s *entityScope) expire() {
+	now := s.now()
+	for id, at := range s.expires {
+		if !at.After(now) {
+			delete(s.expires, id)
+			s.deleteCascade("key-auths", id)
+		}
+	}
+}
+
 // present is an entity as Kong answers it: a certificate carries the
-// names of its SNIs (kong/db/dao/certificates.lua), sorted.
+// names of its SNIs (kong/db/dao/certificates.lua), sorted; an entity
+// with a ttl the seconds it has left; a plugin's config its deprecated
+// shorthand fields.
 func (s *entityScope) present(collection string, e map[string]any) map[string]any {
+	if collection == "plugins" {
+		name, _ := e["name"].(string)
+		cfg, _ := e["config"].(map[string]any)
+		if rec := configField(pluginSchemas[name]); rec != nil && cfg != nil && len(rec.shorthands) > 0 {
+			out := make(map[string]any, len(e))
+			for k, v := range e {
+				out[k] = v
+			}
+			out["config"] = withShorthands(rec, cfg)
+			return out
+		}
+	}
+	if at, ok := s.expires[fmt.Sprint(e["id"])]; ok {
+		out := make(map[string]any, len(e)+1)
+		for k, v := range e {
+			out[k] = v
+		}
+		out["ttl"] = math.Floor(at.Sub(s.now()).Seconds())
+		return out
+	}
 	if collection != "certificates" {
 		return e
 	}

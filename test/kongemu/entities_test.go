@@ -16,9 +16,9 @@ type entityClient struct {
 	url string
 }
 
-func newEntityServer(t *testing.T) (*EntityAPI, *entityClient) {
+func newEntityServer(t *testing.T, opts ...EntityOption) (*EntityAPI, *entityClient) {
 	t.Helper()
-	api := NewEntityAPI()
+	api := NewEntityAPI(opts...)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return api, &entityClient{t: t, url: srv.URL}
@@ -103,7 +103,7 @@ func TestEntityPagination(t *testing.T) {
 func TestEntityReferencesAndUniqueness(t *testing.T) {
 	api, c := newEntityServer(t)
 	svc, rt, cons, cred := uuidN(1), uuidN(2), uuidN(3), uuidN(4)
-	if st, body, _ := c.do("PUT", "/routes/"+rt, map[string]any{"name": "r", "service": map[string]any{"id": svc}}); st != 400 ||
+	if st, body, _ := c.do("PUT", "/routes/"+rt, map[string]any{"name": "r", "paths": []any{"/"}, "service": map[string]any{"id": svc}}); st != 400 ||
 		body["name"] != "foreign key violation" {
 		t.Errorf("route to a missing service: %d %v", st, body)
 	}
@@ -299,10 +299,7 @@ func TestEntitySchemas(t *testing.T) {
 // missing required fields are Kong's schema violation.
 func TestEntityStoresDefaults(t *testing.T) {
 	now := time.Unix(1700000000, 250e6)
-	api := NewEntityAPI(WithEntityClock(func() time.Time { return now }))
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
-	c := &entityClient{t: t, url: srv.URL}
+	_, c := newEntityServer(t, WithEntityClock(func() time.Time { return now }))
 	svc, rt := uuidN(1), uuidN(2)
 	if st, body, _ := c.do("PUT", "/services/"+svc, map[string]any{"name": "s", "host": "h"}); st != 200 ||
 		body["port"] != 80.0 || body["protocol"] != "http" || body["retries"] != 5.0 || body["enabled"] != true ||
@@ -412,5 +409,43 @@ func TestEntityOSSCollections(t *testing.T) {
 		if st, _, _ := c.do("GET", KonnectPrefix+"cp"+p, nil); st != 200 {
 			t.Errorf("GET %s on Konnect: %d, want 200", p, st)
 		}
+	}
+}
+
+// TestEntityTTL: a key-auth written with a ttl answers the whole seconds
+// it has left and is gone once they run out.
+func TestEntityTTL(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	_, c := newEntityServer(t, WithEntityClock(func() time.Time { return now }))
+	cons, key := uuidN(1), uuidN(2)
+	c.do("PUT", "/consumers/"+cons, map[string]any{"username": "u"})
+	if st, body, _ := c.do("PUT", "/consumers/"+cons+"/key-auth/"+key, map[string]any{"key": "k", "ttl": 10}); st != 200 || body["ttl"] != 10.0 {
+		t.Fatalf("create with ttl: %d %v", st, body)
+	}
+	now = now.Add(2500 * time.Millisecond)
+	if st, body, _ := c.do("GET", "/key-auths/"+key, nil); st != 200 || body["ttl"] != 7.0 {
+		t.Errorf("2.5 s later: %d ttl %v, want 7 (rounded down)", st, body["ttl"])
+	}
+	now = now.Add(7500 * time.Millisecond)
+	if st, _, _ := c.do("GET", "/key-auths/"+key, nil); st != 404 {
+		t.Errorf("expired: %d, want 404", st)
+	}
+}
+
+// TestEntityPluginShorthands: a deprecated shorthand field (rate-limiting's
+// config.redis_host) is stored at its new path and read back at both.
+func TestEntityPluginShorthands(t *testing.T) {
+	_, c := newEntityServer(t)
+	st, body, _ := c.do("PUT", "/plugins/"+uuidN(1), map[string]any{"name": "rate-limiting",
+		"config": map[string]any{"minute": 5, "redis_host": "r.local"}})
+	cfg, _ := body["config"].(map[string]any)
+	redis, _ := cfg["redis"].(map[string]any)
+	if st != 200 || redis["host"] != "r.local" || cfg["redis_host"] != "r.local" || redis["port"] != 6379.0 {
+		t.Fatalf("shorthand: %d %v", st, body)
+	}
+	st, body, _ = c.do("PUT", "/plugins/"+uuidN(2), map[string]any{"name": "rate-limiting", "service": nil,
+		"config": map[string]any{"minute": 5, "redis_host": "a", "redis": map[string]any{"host": "b"}}})
+	if st != 400 || !strings.Contains(fmt.Sprint(body["message"]), "both deprecated and new field are used") {
+		t.Errorf("mismatching shorthand: %d %v", st, body)
 	}
 }

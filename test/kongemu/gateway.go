@@ -23,6 +23,64 @@ const DefaultVersion = "3.9.1"
 
 // Gateway is one emulated Kong gateway (Admin API). Create it with New,
 // then Start it on a loopback port, or mount Handler on an httptest server.
+//
+//   - POST /config (query check_hash, flatten_errors; body JSON or YAML with
+//     _format_version, or a "config" field holding it as a string, in a JSON
+//     body or a form): parses the declarative configuration, checks
+//     _format_version, known collections and fields, ids (UUIDs), uniqueness
+//     (ids and names per entity type; two plugins without ids in one scope
+//     collide on the id Kong derives from their cache key), references (a route's service, a
+//     plugin's service/route/consumer/consumer_group, a target's upstream,
+//     an SNI's certificate, a credential's consumer) and a handful of field
+//     rules (a service needs a host or url, valid protocols, port and
+//     timeout ranges, a route needs paths/hosts/methods/headers for http
+//     protocols, sources/destinations/snis for tcp/tls/udp, or an
+//     expression; known plugin names; a consumer needs username or
+//     custom_id), and the config of the plugins kongplugins.go has
+//     (unknown fields, types, one_of, required). 201 when loaded,
+//     answering with the configuration (Kong answers with every loaded
+//     entity: an answer about the size of the configuration); 304 when
+//     check_hash is set and the hash is unchanged (TestFixturesAccepted,
+//     TestFieldRules, TestConfigFieldAndForm, TestCheckHash304).
+//   - 400 answers follow Kong 3.9.1 (kong/api/routes/config.lua,
+//     kong/db/errors.lua declarative_config_flattened,
+//     kong/db/schema/others/declarative_config.lua validate_references):
+//     {"name":"invalid declarative configuration","code":14,"message",
+//     "fields"} and, with flatten_errors, "flattened_errors": one entry per
+//     entity with entity_type, entity_name, entity_id, entity_tags, the
+//     entity and its field errors (a plugin config field at its dotted
+//     path, "config.colour": "unknown field") and entity errors ("uniqueness
+//     violation: 'services' entity with name set to 'a' already
+//     declared"). Dangling references ("invalid reference 'service: x' (no
+//     such entry in 'services')") are keyed by the entity's name or id,
+//     which Kong's flattening cannot place: with flatten_errors those of a
+//     collection given as a top-level list are dropped (Kong answers
+//     fields {}, flattened_errors {}), those of a collection given only
+//     nested stay in fields; without it, fields holds them all (the other
+//     errors there keyed by entity type and name, where Kong nests them by
+//     position in the input). An empty
+//     flattened_errors is {} (Kong 3.9.1's cjson default; Kong/kong#14019,
+//     after 3.9.1, makes it []). The message is
+//     Kong's pretty print of fields. (TestBrokenReferences,
+//     TestEntityErrorShapes)
+//   - GET /status: configuration_hash (EmptyHash, 32 zeros, when empty) and
+//     server counters. GET /: version (DefaultVersion), database "off"
+//     (TestStatusRootAndRestart). GET /config: the loaded configuration.
+//   - configuration_hash is ConfigHash(body): MD5 of the canonical JSON form
+//     (decoded and re-encoded by encoding/json). Kong hashes its own
+//     canonical form, so the values differ from a real Kong, but both are
+//     independent of formatting and JSON versus YAML, which is what a client
+//     relies on (TestHashIndependentOfFormat).
+//   - Enterprise entities in KIC's output (consumer_groups,
+//     consumer_group_consumers, degraphql_routes) and Enterprise plugins are
+//     accepted as Kong Enterprise would; WithOSS answers like Kong OSS
+//     ("unknown field", "plugin ... not enabled") (TestFixturesAccepted,
+//     TestOSSRejectsEnterpriseFixtures).
+//   - Not checked: the config of plugins kongplugins.go does not have,
+//     regexes, certificates beyond a PEM marker, tag syntax, expressions.
+//     Kong's generated ids (entities given without one get a
+//     deterministic id in Kong's flattened entries) and the parent key
+//     Kong adds to a nested entity's flattened entry are left out.
 type Gateway struct {
 	clock    clockwork.Clock
 	logger   *slog.Logger
@@ -37,10 +95,14 @@ type Gateway struct {
 	handler  http.Handler
 	extRoute []func(*Gateway, *http.ServeMux)
 
-	mu       sync.Mutex
-	hash     string
-	config   []byte
-	counts   map[string]int
+	mu     sync.Mutex
+	hash   string
+	config []byte
+	counts map[string]int
+	// loaded is the loaded configuration's canonical JSON, tags its
+	// tagged entities (GET /config, GET /tags).
+	loaded   []byte
+	tags     []map[string]any
 	loads    int
 	restarts int
 	faults   faults
@@ -140,6 +202,9 @@ func New(opts ...Option) *Gateway {
 	g.mux.HandleFunc("GET /config", g.getConfig)
 	g.mux.HandleFunc("GET /status", g.getStatus)
 	g.mux.HandleFunc("GET /{$}", g.getRoot)
+	if !g.dbMode {
+		g.dblessRoutes(g.mux)
+	}
 	for _, r := range g.extRoute {
 		r(g, g.mux)
 	}
@@ -286,7 +351,7 @@ func (g *Gateway) Loads() int {
 func (g *Gateway) Restart() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.hash, g.config, g.counts = EmptyHash, nil, nil
+	g.hash, g.config, g.counts, g.loaded, g.tags = EmptyHash, nil, nil, nil, nil
 	g.restarts++
 	g.notifyLocked()
 }
@@ -374,7 +439,7 @@ func (g *Gateway) postConfig(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	g.hash, g.config, g.counts = res.Hash, stored, res.Counts
+	g.hash, g.config, g.counts, g.loaded, g.tags = res.Hash, stored, res.Counts, res.Loaded, res.tags
 	g.loads++
 	g.notifyLocked()
 	g.mu.Unlock()
@@ -448,8 +513,13 @@ func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.mu.Lock()
-	c := g.config
+	loaded := g.loaded
 	g.mu.Unlock()
+	c, err := exportConfig(loaded)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, message("An unexpected error occurred"))
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"config": string(c)})
 }
 
@@ -484,15 +554,11 @@ func (g *Gateway) getRoot(w http.ResponseWriter, r *http.Request) {
 		db = "postgres"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"version":  g.version,
-		"tagline":  "Welcome to kong",
-		"hostname": "kong-emulator",
-		"node_id":  g.nodeID,
-		"configuration": map[string]any{
-			"database":      db,
-			"router_flavor": "traditional_compatible",
-			"role":          "traditional",
-		},
+		"version":       g.version,
+		"tagline":       "Welcome to kong",
+		"hostname":      "kong-emulator",
+		"node_id":       g.nodeID,
+		"configuration": rootConfiguration(db),
 		"plugins": map[string]any{
 			"available_on_server": g.availablePlugins(),
 			"enabled_in_cluster":  []string{},

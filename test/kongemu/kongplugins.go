@@ -4,8 +4,9 @@ package kongemu
 // configurations and this project's tests use, transcribed (facts, not
 // code) from kong/plugins/<name>/schema.lua:
 //
-//	acl, basic-auth, correlation-id, cors, key-auth, request-termination,
-//	request-transformer
+//	acl, basic-auth, correlation-id, cors, key-auth, rate-limiting
+//	  (with kong/tools/redis/schema.lua), request-termination,
+//	  request-transformer
 //
 // Other bundled plugins answer /schemas/plugins/<name> with the plugin's
 // protocols and a config record without fields: the reconciler then fills
@@ -95,6 +96,10 @@ var pluginSchemas = map[string]*pluginSchema{
 			fld("realm", "string"),
 		),
 	}},
+	"rate-limiting": {fields: []*sfield{
+		protocolsHTTPField(),
+		rateLimitingConfig(),
+	}},
 	"request-termination": {fields: []*sfield{
 		protocolsHTTPField(),
 		configRecord(
@@ -117,6 +122,61 @@ var pluginSchemas = map[string]*pluginSchema{
 			named("append", requestTransformerRecord(false)),
 		),
 	}},
+}
+
+// rateLimitingConfig is rate-limiting's config. policy has the one_of of
+// a Kong with a database (a DB-less Kong leaves out "cluster"). The
+// plugin's entity checks (a limit is needed; redis settings with the redis
+// policy) and validators (gt = 0, the periods' order) are left out.
+func rateLimitingConfig() *sfield {
+	limit := func(n string) *sfield { return fld(n, "number") }
+	redis := fld("redis", "record", recFields(
+		fld("host", "string"),
+		fld("port", "integer", dflt(6379)),
+		fld("timeout", "integer", dflt(2000)),
+		fld("username", "string"),
+		fld("password", "string"),
+		fld("database", "integer", dflt(0)),
+		fld("ssl", "boolean", dflt(false)),
+		fld("ssl_verify", "boolean", dflt(false)),
+		fld("server_name", "string"),
+	))
+	cfg := configRecord(
+		limit("second"), limit("minute"), limit("hour"), limit("day"), limit("month"), limit("year"),
+		fld("limit_by", "string", dflt("consumer"), oneOf("consumer", "credential", "ip", "service", "header", "path")),
+		fld("header_name", "string"),
+		fld("path", "string"),
+		fld("policy", "string", dflt("local"), oneOf("local", "cluster", "redis")),
+		fld("fault_tolerant", "boolean", req, dflt(true)),
+		redis,
+		fld("hide_client_headers", "boolean", req, dflt(false)),
+		fld("error_code", "number", dflt(429)),
+		fld("error_message", "string", dflt("API rate limit exceeded")),
+		fld("sync_rate", "number", req, dflt(-1)),
+	)
+	for _, sh := range []struct{ field, typ string }{
+		{"host", "string"}, {"port", "integer"}, {"password", "string"}, {"username", "string"},
+		{"ssl", "boolean"}, {"ssl_verify", "boolean"}, {"server_name", "string"}, {"timeout", "integer"},
+		{"database", "integer"},
+	} {
+		cfg.shorthands = append(cfg.shorthands, shorthand{name: "redis_" + sh.field, typ: sh.typ,
+			path:    []string{"redis", sh.field},
+			message: "rate-limiting: config.redis_" + sh.field + " is deprecated, please use config.redis." + sh.field + " instead"})
+	}
+	return cfg
+}
+
+// configField is a plugin subschema's config record (nil for none).
+func configField(ps *pluginSchema) *sfield {
+	if ps == nil {
+		return nil
+	}
+	for _, f := range ps.fields {
+		if f.name == "config" {
+			return f
+		}
+	}
+	return nil
 }
 
 // pluginSchemaFor is the subschema of a plugin the emulator knows (bundled

@@ -54,6 +54,21 @@ type sfield struct {
 	abstract bool
 	// expressions fields exist under router_flavor "expressions" only.
 	expressions bool
+	// notRequired: a record that says required = false.
+	notRequired bool
+	// shorthands are a record's deprecated shorthand fields.
+	shorthands []shorthand
+}
+
+// shorthand is a deprecated shorthand field of a record (a schema's
+// shorthand_fields with a deprecation, kong/db/schema/init.lua
+// process_auto_fields): given, its value moves to path unless that is
+// set (to a different value it is an error); read, it answers the value
+// at path.
+type shorthand struct {
+	name, typ string
+	path      []string
+	message   string
 }
 
 type fopt func(*sfield)
@@ -65,7 +80,7 @@ func fld(name, typ string, opts ...fopt) *sfield {
 	}
 	// kong/db/schema/entity.lua: records are required unless they say not
 	// (none of the transcribed ones does).
-	if typ == "record" && !f.abstract {
+	if typ == "record" && !f.abstract && !f.notRequired {
 		f.required = true
 	}
 	return f
@@ -81,6 +96,7 @@ var (
 	onCascade  fopt = func(f *sfield) { f.onDelete = "cascade" }
 	uuidF      fopt = func(f *sfield) { f.uuid = true }
 	timestampF fopt = func(f *sfield) { f.timestamp = true }
+	optional   fopt = func(f *sfield) { f.notRequired = true }
 )
 
 func dflt(v any) fopt              { return func(f *sfield) { f.hasDef, f.def = true, v } }
@@ -337,6 +353,31 @@ var kongEntities = func() map[string]*entitySchema {
 			tagsField(),
 			fld("client_type", "string", req, dflt("confidential"), oneOf("confidential", "public")),
 		}},
+		// kong/db/schema/entities/key_sets.lua, keys.lua (typedefs.pem:
+		// a record that is not required).
+		{name: "key_sets", endpointKey: "name", fields: []*sfield{
+			idField(),
+			fld("name", "string", uniq),
+			tagsField(),
+			tsField("created_at"), tsField("updated_at"),
+		}},
+		{name: "keys", endpointKey: "name", cacheKey: []string{"kid", "set"}, fields: []*sfield{
+			idField(),
+			fld("set", "foreign", ref("key_sets"), onCascade),
+			fld("name", "string", uniq),
+			fld("kid", "string", req),
+			fld("jwk", "string"),
+			fld("pem", "record", optional, recFields(fld("private_key", "string"), fld("public_key", "string"))),
+			tagsField(),
+			tsField("created_at"), tsField("updated_at"),
+		}},
+		// kong/db/schema/entities/tags.lua: the rows of /tags (no
+		// endpoints of its own; /schemas/tags describes it).
+		{name: "tags", endpointKey: "tag", fields: []*sfield{
+			fld("tag", "string"),
+			fld("entity_name", "string", req),
+			fld("entity_id", "string", uuidF, req),
+		}},
 		// Consumer groups are Kong Enterprise's: Konnect only.
 		{name: "consumer_groups", endpointKey: "name", enterprise: true, konnectName: "consumer_group", fields: []*sfield{
 			idField(), tsField("created_at"), tsField("updated_at"),
@@ -365,7 +406,7 @@ var collectionEntity = map[string]string{
 	"ca_certificates": "ca_certificates", "acls": "acls", "basic-auths": "basicauth_credentials",
 	"hmac-auths": "hmacauth_credentials", "jwts": "jwt_secrets", "key-auths": "keyauth_credentials",
 	"mtls-auths": "mtls_auth_credentials", "oauth2": "oauth2_credentials",
-	"consumer_groups": "consumer_groups",
+	"consumer_groups": "consumer_groups", "key-sets": "key_sets", "keys": "keys",
 }
 
 // konnectEntity maps Konnect's /v1/schemas/json/<name> to an entity.
@@ -425,6 +466,18 @@ func fieldJSON(f *sfield, ee bool) map[string]any {
 	}
 	if f.typ == "record" && !f.abstract {
 		m["fields"] = luaJSON(f.fields, ee)
+	}
+	if len(f.shorthands) > 0 {
+		list := make([]any, len(f.shorthands))
+		for i, sh := range f.shorthands {
+			path := make([]any, len(sh.path))
+			for j, p := range sh.path {
+				path[j] = p
+			}
+			list[i] = map[string]any{sh.name: map[string]any{"type": sh.typ, "deprecation": map[string]any{
+				"replaced_with": []any{map[string]any{"path": path}}, "message": sh.message, "removal_in_version": "4.0"}}}
+		}
+		m["shorthand_fields"] = list
 	}
 	return m
 }
@@ -620,6 +673,63 @@ func fillEntity(fields []*sfield, body map[string]any, fc *fillContext, path []s
 	return out
 }
 
+// fillRecord fills a given record: its shorthand fields first, as
+// process_auto_fields does (kong/db/schema/init.lua), then its fields.
+func fillRecord(f *sfield, m map[string]any, fc *fillContext, path []string) map[string]any {
+	if len(f.shorthands) > 0 {
+		m = deepCopy(m)
+		for _, sh := range f.shorthands {
+			v, given := m[sh.name]
+			if !given || v == nil {
+				delete(m, sh.name)
+				continue
+			}
+			delete(m, sh.name)
+			at := m
+			for _, p := range sh.path[:len(sh.path)-1] {
+				next, _ := at[p].(map[string]any)
+				if next == nil {
+					next = map[string]any{}
+					at[p] = next
+				}
+				at = next
+			}
+			last := sh.path[len(sh.path)-1]
+			switch cur := at[last]; {
+			case cur == nil:
+				at[last] = v
+			case canonical(cur) != canonical(v):
+				// validate_deprecation_exclusiveness
+				fc.errs.add(append(append([]string(nil), path...), sh.name), fmt.Sprintf(
+					"both deprecated and new field are used but their values mismatch: %s = %v vs %s = %v",
+					sh.name, v, strings.Join(sh.path, "."), cur))
+			}
+		}
+	}
+	return fillEntity(f.fields, m, fc, path)
+}
+
+// withShorthands is a stored record as Kong reads it: each deprecated
+// shorthand field answers the value at its path (null when none).
+func withShorthands(f *sfield, m map[string]any) map[string]any {
+	if len(f.shorthands) == 0 {
+		return m
+	}
+	out := make(map[string]any, len(m)+len(f.shorthands))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, sh := range f.shorthands {
+		var v any = m
+		for _, p := range sh.path {
+			sub, _ := v.(map[string]any)
+			v = sub[p]
+		}
+		out[sh.name] = v
+	}
+	return out
+}
+
 // absent marks a field that stays out of the entity.
 var absent = &struct{ absent bool }{true}
 
@@ -662,8 +772,14 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 	}
 	switch f.typ {
 	case "string":
-		if _, ok := v.(string); !ok {
+		str, ok := v.(string)
+		if !ok {
 			fc.errs.add(path, "expected a string")
+			return v
+		}
+		// kong/db/schema/init.lua's uuid validator.
+		if f.uuid && !looksLikeUUID(str) {
+			fc.errs.add(path, "expected a valid UUID")
 			return v
 		}
 	case "integer":
@@ -689,8 +805,13 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 			return v
 		}
 		id, _ := m["id"].(string)
-		if id == "" {
+		switch {
+		case id == "":
 			fc.errs.add(append(path, "id"), "required field missing")
+		case !looksLikeUUID(id):
+			// A foreign key is its entity's primary key, a typedefs.uuid
+			// (kong/db/schema/typedefs.lua).
+			fc.errs.add(append(path, "id"), "expected a valid UUID")
 		}
 		return map[string]any{"id": id}
 	case "record":
@@ -702,7 +823,7 @@ func adjustValue(f *sfield, v any, fc *fillContext, path []string) any {
 			fc.errs.add(path, "expected a record")
 			return v
 		}
-		return fillEntity(f.fields, m, fc, path)
+		return fillRecord(f, m, fc, path)
 	case "map":
 		if _, ok := v.(map[string]any); !ok {
 			fc.errs.add(path, "expected a map")

@@ -983,7 +983,8 @@ type WatchStatusResponse struct {
 	//	*WatchStatusResponse_SinkRemoved
 	//	*WatchStatusResponse_Generation
 	Event isWatchStatusResponse_Event `protobuf_oneof:"event"`
-	// Why a snapshot was sent: "start", "resume-gap", "slow-watcher".
+	// Why a snapshot was sent: "start", "resume-gap", "slow-watcher",
+	// "stream-deleted".
 	SnapshotReason string `protobuf:"bytes,6,opt,name=snapshot_reason,json=snapshotReason,proto3" json:"snapshot_reason,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache

@@ -13,6 +13,7 @@ import (
 	descriptorpb "google.golang.org/protobuf/types/descriptorpb"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -1268,6 +1269,255 @@ func (*DeleteSinkResponse) Descriptor() ([]byte, []int) {
 	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{14}
 }
 
+type ListStreamsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsRequest) Reset() {
+	*x = ListStreamsRequest{}
+	mi := &file_confighub_v1_sink_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsRequest) ProtoMessage() {}
+
+func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_sink_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
+func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{15}
+}
+
+type ListStreamsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Streams       []*StreamInfo          `protobuf:"bytes,1,rep,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsResponse) Reset() {
+	*x = ListStreamsResponse{}
+	mi := &file_confighub_v1_sink_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsResponse) ProtoMessage() {}
+
+func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_sink_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
+func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListStreamsResponse) GetStreams() []*StreamInfo {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+// StreamInfo is one stream. A stream that only sinks name (no push yet)
+// has generation 0 and no hash.
+type StreamInfo struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Generation uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Hash       string                 `protobuf:"bytes,3,opt,name=hash,proto3" json:"hash,omitempty"`
+	// Bytes of the current configuration, as pushed.
+	ConfigBytes uint64                 `protobuf:"varint,4,opt,name=config_bytes,json=configBytes,proto3" json:"config_bytes,omitempty"`
+	AcceptTime  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=accept_time,json=acceptTime,proto3" json:"accept_time,omitempty"`
+	// How many sinks read the stream.
+	Sinks         uint32 `protobuf:"varint,6,opt,name=sinks,proto3" json:"sinks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamInfo) Reset() {
+	*x = StreamInfo{}
+	mi := &file_confighub_v1_sink_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamInfo) ProtoMessage() {}
+
+func (x *StreamInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_sink_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamInfo.ProtoReflect.Descriptor instead.
+func (*StreamInfo) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StreamInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StreamInfo) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *StreamInfo) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *StreamInfo) GetConfigBytes() uint64 {
+	if x != nil {
+		return x.ConfigBytes
+	}
+	return 0
+}
+
+func (x *StreamInfo) GetAcceptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AcceptTime
+	}
+	return nil
+}
+
+func (x *StreamInfo) GetSinks() uint32 {
+	if x != nil {
+		return x.Sinks
+	}
+	return 0
+}
+
+type DeleteStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream to delete; empty is the default stream.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteStreamRequest) Reset() {
+	*x = DeleteStreamRequest{}
+	mi := &file_confighub_v1_sink_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteStreamRequest) ProtoMessage() {}
+
+func (x *DeleteStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_sink_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteStreamRequest.ProtoReflect.Descriptor instead.
+func (*DeleteStreamRequest) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DeleteStreamRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteStreamResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteStreamResponse) Reset() {
+	*x = DeleteStreamResponse{}
+	mi := &file_confighub_v1_sink_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteStreamResponse) ProtoMessage() {}
+
+func (x *DeleteStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_sink_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteStreamResponse.ProtoReflect.Descriptor instead.
+func (*DeleteStreamResponse) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_sink_proto_rawDescGZIP(), []int{19}
+}
+
 var file_confighub_v1_sink_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
@@ -1297,7 +1547,7 @@ var File_confighub_v1_sink_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\n" +
-	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x18confighub/v1/rules.proto\x1a google/protobuf/descriptor.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd7\x03\n" +
+	"\x17confighub/v1/sink.proto\x12\fconfighub.v1\x1a\x1bbuf/validate/validate.proto\x1a\x16confighub/v1/hub.proto\x1a\x18confighub/v1/rules.proto\x1a google/protobuf/descriptor.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd7\x03\n" +
 	"\x04Sink\x12\x1d\n" +
 	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa8\xe1!\x01R\x04name\x12\x1b\n" +
 	"\x04kind\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18?R\x04kind\x12!\n" +
@@ -1386,7 +1636,24 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"2\n" +
 	"\x11DeleteSinkRequest\x12\x1d\n" +
 	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa8\xe1!\x01R\x04name\"\x14\n" +
-	"\x12DeleteSinkResponse*P\n" +
+	"\x12DeleteSinkResponse\"\x14\n" +
+	"\x12ListStreamsRequest\"I\n" +
+	"\x13ListStreamsResponse\x122\n" +
+	"\astreams\x18\x01 \x03(\v2\x18.confighub.v1.StreamInfoR\astreams\"\xca\x01\n" +
+	"\n" +
+	"StreamInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04hash\x18\x03 \x01(\tR\x04hash\x12!\n" +
+	"\fconfig_bytes\x18\x04 \x01(\x04R\vconfigBytes\x12;\n" +
+	"\vaccept_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"acceptTime\x12\x14\n" +
+	"\x05sinks\x18\x06 \x01(\rR\x05sinks\"4\n" +
+	"\x13DeleteStreamRequest\x12\x1d\n" +
+	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xa0\xe1!\x01R\x04name\"\x16\n" +
+	"\x14DeleteStreamResponse*P\n" +
 	"\x04Gate\x12\x14\n" +
 	"\x10GATE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tGATE_NONE\x10\x01\x12\x14\n" +
@@ -1395,12 +1662,14 @@ const file_confighub_v1_sink_proto_rawDesc = "" +
 	"\bOnReject\x12\x19\n" +
 	"\x15ON_REJECT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ON_REJECT_KEEP_LAST\x10\x01\x12\x16\n" +
-	"\x12ON_REJECT_FALLBACK\x10\x022\xf9\x01\n" +
+	"\x12ON_REJECT_FALLBACK\x10\x022\xa4\x03\n" +
 	"\x10SinkAdminService\x12L\n" +
 	"\tListSinks\x12\x1e.confighub.v1.ListSinksRequest\x1a\x1f.confighub.v1.ListSinksResponse\x12F\n" +
 	"\aPutSink\x12\x1c.confighub.v1.PutSinkRequest\x1a\x1d.confighub.v1.PutSinkResponse\x12O\n" +
 	"\n" +
-	"DeleteSink\x12\x1f.confighub.v1.DeleteSinkRequest\x1a .confighub.v1.DeleteSinkResponse:7\n" +
+	"DeleteSink\x12\x1f.confighub.v1.DeleteSinkRequest\x1a .confighub.v1.DeleteSinkResponse\x12R\n" +
+	"\vListStreams\x12 .confighub.v1.ListStreamsRequest\x1a!.confighub.v1.ListStreamsResponse\x12U\n" +
+	"\fDeleteStream\x12!.confighub.v1.DeleteStreamRequest\x1a\".confighub.v1.DeleteStreamResponse:7\n" +
 	"\x06secret\x12\x1d.google.protobuf.FieldOptions\x18֑\x03 \x01(\bR\x06secretB=Z;github.com/confighub/confighub/api/confighub/v1;confighubv1b\x06proto3"
 
 var (
@@ -1416,7 +1685,7 @@ func file_confighub_v1_sink_proto_rawDescGZIP() []byte {
 }
 
 var file_confighub_v1_sink_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_confighub_v1_sink_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_confighub_v1_sink_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_confighub_v1_sink_proto_goTypes = []any{
 	(Gate)(0),                         // 0: confighub.v1.Gate
 	(OnReject)(0),                     // 1: confighub.v1.OnReject
@@ -1435,12 +1704,18 @@ var file_confighub_v1_sink_proto_goTypes = []any{
 	(*PutSinkResponse)(nil),           // 14: confighub.v1.PutSinkResponse
 	(*DeleteSinkRequest)(nil),         // 15: confighub.v1.DeleteSinkRequest
 	(*DeleteSinkResponse)(nil),        // 16: confighub.v1.DeleteSinkResponse
-	nil,                               // 17: confighub.v1.KongSpec.HeadersEntry
-	nil,                               // 18: confighub.v1.KongDBSpec.HeadersEntry
-	(*structpb.Struct)(nil),           // 19: google.protobuf.Struct
-	(*durationpb.Duration)(nil),       // 20: google.protobuf.Duration
-	(Format)(0),                       // 21: confighub.v1.Format
-	(*descriptorpb.FieldOptions)(nil), // 22: google.protobuf.FieldOptions
+	(*ListStreamsRequest)(nil),        // 17: confighub.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),       // 18: confighub.v1.ListStreamsResponse
+	(*StreamInfo)(nil),                // 19: confighub.v1.StreamInfo
+	(*DeleteStreamRequest)(nil),       // 20: confighub.v1.DeleteStreamRequest
+	(*DeleteStreamResponse)(nil),      // 21: confighub.v1.DeleteStreamResponse
+	nil,                               // 22: confighub.v1.KongSpec.HeadersEntry
+	nil,                               // 23: confighub.v1.KongDBSpec.HeadersEntry
+	(*structpb.Struct)(nil),           // 24: google.protobuf.Struct
+	(*durationpb.Duration)(nil),       // 25: google.protobuf.Duration
+	(Format)(0),                       // 26: confighub.v1.Format
+	(*timestamppb.Timestamp)(nil),     // 27: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 28: google.protobuf.FieldOptions
 }
 var file_confighub_v1_sink_proto_depIdxs = []int32{
 	3,  // 0: confighub.v1.Sink.options:type_name -> confighub.v1.SinkOptions
@@ -1449,40 +1724,46 @@ var file_confighub_v1_sink_proto_depIdxs = []int32{
 	8,  // 3: confighub.v1.Sink.konnect:type_name -> confighub.v1.KonnectSpec
 	9,  // 4: confighub.v1.Sink.file:type_name -> confighub.v1.FileSpec
 	10, // 5: confighub.v1.Sink.plugin:type_name -> confighub.v1.PluginSpec
-	19, // 6: confighub.v1.Sink.custom:type_name -> google.protobuf.Struct
-	20, // 7: confighub.v1.SinkOptions.timeout:type_name -> google.protobuf.Duration
-	20, // 8: confighub.v1.SinkOptions.min_interval:type_name -> google.protobuf.Duration
-	20, // 9: confighub.v1.SinkOptions.debounce:type_name -> google.protobuf.Duration
-	20, // 10: confighub.v1.SinkOptions.max_delay:type_name -> google.protobuf.Duration
+	24, // 6: confighub.v1.Sink.custom:type_name -> google.protobuf.Struct
+	25, // 7: confighub.v1.SinkOptions.timeout:type_name -> google.protobuf.Duration
+	25, // 8: confighub.v1.SinkOptions.min_interval:type_name -> google.protobuf.Duration
+	25, // 9: confighub.v1.SinkOptions.debounce:type_name -> google.protobuf.Duration
+	25, // 10: confighub.v1.SinkOptions.max_delay:type_name -> google.protobuf.Duration
 	0,  // 11: confighub.v1.SinkOptions.gate:type_name -> confighub.v1.Gate
 	4,  // 12: confighub.v1.SinkOptions.backoff:type_name -> confighub.v1.BackoffOptions
-	20, // 13: confighub.v1.BackoffOptions.initial:type_name -> google.protobuf.Duration
-	20, // 14: confighub.v1.BackoffOptions.max:type_name -> google.protobuf.Duration
+	25, // 13: confighub.v1.BackoffOptions.initial:type_name -> google.protobuf.Duration
+	25, // 14: confighub.v1.BackoffOptions.max:type_name -> google.protobuf.Duration
 	5,  // 15: confighub.v1.KongSpec.tls:type_name -> confighub.v1.TLS
-	17, // 16: confighub.v1.KongSpec.headers:type_name -> confighub.v1.KongSpec.HeadersEntry
-	20, // 17: confighub.v1.KongSpec.status_interval:type_name -> google.protobuf.Duration
+	22, // 16: confighub.v1.KongSpec.headers:type_name -> confighub.v1.KongSpec.HeadersEntry
+	25, // 17: confighub.v1.KongSpec.status_interval:type_name -> google.protobuf.Duration
 	1,  // 18: confighub.v1.KongSpec.on_reject:type_name -> confighub.v1.OnReject
 	5,  // 19: confighub.v1.KongDBSpec.tls:type_name -> confighub.v1.TLS
-	18, // 20: confighub.v1.KongDBSpec.headers:type_name -> confighub.v1.KongDBSpec.HeadersEntry
+	23, // 20: confighub.v1.KongDBSpec.headers:type_name -> confighub.v1.KongDBSpec.HeadersEntry
 	5,  // 21: confighub.v1.KonnectSpec.tls:type_name -> confighub.v1.TLS
-	21, // 22: confighub.v1.FileSpec.format:type_name -> confighub.v1.Format
+	26, // 22: confighub.v1.FileSpec.format:type_name -> confighub.v1.Format
 	5,  // 23: confighub.v1.PluginSpec.tls:type_name -> confighub.v1.TLS
-	19, // 24: confighub.v1.PluginSpec.settings:type_name -> google.protobuf.Struct
+	24, // 24: confighub.v1.PluginSpec.settings:type_name -> google.protobuf.Struct
 	2,  // 25: confighub.v1.ListSinksResponse.sinks:type_name -> confighub.v1.Sink
 	2,  // 26: confighub.v1.PutSinkRequest.sink:type_name -> confighub.v1.Sink
 	2,  // 27: confighub.v1.PutSinkResponse.sink:type_name -> confighub.v1.Sink
-	22, // 28: confighub.v1.secret:extendee -> google.protobuf.FieldOptions
-	11, // 29: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
-	13, // 30: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
-	15, // 31: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
-	12, // 32: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
-	14, // 33: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
-	16, // 34: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
-	32, // [32:35] is the sub-list for method output_type
-	29, // [29:32] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	28, // [28:29] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	19, // 28: confighub.v1.ListStreamsResponse.streams:type_name -> confighub.v1.StreamInfo
+	27, // 29: confighub.v1.StreamInfo.accept_time:type_name -> google.protobuf.Timestamp
+	28, // 30: confighub.v1.secret:extendee -> google.protobuf.FieldOptions
+	11, // 31: confighub.v1.SinkAdminService.ListSinks:input_type -> confighub.v1.ListSinksRequest
+	13, // 32: confighub.v1.SinkAdminService.PutSink:input_type -> confighub.v1.PutSinkRequest
+	15, // 33: confighub.v1.SinkAdminService.DeleteSink:input_type -> confighub.v1.DeleteSinkRequest
+	17, // 34: confighub.v1.SinkAdminService.ListStreams:input_type -> confighub.v1.ListStreamsRequest
+	20, // 35: confighub.v1.SinkAdminService.DeleteStream:input_type -> confighub.v1.DeleteStreamRequest
+	12, // 36: confighub.v1.SinkAdminService.ListSinks:output_type -> confighub.v1.ListSinksResponse
+	14, // 37: confighub.v1.SinkAdminService.PutSink:output_type -> confighub.v1.PutSinkResponse
+	16, // 38: confighub.v1.SinkAdminService.DeleteSink:output_type -> confighub.v1.DeleteSinkResponse
+	18, // 39: confighub.v1.SinkAdminService.ListStreams:output_type -> confighub.v1.ListStreamsResponse
+	21, // 40: confighub.v1.SinkAdminService.DeleteStream:output_type -> confighub.v1.DeleteStreamResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	30, // [30:31] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_confighub_v1_sink_proto_init() }
@@ -1506,7 +1787,7 @@ func file_confighub_v1_sink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_sink_proto_rawDesc), len(file_confighub_v1_sink_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 1,
 			NumServices:   1,
 		},

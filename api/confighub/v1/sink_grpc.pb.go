@@ -19,9 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SinkAdminService_ListSinks_FullMethodName  = "/confighub.v1.SinkAdminService/ListSinks"
-	SinkAdminService_PutSink_FullMethodName    = "/confighub.v1.SinkAdminService/PutSink"
-	SinkAdminService_DeleteSink_FullMethodName = "/confighub.v1.SinkAdminService/DeleteSink"
+	SinkAdminService_ListSinks_FullMethodName    = "/confighub.v1.SinkAdminService/ListSinks"
+	SinkAdminService_PutSink_FullMethodName      = "/confighub.v1.SinkAdminService/PutSink"
+	SinkAdminService_DeleteSink_FullMethodName   = "/confighub.v1.SinkAdminService/DeleteSink"
+	SinkAdminService_ListStreams_FullMethodName  = "/confighub.v1.SinkAdminService/ListStreams"
+	SinkAdminService_DeleteStream_FullMethodName = "/confighub.v1.SinkAdminService/DeleteStream"
 )
 
 // SinkAdminServiceClient is the client API for SinkAdminService service.
@@ -37,6 +39,14 @@ type SinkAdminServiceClient interface {
 	PutSink(ctx context.Context, in *PutSinkRequest, opts ...grpc.CallOption) (*PutSinkResponse, error)
 	// DeleteSink stops the sink's goroutine and removes its status.
 	DeleteSink(ctx context.Context, in *DeleteSinkRequest, opts ...grpc.CallOption) (*DeleteSinkResponse, error)
+	// ListStreams lists the streams that hold a configuration or that a sink
+	// reads, sorted by name.
+	ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error)
+	// DeleteStream removes a stream's configuration and status, so that a
+	// stream created by mistake stops counting against --max-streams.
+	// FAILED_PRECONDITION, naming them, while sinks read the stream;
+	// NOT_FOUND when it holds no configuration.
+	DeleteStream(ctx context.Context, in *DeleteStreamRequest, opts ...grpc.CallOption) (*DeleteStreamResponse, error)
 }
 
 type sinkAdminServiceClient struct {
@@ -77,6 +87,26 @@ func (c *sinkAdminServiceClient) DeleteSink(ctx context.Context, in *DeleteSinkR
 	return out, nil
 }
 
+func (c *sinkAdminServiceClient) ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListStreamsResponse)
+	err := c.cc.Invoke(ctx, SinkAdminService_ListStreams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sinkAdminServiceClient) DeleteStream(ctx context.Context, in *DeleteStreamRequest, opts ...grpc.CallOption) (*DeleteStreamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteStreamResponse)
+	err := c.cc.Invoke(ctx, SinkAdminService_DeleteStream_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SinkAdminServiceServer is the server API for SinkAdminService service.
 // All implementations must embed UnimplementedSinkAdminServiceServer
 // for forward compatibility.
@@ -90,6 +120,14 @@ type SinkAdminServiceServer interface {
 	PutSink(context.Context, *PutSinkRequest) (*PutSinkResponse, error)
 	// DeleteSink stops the sink's goroutine and removes its status.
 	DeleteSink(context.Context, *DeleteSinkRequest) (*DeleteSinkResponse, error)
+	// ListStreams lists the streams that hold a configuration or that a sink
+	// reads, sorted by name.
+	ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error)
+	// DeleteStream removes a stream's configuration and status, so that a
+	// stream created by mistake stops counting against --max-streams.
+	// FAILED_PRECONDITION, naming them, while sinks read the stream;
+	// NOT_FOUND when it holds no configuration.
+	DeleteStream(context.Context, *DeleteStreamRequest) (*DeleteStreamResponse, error)
 	mustEmbedUnimplementedSinkAdminServiceServer()
 }
 
@@ -108,6 +146,12 @@ func (UnimplementedSinkAdminServiceServer) PutSink(context.Context, *PutSinkRequ
 }
 func (UnimplementedSinkAdminServiceServer) DeleteSink(context.Context, *DeleteSinkRequest) (*DeleteSinkResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSink not implemented")
+}
+func (UnimplementedSinkAdminServiceServer) ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListStreams not implemented")
+}
+func (UnimplementedSinkAdminServiceServer) DeleteStream(context.Context, *DeleteStreamRequest) (*DeleteStreamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteStream not implemented")
 }
 func (UnimplementedSinkAdminServiceServer) mustEmbedUnimplementedSinkAdminServiceServer() {}
 func (UnimplementedSinkAdminServiceServer) testEmbeddedByValue()                          {}
@@ -184,6 +228,42 @@ func _SinkAdminService_DeleteSink_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SinkAdminService_ListStreams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListStreamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SinkAdminServiceServer).ListStreams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SinkAdminService_ListStreams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SinkAdminServiceServer).ListStreams(ctx, req.(*ListStreamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SinkAdminService_DeleteStream_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteStreamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SinkAdminServiceServer).DeleteStream(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SinkAdminService_DeleteStream_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SinkAdminServiceServer).DeleteStream(ctx, req.(*DeleteStreamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SinkAdminService_ServiceDesc is the grpc.ServiceDesc for SinkAdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -202,6 +282,14 @@ var SinkAdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSink",
 			Handler:    _SinkAdminService_DeleteSink_Handler,
+		},
+		{
+			MethodName: "ListStreams",
+			Handler:    _SinkAdminService_ListStreams_Handler,
+		},
+		{
+			MethodName: "DeleteStream",
+			Handler:    _SinkAdminService_DeleteStream_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

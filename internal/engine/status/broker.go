@@ -18,6 +18,8 @@ const (
 	ReasonStart       = "start"
 	ReasonResumeGap   = "resume-gap"
 	ReasonSlowWatcher = "slow-watcher"
+	// ReasonStreamDeleted: DeleteStream removed the stream's generations.
+	ReasonStreamDeleted = "stream-deleted"
 )
 
 // Defaults of the broker's options.
@@ -681,6 +683,32 @@ func (b *Broker) drop(s *stream, w *watcher) {
 		delete(b.streams, s.name)
 	}
 	b.mu.Unlock()
+}
+
+// RemoveStream forgets a stream's generations, once no sink has a status
+// in it (a stream that still has one is left as it is). Its watchers get a
+// snapshot with reason ReasonStreamDeleted, which shows no generation.
+func (b *Broker) RemoveStream(streamName string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.streams[streamName]
+	if s == nil || len(s.sinks) > 0 {
+		return
+	}
+	if len(s.watchers) == 0 {
+		delete(b.streams, streamName)
+		return
+	}
+	// A resume from before the deletion gets a snapshot, not the
+	// deleted stream's changes.
+	b.rev++
+	s.gens, s.held, s.trimmed = nil, nil, b.rev
+	s.hist = ring{max: s.hist.max}
+	for w := range s.watchers {
+		w.mu.Lock()
+		w.cutOverReason(ReasonStreamDeleted)
+		w.mu.Unlock()
+	}
 }
 
 // Watchers returns the number of open watchers of a stream.

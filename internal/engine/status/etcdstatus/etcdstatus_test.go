@@ -11,8 +11,8 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
-	"github.com/confighub/confighub/test/statustest"
 	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/statustest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,6 +23,7 @@ type all struct{}
 
 func (all) OwnsSink(string) bool   { return true }
 func (all) OwnsStream(string) bool { return true }
+func (all) OwnerOf(string) string  { return "" }
 
 // backend is a local broker, a Writer copying it to etcd and a Mirror
 // reading it back.

@@ -10,12 +10,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/confighub/confighub/config"
-	"github.com/confighub/confighub/test/enginetest"
 	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/engine/status/etcdstatus"
-	"github.com/confighub/confighub/test/statustest"
-	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/sink"
+	"github.com/confighub/confighub/test/enginetest"
+	"github.com/confighub/confighub/test/etcdtest"
+	"github.com/confighub/confighub/test/statustest"
 )
 
 // failures is an engine's LastFailed that a test sets.

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/engine/status"
 )
 
@@ -19,14 +20,6 @@ const DefaultInterval = 100 * time.Millisecond
 // txnBatch bounds the operations of one transaction (etcd's default limit
 // is 128 per transaction).
 const txnBatch = 100
-
-// Filter says which statuses this replica writes: the sinks it runs, and
-// the generations of the streams it leads (one replica per stream counts
-// a generation's sinks and its convergence).
-type Filter interface {
-	OwnsSink(name string) bool
-	OwnsStream(name string) bool
-}
 
 // Leaser is this replica's membership: writes commit only while its key
 // still holds its lease, so a replica that lost its lease (and with it its
@@ -60,11 +53,14 @@ func WithGenerations(n int) Option {
 // coalesced per sink, generation statuses per generation, and written at
 // most once per interval in transactions conditional on the lease.
 type Writer struct {
-	cli    *clientv3.Client
-	keys   keys
-	o      options
-	src    status.View
-	filter Filter
+	cli  *clientv3.Client
+	keys keys
+	o    options
+	src  status.View
+	// filter says which statuses this replica writes: the sinks it runs,
+	// and the generations of the streams it leads (one replica per stream
+	// counts a generation's sinks and its convergence).
+	filter engine.Ownership
 	lease  Leaser
 
 	mu      sync.Mutex
@@ -88,7 +84,7 @@ type Writer struct {
 
 // NewWriter returns the writer of src's statuses under prefix; lease may be
 // nil (unconditional writes, for a single writer in tests). Run starts it.
-func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter Filter, lease Leaser, opts ...Option) *Writer {
+func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter engine.Ownership, lease Leaser, opts ...Option) *Writer {
 	return &Writer{cli: cli, keys: newKeys(prefix), o: newOptions(opts), src: src, filter: filter, lease: lease,
 		streams: map[string]context.CancelFunc{}, sinks: map[string]*confighubv1.SinkStatus{},
 		gens: map[string]map[uint64]*confighubv1.GenerationStatus{}, seen: map[string]uint64{}, seenCh: make(chan struct{}),

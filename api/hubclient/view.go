@@ -1,0 +1,158 @@
+package hubclient
+
+import (
+	"sort"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+)
+
+// Outcome is what a sink did with a generation.
+type Outcome int
+
+// The outcomes of OutcomeOf.
+const (
+	// Pending: neither applied nor rejected yet.
+	Pending Outcome = iota
+	// Applied: it applied the generation or a later one.
+	Applied
+	// Rejected: it rejected the generation, or a later one before applying
+	// it.
+	Rejected
+)
+
+// OutcomeOf says what the sink of st did with generation gen.
+func OutcomeOf(st *confighubv1.SinkStatus, gen uint64) Outcome {
+	switch {
+	case st.GetAppliedGeneration() >= gen:
+		return Applied
+	case st.GetRejectedGeneration() >= gen:
+		return Rejected
+	}
+	return Pending
+}
+
+// StatusView is one stream's status folded from its WatchStatus events
+// (Apply, in the order Watch delivers them): each sink's newest status,
+// each recent generation's, the stream's newest generation and the
+// revision of the last event; a snapshot replaces everything. It also
+// counts the sinks it follows by their Outcome for one generation (Counts)
+// as the events come, so a caller waiting for a fleet pays O(1) per event.
+// The statuses are the events' own messages, never modified. Not safe for
+// concurrent use.
+type StatusView struct {
+	stream string
+	rev    uint64
+	gen    uint64
+	hash   string
+	sinks  map[string]*confighubv1.SinkStatus
+	gens   []*confighubv1.GenerationStatus
+	ready  bool
+
+	target uint64
+	only   func(sink string) bool
+	counts [3]int // by Outcome, of the sinks only accepts
+}
+
+// NewStatusView returns an empty view that counts the sinks for which
+// only is true (every sink when only is nil) by their Outcome for
+// generation gen.
+func NewStatusView(gen uint64, only func(sink string) bool) *StatusView {
+	return &StatusView{sinks: map[string]*confighubv1.SinkStatus{}, target: gen, only: only}
+}
+
+// Target makes the view count for generation gen and the sinks of only
+// from now on (a recount of the sinks it holds).
+func (v *StatusView) Target(gen uint64, only func(sink string) bool) {
+	v.target, v.only, v.counts = gen, only, [3]int{}
+	for _, st := range v.sinks {
+		v.count(st, 1)
+	}
+}
+
+func (v *StatusView) count(st *confighubv1.SinkStatus, d int) {
+	if v.only == nil || v.only(st.GetSink()) {
+		v.counts[OutcomeOf(st, v.target)] += d
+	}
+}
+
+func (v *StatusView) put(st *confighubv1.SinkStatus) {
+	if old := v.sinks[st.GetSink()]; old != nil {
+		v.count(old, -1)
+	}
+	v.sinks[st.GetSink()] = st
+	v.count(st, 1)
+}
+
+// Apply folds one event into the view.
+func (v *StatusView) Apply(ev *confighubv1.WatchStatusResponse) {
+	v.rev = ev.GetRevision()
+	switch {
+	case ev.GetSnapshot() != nil:
+		s := ev.GetSnapshot()
+		clear(v.sinks)
+		v.counts, v.ready = [3]int{}, true
+		v.stream, v.gen, v.hash = s.GetStream(), s.GetGeneration(), s.GetHash()
+		v.gens = append([]*confighubv1.GenerationStatus(nil), s.GetGenerations()...)
+		if v.rev == 0 {
+			v.rev = s.GetRevision()
+		}
+		for _, st := range s.GetSinks() {
+			v.put(st)
+		}
+	case ev.GetSink() != nil:
+		v.put(ev.GetSink())
+	case ev.GetSinkRemoved() != "":
+		if old := v.sinks[ev.GetSinkRemoved()]; old != nil {
+			v.count(old, -1)
+			delete(v.sinks, ev.GetSinkRemoved())
+		}
+	case ev.GetGeneration() != nil:
+		gs := ev.GetGeneration()
+		if gs.GetGeneration() >= v.gen {
+			v.gen, v.hash = gs.GetGeneration(), gs.GetHash()
+		}
+		for i, old := range v.gens {
+			if old.GetGeneration() == gs.GetGeneration() {
+				v.gens[i] = gs
+				return
+			}
+		}
+		v.gens = append(v.gens, gs)
+	}
+}
+
+// Ready says whether a snapshot came, so that the sinks are all the
+// stream's.
+func (v *StatusView) Ready() bool { return v.ready }
+
+// Revision is the revision of the last event applied.
+func (v *StatusView) Revision() uint64 { return v.rev }
+
+// Len is the number of sinks.
+func (v *StatusView) Len() int { return len(v.sinks) }
+
+// Sink returns a sink's newest status, nil if the view has none.
+func (v *StatusView) Sink(name string) *confighubv1.SinkStatus { return v.sinks[name] }
+
+// Sinks returns every sink's newest status, sorted by name.
+func (v *StatusView) Sinks() []*confighubv1.SinkStatus {
+	out := make([]*confighubv1.SinkStatus, 0, len(v.sinks))
+	for _, st := range v.sinks {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetSink() < out[j].GetSink() })
+	return out
+}
+
+// Counts returns how many of the sinks counted (see NewStatusView) applied,
+// rejected, or have done neither yet with the generation counted for.
+func (v *StatusView) Counts() (applied, rejected, pending int) {
+	return v.counts[Applied], v.counts[Rejected], v.counts[Pending]
+}
+
+// Status is the view as GetStatus answers it: sinks sorted by name,
+// generations in the order they came.
+func (v *StatusView) Status() *confighubv1.GetStatusResponse {
+	return &confighubv1.GetStatusResponse{Revision: v.rev, Generation: v.gen, Hash: v.hash, Stream: v.stream,
+		Sinks: v.Sinks(), Generations: append([]*confighubv1.GenerationStatus(nil), v.gens...)}
+}

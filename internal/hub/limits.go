@@ -1,0 +1,315 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// Defaults of the hub's bounds (Limits).
+const (
+	DefaultMaxStreams = 1000
+	DefaultMaxSinks   = 50_000
+	// DefaultMaxWatchers bounds the WatchStatus streams open at once.
+	DefaultMaxWatchers = 10_000
+	// DefaultMaxHeldConfigBytes bounds the bytes of every stream's current
+	// configuration together: eight of the largest default configuration.
+	DefaultMaxHeldConfigBytes = 8 * DefaultMaxConfigBytes
+)
+
+// Limits bound what clients can make the hub hold. A bound counts what
+// exists: a hub that starts with more (a store filled under a larger
+// bound) serves it all and refuses only what would add to it. 0 removes a
+// bound.
+type Limits struct {
+	// MaxStreams bounds the streams that hold a configuration
+	// (--max-streams): a push that would create one more is refused.
+	MaxStreams int
+	// MaxSinks bounds the sinks (--max-sinks): a PutSink of a new name is
+	// refused at the bound; replacing a sink is not.
+	MaxSinks int
+	// MaxWatchers bounds the WatchStatus streams open at once
+	// (--max-watchers).
+	MaxWatchers int
+	// MaxHeldConfigBytes bounds the bytes of every stream's current
+	// configuration together (--max-held-config-bytes): a push whose bytes
+	// would take the total past it is refused.
+	MaxHeldConfigBytes int64
+}
+
+// DefaultLimits are the bounds a hub has unless WithLimits says otherwise.
+func DefaultLimits() Limits {
+	return Limits{MaxStreams: DefaultMaxStreams, MaxSinks: DefaultMaxSinks, MaxWatchers: DefaultMaxWatchers, MaxHeldConfigBytes: DefaultMaxHeldConfigBytes}
+}
+
+// WithLimits sets the hub's bounds (default DefaultLimits).
+func WithLimits(l Limits) Option { return func(h *Hub) { h.bounds.limits = l } }
+
+// Refusals counts the refusals of each bound, by the flag that sets it
+// (metrics.Bounds implements it).
+type Refusals interface {
+	Refused(flag string)
+}
+
+// WithRefusals counts every refusal of a bound on r.
+func WithRefusals(r Refusals) Option { return func(h *Hub) { h.refusals = r } }
+
+// Flags of the bounds, as refusals and metrics name them.
+const (
+	FlagMaxStreams         = "--max-streams"
+	FlagMaxSinks           = "--max-sinks"
+	FlagMaxWatchers        = "--max-watchers"
+	FlagMaxHeldConfigBytes = "--max-held-config-bytes"
+)
+
+// Usage is one bound: what is held of it and its limit (0: none).
+type Usage struct {
+	Flag  string
+	Used  int64
+	Limit int64
+}
+
+// Usage reports every bound of the hub (scraped by metrics.Bounds).
+func (h *Hub) Usage() []Usage {
+	streams, bytes := h.pub.Held()
+	l := h.bounds.limits
+	h.bounds.mu.Lock()
+	watchers := h.bounds.watchers
+	h.bounds.mu.Unlock()
+	return []Usage{
+		{FlagMaxStreams, int64(streams), int64(l.MaxStreams)},
+		{FlagMaxSinks, int64(h.sinkTotal()), int64(l.MaxSinks)},
+		{FlagMaxWatchers, int64(watchers), int64(l.MaxWatchers)},
+		{FlagMaxHeldConfigBytes, bytes, l.MaxHeldConfigBytes},
+	}
+}
+
+// bounds is the hub's accounting of its Limits. What exists is counted by
+// the engine (Publisher.Held: on replicas it also follows the streams
+// other replicas create) and by the sinks (SinkAdmin); bounds adds what
+// is on its way: pushes between their check and their publish, and
+// deletions under way, so that concurrent pushes cannot pass a bound
+// together.
+type bounds struct {
+	limits Limits
+	mu     sync.Mutex
+	// pushing counts the pushes in flight per stream, and newStreams
+	// those streams among them that held no configuration when their
+	// first push was admitted.
+	pushing    map[string]int
+	newStreams map[string]bool
+	// pendingBytes are the bytes admitted pushes may add.
+	pendingBytes int64
+	// deleting are the streams DeleteStream is removing.
+	deleting map[string]bool
+	watchers int
+}
+
+func (h *Hub) refused(flag string) {
+	if h.refusals != nil {
+		h.refusals.Refused(flag)
+	}
+}
+
+// admitConfig admits a push of size bytes to stream against MaxStreams
+// and MaxHeldConfigBytes, or refuses it (ErrLimit naming the flag). The
+// returned function ends the admission: call it once the push was
+// published or failed.
+func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
+	b := &h.bounds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := h.checkConfigLocked(stream, size); err != nil {
+		return nil, err
+	}
+	if b.pushing == nil {
+		b.pushing, b.newStreams = map[string]int{}, map[string]bool{}
+	}
+	fresh := b.pushing[stream] == 0 && h.pub.Current(stream) == nil
+	if fresh {
+		b.newStreams[stream] = true
+	}
+	b.pushing[stream]++
+	b.pendingBytes += size
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.pendingBytes -= size
+			if b.pushing[stream]--; b.pushing[stream] == 0 {
+				delete(b.pushing, stream)
+				delete(b.newStreams, stream)
+			}
+		})
+	}, nil
+}
+
+// checkConfig is admitConfig's check alone, for an upload's header: an
+// upload that could not be stored is refused before its bytes are read
+// (its commit is admitted again).
+func (h *Hub) checkConfig(stream string, size int64) error {
+	h.bounds.mu.Lock()
+	defer h.bounds.mu.Unlock()
+	return h.checkConfigLocked(stream, size)
+}
+
+func (h *Hub) checkConfigLocked(stream string, size int64) error {
+	b := &h.bounds
+	if b.deleting[stream] {
+		return fmt.Errorf("%w: stream %q is being deleted; push again once DeleteStream answered", ErrUnavailable, stream)
+	}
+	streams, held := h.pub.Held()
+	cur := h.pub.Current(stream)
+	if l := b.limits.MaxStreams; l > 0 && cur == nil && b.pushing[stream] == 0 {
+		if n := streams + len(b.newStreams); n >= l {
+			h.refused(FlagMaxStreams)
+			return fmt.Errorf("%w: stream %q would be a new stream, and the hub holds %d of at most %d (%s); delete a stream that is not used (confighubctl streams delete NAME) or raise %s",
+				ErrLimit, stream, n, l, FlagMaxStreams, FlagMaxStreams)
+		}
+	}
+	if l := b.limits.MaxHeldConfigBytes; l > 0 {
+		var prev int64
+		if cur != nil {
+			prev = int64(len(cur.Raw))
+		}
+		if total := held + b.pendingBytes - prev + size; total > l {
+			h.refused(FlagMaxHeldConfigBytes)
+			return fmt.Errorf("%w: a configuration of %d bytes for stream %q would make the streams' configurations hold %d bytes, at most %d (%s); delete streams that are not used or raise %s",
+				ErrLimit, size, stream, total, l, FlagMaxHeldConfigBytes, FlagMaxHeldConfigBytes)
+		}
+	}
+	return nil
+}
+
+// admitSink refuses a sink of a new name at MaxSinks.
+func (h *Hub) admitSink(name string) error {
+	l := h.bounds.limits.MaxSinks
+	if l <= 0 || h.sinks.HasSink(name) {
+		return nil
+	}
+	if n := h.sinkTotal(); n >= l {
+		h.refused(FlagMaxSinks)
+		return fmt.Errorf("%w: sink %q would be a new sink, and the hub has %d of at most %d (%s); delete a sink or raise %s",
+			ErrLimit, name, n, l, FlagMaxSinks, FlagMaxSinks)
+	}
+	return nil
+}
+
+func (h *Hub) sinkTotal() int { return h.sinks.SinkTotal() }
+
+// BeginWatch admits one status watcher against MaxWatchers, or refuses it
+// (ErrLimit naming the flag); call the returned function when the watch
+// ends.
+func (h *Hub) BeginWatch() (func(), error) {
+	b := &h.bounds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.limits.MaxWatchers; l > 0 && b.watchers >= l {
+		h.refused(FlagMaxWatchers)
+		return nil, fmt.Errorf("%w: the hub has %d status watchers open, at most %d (%s); close watches that are not read or raise %s",
+			ErrLimit, b.watchers, l, FlagMaxWatchers, FlagMaxWatchers)
+	}
+	b.watchers++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.watchers--
+			b.mu.Unlock()
+		})
+	}, nil
+}
+
+// StreamInfo is one stream as ListStreams shows it: its current
+// configuration (nil when only sinks name the stream) and its sinks.
+type StreamInfo struct {
+	Name   string
+	Config *config.Config
+	Sinks  int
+}
+
+// ListStreams lists the streams that hold a configuration or that a sink
+// reads, sorted by name.
+func (h *Hub) ListStreams() []StreamInfo {
+	byName := map[string]*StreamInfo{}
+	for _, c := range h.pub.Streams() {
+		byName[c.Stream] = &StreamInfo{Name: c.Stream, Config: c}
+	}
+	for _, s := range h.sinks.ListSinks("") {
+		in := byName[s.GetStream()]
+		if in == nil {
+			in = &StreamInfo{Name: s.GetStream()}
+			byName[s.GetStream()] = in
+		}
+		in.Sinks++
+	}
+	out := make([]StreamInfo, 0, len(byName))
+	for _, in := range byName {
+		out = append(out, *in)
+	}
+	slices.SortFunc(out, func(a, b StreamInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// DeleteStream removes a stream's configuration from the store and the
+// engine, so a stream created by mistake stops counting against
+// MaxStreams. It is ErrInUse, naming them, while sinks read the stream,
+// ErrNotFound when the stream holds no configuration, and ErrUnavailable
+// while a push to it is in flight (pushes to it wait for nothing: they are
+// refused until the deletion answered).
+func (h *Hub) DeleteStream(ctx context.Context, name string) error {
+	name = config.StreamName(name)
+	if sinks := h.sinks.ListSinks(name); len(sinks) > 0 {
+		names := make([]string, len(sinks))
+		for i, s := range sinks {
+			names[i] = s.GetName()
+		}
+		return fmt.Errorf("%w: stream %q is read by %d sink(s): %s; delete them first (confighubctl sinks delete NAME)", ErrInUse, name, len(sinks), joinNames(names, 10))
+	}
+	b := &h.bounds
+	b.mu.Lock()
+	if b.pushing[name] > 0 || b.deleting[name] {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: stream %q: a push to it or another deletion is in flight; retry", ErrUnavailable, name)
+	}
+	if b.deleting == nil {
+		b.deleting = map[string]bool{}
+	}
+	b.deleting[name] = true
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.deleting, name)
+		b.mu.Unlock()
+	}()
+	switch err := h.store.DeleteStream(ctx, name); {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, name)
+	case errors.Is(err, errors.ErrUnsupported):
+		return fmt.Errorf("%w: delete stream %q: %v", ErrUnsupported, name, err)
+	case err != nil:
+		return fmt.Errorf("%w: delete stream %q: %v", ErrUnavailable, name, err)
+	}
+	if err := h.pub.DeleteStream(name); err != nil {
+		// A sink was put since the check: the stored configuration is
+		// gone, the sink keeps what the engine offered it.
+		return fmt.Errorf("%w: %v", ErrInUse, err)
+	}
+	h.log.Info("stream deleted", "stream", name)
+	return nil
+}
+
+// joinNames lists up to max names, and how many more there are.
+func joinNames(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}

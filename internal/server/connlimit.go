@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+
+	"github.com/confighub/confighub/internal/hub"
+)
+
+// DefaultMaxConcurrentStreams is the default bound of the calls one client
+// connection may have open at once (--max-concurrent-streams).
+const DefaultMaxConcurrentStreams = 1000
+
+// FlagMaxConcurrentStreams is the flag refusals of the per-connection
+// bound name.
+const FlagMaxConcurrentStreams = "--max-concurrent-streams"
+
+// streamHeadroom is how many HTTP/2 streams past the bound a connection
+// may open (grpc.MaxConcurrentStreams is the bound plus this). A client
+// honours the HTTP/2 limit by waiting for a free stream, silently; the
+// headroom lets the calls past the bound reach connLimit, which refuses
+// them at once with ResourceExhausted naming the flag, and their streams
+// end, so the client hears why instead of hanging. The HTTP/2 limit still
+// bounds what one connection can hold.
+const streamHeadroom = 16
+
+// connLimit bounds the calls in flight per client connection. A stats
+// handler gives each connection its counter; the interceptors count the
+// calls in their handlers and refuse one past max.
+type connLimit struct {
+	max      int64
+	refusals hub.Refusals
+	mu       sync.Mutex
+	conns    map[*connCalls]struct{}
+}
+
+// connCalls counts one connection's calls in flight.
+type connCalls struct{ n atomic.Int64 }
+
+type connKey struct{}
+
+func newConnLimit(max int, r hub.Refusals) *connLimit {
+	return &connLimit{max: int64(max), refusals: r, conns: map[*connCalls]struct{}{}}
+}
+
+// serverOptions are the transport bound, the stats handler and the
+// interceptors (first in the chains, so a refused call costs nothing
+// else).
+func (l *connLimit) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(uint32(l.max + streamHeadroom)),
+		grpc.StatsHandler(l),
+	}
+}
+
+func (l *connLimit) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, &connCalls{})
+}
+
+func (l *connLimit) HandleConn(ctx context.Context, s stats.ConnStats) {
+	c, _ := ctx.Value(connKey{}).(*connCalls)
+	if c == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch s.(type) {
+	case *stats.ConnBegin:
+		l.conns[c] = struct{}{}
+	case *stats.ConnEnd:
+		delete(l.conns, c)
+	}
+}
+
+func (l *connLimit) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (l *connLimit) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+// enter counts a call of ctx's connection, or refuses it past the bound.
+func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
+	c, _ := ctx.Value(connKey{}).(*connCalls)
+	if c == nil {
+		return nil, nil
+	}
+	if c.n.Add(1) > l.max {
+		c.n.Add(-1)
+		if l.refusals != nil {
+			l.refusals.Refused(FlagMaxConcurrentStreams)
+		}
+		return nil, status.Errorf(codes.ResourceExhausted, "this connection has the %d calls open that it may have at once (%s): end calls (status watches) that are not read, open another connection, or raise %s",
+			l.max, FlagMaxConcurrentStreams, FlagMaxConcurrentStreams)
+	}
+	return c, nil
+}
+
+func (l *connLimit) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	c, err := l.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		defer c.n.Add(-1)
+	}
+	return h(ctx, req)
+}
+
+func (l *connLimit) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	c, err := l.enter(ss.Context())
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		defer c.n.Add(-1)
+	}
+	return h(srv, ss)
+}
+
+// busiest is the most calls any one connection has open.
+func (l *connLimit) busiest() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var m int64
+	for c := range l.conns {
+		m = max(m, c.n.Load())
+	}
+	return m
+}
