@@ -128,6 +128,12 @@ func WithWatchBuffer(n int) Option {
 // status.WithDispatchWindow).
 const DefaultStatusDispatchWindow = 5 * time.Millisecond
 
+// WithStatusDispatchWindow sets the status fan-out's batching window; 0
+// sends every change at once.
+func WithStatusDispatchWindow(d time.Duration) Option {
+	return func(e *Engine) { e.dispatchWindow = d }
+}
+
 // WithNewStream sets a function called with the name of each stream the
 // engine gets (by Publish or a sink of it), once, when it first appears: a
 // replica's status writer follows the stream from then on, whichever
@@ -189,6 +195,10 @@ type Engine struct {
 	brokerOpts []status.Option
 	newStream  func(string)
 	broker     *status.Broker
+	// dispatchWindow batches the status fan-out (real time: it delays
+	// delivery and schedules no sink work, so a fake engine clock must not
+	// hold status back).
+	dispatchWindow time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -318,6 +328,8 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		conv:         map[string]store.Converged{},
 		convKick:     make(chan struct{}, 1),
 		names:        map[string]*nameLock{},
+
+		dispatchWindow: DefaultStatusDispatchWindow,
 	}
 	for _, o := range opts {
 		o(e)
@@ -328,10 +340,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	// Revisions start at the clock's nanoseconds, so a restarted hub never
 	// hands out a revision a watcher saw before the restart.
 	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
-	// The status fan-out's batching window runs on real time: it delays
-	// delivery and schedules no sink work, so a fake engine clock must not
-	// hold status back.
-	window := status.WithDispatchWindow(DefaultStatusDispatchWindow)
+	window := status.WithDispatchWindow(e.dispatchWindow)
 	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
