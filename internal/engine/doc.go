@@ -44,4 +44,5 @@
 //   - Stop closes every worker, runner, sink and watcher (TestStopClosesEverything, goleak).
 //   - A sink that ignores ctx blocks only calls for its own name (TestStuckSinkDoesNotBlockOtherAdminCalls).
 //   - One outcome event per attempt (TestApplyOutcomeEvent).
+//   - A generation published after a newer one is tracked, never offered (TestSupersededGenerationIsTracked).
 package engine
