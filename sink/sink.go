@@ -33,6 +33,11 @@ type Capabilities struct {
 	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
 	// in the gateway apply pool.
 	Gateway bool
+	// NoApplySlot: an apply holds no resource of the hub of its own while
+	// it lasts (a Kong data plane in hybrid mode is written a frame every
+	// data plane of its stream shares, then the sink waits for its ping),
+	// so it takes no slot of the hub-wide limit of applies in flight.
+	NoApplySlot bool
 }
 
 // Runner is implemented by a sink with background work (for example the
@@ -50,6 +55,11 @@ type Notifier interface {
 	// Health reports the destination's reachability as seen by the runner;
 	// err == nil means reachable.
 	Health(err error)
+	// DataPlane reports what a destination that connects to the hub (a
+	// Kong data plane in hybrid mode) shows of itself; status shows the
+	// last report as data_plane. The runner passes a new message each
+	// time and does not change it afterwards.
+	DataPlane(dp *confighubv1.DataPlaneStatus)
 }
 
 // Closer is implemented by a sink holding resources (connections) that must

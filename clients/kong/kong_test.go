@@ -434,7 +434,8 @@ func TestInsecureSkipVerifyWarns(t *testing.T) {
 
 type events struct{ ch chan string }
 
-func (e *events) Resync(reason string) { e.ch <- "resync: " + reason }
+func (e *events) Resync(reason string)                   { e.ch <- "resync: " + reason }
+func (e *events) DataPlane(*confighubv1.DataPlaneStatus) {}
 func (e *events) Health(err error) {
 	if err == nil {
 		e.ch <- "healthy"

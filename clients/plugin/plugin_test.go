@@ -345,8 +345,9 @@ type notifier struct {
 	resync chan string
 }
 
-func (n *notifier) Resync(reason string) { n.resync <- reason }
-func (n *notifier) Health(err error)     { n.health <- err }
+func (n *notifier) Resync(reason string)                   { n.resync <- reason }
+func (n *notifier) Health(err error)                       { n.health <- err }
+func (n *notifier) DataPlane(*confighubv1.DataPlaneStatus) {}
 
 func waitHealth(t *testing.T, n *notifier, healthy bool) {
 	t.Helper()

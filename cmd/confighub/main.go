@@ -58,6 +58,7 @@ type flags struct {
 	shutdownTimeout time.Duration
 	limits          limitFlags   // bounds and --memory-limit (limits.go)
 	replica         replicaFlags // --store etcd (replicated.go)
+	cluster         clusterFlags // --cluster-* (cluster.go)
 	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
 
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown (SIGTERM, SIGINT) waits for pushes and other RPCs in flight; WatchStatus streams end at once with Unavailable")
 	addLimitFlags(fs, &f.limits)
 	addOpsFlags(fs, &f.ops)
+	addClusterFlags(fs, &f.cluster)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -212,8 +214,18 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
+	if f.storeKind == "etcd" && f.cluster.listen != "" {
+		return errors.New("--cluster-listen runs with --store bolt or memory: data plane sinks are not shared between replicas")
+	}
+	cl, err := newCluster(f.cluster, reg, log)
+	if err != nil {
+		return err
+	}
 	o, err := startOps(f, log)
 	if err != nil {
+		if cl != nil {
+			_ = cl.lis.Close()
+		}
 		return err
 	}
 	defer o.close()
@@ -235,6 +247,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
+	defer cl.close(log) // before the engine stops: Apply waits on the connections
 	secrets, err := sinkSecrets(ctx, st)
 	if err != nil {
 		return err
@@ -247,6 +260,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	releaseStartGarbage()
+	cl.serve(eng, log)
 	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func renderHistory(res *confighubv1.ListGenerationsResponse, now time.Time) stri
 		if t := gr.GetAcceptTime(); t != nil {
 			accepted = roundDur(now.Sub(t.AsTime())) + " ago"
 		}
-		labels := labelText(gr.GetLabels())
+		labels := labelText(gr.GetLabels(), gr.GetRollbackOf() > 0)
 		if gr.GetRollbackOf() > 0 {
 			labels = strings.TrimSpace(fmt.Sprintf("rollback to %d %s", gr.GetRollbackOf(), labels))
 		}
@@ -107,13 +107,21 @@ func entityText(counts map[string]uint32) string {
 	return strings.Join(parts, ", ")
 }
 
-func labelText(labels map[string]string) string {
+// labelText is "k=v,k2=v2"; for a rollback without the label that names
+// the generation it rolls back to, which "rollback to N" says.
+func labelText(labels map[string]string, rollback bool) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if rollback && k == rollbackLabel {
+			continue
+		}
 		parts = append(parts, k+"="+labels[k])
 	}
 	return strings.Join(parts, ",")
 }
+
+// rollbackLabel is the label the hub puts on a rollback (hub.RollbackLabel).
+const rollbackLabel = "confighub.rollback-of"
 
 func orDash(s string) string {
 	if s == "" {

@@ -75,6 +75,9 @@ Commands:
                            DEGRADED sink last applied against what it was asked to apply
   rollback GENERATION [--stream s] [--expected-generation n]
                            push a retained generation's configuration again, as a new generation
+  cluster-cert [--cert FILE] [--key FILE] [--days N]
+                           write a shared-mode cluster certificate for Kong data planes in
+                           hybrid mode (the shape of kong hybrid gen_cert); needs no hub
 
 "<command> --help" lists a command's flags. A failure exits 1 with one line; bad usage exits 2.
 
@@ -159,14 +162,15 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	cmds := map[string]func(context.Context, *globals, []string, io.Writer, io.Writer) error{
-		"push":     cmdPush,
-		"status":   cmdStatus,
-		"sinks":    cmdSinks,
-		"streams":  cmdStreams,
-		"config":   cmdConfig,
-		"history":  cmdHistory,
-		"diff":     cmdDiff,
-		"rollback": cmdRollback,
+		"push":         cmdPush,
+		"status":       cmdStatus,
+		"sinks":        cmdSinks,
+		"streams":      cmdStreams,
+		"config":       cmdConfig,
+		"history":      cmdHistory,
+		"diff":         cmdDiff,
+		"rollback":     cmdRollback,
+		"cluster-cert": cmdClusterCert,
 	}
 	name := rest[0]
 	if name == "help" {
@@ -175,7 +179,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fn, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams, config, history, diff or rollback; see --help)\n", name)
+		fmt.Fprintf(stderr, "confighubctl: unknown command %q (want push, status, sinks, streams, config, history, diff, rollback or cluster-cert; see --help)\n", name)
 		return 2
 	}
 	err := fn(ctx, &g, rest[1:], stdout, stderr)

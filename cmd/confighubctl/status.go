@@ -287,6 +287,7 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	for _, s := range sinks {
 		writeExcluded(&b, s)
 	}
+	writeDataPlanes(&b, sinks, now)
 	return cutLines(b.String(), width)
 }
 

@@ -6,7 +6,10 @@
 //
 //	kong-emulator --listen 127.0.0.1:8001 --count 3
 //
-// prints one Admin API URL per line. Faults are set over HTTP, e.g.
+// prints one Admin API URL per line. With --cluster-control-plane it starts
+// --count emulated Kong data planes in hybrid mode (test/kongemu/dataplane)
+// that dial a hub's cluster listener instead, and prints their node ids.
+// Faults are set over HTTP, e.g.
 //
 //	curl -X POST localhost:8001/_emulator/faults -d '{"script":{"method":"POST","path":"/config","steps":[{"status":429,"retry_after":"5"}]}}'
 //	curl -X POST localhost:8001/_emulator/faults -d '{"hang":true}'
@@ -59,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	oss := fs.Bool("oss", false, "answer Enterprise entities and plugins as Kong OSS does")
 	dbMode := fs.Bool("db-mode", false, "emulate a gateway with a database: the entity Admin API (also under /kic/api/control-planes/<id>), POST /config answers 400")
 	verbose := fs.Bool("v", false, "log debug messages")
+	var dp dpFlags
+	addDPFlags(fs, &dp)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +83,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if dp.controlPlane != "" {
+		return runDataPlanes(ctx, dp, *count, stdout, logger)
+	}
 
 	cache := kongemu.NewCache()
 	opts := []kongemu.Option{kongemu.WithCache(cache), kongemu.WithLogger(logger), kongemu.WithBodyLimit(*bodyLimit)}

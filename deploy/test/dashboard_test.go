@@ -117,8 +117,8 @@ func namedMetrics(expr parser.Expr) []string {
 // TestDashboardQueries: every query of deploy/grafana/confighub.json parses
 // with Prometheus' parser and names only series the hub registers (a
 // histogram's _bucket, _sum and _count included), every panel has a query,
-// and the dashboard covers convergence, sink states, applies, pushes and
-// watchers.
+// and the dashboard covers convergence, sink states, applies, pushes,
+// watchers and the bounds.
 func TestDashboardQueries(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(root, "deploy", "grafana", "confighub.json"))
 	if err != nil {

@@ -1,22 +1,13 @@
 // Package configdiff compares two Kong declarative configurations entity
-// by entity, as deck diff does: which entities a move from one to the
-// other creates, deletes and updates, and the changed fields of each
-// update. It is pure: bytes in, a Diff out. The hub's DiffConfig, the
-// per-sink diff of a failed sink and confighubctl diff show its output.
+// by entity, as deck diff does (created, deleted, updated with each changed
+// field), for DiffConfig, the per-sink diff, confighubctl diff and the
+// status page; Count gives the entity counts the hub records with a push.
+// Pure: bytes in, a Diff out. Entities are identified as Kong's reconciler
+// identifies them (see flatten); nested ones are compared flattened.
 //
-// Entities are identified the way Kong's reconciler identifies them (by id,
-// else by name, username, plugin name and scope, upstream and target, a
-// credential's key field, a certificate's cert and key: see flatten), and
-// nested entities are compared flattened, with the foreign key their
-// nesting stood for.
-//
-// What it guarantees:
-//   - Applying Diff(a, b) to a's entities gives b's, for generated
-//     configurations (TestApplyingTheDiffGivesTheTarget).
-//   - Every kic-golden fixture against itself with one entity created,
-//     one deleted or one field changed gives exactly that one change
-//     (TestFixturesOneChange).
-//   - No secret value is in a diff: secrets are redacted as GetConfig
-//     redacts them (internal/redact's Entity), and a key-auth credential,
-//     identified by its key, shows no name (TestNoSecretInTheDiff).
+// Guarantees:
+//   - Applying Diff(a, b) to a's entities gives b's (TestApplyingTheDiffGivesTheTarget).
+//   - A kic-golden fixture with one entity created, deleted or one field changed gives exactly that change (TestFixturesOneChange).
+//   - No secret is in a diff: redacted as GetConfig redacts (redact.Entity), a key-auth key never a name (TestNoSecretInTheDiff).
+//   - Count finds the entities the diff finds, in one pass (TestCountAsTheDiffCounts).
 package configdiff

@@ -29,6 +29,7 @@
 //   - Sink errors are bounded before status shows them (TestStatusBoundsSinkErrors, TestApplyOutcomeBoundsDegradedRejection).
 //   - Pacing: min_interval, debounce, max_delay (TestMinInterval, TestDebounce, TestDebounceMaxDelay).
 //   - Concurrent applies are limited in two pools, gateways and the rest (TestSlotPool, TestMaxConcurrentApplies, TestApplySlotQueue, TestNonGatewaySinksHaveTheirOwnApplySlots).
+//   - A sink whose applies hold nothing of the hub's (Capabilities.NoApplySlot: a Kong data plane) takes no slot (TestNoApplySlotSinksTakeNoSlot).
 //   - Gating by any gateway or by waves; a rejection stops later waves (TestGateAnyGateway, TestGateWaves, TestGateWaveMinApplied, TestWaveRejectionStopsLaterWaves).
 //   - Dynamic sinks get the current generation; delete, stop and replace behave (TestNewSinkGetsCurrentGeneration, TestDeleteSinkStopsAndCloses, TestStopSinkIsNotADelete, TestReplaceSink, TestValidateSink).
 //   - Specs are read without copying them all; SpecBytes is O(1) (TestSinkAndSpecBytes, TestSpecBytesTotalFollowsEveryChange).
@@ -43,4 +44,5 @@
 //   - Stop closes every worker, runner, sink and watcher (TestStopClosesEverything, goleak).
 //   - A sink that ignores ctx blocks only calls for its own name (TestStuckSinkDoesNotBlockOtherAdminCalls).
 //   - One outcome event per attempt (TestApplyOutcomeEvent).
+//   - A generation published after a newer one is tracked, never offered (TestSupersededGenerationIsTracked).
 package engine

@@ -134,11 +134,6 @@ func WithStatusDispatchWindow(d time.Duration) Option {
 	return func(e *Engine) { e.dispatchWindow = d }
 }
 
-// WithHistory sets how many status changes per stream are kept for resume.
-func WithHistory(n int) Option {
-	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithHistory(n)) }
-}
-
 // WithNewStream sets a function called with the name of each stream the
 // engine gets (by Publish or a sink of it), once, when it first appears: a
 // replica's status writer follows the stream from then on, whichever
@@ -170,8 +165,8 @@ func WithRandom(f func() float64) Option {
 // Memory: one *config.Config per stream is shared by every sink; per sink the
 // engine keeps constant state plus pointers to the configs in its slot, last
 // applied and last failed (dropped once a newer generation is applied).
-// Status history is bounded by WithHistory, generations by the last 16 per
-// stream.
+// Status history is bounded by status.DefaultHistory, generations by the
+// last 16 per stream.
 //
 // Replicas (WithOwnership): every sink is known, a worker runs only for the
 // owned ones; the others are peers followed through ObserveSink. Gates and
@@ -399,25 +394,16 @@ func (e *Engine) Publish(cfg *config.Config) {
 	defer e.mu.Unlock()
 	st := e.stream(cfg.Stream)
 	if st.cur != nil && cfg.Generation <= st.cur.Generation {
+		e.trackSuperseded(st, cfg)
 		return
 	}
 	e.held.replace(st.cur, cfg)
 	st.cur = cfg
-	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
+	g := e.newGenTrack(st, cfg)
 	if c, ok := e.restoredConv[st.name]; ok {
 		delete(e.restoredConv, st.name)
 		if c.Generation == g.gen {
 			g.converge, g.counted = c.Time, true
-		}
-	}
-	for _, w := range st.sinks {
-		if w.m.appliedGen >= g.gen {
-			g.applied++
-		}
-	}
-	for _, p := range st.peers {
-		if p.appliedGen() >= g.gen {
-			g.applied++
 		}
 	}
 	st.gens = append(st.gens, g)
@@ -434,6 +420,44 @@ func (e *Engine) Publish(cfg *config.Config) {
 	for _, w := range st.sinks {
 		w.offer(cfg, now)
 	}
+}
+
+// newGenTrack starts counting cfg's generation over the stream's sinks and
+// peers. e.mu is held.
+func (e *Engine) newGenTrack(st *stream, cfg *config.Config) *genTrack {
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
+	for _, w := range st.sinks {
+		if w.m.appliedGen >= g.gen {
+			g.applied++
+		}
+	}
+	for _, p := range st.peers {
+		if p.appliedGen() >= g.gen {
+			g.applied++
+		}
+	}
+	return g
+}
+
+// trackSuperseded records a generation published after a newer one of its
+// stream: two pushes acked together publish from their own goroutines, in
+// either order. The older one is never offered to a sink (latest wins), but
+// it was acknowledged, so its generation status is kept and published like
+// any other. e.mu is held.
+func (e *Engine) trackSuperseded(st *stream, cfg *config.Config) {
+	i := sort.Search(len(st.gens), func(i int) bool { return st.gens[i].gen >= cfg.Generation })
+	if (i < len(st.gens) && st.gens[i].gen == cfg.Generation) || (i == 0 && len(st.gens) >= keepGenerations) {
+		return
+	}
+	g := e.newGenTrack(st, cfg)
+	st.gens = slices.Insert(st.gens, i, g)
+	if len(st.gens) > keepGenerations {
+		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
+		clear(st.gens[n:])
+		st.gens = st.gens[:n]
+	}
+	e.checkConverged(st, g, false)
+	e.broker.PutGeneration(st.name, g.proto())
 }
 
 // Current returns a stream's newest configuration, nil if none.

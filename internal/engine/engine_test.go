@@ -1028,6 +1028,27 @@ func TestNonGatewaySinksHaveTheirOwnApplySlots(t *testing.T) {
 	}
 }
 
+// A sink whose applies take no slot (Capabilities.NoApplySlot: a Kong
+// data plane in hybrid mode) applies while both pools are full.
+func TestNoApplySlotSinksTakeNoSlot(t *testing.T) {
+	h := newHarness(t, engine.WithMaxConcurrentApplies(1))
+	must(t, h.fleet.Register(h.reg, "dp", sink.Capabilities{Gateway: true, NoApplySlot: true}, false, sink.AsGateway()))
+	gw := h.put("gw-hung", kindGateway, nil)
+	gw.Set(enginetest.Behavior{Hang: true})
+	other := h.put("other-hung", kindTest, nil)
+	other.Set(enginetest.Behavior{Hang: true})
+	h.pushN(1)
+	started(t, gw)
+	started(t, other)
+	for _, name := range []string{"dp-a", "dp-b"} {
+		h.put(name, "dp", nil)
+	}
+	h.awaitApplied("dp-a", 1)
+	h.awaitApplied("dp-b", 1)
+	h.put("gw-queued", kindGateway, nil)
+	h.awaitState("gw-queued", pending, 1)
+}
+
 // A sink queued for an apply slot reports PENDING once, is not woken by
 // newer generations while it waits, takes the newest when a slot is handed
 // to it, and queued sinks get slots in arrival order.
@@ -1426,5 +1447,30 @@ func TestSkipBackClearsRejection(t *testing.T) {
 	}
 	if met.of("gw") != 0 {
 		t.Fatalf("entity_errors metric %d after the skip, want 0", met.of("gw"))
+	}
+}
+
+// TestSupersededGenerationIsTracked: two pushes acked together publish in
+// either order; a generation published after a newer one is never offered
+// to a sink, but its status is kept, counted and converges with the newer.
+func TestSupersededGenerationIsTracked(t *testing.T) {
+	h := newHarness(t)
+	s := h.put("a", kindTest, nil)
+	now := h.clock.Now()
+	h.e.Publish(enginetest.Config("default", 2, "c-2", now))
+	h.e.Publish(enginetest.Config("default", 1, "c-1", now))
+	h.awaitApplied("a", 2)
+	snap := h.await("", "both generations converged", func(r *confighubv1.GetStatusResponse) bool {
+		g := r.GetGenerations()
+		return len(g) == 2 && g[0].GetGeneration() == 1 && g[1].GetGeneration() == 2 &&
+			g[0].GetConvergeTime() != nil && g[1].GetConvergeTime() != nil
+	})
+	if snap.GetGeneration() != 2 {
+		t.Fatalf("current generation %d, want 2", snap.GetGeneration())
+	}
+	for _, a := range s.Applied() {
+		if a == 1 {
+			t.Fatalf("generation 1 was offered after 2: applied %v", s.Applied())
+		}
 	}
 }

@@ -24,9 +24,10 @@ func newSlotPool(name string, n int) *slotPool {
 }
 
 // acquire gives w a slot, or queues it (once) and returns false; w is
-// woken when a release hands it a slot. e.mu is held.
+// woken when a release hands it a slot. A nil pool (a sink whose applies
+// take no slot) always gives one. e.mu is held.
 func (p *slotPool) acquire(w *worker) bool {
-	if w.slotHeld {
+	if p == nil || w.slotHeld {
 		return true
 	}
 	if w.slotQueued {
@@ -48,6 +49,9 @@ func (p *slotPool) waiting() int { return len(p.queue) - p.head }
 // release gives up w's slot, or takes w out of the queue. A freed slot
 // goes to the first queued worker, returned to be woken. e.mu is held.
 func (p *slotPool) release(w *worker) (wake *worker) {
+	if p == nil {
+		return nil
+	}
 	switch {
 	case w.slotHeld:
 		w.slotHeld = false

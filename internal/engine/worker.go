@@ -62,7 +62,8 @@ type worker struct {
 	s    sink.Sink
 	caps sink.Capabilities
 	st   *stream
-	// pool is the apply-slot pool of the sink: gateways' or the others'.
+	// pool is the apply-slot pool of the sink: gateways' or the others';
+	// nil for a sink whose applies take no slot (Capabilities.NoApplySlot).
 	pool *slotPool
 	// scrub replaces the spec's secrets in error texts; nil when none.
 	scrub *strings.Replacer
@@ -79,6 +80,7 @@ type worker struct {
 	m              slotMachine
 	cancelApply    context.CancelCauseFunc
 	health         string
+	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last DataPlane report
 	removed        bool
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
@@ -118,7 +120,10 @@ type workerDeps struct {
 func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	pool := e.slots
-	if caps.Gateway {
+	switch {
+	case caps.NoApplySlot:
+		pool = nil
+	case caps.Gateway:
 		pool = e.gatewaySlots
 	}
 	return &worker{
@@ -432,6 +437,7 @@ func (w *worker) status() *confighubv1.SinkStatus {
 		ExcludedEntities:    w.m.fallback.excluded,
 		FallbackGeneration:  w.m.fallback.gen,
 		FallbackHash:        w.m.fallback.hash,
+		DataPlane:           w.dataPlane,
 	}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.m.nextRetry.IsZero() {
@@ -464,7 +470,7 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.Reason != b.Reason || a.RejectedGeneration != b.RejectedGeneration || a.AppliesTotal != b.AppliesTotal ||
 		a.PreviousError != b.PreviousError || a.PreviousErrorCode != b.PreviousErrorCode ||
 		len(a.EntityErrors) != len(b.EntityErrors) || a.EntityErrorsOmitted != b.EntityErrorsOmitted || a.FallbackGeneration != b.FallbackGeneration ||
-		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) {
+		a.FallbackHash != b.FallbackHash || len(a.ExcludedEntities) != len(b.ExcludedEntities) || a.DataPlane != b.DataPlane {
 		return false
 	}
 	if len(a.EntityErrors) > 0 && a.EntityErrors[0] != b.EntityErrors[0] {
@@ -531,5 +537,16 @@ func (n notifier) Health(err error) {
 		w.wake()
 	}
 	w.health = h
+	w.emit()
+}
+
+func (n notifier) DataPlane(dp *confighubv1.DataPlaneStatus) {
+	w := n.w
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if w.removed {
+		return
+	}
+	w.dataPlane = dp
 	w.emit()
 }

@@ -22,4 +22,5 @@
 //   - At start every stream and applied record is loaded and each sink driven to the last ack (TestStartResumesStoredStreamsAndSeedsSinks, TestStartCountsEachSinkOnce).
 //   - Each bound of Limits refuses by name and changes nothing, counting what exists, in flight included (TestStartWithMoreStreamsThanTheBound, TestConcurrentNewStreamsStayWithinTheBound; server TestMaxStreamsRefusedByName, server TestMaxSinksRefusedByName, server TestMaxWatchersRefusedByName, server TestMaxHeldConfigBytesRefusedByName).
 //   - DeleteStream is refused while sinks read the stream and frees its place under MaxStreams (server TestDeleteStream).
+//   - A rollback is a Push of a retained generation's bytes; a stale expected generation is ErrStale, the current hash unchanged, a generation no longer kept ErrNotFound naming the range (TestRollback, TestGenerationsPagesAndRetention).
 package hub

@@ -22,4 +22,5 @@
 //   - WatchStatus sends its header at once (cmd/confighubctl TestStatusWatchShowsAnOutage).
 //   - Reflection v1alpha lists the same services (TestReflectionV1Alpha).
 //   - A call past --max-concurrent-streams on one connection is refused at once by name, not left waiting in the client (TestMaxConcurrentStreamsRefusedByName).
+//   - Each push records the token's name, never the token, or anonymous, and the peer (cmd/confighubctl TestHistoryDiffRollback; e2e TestHistoryRollbackBringsTheFleetBack).
 package server

@@ -5,7 +5,8 @@
 //
 // API (JSON; with WithAuth every call needs a read-role bearer token):
 // GET /api/v1/streams; GET /api/v1/status?stream=S (GetStatusResponse as
-// protojson); GET /api/v1/watch?stream=S&from=R (WatchStatus's events as
+// protojson); GET /api/v1/diff?stream=S&to=G (DiffConfig's response, G
+// against the generation before it); GET /api/v1/watch?stream=S&from=R (WatchStatus's events as
 // Server-Sent Events, resumable with from or Last-Event-ID). Stream names
 // are checked by the rule GetStatus applies (rules.proto, protovalidate).
 //
@@ -13,6 +14,7 @@
 //   - The page reads the hub's status view; no secret reaches it (TestNoSecretReachesThePage).
 //   - It follows an apply, a rejection by Kubernetes object, a backoff countdown (TestPageFollowsApplyRejectAndBackoff).
 //   - A fallback shows DEGRADED with its excluded entities (TestPageShowsFallback).
+//   - Each generation reads converged, converging or rejected by N of M sinks, and opens its diff, secrets redacted (TestPageShowsGenerationDiffs).
 //   - 1,000 sinks render within 2 s, and changes within 1 s (TestThousandSinks).
 //   - With auth, only the token form shows before a token; the API refuses without one (TestTokenNeededBeforeAnything, TestAPIAuth).
 //   - Names are validated as GetStatus validates them (TestAPIValidatesNames).

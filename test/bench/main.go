@@ -44,8 +44,12 @@ type opts struct {
 	fleet       int    // child mode: serve this many emulated gateways
 	hubBinary   string // scenario 2 memory: this confighub binary instead of building it
 	verbose     bool
-	startTime   time.Time
-	loadStart   string
+	// dataPlanes is scenario 9's emulated data planes; dpChild (with
+	// dpCert, dpKey, dpPrefix) runs them in a child against that address.
+	dataPlanes                       int
+	dpChild, dpCert, dpKey, dpPrefix string
+	startTime                        time.Time
+	loadStart                        string
 }
 
 func main() {
@@ -78,8 +82,20 @@ func main() {
 	fs.StringVar(&o.watchChild, "watch-child", "", "internal: run scenario 5's normal watchers of the hub at this address, driven by stdin")
 	fs.BoolVar(&o.pushChild, "push-child", false, "internal: run scenario 7's clients, one round per JSON line read from stdin")
 	fs.BoolVar(&o.hubChild, "hub-child", false, "internal: serve a bare hub, print its address, report its memory when stdin closes")
+	fs.IntVar(&o.dataPlanes, "data-planes", 0, "emulated Kong data planes of scenario 9 (default 10000, quick 1000)")
+	fs.StringVar(&o.dpChild, "dp-child", "", "internal: run -data-planes emulated data planes against this cluster listener, driven by stdin")
+	fs.StringVar(&o.dpCert, "dp-cert", "", "internal: the data planes' certificate (-dp-child)")
+	fs.StringVar(&o.dpKey, "dp-key", "", "internal: its key (-dp-child)")
+	fs.StringVar(&o.dpPrefix, "dp-prefix", "dp-", "internal: the data planes' node_id prefix (-dp-child)")
 	_ = fs.Parse(os.Args[1:])
 	raiseFileLimit()
+	if o.dpChild != "" {
+		if err := runDPChild(o.dpChild, o.dpCert, o.dpKey, o.dpPrefix, o.dataPlanes, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "dp-child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if o.hogChild {
 		runHog(os.Stdin)
@@ -133,6 +149,7 @@ func main() {
 			o.gateways = 200
 		}
 	}
+	o.dataPlanes = orDefault(o.dataPlanes, o.quick, 10000, 1000)
 	if o.burst == 0 {
 		o.burst = 10 * time.Second
 		if o.quick {
@@ -224,7 +241,8 @@ func run(ctx context.Context, o opts) error {
 		{"6", "KIC's serial loop", scenarioSerial},
 		{"7", "5 KiB pushes, 32 clients in another process, vs a server that fdatasyncs each push", scenarioSmall},
 		{"8", "scaling: ack and RSS by config size, fan-out and CPU by sink count", scenarioScaling},
-		{"9", "restart to serving and RSS by stream count, ulimit -n 1024", scenarioRestart},
+		{"9", "10,000 Kong data planes in hybrid mode vs a plain frame loop", scenarioHybrid},
+		{"10", "restart to serving and RSS by stream count, ulimit -n 1024", scenarioRestart},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {

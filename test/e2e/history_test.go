@@ -22,7 +22,8 @@ import (
 // generations with their pusher, peer and entity counts; confighubctl diff
 // shows what changed between them; a rollback to the first is a third
 // generation that brings every gateway back to the first hash, converged
-// in the history; the history survives a restart.
+// in the history; a gateway that refuses a generation is diffed against
+// it; the history survives a restart.
 func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 	f := startFleet(t, 3, "10s")
 	a := harness.Fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml")
@@ -74,6 +75,31 @@ func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 		t.Fatalf("rollback to the current hash: %v %v, want unchanged", res, err)
 	}
 
+	// A FAILED gateway's diff: what it runs against what it refused.
+	if _, err := c.Hub.DiffConfig(ctx, &confighubv1.DiffConfigRequest{Sink: "gw-0"}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("the diff of an APPLIED sink: %v, want FailedPrecondition", err)
+	}
+	bad := f.push(t, []byte(brokenConfig))
+	harness.Eventually(t, 20*time.Second, func() bool {
+		for _, s := range f.status(t).GetSinks() {
+			if s.GetSink() == "gw-0" {
+				return s.GetState() == confighubv1.SinkState_SINK_STATE_FAILED && s.GetRejectedGeneration() == bad
+			}
+		}
+		return false
+	}, "gw-0 rejected generation %d", bad)
+	sd, err := c.Hub.DiffConfig(ctx, &confighubv1.DiffConfigRequest{Sink: "gw-0"})
+	if err != nil || sd.GetSink() != "gw-0" || sd.GetFrom() != rb.GetGeneration() || sd.GetTo() != bad || sd.GetCreated() != 3 {
+		t.Fatalf("the diff of the FAILED gw-0: %v %v", sd, err)
+	}
+	found := false
+	for _, ch := range sd.GetChanges() {
+		found = found || ch.GetName() == "default.broken.broken.0" && strings.Contains(strings.Join(ch.GetTags(), ","), "k8s-name:broken")
+	}
+	if !found {
+		t.Errorf("the diff of gw-0 does not show the route it refused: %v", sd)
+	}
+
 	// The history is in the store: a restart keeps it.
 	if err := f.hub.Stop(); err != nil {
 		t.Fatal(err)
@@ -81,7 +107,7 @@ func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 	h := harness.StartHub(t, bins, "--data-dir", f.hub.DataDir)
 	c = hubclient.New(harness.Dial(t, h.Addr))
 	gens, err = c.Generations(ctx, "")
-	if err != nil || len(gens) != 3 || gens[2].GetPusher() != "anonymous" {
+	if err != nil || len(gens) != 4 || gens[3].GetPusher() != "anonymous" || gens[1].GetRollbackOf() != g1 {
 		t.Fatalf("history after a restart: %v %v", gens, err)
 	}
 	cfg, err := c.Hub.GetConfig(ctx, &confighubv1.GetConfigRequest{Generation: g2})

@@ -307,6 +307,9 @@ func runOne(ctx context.Context, o options, suite, emulator string, m mode, name
 	}()
 	line, err := bufio.NewReader(emuOut).ReadString('\n')
 	if err != nil {
+		// Its log is read once it has exited (exec writes it until then).
+		_ = emu.Process.Kill()
+		_ = emu.Wait()
 		r.output = fmt.Sprintf("the emulator printed no URL: %v\n%s", err, emuLog.String())
 		return r
 	}

@@ -139,10 +139,6 @@ type entityScope struct {
 // use. The zero value is not usable; use NewEntityAPI.
 //
 // Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
-// typedefs.lua, entity.lua, init.lua's handle_missing_field, the credential
-// daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and oauth2, and the
-// schema.lua of the plugins listed in kongplugins.go):
-// Facts transcribed from Kong 3.9.1 (kong/db/schema/entities/*.lua,
 // typedefs.lua, entity.lua, init.lua's handle_missing_field, the
 // credential daos.lua of key-auth, basic-auth, hmac-auth, jwt, acl and
 // oauth2, and the schema.lua of the plugins listed in kongplugins.go);
@@ -151,20 +147,29 @@ type entityScope struct {
 //   - GET /schemas/<entity> for services, routes, consumers, upstreams,
 //     targets, certificates, snis, ca_certificates, plugins,
 //     keyauth_credentials, basicauth_credentials, hmacauth_credentials,
-//     jwt_secrets, acls, oauth2_credentials (Konnect also
-//     mtls_auth_credentials) answers Kong's shape ({"fields":[{name:
+//     jwt_secrets, acls, oauth2_credentials, key_sets, keys, tags (Konnect
+//     also mtls_auth_credentials) answers Kong's shape ({"fields":[{name:
 //     {type, required, default, ...}}]}); /schemas/plugins/<name> the
 //     plugin's subschema (protocols, config with its defaults); unknown
 //     names answer Kong's 404 ("No entity named ...", "No plugin named
 //     ..."). A Konnect control plane also answers /v1/schemas/json/<type>
-//     with a JSON schema of the same facts. (TestEntitySchemas)
+//     with a JSON schema of the same facts. POST /schemas/<entity>/validate
+//     and /schemas/plugins/validate check an entity as a write does,
+//     without the foreign and unique keys (kong/api/routes/kong.lua).
+//     (TestEntitySchemas)
 //   - Every write stores the entity as Kong does: defaults filled, null
 //     for a field without one, records expanded with their own defaults,
 //     sets deduplicated, auto fields generated (id, key-auth key, hmac and
 //     jwt secrets, oauth2 client id/secret), created_at kept, updated_at
 //     set (targets in milliseconds), a certificate answered with its SNI
-//     names; reads return the stored entity. Unknown fields and missing
-//     required fields are Kong's 400 schema violation. (TestEntityStoresDefaults)
+//     names, a ttl'd key-auth with the seconds it has left (expired ones
+//     are gone); reads return the stored entity. Unknown fields, missing
+//     required fields, ids and foreign keys that are not UUIDs, and the
+//     rules a declarative configuration has (checkRules: a route's
+//     matchers and regex paths, certificates that parse and match their
+//     key, CA certificates, keys' jwk or pem) are Kong's 400 schema
+//     violation, checked before the foreign and unique keys.
+//     (TestEntityStoresDefaults, TestEntityTTL, TestEntityPluginShorthands)
 //   - Unique fields and cache keys (plugins: name, route, service,
 //     consumer; acls: consumer, group; targets: upstream, target) answer
 //     409 {"code":5,"name":"unique constraint violation","message":
@@ -172,8 +177,11 @@ type entityScope struct {
 //     missing foreign entity 400 code 4; an unknown plugin name 400 "plugin
 //     'x' not enabled". (TestEntityKongErrorBodies)
 //   - Collections match Kong OSS 3.9 on the root: /tags and /tags/<tag>
-//     list tagged entities; vaults, key-sets, keys, filter-chains are
-//     (empty) collections; /workspaces answers 404 (Kong 3.9 OSS's
+//     list tagged entities; key-sets and keys are stored, vaults and
+//     filter-chains (empty) collections; /consumers?custom_id=,
+//     /consumers/<c>/acls/<group>, /<entity>/<key>/<foreign key> and
+//     /upstreams/<u>/health (no balancer: IP targets HEALTHCHECKS_OFF,
+//     names DNS_ERROR) answer as Kong's routes do; /workspaces answers 404 (Kong 3.9 OSS's
 //     workspaces DAO says generate_admin_api = false and no route serves
 //     it), as do the Enterprise /consumer_groups, /licenses, /partials,
 //     /degraphql_routes and /mtls-auths. A Konnect control plane has the
@@ -192,14 +200,13 @@ type entityScope struct {
 //     expression routes for Konnect). (TestEveryFixtureResyncsWithoutWrites
 //     in internal/diffsync)
 //
-// Left out: entity_checks (conditional rules, at_least_one_of beyond
-// consumers, mutually exclusive fields), field validators (between,
-// patterns, hosts, paths, certificates, regexes), the shorthand fields
-// other than a service's url, the config of bundled plugins not listed in
+// Left out: the entity_checks and field validators (between, patterns,
+// hosts, paths) checkRules does not have, the shorthand fields other than
+// a service's url and rate-limiting's redis ones, the config of bundled plugins not listed in
 // kongplugins.go (their /schemas/plugins answer has a config record
 // without fields and the config is stored as sent), consumer group
-// plugins and overrides, degraphql routes (Konnect has them), vaults,
-// keys and filter chains as stored entities, RBAC, workspaces,
+// plugins and overrides, degraphql routes (Konnect has them), vaults
+// and filter chains as stored entities, RBAC, workspaces,
 // and Kong Enterprise's encryption of credentials (basic-auth passwords
 // are hashed as Kong OSS does).
 type EntityAPI struct {

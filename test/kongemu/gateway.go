@@ -64,8 +64,11 @@ const DefaultVersion = "3.9.1"
 //     Kong's pretty print of fields. (TestBrokenReferences,
 //     TestEntityErrorShapes)
 //   - GET /status: configuration_hash (EmptyHash, 32 zeros, when empty) and
-//     server counters. GET /: version (DefaultVersion), database "off"
-//     (TestStatusRootAndRestart). GET /config: the loaded configuration.
+//     server counters. GET /: version (DefaultVersion), database "off", the
+//     default kong.conf's listeners (TestStatusRootAndRestart). GET /config:
+//     Kong's export of the loaded configuration (exportConfig). /schemas
+//     and their validation, and /tags of the loaded configuration, as in
+//     DB mode (dbless.go).
 //   - configuration_hash is ConfigHash(body): MD5 of the canonical JSON form
 //     (decoded and re-encoded by encoding/json). Kong hashes its own
 //     canonical form, so the values differ from a real Kong, but both are
@@ -77,7 +80,9 @@ const DefaultVersion = "3.9.1"
 //     ("unknown field", "plugin ... not enabled") (TestFixturesAccepted,
 //     TestOSSRejectsEnterpriseFixtures).
 //   - Not checked: the config of plugins kongplugins.go does not have,
-//     regexes, certificates beyond a PEM marker, tag syntax, expressions.
+//     regexes beyond the errors PCRE and RE2 share (checkRegexPaths), tag
+//     syntax, expressions; a CA certificate's expiry (a configuration is
+//     checked once per body, without a clock).
 //     Kong's generated ids (entities given without one get a
 //     deterministic id in Kong's flattened entries) and the parent key
 //     Kong adds to a nested entity's flattened entry are left out.

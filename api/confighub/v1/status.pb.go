@@ -154,8 +154,11 @@ type SinkStatus struct {
 	// long texts cut), and last_error at most 4 KiB, so no configuration
 	// makes a status answer exceed the message limit.
 	EntityErrorsOmitted uint32 `protobuf:"varint,25,opt,name=entity_errors_omitted,json=entityErrorsOmitted,proto3" json:"entity_errors_omitted,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// A kong-dp sink: the Kong data plane behind it, as its connection
+	// shows it.
+	DataPlane     *DataPlaneStatus `protobuf:"bytes,26,opt,name=data_plane,json=dataPlane,proto3" json:"data_plane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SinkStatus) Reset() {
@@ -363,6 +366,148 @@ func (x *SinkStatus) GetEntityErrorsOmitted() uint32 {
 	return 0
 }
 
+func (x *SinkStatus) GetDataPlane() *DataPlaneStatus {
+	if x != nil {
+		return x.DataPlane
+	}
+	return nil
+}
+
+// DataPlaneStatus is a Kong data plane connected to the hub's cluster
+// listener in hybrid mode (a kong-dp sink).
+type DataPlaneStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The data plane's node_id, hostname and Kong version, as it dialled.
+	NodeId   string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Hostname string `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Version  string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// Its cluster_dp_labels.
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The address its connection comes from.
+	Address   string `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
+	Connected bool   `protobuf:"varint,6,opt,name=connected,proto3" json:"connected,omitempty"`
+	// When its current connection opened (connected) or closed (not).
+	ConnectedSince    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=connected_since,json=connectedSince,proto3" json:"connected_since,omitempty"`
+	DisconnectedSince *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=disconnected_since,json=disconnectedSince,proto3" json:"disconnected_since,omitempty"`
+	// Its last ping, and the configuration hash the ping carried: what the
+	// data plane runs (32 zeros when it runs none).
+	LastPing   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=last_ping,json=lastPing,proto3" json:"last_ping,omitempty"`
+	ConfigHash string                 `protobuf:"bytes,10,opt,name=config_hash,json=configHash,proto3" json:"config_hash,omitempty"`
+	// Kong's sync status of the data plane: "normal",
+	// "kong_version_incompatible" (refused), "plugin_set_incompatible" (the
+	// desired generation configures plugins it lacks, not sent).
+	SyncStatus    string `protobuf:"bytes,11,opt,name=sync_status,json=syncStatus,proto3" json:"sync_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataPlaneStatus) Reset() {
+	*x = DataPlaneStatus{}
+	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataPlaneStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataPlaneStatus) ProtoMessage() {}
+
+func (x *DataPlaneStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataPlaneStatus.ProtoReflect.Descriptor instead.
+func (*DataPlaneStatus) Descriptor() ([]byte, []int) {
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DataPlaneStatus) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *DataPlaneStatus) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *DataPlaneStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DataPlaneStatus) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *DataPlaneStatus) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DataPlaneStatus) GetConnected() bool {
+	if x != nil {
+		return x.Connected
+	}
+	return false
+}
+
+func (x *DataPlaneStatus) GetConnectedSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedSince
+	}
+	return nil
+}
+
+func (x *DataPlaneStatus) GetDisconnectedSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DisconnectedSince
+	}
+	return nil
+}
+
+func (x *DataPlaneStatus) GetLastPing() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPing
+	}
+	return nil
+}
+
+func (x *DataPlaneStatus) GetConfigHash() string {
+	if x != nil {
+		return x.ConfigHash
+	}
+	return ""
+}
+
+func (x *DataPlaneStatus) GetSyncStatus() string {
+	if x != nil {
+		return x.SyncStatus
+	}
+	return ""
+}
+
 // ExcludedEntity is one entity a fallback left out of its generation.
 type ExcludedEntity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -386,7 +531,7 @@ type ExcludedEntity struct {
 
 func (x *ExcludedEntity) Reset() {
 	*x = ExcludedEntity{}
-	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	mi := &file_confighub_v1_status_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +543,7 @@ func (x *ExcludedEntity) String() string {
 func (*ExcludedEntity) ProtoMessage() {}
 
 func (x *ExcludedEntity) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[1]
+	mi := &file_confighub_v1_status_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +556,7 @@ func (x *ExcludedEntity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExcludedEntity.ProtoReflect.Descriptor instead.
 func (*ExcludedEntity) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{1}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExcludedEntity) GetEntityType() string {
@@ -476,7 +621,7 @@ type EntityError struct {
 
 func (x *EntityError) Reset() {
 	*x = EntityError{}
-	mi := &file_confighub_v1_status_proto_msgTypes[2]
+	mi := &file_confighub_v1_status_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +633,7 @@ func (x *EntityError) String() string {
 func (*EntityError) ProtoMessage() {}
 
 func (x *EntityError) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[2]
+	mi := &file_confighub_v1_status_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +646,7 @@ func (x *EntityError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntityError.ProtoReflect.Descriptor instead.
 func (*EntityError) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{2}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EntityError) GetEntityType() string {
@@ -551,7 +696,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_confighub_v1_status_proto_msgTypes[3]
+	mi := &file_confighub_v1_status_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +708,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[3]
+	mi := &file_confighub_v1_status_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +721,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{3}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FieldError) GetType() string {
@@ -617,7 +762,7 @@ type GenerationStatus struct {
 
 func (x *GenerationStatus) Reset() {
 	*x = GenerationStatus{}
-	mi := &file_confighub_v1_status_proto_msgTypes[4]
+	mi := &file_confighub_v1_status_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +774,7 @@ func (x *GenerationStatus) String() string {
 func (*GenerationStatus) ProtoMessage() {}
 
 func (x *GenerationStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_confighub_v1_status_proto_msgTypes[4]
+	mi := &file_confighub_v1_status_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +787,7 @@ func (x *GenerationStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationStatus.ProtoReflect.Descriptor instead.
 func (*GenerationStatus) Descriptor() ([]byte, []int) {
-	return file_confighub_v1_status_proto_rawDescGZIP(), []int{4}
+	return file_confighub_v1_status_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GenerationStatus) GetGeneration() uint64 {
@@ -698,7 +843,7 @@ var File_confighub_v1_status_proto protoreflect.FileDescriptor
 
 const file_confighub_v1_status_proto_rawDesc = "" +
 	"\n" +
-	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\b\n" +
+	"\x19confighub/v1/status.proto\x12\fconfighub.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\t\n" +
 	"\n" +
 	"SinkStatus\x12\x12\n" +
 	"\x04sink\x18\x01 \x01(\tR\x04sink\x12\x12\n" +
@@ -727,7 +872,27 @@ const file_confighub_v1_status_proto_rawDesc = "" +
 	"\x11excluded_entities\x18\x16 \x03(\v2\x1c.confighub.v1.ExcludedEntityR\x10excludedEntities\x12/\n" +
 	"\x13fallback_generation\x18\x17 \x01(\x04R\x12fallbackGeneration\x12#\n" +
 	"\rfallback_hash\x18\x18 \x01(\tR\ffallbackHash\x122\n" +
-	"\x15entity_errors_omitted\x18\x19 \x01(\rR\x13entityErrorsOmitted\"\xfd\x01\n" +
+	"\x15entity_errors_omitted\x18\x19 \x01(\rR\x13entityErrorsOmitted\x12<\n" +
+	"\n" +
+	"data_plane\x18\x1a \x01(\v2\x1d.confighub.v1.DataPlaneStatusR\tdataPlane\"\xa1\x04\n" +
+	"\x0fDataPlaneStatus\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12A\n" +
+	"\x06labels\x18\x04 \x03(\v2).confighub.v1.DataPlaneStatus.LabelsEntryR\x06labels\x12\x18\n" +
+	"\aaddress\x18\x05 \x01(\tR\aaddress\x12\x1c\n" +
+	"\tconnected\x18\x06 \x01(\bR\tconnected\x12C\n" +
+	"\x0fconnected_since\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0econnectedSince\x12I\n" +
+	"\x12disconnected_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x11disconnectedSince\x127\n" +
+	"\tlast_ping\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\blastPing\x12\x1f\n" +
+	"\vconfig_hash\x18\n" +
+	" \x01(\tR\n" +
+	"configHash\x12\x1f\n" +
+	"\vsync_status\x18\v \x01(\tR\n" +
+	"syncStatus\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfd\x01\n" +
 	"\x0eExcludedEntity\x12\x1f\n" +
 	"\ventity_type\x18\x01 \x01(\tR\n" +
 	"entityType\x12\x1f\n" +
@@ -793,34 +958,41 @@ func file_confighub_v1_status_proto_rawDescGZIP() []byte {
 }
 
 var file_confighub_v1_status_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_confighub_v1_status_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_confighub_v1_status_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_confighub_v1_status_proto_goTypes = []any{
 	(SinkState)(0),                // 0: confighub.v1.SinkState
 	(*SinkStatus)(nil),            // 1: confighub.v1.SinkStatus
-	(*ExcludedEntity)(nil),        // 2: confighub.v1.ExcludedEntity
-	(*EntityError)(nil),           // 3: confighub.v1.EntityError
-	(*FieldError)(nil),            // 4: confighub.v1.FieldError
-	(*GenerationStatus)(nil),      // 5: confighub.v1.GenerationStatus
-	nil,                           // 6: confighub.v1.GenerationStatus.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(*DataPlaneStatus)(nil),       // 2: confighub.v1.DataPlaneStatus
+	(*ExcludedEntity)(nil),        // 3: confighub.v1.ExcludedEntity
+	(*EntityError)(nil),           // 4: confighub.v1.EntityError
+	(*FieldError)(nil),            // 5: confighub.v1.FieldError
+	(*GenerationStatus)(nil),      // 6: confighub.v1.GenerationStatus
+	nil,                           // 7: confighub.v1.DataPlaneStatus.LabelsEntry
+	nil,                           // 8: confighub.v1.GenerationStatus.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
 }
 var file_confighub_v1_status_proto_depIdxs = []int32{
 	0,  // 0: confighub.v1.SinkStatus.state:type_name -> confighub.v1.SinkState
-	3,  // 1: confighub.v1.SinkStatus.entity_errors:type_name -> confighub.v1.EntityError
-	7,  // 2: confighub.v1.SinkStatus.next_retry_time:type_name -> google.protobuf.Timestamp
-	8,  // 3: confighub.v1.SinkStatus.last_apply_duration:type_name -> google.protobuf.Duration
-	7,  // 4: confighub.v1.SinkStatus.last_applied_time:type_name -> google.protobuf.Timestamp
-	2,  // 5: confighub.v1.SinkStatus.excluded_entities:type_name -> confighub.v1.ExcludedEntity
-	4,  // 6: confighub.v1.EntityError.errors:type_name -> confighub.v1.FieldError
-	7,  // 7: confighub.v1.GenerationStatus.accept_time:type_name -> google.protobuf.Timestamp
-	7,  // 8: confighub.v1.GenerationStatus.converge_time:type_name -> google.protobuf.Timestamp
-	6,  // 9: confighub.v1.GenerationStatus.labels:type_name -> confighub.v1.GenerationStatus.LabelsEntry
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	4,  // 1: confighub.v1.SinkStatus.entity_errors:type_name -> confighub.v1.EntityError
+	9,  // 2: confighub.v1.SinkStatus.next_retry_time:type_name -> google.protobuf.Timestamp
+	10, // 3: confighub.v1.SinkStatus.last_apply_duration:type_name -> google.protobuf.Duration
+	9,  // 4: confighub.v1.SinkStatus.last_applied_time:type_name -> google.protobuf.Timestamp
+	3,  // 5: confighub.v1.SinkStatus.excluded_entities:type_name -> confighub.v1.ExcludedEntity
+	2,  // 6: confighub.v1.SinkStatus.data_plane:type_name -> confighub.v1.DataPlaneStatus
+	7,  // 7: confighub.v1.DataPlaneStatus.labels:type_name -> confighub.v1.DataPlaneStatus.LabelsEntry
+	9,  // 8: confighub.v1.DataPlaneStatus.connected_since:type_name -> google.protobuf.Timestamp
+	9,  // 9: confighub.v1.DataPlaneStatus.disconnected_since:type_name -> google.protobuf.Timestamp
+	9,  // 10: confighub.v1.DataPlaneStatus.last_ping:type_name -> google.protobuf.Timestamp
+	5,  // 11: confighub.v1.EntityError.errors:type_name -> confighub.v1.FieldError
+	9,  // 12: confighub.v1.GenerationStatus.accept_time:type_name -> google.protobuf.Timestamp
+	9,  // 13: confighub.v1.GenerationStatus.converge_time:type_name -> google.protobuf.Timestamp
+	8,  // 14: confighub.v1.GenerationStatus.labels:type_name -> confighub.v1.GenerationStatus.LabelsEntry
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_confighub_v1_status_proto_init() }
@@ -834,7 +1006,7 @@ func file_confighub_v1_status_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_confighub_v1_status_proto_rawDesc), len(file_confighub_v1_status_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -222,8 +222,27 @@
     cells.badge = badge;
     cells.reason = reason;
     cells.name.textContent = st.sink;
+    // A kong-dp sink: the data plane behind it.
+    const dp = document.createElement('div');
+    dp.className = 'reason muted';
+    cells.name.append(dp);
+    cells.dp = dp;
     row.dataset.sink = st.sink;
     return { row, cells, st: {}, state: '', kind: '' };
+  }
+
+  // dataPlaneText is one line about a Kong data plane in hybrid mode:
+  // hostname, version, address, connection, what its last ping said it runs.
+  function dataPlaneText(dp) {
+    if (!dp) return '';
+    const parts = [dp.hostname, dp.version, dp.address].filter(Boolean);
+    parts.push(dp.connected ? 'connected since ' + fmtTime(dp.connectedSince)
+      : 'disconnected' + (dp.disconnectedSince ? ' since ' + fmtTime(dp.disconnectedSince) : ''));
+    if (dp.configHash) parts.push('runs ' + dp.configHash.slice(0, 12) + ' (ping ' + fmtTime(dp.lastPing) + ')');
+    if (dp.syncStatus && dp.syncStatus !== 'normal') parts.push(dp.syncStatus);
+    const labels = Object.entries(dp.labels || {}).map(([k, v]) => k + ':' + v).sort();
+    if (labels.length) parts.push(labels.join(','));
+    return parts.join(' · ');
   }
 
   function setText(td, text) {
@@ -255,6 +274,7 @@
     if (!prev || prev.rejectedGeneration !== st.rejectedGeneration) dirty.gens = true;
     // Why a sink waits or was skipped (gate, pacing, no configuration yet).
     setText(e.cells.reason, st.reason || '');
+    setText(e.cells.dp, dataPlaneText(st.dataPlane));
     if (st.kind !== e.kind) {
       e.kind = st.kind || '';
       setText(e.cells.kind, e.kind);

@@ -39,15 +39,6 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
-// WithGenerations sets how many generations per stream are kept in etcd.
-func WithGenerations(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.keepGens = n
-		}
-	}
-}
-
 // Writer copies statuses from a local view (the engine's broker) to etcd:
 // it is one more watcher of that view per stream. Sink statuses are
 // coalesced per sink, generation statuses per generation, and written at

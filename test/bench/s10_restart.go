@@ -58,10 +58,10 @@ func scenarioRestart(ctx context.Context, o opts, log func(string, ...any)) ([]R
 		}
 		log("%d streams: serving after %.2fs, RSS %.0f MiB, of it anonymous %.0f MiB (load %s)", n, took.Seconds(), rss, anon, load)
 		rows = append(rows,
-			Row{Scenario: fmt.Sprintf("9 restart to serving, %d streams, ulimit -n %d", n, restartLimit), Unit: "s", Hub: took.Seconds(),
+			Row{Scenario: fmt.Sprintf("10 restart to serving, %d streams, ulimit -n %d", n, restartLimit), Unit: "s", Hub: took.Seconds(),
 				Target: "serves", OK: true, Runs: 1, Load: load},
-			Row{Scenario: fmt.Sprintf("9 RSS after restart, %d streams of 5 KiB", n), Unit: "MiB", Hub: rss, Info: true, Runs: 1, Load: load},
-			Row{Scenario: fmt.Sprintf("9 anonymous RSS after restart, %d streams", n), Unit: "MiB", Hub: anon, Info: true, Runs: 1, Load: load})
+			Row{Scenario: fmt.Sprintf("10 RSS after restart, %d streams of 5 KiB", n), Unit: "MiB", Hub: rss, Info: true, Runs: 1, Load: load},
+			Row{Scenario: fmt.Sprintf("10 anonymous RSS after restart, %d streams", n), Unit: "MiB", Hub: anon, Info: true, Runs: 1, Load: load})
 		_ = os.RemoveAll(data)
 	}
 	return rows, nil
