@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -98,4 +99,29 @@ func clientTLS(g *globals) (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{pair}
 	}
 	return c, nil
+}
+
+// listCall is the common body of a command that reads one answer: it takes
+// no positional argument, checks --output, dials the hub and runs call
+// within --timeout. Errors of call are the command's (cliError).
+func listCall[T any](ctx context.Context, g *globals, name string, pos []string, call func(context.Context, *hubclient.Client) (T, error)) (T, error) {
+	var zero T
+	if len(pos) > 0 {
+		return zero, usagef("%s: unexpected argument %q", name, pos[0])
+	}
+	if err := checkOutput(g); err != nil {
+		return zero, err
+	}
+	c, closeConn, err := dial(g)
+	if err != nil {
+		return zero, err
+	}
+	defer closeConn()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	res, err := call(ctx, c)
+	if err != nil {
+		return zero, &cliError{name, err}
+	}
+	return res, nil
 }

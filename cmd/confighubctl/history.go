@@ -12,6 +12,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
 )
 
@@ -24,22 +25,11 @@ func cmdHistory(ctx context.Context, g *globals, args []string, out, errw io.Wri
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("history: unexpected argument %q", pos[0])
-	}
-	if err := checkOutput(g); err != nil {
-		return err
-	}
-	c, closeConn, err := dial(g)
+	res, err := listCall(ctx, g, "history", pos, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListGenerationsResponse, error) {
+		return c.Hub.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{Stream: *stream, Before: *before, Limit: uint32(*limit)})
+	})
 	if err != nil {
 		return err
-	}
-	defer closeConn()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	res, err := c.Hub.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{Stream: *stream, Before: *before, Limit: uint32(*limit)})
-	if err != nil {
-		return &cliError{"history", err}
 	}
 	if g.output == "json" {
 		return printJSON(out, res)

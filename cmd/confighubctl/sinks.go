@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/internal/sinksfile"
 )
 
@@ -42,22 +43,11 @@ func sinksList(ctx context.Context, g *globals, args []string, out, errw io.Writ
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("sinks list: unexpected argument %q", pos[0])
-	}
-	if err := checkOutput(g); err != nil {
-		return err
-	}
-	c, closeConn, err := dial(g)
+	res, err := listCall(ctx, g, "sinks list", pos, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListSinksResponse, error) {
+		return c.Admin.ListSinks(ctx, &confighubv1.ListSinksRequest{Stream: *stream})
+	})
 	if err != nil {
 		return err
-	}
-	defer closeConn()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	res, err := c.Admin.ListSinks(ctx, &confighubv1.ListSinksRequest{Stream: *stream})
-	if err != nil {
-		return &cliError{"sinks list", err}
 	}
 	if g.output == "json" {
 		return printJSON(out, res)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/api/hubclient"
 )
 
 func cmdStreams(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
@@ -35,22 +36,11 @@ func streamsList(ctx context.Context, g *globals, args []string, out, errw io.Wr
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("streams list: unexpected argument %q", pos[0])
-	}
-	if err := checkOutput(g); err != nil {
-		return err
-	}
-	c, closeConn, err := dial(g)
+	res, err := listCall(ctx, g, "streams list", pos, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListStreamsResponse, error) {
+		return c.Admin.ListStreams(ctx, &confighubv1.ListStreamsRequest{})
+	})
 	if err != nil {
 		return err
-	}
-	defer closeConn()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	res, err := c.Admin.ListStreams(ctx, &confighubv1.ListStreamsRequest{})
-	if err != nil {
-		return &cliError{"streams list", err}
 	}
 	if g.output == "json" {
 		return printJSON(out, res)

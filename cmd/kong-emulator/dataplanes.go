@@ -20,8 +20,8 @@ import (
 // APIs (--cluster-control-plane set).
 type dpFlags struct {
 	controlPlane, cert, key, mtls, ca, serverName, version, labels, prefix string
-	pingInterval, reconnectMin, reconnectMax                          time.Duration
-	konnect                                                           bool
+	pingInterval, reconnectMin, reconnectMax                               time.Duration
+	konnect                                                                bool
 }
 
 func addDPFlags(fs *flag.FlagSet, d *dpFlags) {
