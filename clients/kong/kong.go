@@ -30,18 +30,23 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Kind is the registered kind name.
-const Kind = "kong"
-
-// DefaultStatusInterval is how often GET /status is polled by default.
-const DefaultStatusInterval = 10 * time.Second
-
-// emptyHash is the configuration_hash of a DB-less Kong with no
-// configuration (after a start or restart).
-const emptyHash = "00000000000000000000000000000000"
-
-// maxPollTimeout bounds one GET /status.
-const maxPollTimeout = 10 * time.Second
+const (
+	// Kind is the registered kind name.
+	Kind = "kong"
+	// DefaultStatusInterval is how often GET /status is polled by default.
+	DefaultStatusInterval = 10 * time.Second
+	// emptyHash is the configuration_hash of a DB-less Kong with no
+	// configuration (after a start or restart).
+	emptyHash = "00000000000000000000000000000000"
+	// maxPollTimeout bounds one GET /status.
+	maxPollTimeout = 10 * time.Second
+	// maxAnswerBytes bounds how much of an answer is read (an error body,
+	// the /status document).
+	maxAnswerBytes = 8 << 20
+	// maxDrain bounds how much of an unread answer is drained so that its
+	// connection is reused; beyond it the connection is closed.
+	maxDrain = 64 << 20
+)
 
 // Register adds the "kong" kind to r.
 func Register(r *sink.Registry) error {
@@ -57,19 +62,16 @@ type Sink struct {
 	clock    clockwork.Clock
 	logger   *slog.Logger
 
-	// fallback: a rejection with entity errors applies a fallback
-	// (on_reject: ON_REJECT_FALLBACK).
-	fallback bool
+	fallback bool // on_reject: ON_REJECT_FALLBACK
 
 	mu sync.Mutex
-	// held is the body the gateway last accepted (whole or a fallback): a
-	// fallback keeps its excluded entities' versions from it.
+	// held is the body the gateway last accepted (whole or a fallback),
+	// whose versions a fallback keeps of its excluded entities.
 	held []byte
-	// running is the fallback the gateway holds, nil when it holds a
-	// generation whole.
+	// running is the fallback the gateway holds, nil for a whole generation.
 	running *runningFallback
-	// appliedSinceResync is set by a successful Apply and cleared when a
-	// resync is asked for: an empty gateway after it means a restart.
+	// appliedSinceResync is set by a successful Apply and cleared by a
+	// resync: an empty gateway after it means a restart.
 	appliedSinceResync bool
 }
 
@@ -182,14 +184,6 @@ func (s *Sink) do(ctx context.Context, method, path string, body []byte) (*http.
 	}
 	return s.http.Do(req)
 }
-
-// maxAnswerBytes bounds how much of an Admin API answer is read (a Kong
-// error body, the /status document).
-const maxAnswerBytes = 8 << 20
-
-// maxDrain bounds how much of an unread answer is drained so that its
-// connection can be reused; beyond it the connection is closed.
-const maxDrain = 64 << 20
 
 // closeBody drains the rest of an answer, bounded, so its connection is
 // reused. Kong answers a 201 with every loaded entity, about the size of
@@ -404,8 +398,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// --- liveness: GET /status ------------------------------------------------
-
 // Run polls GET /status every status interval (on the injected clock). A
 // gateway that reports the all-zeros configuration_hash after it was given
 // a configuration (or at the first poll after the hub started) restarted
@@ -415,60 +407,44 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()
-	p := poller{s: s, n: n}
+	lastHash, health := "", 0 // the previous poll's hash; health 1 reachable, -1 not, 0 unknown
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			p.poll(ctx)
 		}
-	}
-}
-
-type poller struct {
-	s *Sink
-	n sink.Notifier
-	// lastHash is the hash seen at the previous successful poll ("" unknown).
-	lastHash string
-	// health: 0 unknown, 1 reachable, -1 unreachable.
-	health int
-}
-
-func (p *poller) poll(ctx context.Context) {
-	timeout := min(p.s.interval, maxPollTimeout)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	h, err := p.s.status(pctx)
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		if p.health != -1 {
-			p.s.logger.Warn("gateway unreachable", "address", p.s.address, "err", err)
-			p.health = -1
+		pctx, cancel := context.WithTimeout(ctx, min(s.interval, maxPollTimeout))
+		h, err := s.status(pctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if health != -1 {
+				s.logger.Warn("gateway unreachable", "address", s.address, "err", err)
+				health = -1
+			}
+			// Reported at every failed poll: a successful apply in between
+			// clears the engine's view, and a gateway down again must show.
+			n.Health(fmt.Errorf("GET %s/status: %w", s.address, err))
+			continue
+		case health != 1:
+			n.Health(nil)
+			health = 1
 		}
-		// Reported at every failed poll, not once: a successful apply
-		// in between clears the engine's view (the gateway answered it),
-		// and a gateway down again must show again.
-		p.n.Health(fmt.Errorf("GET %s/status: %w", p.s.address, err))
-		return
-	}
-	if p.health != 1 {
-		p.n.Health(nil)
-		p.health = 1
-	}
-	if h == emptyHash {
-		p.s.mu.Lock()
-		applied := p.s.appliedSinceResync
-		p.s.appliedSinceResync = false
-		p.s.mu.Unlock()
-		if p.lastHash != emptyHash || applied {
-			p.s.logger.Info("gateway has no configuration (restarted); resync", "address", p.s.address)
-			p.n.Resync("gateway restarted empty")
+		if h == emptyHash {
+			s.mu.Lock()
+			applied := s.appliedSinceResync
+			s.appliedSinceResync = false
+			s.mu.Unlock()
+			if lastHash != emptyHash || applied {
+				s.logger.Info("gateway has no configuration (restarted); resync", "address", s.address)
+				n.Resync("gateway restarted empty")
+			}
 		}
+		lastHash = h
 	}
-	p.lastHash = h
 }
 
 // status is the configuration_hash GET /status reports.

@@ -30,17 +30,18 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Kind is the registered kind name.
-const Kind = "plugin"
-
-// DefaultChunkBytes is the chunk size when the plugin names none.
-const DefaultChunkBytes = 1 << 20
-
-// DefaultBackoffMax is the kind's default cap of the engine's retry backoff.
-const DefaultBackoffMax = 30 * time.Second
-
-// describeTimeout bounds the Describe that Run makes on a new connection.
-const describeTimeout = 10 * time.Second
+const (
+	// Kind is the registered kind name.
+	Kind = "plugin"
+	// DefaultChunkBytes is the chunk size when the plugin names none.
+	DefaultChunkBytes = 1 << 20
+	// DefaultBackoffMax is the kind's default cap of the engine's retry
+	// backoff: a restarted plugin is retried within grpc's reconnect cap.
+	DefaultBackoffMax = 30 * time.Second
+	// describeTimeout bounds the Describe that Run makes on a new
+	// connection.
+	describeTimeout = 10 * time.Second
+)
 
 // Options tune the kind's connections. Zero fields take grpc's reconnect
 // backoff capped at 30s and a 5s connect timeout.
@@ -60,11 +61,8 @@ func RegisterWith(r *sink.Registry, o Options) error {
 	o.MinConnectTimeout = cmp.Or(o.MinConnectTimeout, 5*time.Second)
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
-	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }), sink.WithDefaults(&confighubv1.SinkOptions{
-		// A plugin that was down is retried at least every 30s (grpc's own
-		// reconnect cap), so a restarted plugin catches up soon.
-		Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)},
-	}))
+	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }),
+		sink.WithDefaults(&confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)}}))
 }
 
 // Sink is one external plugin.
@@ -76,11 +74,10 @@ type Sink struct {
 	conn     *grpc.ClientConn
 	client   sinkv1.SinkPluginServiceClient
 
-	// epoch counts transport connections made (a stats handler sees each
-	// one); the cached Describe is valid for the epoch it was made in.
-	epoch atomic.Uint64
-	// describeLock serialises Describe calls (Run and Apply) and can be
-	// given up on ctx, unlike a mutex.
+	// epoch counts transport connections (a stats handler sees each); the
+	// cached Describe is valid for the epoch it was made in. describeLock
+	// serialises Describe calls and, unlike a mutex, is given up on ctx.
+	epoch        atomic.Uint64
 	describeLock chan struct{}
 	desc         atomic.Pointer[described]
 }
@@ -112,13 +109,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 		tlsconfig.WarnInsecure(log, ps.GetTls(), ps.GetAddress())
 		creds = credentials.NewTLS(tc)
 	}
-	s := &Sink{
-		name:         spec.GetName(),
-		address:      ps.GetAddress(),
-		settings:     ps.GetSettings(),
-		log:          log,
-		describeLock: make(chan struct{}, 1),
-	}
+	s := &Sink{name: spec.GetName(), address: ps.GetAddress(), settings: ps.GetSettings(), log: log, describeLock: make(chan struct{}, 1)}
 	conn, err := grpc.NewClient(ps.GetAddress(),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.Backoff, MinConnectTimeout: o.MinConnectTimeout}),
