@@ -180,17 +180,46 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 // errors (NotFound, PermissionDenied, Unauthenticated, InvalidArgument,
 // Unimplemented) are returned.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
-	rev := fromRevision
-	wait := c.minBackoff
-	broken := false
-	for {
-		err := c.watchOnce(ctx, stream, &rev, fn, &wait, &broken)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	rev, wait, broken := fromRevision, c.minBackoff, false
+	var fnErr error
+	// once follows one WatchStatus stream until it breaks.
+	once := func() error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: rev})
+		if err != nil {
+			return err
 		}
-		var fnErr fnError
-		if errors.As(err, &fnErr) {
-			return fnErr.err
+		// The hub's header, sent at once, is its answer that the watch is
+		// open (a resumed watch may get no event for a while). An open
+		// stream is not: a proxy opens it too, and a refusal has no header.
+		if broken {
+			if md, err := st.Header(); err == nil && md != nil {
+				broken = false
+				c.watchState(nil)
+			}
+		}
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return err
+			}
+			wait = c.minBackoff // got data: the connection is healthy again
+			if ev.GetRevision() > rev || ev.GetSnapshot() != nil {
+				rev = ev.GetRevision()
+			}
+			if fnErr = fn(ev); fnErr != nil {
+				return fnErr
+			}
+		}
+	}
+	for {
+		err := once()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case fnErr != nil:
+			return fnErr
 		}
 		switch status.Code(err) {
 		case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
@@ -200,49 +229,12 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 			c.watchState(err)
 			broken = true
 		}
-		d := wait/2 + rand.N(wait/2+1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(d):
+		case <-time.After(wait/2 + rand.N(wait/2+1)):
 		}
 		wait = min(wait*2, c.maxBackoff)
-	}
-}
-
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-
-func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn func(*confighubv1.WatchStatusResponse) error, wait *time.Duration, broken *bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: *rev})
-	if err != nil {
-		return err
-	}
-	// The hub's header is its answer that the watch is open (it sends it
-	// at once: a resumed watch of a stream where nothing changed receives
-	// no event for a while). An open stream alone is not one: a proxy
-	// opens it too, and a refusal carries no header (nil md).
-	if *broken {
-		if md, err := st.Header(); err == nil && md != nil {
-			*broken = false
-			c.watchState(nil)
-		}
-	}
-	for {
-		ev, err := st.Recv()
-		if err != nil {
-			return err
-		}
-		*wait = c.minBackoff // got data: the connection is healthy again
-		if ev.GetRevision() > *rev || ev.GetSnapshot() != nil {
-			*rev = ev.GetRevision()
-		}
-		if err := fn(ev); err != nil {
-			return fnError{err}
-		}
 	}
 }
 

@@ -88,7 +88,7 @@ type globals struct {
 }
 
 func addGlobals(fs *flag.FlagSet, g *globals) {
-	fs.StringVar(&g.addr, "addr", envOr("CONFIGHUB_ADDR", "127.0.0.1:7070"), "hub gRPC address (env CONFIGHUB_ADDR)")
+	fs.StringVar(&g.addr, "addr", cmp.Or(os.Getenv("CONFIGHUB_ADDR"), "127.0.0.1:7070"), "hub gRPC address (env CONFIGHUB_ADDR)")
 	fs.StringVar(&g.token, "token", os.Getenv("CONFIGHUB_TOKEN"), "bearer token (env CONFIGHUB_TOKEN)")
 	fs.StringVar(&g.tlsCA, "tls-ca", os.Getenv("CONFIGHUB_TLS_CA"), "PEM CA that signed the hub's certificate (enables TLS; env CONFIGHUB_TLS_CA)")
 	fs.StringVar(&g.tlsCert, "tls-cert", os.Getenv("CONFIGHUB_TLS_CERT"), "PEM client certificate for mTLS (enables TLS; env CONFIGHUB_TLS_CERT)")
@@ -97,13 +97,6 @@ func addGlobals(fs *flag.FlagSet, g *globals) {
 	fs.BoolVar(&g.insecure, "insecure", false, "plaintext (the default when no --tls-* flag is set)")
 	fs.StringVar(&g.output, "output", "table", "output: table or json")
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "deadline of one request (not of status --watch)")
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 // command is one confighubctl command.
@@ -431,21 +424,14 @@ func dash(s string) string {
 	return s
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// terminal reports whether w is a terminal, and its width (0: unknown).
+func terminal(w io.Writer) (bool, int) {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, _ := term.GetSize(int(f.Fd()))
+	return true, width
 }
 
-// terminalWidth is w's width, or 0 when unknown.
-func terminalWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0
-	}
-	width, _, err := term.GetSize(int(f.Fd()))
-	if err != nil {
-		return 0
-	}
-	return width
-}
+func isTerminal(w io.Writer) bool { tty, _ := terminal(w); return tty }

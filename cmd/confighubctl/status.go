@@ -67,7 +67,8 @@ func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	}()
 	asJSON := x.g.output == "json"
 	v := newStatusView()
-	r := &watchRenderer{w: x.out, ansi: isTerminal(x.out), width: terminalWidth(x.out)}
+	r := &watchRenderer{w: x.out}
+	r.ansi, r.width = terminal(x.out)
 	var last time.Time
 	dirty := false
 	draw := func() {
