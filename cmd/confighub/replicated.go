@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -74,25 +75,17 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	if r.opTimeout <= 0 {
 		return clientv3.Config{}, fmt.Errorf("--etcd-op-timeout %s: must be positive", r.opTimeout)
 	}
-	password := r.password
-	if password == "" {
-		password = os.Getenv("CONFIGHUB_ETCD_PASSWORD")
-	}
 	cfg := clientv3.Config{
 		Endpoints:   eps,
 		DialTimeout: 5 * time.Second,
-		// Keepalive pings find a dead connection within a TTL, so the
-		// readiness probe and the lease react to it.
+		// Keepalive pings find a dead connection within a TTL.
 		DialKeepAliveTime:    r.leaseTTL / 2,
 		DialKeepAliveTimeout: r.leaseTTL / 2,
 		Username:             r.username,
-		Password:             password,
-		// The hub logs what matters (lease lost, etcd unreachable); the
-		// client's own retry chatter stays out of it.
-		Logger: zap.NewNop(),
+		Password:             cmp.Or(r.password, os.Getenv("CONFIGHUB_ETCD_PASSWORD")),
+		Logger:               zap.NewNop(), // the hub logs what matters
 		// Reconnect to a restarted etcd within a second, not after gRPC's
-		// default backoff of up to two minutes: the replicas serve again
-		// within about a probe interval of etcd being back.
+		// default backoff of up to two minutes.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: r.opTimeout,
@@ -138,10 +131,9 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	ready := func() bool { return rep.Ready() }
 	guarded := cluster.Guard(st, ready, r.opTimeout)
 	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
-	// One engine path in both modes: the engine keeps every sink and runs
-	// the ones the replica owns; statuses go to etcd through a writer that
-	// watches the engine's broker, and come back through the mirror, which
-	// is the status view every replica serves.
+	// The engine keeps every sink and runs the ones the replica owns;
+	// statuses go to etcd and come back through the replica's mirror, the
+	// status view every replica serves.
 	place := cluster.NewPlacement(r.replicaID)
 	m := &storeMode{store: guarded, log: log, what: "start (etcd " + r.endpoints + ")", startTimeout: 30 * time.Second,
 		engine: []engine.Option{

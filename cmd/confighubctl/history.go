@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -54,18 +55,14 @@ func renderHistory(res *confighubv1.ListGenerationsResponse, now time.Time) stri
 
 // outcomeText is "converged 3/3", "converging 1/3", "rejected by 2 of 3".
 func outcomeText(gr *confighubv1.GenerationRecord) string {
-	n := fmt.Sprintf("%d/%d", gr.GetSinksApplied(), gr.GetSinksTotal())
 	switch gr.GetOutcome() {
-	case confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGED:
-		return "converged " + n
-	case confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGING:
-		return "converging " + n
+	case confighubv1.GenerationOutcome_GENERATION_OUTCOME_UNSPECIFIED:
+		return "-"
 	case confighubv1.GenerationOutcome_GENERATION_OUTCOME_REJECTED:
 		return fmt.Sprintf("rejected by %d of %d", gr.GetSinksRejected(), gr.GetSinksTotal())
-	case confighubv1.GenerationOutcome_GENERATION_OUTCOME_SUPERSEDED:
-		return "superseded " + n
 	}
-	return "-"
+	name := strings.ToLower(strings.TrimPrefix(gr.GetOutcome().String(), "GENERATION_OUTCOME_"))
+	return fmt.Sprintf("%s %d/%d", name, gr.GetSinksApplied(), gr.GetSinksTotal())
 }
 
 // entityText is "2 services, 3 routes, 1 plugin" (the most numerous
@@ -178,7 +175,7 @@ func renderDiff(res *confighubv1.DiffConfigResponse, ansi bool) string {
 		}
 		b.WriteString(line + "\n")
 		for _, f := range ch.GetFields() {
-			fmt.Fprintf(&b, "  %s: %s -> %s\n", strings.Join(f.GetPath(), "."), orAbsent(f.GetOldJson()), orAbsent(f.GetNewJson()))
+			fmt.Fprintf(&b, "  %s: %s -> %s\n", strings.Join(f.GetPath(), "."), cmp.Or(f.GetOldJson(), "(absent)"), cmp.Or(f.GetNewJson(), "(absent)"))
 		}
 	}
 	fmt.Fprintf(&b, "Summary:\n  Created: %d\n  Updated: %d\n  Deleted: %d\n", res.GetCreated(), res.GetUpdated(), res.GetDeleted())
@@ -199,13 +196,6 @@ func entityName(ch *confighubv1.EntityChange) string {
 		s += " (" + ch.GetParent() + ")"
 	}
 	return s
-}
-
-func orAbsent(js string) string {
-	if js == "" {
-		return "(absent)"
-	}
-	return js
 }
 
 func rollbackCmd(fs *flag.FlagSet) func(*invocation, []string) error {
