@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/confighub/confighub/config"
 )
@@ -12,49 +13,61 @@ import (
 // etcd): its CommitConfig writes the bytes.
 type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
 
-// StageDirect is StageConfig for such a store: it feeds tee and returns a
-// handle whose Commit is commit.
+// Direct is StageConfig, DeferBelow and StageStream for such a store,
+// which embeds it with Commit set to its CommitConfig.
+type Direct struct{ Commit Committer }
+
+// StageConfig implements Store: it feeds tee; Commit writes the bytes.
+func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
+	return StageDirect(d.Commit, raw, tee)
+}
+
+// DeferBelow implements Store: a stage never writes.
+func (Direct) DeferBelow() int { return math.MaxInt }
+
+// StageStream implements Store: the caller keeps the bytes written.
+func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
+	return StageStreamDirect(d.Commit, size), nil
+}
+
+// StageDirect is Direct.StageConfig with commit.
 func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
 	if tee != nil {
 		if _, err := tee.Write(raw); err != nil {
 			return nil, err
 		}
 	}
-	return direct(commit), nil
+	return &direct{commit: commit}, nil
 }
 
-// StageStreamDirect is StageStream for such a store: it counts the bytes
-// written (the caller keeps them) and commits them with commit.
+// StageStreamDirect is Direct.StageStream with commit.
 func StageStreamDirect(commit Committer, size int64) StageWriter {
-	return &directWriter{commit: commit, size: size}
+	return &direct{commit: commit, size: size}
 }
 
-type direct Committer
-
-func (d direct) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
-	return d(ctx, c, expected)
-}
-
-func (direct) Discard() error { return nil }
-
-type directWriter struct {
+// direct is a stage that counts what it is written (the caller keeps it).
+type direct struct {
 	commit  Committer
 	size, n int64
 }
 
-func (w *directWriter) Write(p []byte) (int, error) {
-	if w.n+int64(len(p)) > w.size {
-		return 0, fmt.Errorf("stage: %d bytes written past the announced %d", w.n+int64(len(p))-w.size, w.size)
+func (d *direct) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	return d.commit(ctx, c, expected)
+}
+
+func (d *direct) Write(p []byte) (int, error) {
+	if d.n+int64(len(p)) > d.size {
+		return 0, fmt.Errorf("stage: %d bytes written past the announced %d", d.n+int64(len(p))-d.size, d.size)
 	}
-	w.n += int64(len(p))
+	d.n += int64(len(p))
 	return len(p), nil
 }
 
-func (w *directWriter) Staged() (Staged, error) {
-	if w.n != w.size {
-		return nil, fmt.Errorf("stage: %d of %d bytes written", w.n, w.size)
+func (d *direct) Staged() (Staged, error) {
+	if d.n != d.size {
+		return nil, fmt.Errorf("stage: %d of %d bytes written", d.n, d.size)
 	}
-	return direct(w.commit), nil
+	return d, nil
 }
 
-func (w *directWriter) Discard() error { return nil }
+func (*direct) Discard() error { return nil }

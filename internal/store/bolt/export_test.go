@@ -19,6 +19,9 @@ func WithInlineBelow(n int) Option { return func(o *options) { o.inlineBelow = n
 // WithoutGroupCommit gives each commit its own index transaction.
 func WithoutGroupCommit() Option { return func(o *options) { o.noGroup = true } }
 
+// Path is the store file's path.
+func (s *Store) Path() string { return s.path }
+
 // SetHookSync flushes record files with fn instead of fdatasync.
 func (s *Store) SetHookSync(fn func(*os.File) error) { s.hookSync = fn }
 

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	bbolt "go.etcd.io/bbolt"
@@ -47,27 +46,13 @@ const writeChunk = 1 << 20
 // size (8 bytes, big-endian, read by the retention without decoding) then
 // genMeta as JSON. An inline generation's bytes are under dataKey.
 type genMeta struct {
-	Generation uint64              `json:"generation"`
-	Hash       string              `json:"hash"`
-	Format     string              `json:"format"`
-	Size       int64               `json:"size"`
-	Labels     map[string]string   `json:"labels,omitempty"`
-	AcceptTime time.Time           `json:"accept_time"`
-	Origin     *store.OriginRecord `json:"origin,omitempty"`
+	store.Meta
 	// Blob names the record file holding the bytes; empty when inline.
 	Blob string `json:"blob,omitempty"`
 }
 
 func genKey(gen uint64) []byte  { return binary.BigEndian.AppendUint64(make([]byte, 0, 9), gen) }
 func dataKey(gen uint64) []byte { return append(genKey(gen), 'd') }
-
-func encodeMeta(m genMeta) ([]byte, error) {
-	js, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(js)), uint64(m.Size)), js...), nil
-}
 
 func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	var m genMeta
@@ -77,9 +62,28 @@ func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	return m, nil
 }
 
-func (m genMeta) config(stream string, raw []byte) *config.Config {
-	f, _ := config.ParseFormat(m.Format) // checked at commit
-	return config.New(stream, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.Origin.Origin())
+// eachGen calls fn with each generation entry of stream bucket b, newest
+// first, from the newest older than before (0: the newest), while fn
+// returns true and no error.
+func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error)) error {
+	c := b.Cursor()
+	k, v := c.Last()
+	if before > 0 {
+		if k, _ = c.Seek(genKey(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for ; k != nil; k, v = c.Prev() {
+		if len(k) != 8 {
+			continue
+		}
+		if more, err := fn(k, v); !more || err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stream is one stream's state: its current generation, as readers and
@@ -154,14 +158,13 @@ func (s *Store) fail(err error) error {
 // staged is a StageConfig or StageStream handle: inline bytes (below
 // deferMax) or a record file written but not yet flushed.
 type staged struct {
-	s      *Store
-	stream string
-	name   string   // record file; "" when inline
-	f      *os.File // open until Commit or Discard
-	dir    chan error
-	size   int64
-	n      int64 // bytes written (StageStream)
-	done   bool
+	s    *Store
+	name string   // record file; "" when inline
+	f    *os.File // open until Commit or Discard
+	dir  chan error
+	size int64
+	n    int64 // bytes written (StageStream)
+	done bool
 }
 
 var (
@@ -176,14 +179,14 @@ func (s *Store) DeferBelow() int { return s.inlineBelow }
 // written to a new record file (its directory entry flushed meanwhile),
 // chunk by chunk, each handed to the disk and then to tee; below it they
 // only go to tee.
-func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+func (s *Store) StageConfig(ctx context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
 	if len(raw) < s.inlineBelow {
 		if tee != nil {
 			_, _ = tee.Write(raw)
 		}
-		return &staged{s: s, stream: stream, size: int64(len(raw))}, nil
+		return &staged{s: s, size: int64(len(raw))}, nil
 	}
-	g, err := s.openStage(stream, int64(len(raw)))
+	g, err := s.openStage(int64(len(raw)))
 	if err != nil {
 		return nil, err
 	}
@@ -207,20 +210,20 @@ func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee 
 // StageStream implements store.Store: from deferMax on a record file that
 // takes the bytes as they arrive; below it the commit writes them inline
 // (the caller keeps them).
-func (s *Store) StageStream(_ context.Context, stream string, size int64) (store.StageWriter, error) {
+func (s *Store) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
 	if size < int64(s.inlineBelow) {
 		if err := s.begin(); err != nil {
 			return nil, err
 		}
 		s.ops.Done()
-		return &staged{s: s, stream: stream, size: size}, nil
+		return &staged{s: s, size: size}, nil
 	}
-	return s.openStage(stream, size)
+	return s.openStage(size)
 }
 
 // openStage creates a record file and flushes its directory entry in the
 // background (waited for before the commit's index write).
-func (s *Store) openStage(stream string, size int64) (*staged, error) {
+func (s *Store) openStage(size int64) (*staged, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -234,7 +237,7 @@ func (s *Store) openStage(stream string, size int64) (*staged, error) {
 	if err != nil {
 		return nil, s.ioErr("create", p, err)
 	}
-	g := &staged{s: s, stream: stream, name: name, f: f, dir: make(chan error, 1), size: size}
+	g := &staged{s: s, name: name, f: f, dir: make(chan error, 1), size: size}
 	go func() { g.dir <- syncDir(s.blobDir) }()
 	return g, nil
 }
@@ -287,35 +290,21 @@ func (g *staged) drop() error {
 	return err
 }
 
-// closeFile closes a committed stage's record file, which stays.
-func (g *staged) closeFile() error {
-	if g.f == nil {
-		return nil
-	}
-	err := g.f.Close()
-	g.f = nil
-	return err
-}
-
 // Commit implements store.Staged.
 func (g *staged) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if g.done {
 		return nil, false, errors.New("bolt store: commit of an ended stage")
 	}
 	g.done = true
-	kept := false
-	defer func() {
-		if !kept {
-			_ = g.drop()
-		}
-	}()
 	if int64(len(c.Raw)) != g.size {
+		_ = g.drop()
 		return nil, false, fmt.Errorf("bolt store: commit of %d bytes on a stage of %d", len(c.Raw), g.size)
 	}
 	out, unchanged, named, err := g.s.commit(ctx, c, expected, g)
-	kept = named
-	if named {
-		_ = g.closeFile()
+	if !named {
+		_ = g.drop()
+	} else if g.f != nil {
+		_ = g.f.Close()
 	}
 	return out, unchanged, err
 }
@@ -351,11 +340,10 @@ func validName(c *config.Config) error {
 
 // commit makes c, staged in g, stream c.Stream's next generation: under
 // the stream's lock it checks expected and the hash, flushes g's record
-// file (and waits for its directory entry), then writes the index entry
-// (the inline bytes with it) in a transaction shared with the commits
-// that reach the flusher together (group), which also drops the
-// generations that fall out of the retention; their files go after it.
-// named says whether g's file is now part of the stream.
+// file and its directory entry, then writes the index entry (with inline
+// bytes) in a transaction shared with the commits that reach it together
+// (group), which also drops the generations past the retention; their
+// files go after it. named says whether g's file is now the stream's.
 func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g *staged) (out *config.Config, unchanged, named bool, err error) {
 	if err := validName(c); err != nil {
 		return nil, false, false, err
@@ -385,19 +373,18 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		if s.hookSync != nil {
 			sync = s.hookSync
 		}
-		if err := errors.Join(sync(g.f), <-g.dir); err != nil {
-			g.dir <- nil // drop waits for it
+		err := errors.Join(sync(g.f), <-g.dir)
+		g.dir <- nil // drop waits for it
+		if err != nil {
 			return nil, false, false, s.fail(fmt.Errorf("flush %s: %w", g.f.Name(), err))
 		}
-		g.dir <- nil
 	}
-	stored := c.WithGeneration(gen + 1)
-	m := genMeta{Generation: gen + 1, Hash: c.Hash, Format: c.Format.String(), Size: int64(len(c.Raw)),
-		Labels: c.Labels, AcceptTime: c.AcceptTime, Origin: store.RecordOf(c.Origin), Blob: g.name}
-	val, err := encodeMeta(m)
+	m := genMeta{Meta: store.MetaOf(c, gen+1), Blob: g.name}
+	js, err := json.Marshal(m)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("bolt store: encode the meta of %q: %w", c.Stream, err)
 	}
+	val := append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(js)), uint64(m.Size)), js...)
 	if s.hookIndex != nil {
 		s.hookIndex()
 	}
@@ -407,15 +394,12 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		if err != nil {
 			return err
 		}
-		if err := b.Put(genKey(m.Generation), val); err != nil {
-			return err
-		}
 		if m.Blob == "" {
 			err = b.Put(dataKey(m.Generation), c.Raw)
 		} else {
 			err = tx.Bucket(bucketBlobs).Put([]byte(m.Blob), []byte(c.Stream))
 		}
-		if err != nil {
+		if err := errors.Join(err, b.Put(genKey(m.Generation), val)); err != nil {
 			return err
 		}
 		dropped, err = s.retain(tx, b, c.Stream)
@@ -425,44 +409,40 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		// The outcome is unknown: the file may be named now.
 		return nil, false, true, s.fail(fmt.Errorf("index: %w", err))
 	}
-	st.cur.Store(stored)
+	out = c.WithGeneration(gen + 1)
+	st.cur.Store(out)
 	s.removeFiles(dropped)
-	return stored, false, g.name != "", nil
+	return out, false, g.name != "", nil
 }
 
-// retain drops the generations of stream b that fall out of the
-// retention, newest first by size, and returns their record files.
+// retain drops the generations of stream b past the retention and returns
+// their record files.
 func (s *Store) retain(tx *bbolt.Tx, b *bbolt.Bucket, name string) ([]string, error) {
 	var sizes []int64
 	var keys [][]byte
-	cur := b.Cursor()
-	for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
-		if len(k) != 8 {
-			continue
-		}
+	err := eachGen(b, 0, func(k, v []byte) (bool, error) {
 		if len(v) < 8 {
-			return nil, fmt.Errorf("%w: stream %q generation %d: its index entry does not decode", store.ErrCorrupt, name, binary.BigEndian.Uint64(k))
+			return false, fmt.Errorf("%w: stream %q generation %d: its index entry does not decode", store.ErrCorrupt, name, binary.BigEndian.Uint64(k))
 		}
-		sizes = append(sizes, int64(binary.BigEndian.Uint64(v)))
-		keys = append(keys, k)
-	}
+		sizes, keys = append(sizes, int64(binary.BigEndian.Uint64(v))), append(keys, k)
+		return true, nil
+	})
 	var files []string
 	for _, k := range keys[s.keep.Keep(sizes):] {
-		m, err := decodeMeta(name, k, b.Get(k))
 		if err != nil {
-			return nil, err
+			break
+		}
+		var m genMeta
+		if m, err = decodeMeta(name, k, b.Get(k)); err != nil {
+			break
 		}
 		if m.Blob != "" {
-			if err := tx.Bucket(bucketBlobs).Delete([]byte(m.Blob)); err != nil {
-				return nil, err
-			}
 			files = append(files, m.Blob)
+			err = tx.Bucket(bucketBlobs).Delete([]byte(m.Blob))
 		}
-		if err := errors.Join(b.Delete(dataKey(m.Generation)), b.Delete(genKey(m.Generation))); err != nil {
-			return nil, err
-		}
+		err = errors.Join(err, b.Delete(dataKey(m.Generation)), b.Delete(genKey(m.Generation)))
 	}
-	return files, nil
+	return files, err
 }
 
 // removeFiles removes record files the index no longer names (Open
@@ -474,20 +454,16 @@ func (s *Store) removeFiles(names []string) {
 }
 
 // loadCurrent reads a stream's newest generation (Open).
-func (s *Store) loadCurrent(b *bbolt.Bucket, name string) (*config.Config, error) {
-	cur := b.Cursor()
-	k, v := cur.Last()
-	for k != nil && len(k) != 8 {
-		k, v = cur.Prev()
-	}
-	if k == nil {
-		return nil, fmt.Errorf("store %s: %w: stream %q has no generation", s.path, store.ErrCorrupt, name)
-	}
-	m, err := decodeMeta(name, k, v)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return s.readGen(b, name, m)
+func (s *Store) loadCurrent(b *bbolt.Bucket, name string) (c *config.Config, err error) {
+	err = fmt.Errorf("store %s: %w: stream %q has no generation", s.path, store.ErrCorrupt, name)
+	_ = eachGen(b, 0, func(k, v []byte) (bool, error) {
+		m, derr := decodeMeta(name, k, v)
+		if err = s.wrap(derr); err == nil {
+			c, err = s.readGen(b, name, m)
+		}
+		return false, nil
+	})
+	return c, err
 }
 
 // readGen reads generation m's bytes (inline, copied out of the mmap, or
@@ -511,7 +487,7 @@ func (s *Store) readGen(b *bbolt.Bucket, name string, m genMeta) (*config.Config
 	if h := config.Hash(raw); h != m.Hash {
 		return nil, fmt.Errorf("store %s: %w: stream %q generation %d: %s hash to %.12s, the index says %.12s", s.path, store.ErrCorrupt, name, m.Generation, where, h, m.Hash)
 	}
-	return m.config(name, raw), nil
+	return m.Config(name, raw)
 }
 
 // GetStream implements store.Store: the stream's current generation, held
@@ -539,112 +515,72 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 		}
 	}
 	s.mu.Unlock()
-	sortByStream(out)
+	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
 	return out, nil
 }
 
-func sortByStream(cs []*config.Config) {
-	slices.SortFunc(cs, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
+// view runs fn on stream name's bucket in a read transaction.
+func (s *Store) view(ctx context.Context, name string, fn func(*bbolt.Bucket) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.wrap(s.db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketStreams).Bucket([]byte(name)); b != nil {
+			return fn(b)
+		}
+		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}))
 }
 
 // ListGenerations implements store.Store, from the index.
-func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []store.GenerationInfo
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		cur := b.Cursor()
-		var k, v []byte
-		if before > 0 {
-			if k, _ = cur.Seek(genKey(before)); k == nil {
-				k, v = cur.Last()
-			} else {
-				k, v = cur.Prev()
-			}
-		} else {
-			k, v = cur.Last()
-		}
-		for ; k != nil && (limit <= 0 || len(out) < limit); k, v = cur.Prev() {
-			if len(k) != 8 {
-				continue
-			}
+func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) (out []store.GenerationInfo, err error) {
+	err = s.view(ctx, name, func(b *bbolt.Bucket) error {
+		return eachGen(b, before, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, store.GenerationInfo{Stream: name, Generation: m.Generation, Hash: m.Hash, Size: m.Size,
-				Labels: m.Labels, AcceptTime: m.AcceptTime, Origin: m.Origin.Origin()})
-		}
-		return nil
+			out = append(out, m.Info(name))
+			return limit <= 0 || len(out) < limit, err
+		})
 	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return out, nil
+	return out, err
 }
 
 // GetGeneration implements store.Store: the current generation from
 // memory, another from the index and its record file.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if c := s.current(name); c != nil && c.Generation == gen {
+	if c := s.current(name); c != nil && c.Generation == gen && ctx.Err() == nil {
 		return c, nil
 	}
 	var m genMeta
 	var out *config.Config
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		v := b.Get(genKey(gen))
-		if v == nil {
-			cur := b.Cursor()
-			first, _ := cur.First()
-			last, _ := cur.Last()
-			if len(first) < 8 || len(last) < 8 {
-				return fmt.Errorf("%w: stream %q has no generation", store.ErrCorrupt, name)
+	err := s.view(ctx, name, func(b *bbolt.Bucket) (err error) {
+		if v := b.Get(genKey(gen)); v != nil {
+			if m, err = decodeMeta(name, genKey(gen), v); err == nil && m.Blob == "" {
+				out, err = s.readGen(b, name, m)
 			}
-			return store.NotRetained(name, gen, binary.BigEndian.Uint64(first), binary.BigEndian.Uint64(last))
-		}
-		var err error
-		if m, err = decodeMeta(name, genKey(gen), v); err != nil {
 			return err
 		}
-		if m.Blob == "" {
-			out, err = s.readGen(b, name, m)
-		}
-		return err
+		var oldest, newest uint64
+		_ = eachGen(b, 0, func(k, _ []byte) (bool, error) {
+			oldest, newest = binary.BigEndian.Uint64(k), max(newest, binary.BigEndian.Uint64(k))
+			return true, nil
+		})
+		return store.NotRetained(name, gen, oldest, newest)
 	})
 	if err != nil || out != nil {
-		return out, s.wrapNil(err)
+		return out, err
 	}
-	// A record file is read outside the transaction; a commit that
-	// dropped the generation meanwhile removed it.
+	// A record file is read outside the transaction; a commit may have
+	// dropped the generation and removed it meanwhile.
 	out, err = s.readGen(nil, name, m)
-	if errors.Is(err, fs.ErrNotExist) && !s.indexed(name, gen) {
+	if errors.Is(err, fs.ErrNotExist) && s.view(ctx, name, func(b *bbolt.Bucket) error {
+		if b.Get(genKey(gen)) == nil {
+			return store.ErrNotRetained
+		}
+		return nil
+	}) != nil {
 		return s.GetGeneration(ctx, name, gen) // dropped meanwhile: not retained
 	}
 	return out, err
-}
-
-// indexed says whether the index still holds generation gen of stream
-// name.
-func (s *Store) indexed(name string, gen uint64) bool {
-	found := false
-	_ = s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		found = b != nil && b.Get(genKey(gen)) != nil
-		return nil
-	})
-	return found
 }
 
 // DeleteStream implements store.Store: one transaction removes the
@@ -669,21 +605,15 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		if b == nil {
 			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
-		err := b.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				return nil
-			}
+		err := eachGen(b, 0, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
 			if err == nil && m.Blob != "" {
 				files = append(files, m.Blob)
 				err = tx.Bucket(bucketBlobs).Delete([]byte(m.Blob))
 			}
-			return err
+			return true, err
 		})
-		if err != nil {
-			return err
-		}
-		return errors.Join(tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
+		return errors.Join(err, tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
 	})
 	if err != nil {
 		return s.wrap(err)

@@ -21,13 +21,13 @@ import (
 //	go test -run '^$' -bench BenchmarkCommit -benchtime 10x ./internal/store/etcd
 func BenchmarkCommit(b *testing.B) {
 	for _, size := range []int{1 << 20, 20 << 20} {
-		for _, par := range []int{1, 4} {
-			b.Run(fmt.Sprintf("%dMiB/par%d", size>>20, par), func(b *testing.B) {
+		{
+			b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
 				// A fresh member per case: history is not compacted here, and a
 				// growing backend would bias later cases.
 				srv := etcdtest.Start(b)
 				cli := srv.Client(b)
-				s := etcd.New(cli, etcd.WithPrefix(fmt.Sprintf("/bench/%d/%d/", size, par)), etcd.WithStageParallel(par))
+				s := etcd.New(cli, etcd.WithPrefix(fmt.Sprintf("/bench/%d/", size)))
 				defer s.Close()
 				raw := make([]byte, size)
 				for i := range raw {
