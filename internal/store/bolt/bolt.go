@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -75,25 +76,22 @@ type Store struct {
 	group       group
 	inlineBelow int // deferMax but in benchmarks
 
-	// mu guards streams, closed and failed.
+	// mu guards streams and failed.
 	mu      sync.Mutex
-	streams map[string]*stream
-	// failed is set when a commit's flush or index write failed: every
-	// later stage and commit returns it.
+	streams map[string]*config.Config // each stream's current generation
+	locks   sync.Map                  // stream name -> *sync.Mutex (lock)
+	// failed is set when a commit's flush or index write failed, or by
+	// Close: every later stage and commit returns it. Close waits for ops
+	// (the stages and commits under way, added under mu while failed is
+	// nil), so nothing is written once it returned.
 	failed error
-	// closed is set by Close, which waits for ops (the stages and commits
-	// under way, added under mu while !closed): nothing is written once
-	// Close returned and another process may take the file.
-	closed bool
 	ops    sync.WaitGroup
+	close  func() error
 
 	// Test hooks: hookSync flushes a record file instead of fdatasync;
 	// hookIndex runs before a commit's index transaction.
 	hookSync  func(*os.File) error
 	hookIndex func()
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var errClosed = errors.New("bolt store: closed")
@@ -110,7 +108,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := mkdirDurable(filepath.Dir(path), o.syncDir); err != nil {
 		return nil, fmt.Errorf("store %s: create data dir: %w", path, err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+	if hasContent(path) {
 		// Nothing is written to a file until every page of it was read.
 		if err := verifyFile(path, o); err != nil {
 			return nil, err
@@ -120,8 +118,15 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep, streams: map[string]*stream{}, inlineBelow: o.inlineBelow}
+	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep, streams: map[string]*config.Config{}, inlineBelow: o.inlineBelow}
 	s.group.s, s.group.off = s, o.noGroup
+	s.close = sync.OnceValue(func() error {
+		s.mu.Lock()
+		s.failed = errClosed
+		s.mu.Unlock()
+		s.ops.Wait()
+		return s.db.Close()
+	})
 	if err := s.init(o); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -253,14 +258,14 @@ func verifyFile(path string, o options) (err error) {
 			err = corruptErr(path, r)
 		}
 	}()
-	var le layoutErr
+	var layout string
 	err = db.View(func(tx *bbolt.Tx) error {
 		info := tx.Bucket(bucketInfo)
 		if info == nil {
 			return errors.New("bucket \"info\" is missing: not a confighub store")
 		}
-		if v := string(info.Get(keyLayout)); v != layoutVersion {
-			return layoutErr(v)
+		if layout = string(info.Get(keyLayout)); layout != layoutVersion {
+			return nil
 		}
 		for _, b := range buckets {
 			if tx.Bucket(b) == nil {
@@ -270,20 +275,13 @@ func verifyFile(path string, o options) (err error) {
 		var sink byte
 		return walk(tx.Cursor(), &sink, tx.Bucket)
 	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &le) || errors.Is(err, store.ErrCorrupt):
-		return fmt.Errorf("store %s: %w", path, err)
+	if err == nil && layout != layoutVersion {
+		return fmt.Errorf("store %s: data layout %q: this hub reads layout %q only (the file is kept as is)", path, layout, layoutVersion)
 	}
-	return corruptErr(path, err)
-}
-
-// layoutErr is a file of another layout (a pre-release build's).
-type layoutErr string
-
-func (v layoutErr) Error() string {
-	return fmt.Sprintf("data layout %q: this hub reads layout %q only (the file is kept as is)", string(v), layoutVersion)
+	if err != nil {
+		return corruptErr(path, err)
+	}
+	return nil
 }
 
 // walk visits every key and value under c, touching one byte per page of
@@ -344,9 +342,7 @@ func (s *Store) init(o options) error {
 		}
 		return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
 			c, err := s.loadCurrent(tx.Bucket(bucketStreams).Bucket(k), string(k))
-			st := &stream{}
-			st.cur.Store(c)
-			s.streams[string(k)] = st
+			s.streams[string(k)] = c
 			return err
 		})
 	})
@@ -359,27 +355,17 @@ func (s *Store) init(o options) error {
 // removeUnnamed removes the record files of ours that named does not
 // hold; other files in the directory are left alone.
 func (s *Store) removeUnnamed(named map[string]bool) error {
-	d, err := os.Open(s.blobDir)
+	ents, err := os.ReadDir(s.blobDir)
 	if err != nil {
-		return s.ioErr("open", s.blobDir, err)
+		return s.ioErr("list", s.blobDir, err)
 	}
-	defer func() { _ = d.Close() }()
 	removed := false
-	for {
-		names, err := d.Readdirnames(1024)
-		for _, n := range names {
-			if isRecName(n) && !named[n] {
-				if rerr := os.Remove(filepath.Join(s.blobDir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-					return s.ioErr("remove", filepath.Join(s.blobDir, n), rerr)
-				}
-				removed = true
+	for _, e := range ents {
+		if p := filepath.Join(s.blobDir, e.Name()); isRecName(e.Name()) && !named[e.Name()] {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return s.ioErr("remove", p, err)
 			}
-		}
-		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
-			break
-		}
-		if err != nil {
-			return s.ioErr("list", s.blobDir, err)
+			removed = true
 		}
 	}
 	if removed {
@@ -529,13 +515,4 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 
 // Close refuses later stages and commits, waits for those under way, and
 // releases the file; it is idempotent.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.ops.Wait()
-		s.closeErr = s.db.Close()
-	})
-	return s.closeErr
-}
+func (s *Store) Close() error { return s.close() }

@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	bbolt "go.etcd.io/bbolt"
@@ -24,22 +24,17 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// deferMax is DeferBelow: a configuration smaller than this is written
-// inline in the index transaction that commits it (one flush, shared by
-// the commits that reach it together); from it on its bytes go to a
-// record file of their own, written while the hub checks them and flushed
-// before that transaction. Both routes pay (BenchmarkConcurrentCommits and
-// BenchmarkCommit, 2 cores shared with other work, load 3-4): 5 KiB
-// commits from 32 goroutines on 16 streams ack 9,860/s inline against
-// 1,740/s through record files (1 stream: 2,690/s against 1,030/s); a
-// 20 MiB commit takes 10.1 ms through its file against 84.7 ms inline
-// (1 MiB: 1.6 against 5.0 ms), the file route being 0.67x a plain
-// write+fsync of the bytes.
+// deferMax is DeferBelow: a smaller configuration is written inline in
+// its index transaction; from it on, into a record file of its own while
+// the hub checks it. Both pay (BenchmarkConcurrentCommits, BenchmarkCommit,
+// 3 runs at load 7-16): 5 KiB commits on 16 streams ack 940-1,290/s inline
+// against 440-560/s through files (1 stream: 200-230 against 120-140/s); a
+// commit takes 1.1-1.7x a plain write+fsync through its file against 3.6x
+// inline at 1 MiB, 0.75x against 4.4x at 20 MiB.
 const deferMax = 64 << 10
 
 // writeChunk is the unit of a file stage: written, handed to the disk
-// (startWriteback), then hashed while still in the CPU cache; it also
-// bounds how long a canceled stage keeps writing.
+// (startWriteback), then hashed while still in the CPU cache.
 const writeChunk = 1 << 20
 
 // A generation's index entry, in the stream's bucket under genKey: the
@@ -86,46 +81,29 @@ func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error))
 	return nil
 }
 
-// stream is one stream's state: its current generation, as readers and
-// the next commit see it, and the lock its commits and its deletion hold
-// from their check to their index write, so a stream's generations are
-// handed out one after the other.
-type stream struct {
-	mu      sync.Mutex
-	cur     atomic.Pointer[config.Config]
-	deleted bool // under mu: DeleteStream removed it; look it up again
+// lock locks stream name's commits and deletion from their check to their
+// index write, so its generations are handed out one after the other.
+func (s *Store) lock(name string) func() {
+	mu, _ := s.locks.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
 }
 
-// lock returns stream name's state locked, made when create and absent;
-// nil when absent and not create.
-func (s *Store) lock(name string, create bool) *stream {
-	for {
-		s.mu.Lock()
-		st := s.streams[name]
-		if st == nil && create {
-			st = &stream{}
-			s.streams[name] = st
-		}
-		s.mu.Unlock()
-		if st == nil {
-			return nil
-		}
-		st.mu.Lock()
-		if !st.deleted {
-			return st
-		}
-		st.mu.Unlock()
-	}
-}
-
+// current is stream name's current generation, nil when it has none.
 func (s *Store) current(name string) *config.Config {
 	s.mu.Lock()
-	st := s.streams[name]
-	s.mu.Unlock()
-	if st == nil {
-		return nil
+	defer s.mu.Unlock()
+	return s.streams[name]
+}
+
+func (s *Store) setCurrent(name string, c *config.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c == nil {
+		delete(s.streams, name)
+	} else {
+		s.streams[name] = c
 	}
-	return st.cur.Load()
 }
 
 // begin counts a stage or commit under way; it fails once the store is
@@ -133,14 +111,10 @@ func (s *Store) current(name string) *config.Config {
 func (s *Store) begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
+	if s.failed == nil {
+		s.ops.Add(1)
 	}
-	if s.failed != nil {
-		return s.failed
-	}
-	s.ops.Add(1)
-	return nil
+	return s.failed
 }
 
 // fail makes every later stage and commit fail: after a failed flush the
@@ -149,7 +123,7 @@ func (s *Store) begin() error {
 func (s *Store) fail(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failed == nil {
+	if s.failed == nil || s.failed == errClosed {
 		s.failed = fmt.Errorf("store %s: a commit could not be made durable, restart to recover: %w", s.path, err)
 	}
 	return s.failed
@@ -175,59 +149,43 @@ var (
 // DeferBelow implements store.Store.
 func (s *Store) DeferBelow() int { return s.inlineBelow }
 
-// StageConfig implements store.Store: from deferMax on the bytes are
-// written to a new record file (its directory entry flushed meanwhile),
-// chunk by chunk, each handed to the disk and then to tee; below it they
-// only go to tee.
+// StageConfig implements store.Store: StageStream written chunk by chunk,
+// each handed to the disk, then to tee.
 func (s *Store) StageConfig(ctx context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
-	if len(raw) < s.inlineBelow {
-		if tee != nil {
-			_, _ = tee.Write(raw)
-		}
-		return &staged{s: s, size: int64(len(raw))}, nil
-	}
-	g, err := s.openStage(int64(len(raw)))
-	if err != nil {
-		return nil, err
-	}
-	for off := 0; off < len(raw); off += writeChunk {
-		if err := ctx.Err(); err != nil {
-			_ = g.Discard()
-			return nil, err
-		}
+	g, err := s.stage(int64(len(raw)))
+	for off := 0; err == nil && off < len(raw); off += writeChunk {
 		chunk := raw[off:min(off+writeChunk, len(raw))]
-		if _, err := g.Write(chunk); err != nil {
-			_ = g.Discard()
-			return nil, err
+		if _, err = g.Write(chunk); err == nil {
+			err = ctx.Err()
 		}
-		if tee != nil {
+		if err != nil {
+			_ = g.Discard()
+		} else if tee != nil {
 			_, _ = tee.Write(chunk)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-// StageStream implements store.Store: from deferMax on a record file that
-// takes the bytes as they arrive; below it the commit writes them inline
-// (the caller keeps them).
+// StageStream implements store.Store: from deferMax on, a new record file
+// takes the bytes as they arrive (its directory entry flushed meanwhile,
+// waited for before the commit's index write); below it, the commit writes
+// them inline.
 func (s *Store) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
-	if size < int64(s.inlineBelow) {
-		if err := s.begin(); err != nil {
-			return nil, err
-		}
-		s.ops.Done()
-		return &staged{s: s, size: size}, nil
-	}
-	return s.openStage(size)
+	return s.stage(size)
 }
 
-// openStage creates a record file and flushes its directory entry in the
-// background (waited for before the commit's index write).
-func (s *Store) openStage(size int64) (*staged, error) {
+func (s *Store) stage(size int64) (*staged, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
 	defer s.ops.Done()
+	if size < int64(s.inlineBelow) {
+		return &staged{s: s, size: size}, nil
+	}
 	name, err := newRecName()
 	if err != nil {
 		return nil, err
@@ -244,20 +202,18 @@ func (s *Store) openStage(size int64) (*staged, error) {
 
 // Write implements store.StageWriter.
 func (g *staged) Write(p []byte) (int, error) {
-	if g.done || (g.f == nil && g.name != "") {
+	if g.done {
 		return 0, errors.New("bolt store: write to an ended stage")
 	}
 	if g.n+int64(len(p)) > g.size {
 		return 0, fmt.Errorf("bolt store: stage of %d bytes: %d more written", g.size, g.n+int64(len(p))-g.size)
 	}
-	if g.f == nil { // inline: the commit writes c.Raw
-		g.n += int64(len(p))
-		return len(p), nil
+	if g.f != nil { // else inline: the commit writes c.Raw
+		if _, err := g.f.WriteAt(p, g.n); err != nil {
+			return 0, g.s.ioErr("write", g.f.Name(), err)
+		}
+		startWriteback(g.f, g.n, int64(len(p)))
 	}
-	if _, err := g.f.WriteAt(p, g.n); err != nil {
-		return 0, g.s.ioErr("write", g.f.Name(), err)
-	}
-	startWriteback(g.f, g.n, int64(len(p)))
 	g.n += int64(len(p))
 	return len(p), nil
 }
@@ -352,9 +308,8 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	defer s.ops.Done()
-	st := s.lock(c.Stream, true)
-	defer st.mu.Unlock()
-	cur := st.cur.Load()
+	defer s.lock(c.Stream)()
+	cur := s.current(c.Stream)
 	var gen uint64
 	if cur != nil {
 		gen = cur.Generation
@@ -410,7 +365,7 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, true, s.fail(fmt.Errorf("index: %w", err))
 	}
 	out = c.WithGeneration(gen + 1)
-	st.cur.Store(out)
+	s.setCurrent(c.Stream, out)
 	s.removeFiles(dropped)
 	return out, false, g.name != "", nil
 }
@@ -508,12 +463,7 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	out := make([]*config.Config, 0, len(s.streams))
-	for _, st := range s.streams {
-		if c := st.cur.Load(); c != nil {
-			out = append(out, c)
-		}
-	}
+	out := slices.Collect(maps.Values(s.streams))
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
 	return out, nil
@@ -594,11 +544,10 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		return err
 	}
 	defer s.ops.Done()
-	st := s.lock(name, false)
-	if st == nil {
+	defer s.lock(name)()
+	if s.current(name) == nil {
 		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}
-	defer st.mu.Unlock()
 	var files []string
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
@@ -618,11 +567,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if err != nil {
 		return s.wrap(err)
 	}
-	st.deleted = true
-	st.cur.Store(nil)
-	s.mu.Lock()
-	delete(s.streams, name)
-	s.mu.Unlock()
+	s.setCurrent(name, nil)
 	s.removeFiles(files)
 	return nil
 }
@@ -661,12 +606,13 @@ func syncDir(dir string) error {
 }
 
 // group shares one index transaction (one flush) among the commits that
-// reach it together: the first runs a transaction for itself and every
-// commit queued while it ran runs in the next, led by the same goroutine.
-// A failed transaction fails every commit in it. It pays across streams
-// (BenchmarkConcurrentCommits, 32 goroutines, 5 KiB, load 3-4: 9,860
-// commits/s on 16 streams against 2,420/s with a transaction each); on one
-// stream the stream's lock orders the commits and both ack about 2,700/s.
+// reach it together: the first runs one for itself, and every commit
+// queued meanwhile runs in the next, led by the same goroutine; a failed
+// transaction fails them all. BenchmarkConcurrentCommits (5 KiB, 3 runs
+// at load 7-25): on 16 streams 380-1,290 commits/s against 190-290/s with
+// a transaction each; on one stream, whose lock orders the commits, about
+// 200/s either way. bbolt's Batch waits for more calls first: 40/s on one
+// stream, a lone 1 MiB commit 2.6-5.3x a plain write+fsync against 1.5-2.3x.
 type group struct {
 	s       *Store
 	off     bool // each commit its own transaction (benchmarks compare)

@@ -359,13 +359,10 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 }
 
 // atMeta reads stream name's meta and passes it to read with the revision
-// it was read at; when read's own reads at that revision find it compacted,
-// it reads the meta again, up to maxAttempts.
+// it was read at, again while read's reads at that revision find it
+// compacted.
 func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
-	for range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, err
-		}
+	return retryCompacted(s, ctx, fmt.Sprintf("stream %q", name), func() (*config.Config, error) {
 		resp, err := s.cli.Get(ctx, s.key(kStreams, name))
 		if err != nil {
 			return nil, fmt.Errorf("etcd store: read stream %q: %w", name, err)
@@ -373,45 +370,39 @@ func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, 
 		if len(resp.Kvs) == 0 {
 			return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
-		c, err := read(resp.Kvs[0].Value, resp.Header.Revision)
-		if !errors.Is(err, rpctypes.ErrCompacted) {
-			return c, err
+		return read(resp.Kvs[0].Value, resp.Header.Revision)
+	})
+}
+
+// retryCompacted runs read until its reads are not compacted, up to
+// maxAttempts times.
+func retryCompacted[T any](s *Store, ctx context.Context, what string, read func() (T, error)) (v T, err error) {
+	for range maxAttempts {
+		if err = s.check(ctx); err != nil {
+			return v, err
+		}
+		if v, err = read(); !errors.Is(err, rpctypes.ErrCompacted) {
+			return v, err
 		}
 	}
-	return nil, fmt.Errorf("etcd store: stream %q: history compacted on every read", name)
+	return v, fmt.Errorf("etcd store: %s: history compacted on every read", what)
 }
 
 // ListStreams implements store.Store, sorted by name, all at one revision.
 func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
-	for range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, err
-		}
+	return retryCompacted(s, ctx, "list streams", func() ([]*config.Config, error) {
 		out, rev, err := s.listStreams(ctx)
 		if err == nil {
 			s.noteListRev(rev)
 		}
-		if !errors.Is(err, rpctypes.ErrCompacted) {
-			return out, err
-		}
-	}
-	return nil, errors.New("etcd store: list streams: history compacted on every read")
+		return out, err
+	})
 }
 
 func (s *Store) listStreams(ctx context.Context) ([]*config.Config, int64, error) {
-	resp, err := s.cli.Get(ctx, s.key(kStreams, ""), clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("etcd store: list streams: %w", err)
-	}
-	out := make([]*config.Config, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		c, err := s.readStream(ctx, strings.TrimPrefix(string(kv.Key), s.key(kStreams, "")), kv.Value, resp.Header.Revision)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, c)
-	}
-	return out, resp.Header.Revision, nil
+	return list(s, ctx, kStreams, func(name string, v []byte, rev int64) (*config.Config, error) {
+		return s.readStream(ctx, name, v, rev)
+	})
 }
 
 // PutSink implements store.Store.
@@ -468,7 +459,7 @@ func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops
 // ListSinks implements store.Store, sorted by name.
 func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	names := map[string]bool{}
-	out, rev, err := list(s, ctx, kSinks, func(name string, v []byte) (*confighubv1.Sink, error) {
+	out, rev, err := list(s, ctx, kSinks, func(name string, v []byte, _ int64) (*confighubv1.Sink, error) {
 		names[name] = true
 		return decodeSink([]byte(s.key(kSinks, name)), v)
 	})
@@ -491,7 +482,7 @@ func decodeSink(key, v []byte) (*confighubv1.Sink, error) {
 
 // list reads every record of a kind, sorted by name, and the revision
 // read at.
-func list[T any](s *Store, ctx context.Context, kind string, decode func(name string, v []byte) (T, error)) ([]T, int64, error) {
+func list[T any](s *Store, ctx context.Context, kind string, decode func(name string, v []byte, rev int64) (T, error)) ([]T, int64, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, 0, err
 	}
@@ -501,7 +492,7 @@ func list[T any](s *Store, ctx context.Context, kind string, decode func(name st
 	}
 	out := make([]T, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		r, err := decode(strings.TrimPrefix(string(kv.Key), s.key(kind, "")), kv.Value)
+		r, err := decode(strings.TrimPrefix(string(kv.Key), s.key(kind, "")), kv.Value, resp.Header.Revision)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -527,7 +518,7 @@ func (s *Store) putJSON(ctx context.Context, kind, name string, v any) error {
 
 // listJSON lists the JSON records of a kind, named sets a record's name.
 func listJSON[T any](s *Store, ctx context.Context, kind string, named func(*T, string)) ([]T, error) {
-	out, _, err := list(s, ctx, kind, func(name string, v []byte) (T, error) {
+	out, _, err := list(s, ctx, kind, func(name string, v []byte, _ int64) (T, error) {
 		var r T
 		if err := json.Unmarshal(v, &r); err != nil {
 			return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, s.key(kind, name), err)
