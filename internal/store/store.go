@@ -5,22 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 )
 
-// ErrNotFound is returned for an unknown stream or sink.
-var ErrNotFound = errors.New("not found")
+var (
+	// ErrNotFound is returned for an unknown stream or sink.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is returned by CommitConfig when expected_generation does
+	// not match the stream's current generation.
+	ErrConflict = errors.New("generation conflict")
+	// ErrCorrupt is returned when stored data cannot be read; the store is
+	// never reset silently.
+	ErrCorrupt = errors.New("store data is corrupt")
+	// ErrNotRetained is wrapped by GetGeneration for a generation the store
+	// no longer keeps (or never had); the message names the retained range.
+	ErrNotRetained = errors.New("generation not retained")
+)
 
-// ErrConflict is returned by CommitConfig when expected_generation does not
-// match the stream's current generation.
-var ErrConflict = errors.New("generation conflict")
-
-// ErrCorrupt is returned by Open when the data cannot be read; the store is
-// never reset silently.
-var ErrCorrupt = errors.New("store data is corrupt")
+// NotRetained is the error of GetGeneration for generation gen of stream
+// when the store keeps generations oldest..newest of it.
+func NotRetained(stream string, gen, oldest, newest uint64) error {
+	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
+}
 
 // Applied is what one sink last applied; the durable stores keep it in
 // JSON under the sink's name.
@@ -40,22 +50,16 @@ type Converged struct {
 	Time       time.Time `json:"time"`
 }
 
-// ErrNotRetained is wrapped by GetGeneration for a generation the store no
-// longer keeps (or never had); the message names the retained range.
-var ErrNotRetained = errors.New("generation not retained")
-
-// Retention defaults: the last DefaultHistory generations of each stream
-// are kept with their bytes, at most DefaultHistoryBytes of them per
-// stream (the current generation always), the oldest going first.
+// Retention defaults: the last DefaultHistory generations of each stream,
+// at most DefaultHistoryBytes of them.
 const (
 	DefaultHistory      = 50
 	DefaultHistoryBytes = 1 << 30
 )
 
 // Retention is how many generations of each stream a store keeps with
-// their bytes: at most History of them (at least 1) and at most Bytes in
-// all (0 or less: unbounded), whichever is reached first; the current
-// generation is always kept.
+// their bytes: at most History of them and at most Bytes in all (0 or
+// less: unbounded), the oldest going first; the current one always stays.
 type Retention struct {
 	History int
 	Bytes   int64
@@ -90,18 +94,6 @@ type GenerationInfo struct {
 	Origin     config.Origin
 }
 
-// InfoOf is the GenerationInfo of c.
-func InfoOf(c *config.Config) GenerationInfo {
-	return GenerationInfo{Stream: c.Stream, Generation: c.Generation, Hash: c.Hash, Size: int64(len(c.Raw)),
-		Labels: c.Labels, AcceptTime: c.AcceptTime, Origin: c.Origin}
-}
-
-// NotRetained is the error of GetGeneration for generation gen of stream
-// when the store keeps generations oldest..newest of it.
-func NotRetained(stream string, gen, oldest, newest uint64) error {
-	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
-}
-
 // Store is a durable home for streams, their retained generations, sinks,
 // applied and convergence records. Every method is safe for concurrent
 // use.
@@ -120,15 +112,12 @@ type Store interface {
 	// DeleteStream removes the stream's config, its retained generations
 	// and its convergence record; ErrNotFound when it has none.
 	DeleteStream(ctx context.Context, name string) error
-
 	// ListGenerations returns the stream's retained generations, newest
-	// first, at most limit of them older than before (before 0: from the
-	// newest). ErrNotFound for an unknown stream.
+	// first, at most limit (<= 0: all) of those older than before (0: all);
+	// ErrNotFound for an unknown stream.
 	ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]GenerationInfo, error)
-	// GetGeneration returns a retained generation's config; a generation
-	// not retained is an error wrapping ErrNotRetained whose message names
-	// the retained range ("stream s keeps generations 12-61"), an unknown
-	// stream ErrNotFound.
+	// GetGeneration returns a retained generation's config; another wraps
+	// ErrNotRetained, an unknown stream is ErrNotFound.
 	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
 
 	// PutSink stores a sink spec (create or replace).
@@ -137,19 +126,15 @@ type Store interface {
 	DeleteSink(ctx context.Context, name string) error
 	// ListSinks returns every stored sink spec.
 	ListSinks(ctx context.Context) ([]*confighubv1.Sink, error)
-
 	// RecordApplied stores what a sink applied (overwrites the previous).
 	RecordApplied(ctx context.Context, a Applied) error
 	// ListApplied returns every sink's applied record.
 	ListApplied(ctx context.Context) ([]Applied, error)
-
 	// RecordConverged stores c as its stream's convergence (overwrites the
-	// previous one), so a restarted hub shows it as it was observed
-	// instead of observing it again.
+	// previous), so a restarted hub shows it instead of observing it again.
 	RecordConverged(ctx context.Context, c Converged) error
 	// ListConverged returns every stream's convergence record.
 	ListConverged(ctx context.Context) ([]Converged, error)
-
 	// FingerprintKey returns the stored key of the fingerprints shown in
 	// place of sink secrets, storing newKey when none is (concurrent
 	// callers all get the first), so fingerprints hold across restarts
@@ -179,6 +164,14 @@ type Shared interface {
 	Watch(ctx context.Context) <-chan Event
 }
 
+// Event is a change seen by Shared.Watch: a stream's new generation, or a
+// sink spec put or deleted.
+type Event struct {
+	Config      *config.Config
+	SinkPut     *confighubv1.Sink
+	SinkDeleted string
+}
+
 // Staged is configuration bytes written by StageConfig, not yet part of a
 // stream. Exactly one of Commit or Discard is called; Discard after Commit
 // is a no-op.
@@ -190,11 +183,9 @@ type Staged interface {
 	Discard() error
 }
 
-// StageWriter receives a streamed stage's bytes in order. Exactly one of
-// Staged or Discard ends it.
+// StageWriter receives a streamed stage's bytes in order; more than the
+// announced size is an error. Exactly one of Staged or Discard ends it.
 type StageWriter interface {
-	// Write writes the next bytes; more than the announced size is an
-	// error.
 	Write(p []byte) (int, error)
 	// Staged returns the stage's handle once all its bytes were written;
 	// its Commit takes them, kept by the caller, as c.Raw.
@@ -203,16 +194,7 @@ type StageWriter interface {
 	Discard() error
 }
 
-// Event is a change seen by Shared.Watch.
-type Event struct {
-	// Config is set when a stream got a new generation.
-	Config *config.Config
-	// SinkPut / SinkDeleted are set when a sink spec changed.
-	SinkPut     *confighubv1.Sink
-	SinkDeleted string
-}
-
-// Meta is a generation's record without its bytes as the durable stores
+// Meta is a generation's record without its bytes, as the durable stores
 // keep it in JSON (bolt and etcd add where the bytes are).
 type Meta struct {
 	Generation uint64            `json:"generation"`
@@ -262,3 +244,66 @@ func (m Meta) Config(stream string, raw []byte) (*config.Config, error) {
 	}
 	return config.New(stream, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.origin()), nil
 }
+
+// Committer is the commit of a store whose stage writes nothing (memory,
+// etcd): its CommitConfig writes the bytes.
+type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
+
+// Direct is StageConfig, DeferBelow and StageStream for such a store,
+// which embeds it with Commit set to its CommitConfig.
+type Direct struct{ Commit Committer }
+
+// StageConfig implements Store: it feeds tee; Commit writes the bytes.
+func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
+	return StageDirect(d.Commit, raw, tee)
+}
+
+// DeferBelow implements Store: a stage never writes.
+func (Direct) DeferBelow() int { return math.MaxInt }
+
+// StageStream implements Store: the caller keeps the bytes written.
+func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
+	return StageStreamDirect(d.Commit, size), nil
+}
+
+// StageDirect is Direct.StageConfig with commit.
+func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
+	if tee != nil {
+		if _, err := tee.Write(raw); err != nil {
+			return nil, err
+		}
+	}
+	return &direct{commit: commit}, nil
+}
+
+// StageStreamDirect is Direct.StageStream with commit.
+func StageStreamDirect(commit Committer, size int64) StageWriter {
+	return &direct{commit: commit, size: size}
+}
+
+// direct is a stage that counts what it is written (the caller keeps it).
+type direct struct {
+	commit  Committer
+	size, n int64
+}
+
+func (d *direct) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	return d.commit(ctx, c, expected)
+}
+
+func (d *direct) Write(p []byte) (int, error) {
+	if d.n+int64(len(p)) > d.size {
+		return 0, fmt.Errorf("stage: %d bytes written past the announced %d", d.n+int64(len(p))-d.size, d.size)
+	}
+	d.n += int64(len(p))
+	return len(p), nil
+}
+
+func (d *direct) Staged() (Staged, error) {
+	if d.n != d.size {
+		return nil, fmt.Errorf("stage: %d of %d bytes written", d.n, d.size)
+	}
+	return d, nil
+}
+
+func (*direct) Discard() error { return nil }

@@ -88,10 +88,8 @@ type Store struct {
 	ops    sync.WaitGroup
 	close  func() error
 
-	// Test hooks: hookSync flushes a record file instead of fdatasync;
-	// hookIndex runs before a commit's index transaction.
-	hookSync  func(*os.File) error
-	hookIndex func()
+	sync      func(*os.File) error // fdatasync but in tests
+	hookIndex func()               // tests: runs before a commit's index transaction
 }
 
 var errClosed = errors.New("bolt store: closed")
@@ -118,7 +116,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep, streams: map[string]*config.Config{}, inlineBelow: o.inlineBelow}
+	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep, streams: map[string]*config.Config{}, inlineBelow: o.inlineBelow, sync: fdatasync}
 	s.group.s, s.group.off = s, o.noGroup
 	s.close = sync.OnceValue(func() error {
 		s.mu.Lock()
@@ -319,19 +317,14 @@ func (s *Store) init(o options) error {
 	ready := false
 	_ = s.db.View(func(tx *bbolt.Tx) error { ready = tx.Bucket(bucketInfo) != nil; return nil })
 	if !ready {
-		err := s.db.Update(func(tx *bbolt.Tx) error {
-			info, err := tx.CreateBucket(bucketInfo)
-			if err != nil {
-				return err
-			}
-			for _, b := range buckets {
+		if err := s.db.Update(func(tx *bbolt.Tx) error {
+			for _, b := range append([][]byte{bucketInfo}, buckets...) {
 				if _, err := tx.CreateBucket(b); err != nil {
 					return err
 				}
 			}
-			return info.Put(keyLayout, []byte(layoutVersion))
-		})
-		if err != nil {
+			return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
+		}); err != nil {
 			return fmt.Errorf("store %s: %w", s.path, err)
 		}
 	}
@@ -381,10 +374,11 @@ func (s *Store) ioErr(op, file string, err error) error {
 	if !errors.As(err, &errno) {
 		return fmt.Errorf("store %s: %s %s: %w", s.path, op, file, err)
 	}
+	what := errnoName(errno)
 	if errno == syscall.EMFILE || errno == syscall.ENFILE {
-		return fmt.Errorf("store %s: %s %s: too many open files (%s): raise the open-files limit (ulimit -n, LimitNOFILE=): %w", s.path, op, file, errnoName(errno), err)
+		what = "too many open files (" + what + "): raise the open-files limit (ulimit -n, LimitNOFILE=)"
 	}
-	return fmt.Errorf("store %s: %s %s: %s: %w", s.path, op, file, errnoName(errno), err)
+	return fmt.Errorf("store %s: %s %s: %s: %w", s.path, op, file, what, err)
 }
 
 // wrap names the store in an error other than the store's sentinels and

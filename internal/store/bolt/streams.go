@@ -324,11 +324,7 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	if g.f != nil {
-		sync := fdatasync
-		if s.hookSync != nil {
-			sync = s.hookSync
-		}
-		err := errors.Join(sync(g.f), <-g.dir)
+		err := errors.Join(s.sync(g.f), <-g.dir)
 		g.dir <- nil // drop waits for it
 		if err != nil {
 			return nil, false, false, s.fail(fmt.Errorf("flush %s: %w", g.f.Name(), err))
@@ -471,12 +467,17 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 
 // view runs fn on stream name's bucket in a read transaction.
 func (s *Store) view(ctx context.Context, name string, fn func(*bbolt.Bucket) error) error {
+	return s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error { return fn(b) })
+}
+
+// bucket runs fn on stream name's bucket in a transaction of run.
+func (s *Store) bucket(ctx context.Context, run func(func(*bbolt.Tx) error) error, name string, fn func(*bbolt.Tx, *bbolt.Bucket) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.wrap(s.db.View(func(tx *bbolt.Tx) error {
+	return s.wrap(run(func(tx *bbolt.Tx) error {
 		if b := tx.Bucket(bucketStreams).Bucket([]byte(name)); b != nil {
-			return fn(b)
+			return fn(tx, b)
 		}
 		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 	}))
@@ -537,23 +538,13 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 // stream's generations, its record files' names and its convergence
 // record; the files go after it.
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := s.begin(); err != nil {
 		return err
 	}
 	defer s.ops.Done()
 	defer s.lock(name)()
-	if s.current(name) == nil {
-		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-	}
 	var files []string
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
+	err := s.bucket(ctx, s.db.Update, name, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		err := eachGen(b, 0, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
 			if err == nil && m.Blob != "" {
@@ -564,12 +555,11 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		})
 		return errors.Join(err, tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
 	})
-	if err != nil {
-		return s.wrap(err)
+	if err == nil {
+		s.setCurrent(name, nil)
+		s.removeFiles(files)
 	}
-	s.setCurrent(name, nil)
-	s.removeFiles(files)
-	return nil
+	return err
 }
 
 // isRecName says whether name is a record file as newRecName makes them;

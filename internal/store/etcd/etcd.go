@@ -219,10 +219,8 @@ func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 		}
 		// Another replica won: wait a little, at random, so that two
 		// replicas in lock step part.
-		select {
-		case <-ctx.Done():
+		if !s.sleep(ctx, time.Duration(mrand.Int64N(int64(attempt+1)*int64(5*time.Millisecond)))) {
 			return nil, false, ctx.Err()
-		case <-s.clock.After(time.Duration(mrand.Int64N(int64(attempt+1) * int64(5*time.Millisecond)))):
 		}
 	}
 	return nil, false, fmt.Errorf("etcd store: stream %q: commit lost %d races in a row", c.Stream, maxAttempts)
@@ -259,25 +257,23 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	}
 	ops := []clientv3.Op{clientv3.OpPut(mk, string(js)), clientv3.OpPut(s.histKey(c.Stream, gen), string(js))}
 	// A single chunk goes in the transaction; more are written before it,
-	// each request under etcd's size limit.
-	staged := len(chunks) > 1
-	unstage := func() {
-		if staged {
+	// each request under etcd's size limit, and deleted unless it may
+	// have committed.
+	keep := len(chunks) == 1
+	defer func() {
+		if !keep {
 			s.unstage(ctx, prefix)
 		}
-	}
-	if !staged {
-		ops = append(ops, clientv3.OpPut(chunkKey(prefix, 0), string(chunks[0])))
-	}
-	for i := 0; staged && i < len(chunks); i++ {
-		if _, err := s.cli.Put(ctx, chunkKey(prefix, i), string(chunks[i])); err != nil {
-			unstage()
+	}()
+	for i, ch := range chunks {
+		if keep {
+			ops = append(ops, clientv3.OpPut(chunkKey(prefix, i), string(ch)))
+		} else if _, err := s.cli.Put(ctx, chunkKey(prefix, i), string(ch)); err != nil {
 			return nil, false, false, fmt.Errorf("etcd store: write config chunks of %q: %w", c.Stream, err)
 		}
 	}
 	sweep, err := s.sweep(ctx, c.Stream, gen, len(c.Raw), prefix, resp.Header.Revision)
 	if err != nil {
-		unstage()
 		return nil, false, errors.Is(err, rpctypes.ErrCompacted), err // compacted: read again
 	}
 	var tresp *clientv3.TxnResponse
@@ -290,16 +286,17 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	})
 	switch {
 	case err != nil:
-		// The outcome is unknown: the staged chunks may now be current, so
-		// they are left for the next commit's sweep.
+		// The outcome is unknown: the next commit's sweep deletes the
+		// chunks if they are not current.
+		keep = true
 		return nil, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", c.Stream, gen, err)
-	case !tresp.Succeeded:
-		unstage()
-		if expected > 0 {
-			return nil, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", c.Stream, expected, store.ErrConflict)
-		}
-		return nil, false, true, nil
+	case !tresp.Succeeded && expected > 0:
+		return nil, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", c.Stream, expected, store.ErrConflict)
 	}
+	if !tresp.Succeeded {
+		return nil, false, true, nil // another replica won: read again
+	}
+	keep = true
 	return c.WithGeneration(gen), false, false, nil
 }
 
@@ -410,24 +407,8 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if err := validName("sink", sp.GetName()); err != nil {
 		return err
 	}
-	if err := s.check(ctx); err != nil {
-		return err
-	}
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sp)
-	if err != nil {
-		return fmt.Errorf("encode sink %q: %w", sp.GetName(), err)
-	}
-	err = s.ownWrite(func() (int64, error) {
-		resp, err := s.cli.Put(ctx, s.key(kSinks, sp.GetName()), string(raw))
-		if err != nil {
-			return 0, err
-		}
-		return resp.Header.Revision, nil
-	})
-	if err != nil {
-		return fmt.Errorf("etcd store: put sink %q: %w", sp.GetName(), err)
-	}
-	return nil
+	return s.put(ctx, kSinks, sp.GetName(), raw, err)
 }
 
 // DeleteSink implements store.Store: it removes the spec and the applied
@@ -501,14 +482,26 @@ func list[T any](s *Store, ctx context.Context, kind string, decode func(name st
 	return out, resp.Header.Revision, nil
 }
 
-// putJSON stores v in JSON under name of a kind.
-func (s *Store) putJSON(ctx context.Context, kind, name string, v any) error {
+// put stores raw (encoded with error err) under name of a kind; a sink's
+// revision is recorded as this Store's, so Watch skips it.
+func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err error) error {
+	if err != nil {
+		return fmt.Errorf("etcd store: encode %s%s: %w", kind, name, err)
+	}
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(v)
-	if err == nil {
-		_, err = s.cli.Put(ctx, s.key(kind, name), string(raw))
+	write := func() (int64, error) {
+		resp, err := s.cli.Put(ctx, s.key(kind, name), string(raw))
+		if err != nil || kind != kSinks {
+			return 0, err
+		}
+		return resp.Header.Revision, nil
+	}
+	if kind == kSinks {
+		err = s.ownWrite(write)
+	} else {
+		_, err = write()
 	}
 	if err != nil {
 		return fmt.Errorf("etcd store: put %s%s: %w", kind, name, err)
@@ -534,7 +527,8 @@ func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	if err := validName("sink", a.Sink); err != nil {
 		return err
 	}
-	return s.putJSON(ctx, kApplied, a.Sink, a)
+	raw, err := json.Marshal(a)
+	return s.put(ctx, kApplied, a.Sink, raw, err)
 }
 
 // ListApplied implements store.Store, sorted by sink name.
@@ -549,7 +543,8 @@ func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	if err := validName("stream", c.Stream); err != nil {
 		return err
 	}
-	return s.putJSON(ctx, kConverged, c.Stream, c)
+	raw, err := json.Marshal(c)
+	return s.put(ctx, kConverged, c.Stream, raw, err)
 }
 
 // ListConverged implements store.Store, sorted by stream name.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -68,29 +67,21 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 		case len(h.Kvs) > 0:
 			return s.readStream(ctx, name, h.Kvs[0].Value, rev)
 		}
-		oldest, err := s.oldest(ctx, name, rev)
+		hist := s.key(kHistory, name) + "/"
+		first, err := s.cli.Get(ctx, hist, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithKeysOnly(), clientv3.WithLimit(1))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("etcd store: read the history of %q: %w", name, err)
 		}
-		return nil, store.NotRetained(name, gen, min(oldest, cur.Generation), cur.Generation)
+		oldest := cur.Generation
+		if len(first.Kvs) > 0 {
+			g, err := strconv.ParseUint(strings.TrimPrefix(string(first.Kvs[0].Key), hist), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, first.Kvs[0].Key, err)
+			}
+			oldest = min(oldest, g)
+		}
+		return nil, store.NotRetained(name, gen, oldest, cur.Generation)
 	})
-}
-
-// oldest is the oldest retained generation of stream name at rev.
-func (s *Store) oldest(ctx context.Context, name string, rev int64) (uint64, error) {
-	hist := s.key(kHistory, name) + "/"
-	resp, err := s.cli.Get(ctx, hist, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithKeysOnly(), clientv3.WithLimit(1))
-	if err != nil {
-		return 0, fmt.Errorf("etcd store: read the history of %q: %w", name, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return math.MaxUint64, nil
-	}
-	g, err := strconv.ParseUint(strings.TrimPrefix(string(resp.Kvs[0].Key), hist), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, resp.Kvs[0].Key, err)
-	}
-	return g, nil
 }
 
 // ListGenerations implements store.Store, from the history metas read at

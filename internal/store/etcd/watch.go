@@ -23,22 +23,23 @@ const watchBackoff = 500 * time.Millisecond
 // sent in commit order; a slow reader delays the watch, not the store.
 func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
 	s.mu.Lock()
-	closed, from := s.closed, s.listRev
-	known := make(map[string]bool, len(s.listedSinks))
-	for n := range s.listedSinks {
-		known[n] = true
-	}
+	from, known, closed := s.listRev, maps.Clone(s.listedSinks), s.closed
 	if !closed {
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
 	if closed {
+		stop()
+		cancel()
 		close(ch)
 		return ch
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
+	if known == nil {
+		known = map[string]bool{}
+	}
 	if from == 0 {
 		// "From now" is the revision now, read before returning, so that a
 		// change made after Watch returns is delivered.
@@ -87,22 +88,21 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, kn
 				last = wresp.Header.Revision
 			}
 		}
-		if ctx.Err() != nil {
+		if compacted && ctx.Err() == nil {
+			last = s.resync(ctx, ch, known)
+		} else if !s.sleep(ctx, watchBackoff) {
 			return
 		}
-		if compacted {
-			rev, ok := s.resync(ctx, ch, known)
-			if !ok {
-				return
-			}
-			last = rev
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.clock.After(watchBackoff):
-		}
+	}
+}
+
+// sleep waits d on the store's clock; false when ctx ends first.
+func (s *Store) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.clock.After(d):
+		return true
 	}
 }
 
@@ -166,17 +166,12 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 // resync sends every stream and sink after the history the watch needed
 // was compacted, and a deletion for every known sink that is gone; it
 // returns the revision to continue from, retrying until ctx is done.
-func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, bool) {
-	for ctx.Err() == nil {
-		if rev, err := s.resyncOnce(ctx, ch, known); err == nil {
-			return rev, true
-		}
-		select {
-		case <-ctx.Done():
-		case <-s.clock.After(watchBackoff):
+func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) int64 {
+	for {
+		if rev, err := s.resyncOnce(ctx, ch, known); err == nil || !s.sleep(ctx, watchBackoff) {
+			return rev
 		}
 	}
-	return 0, false
 }
 
 func (s *Store) resyncOnce(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, error) {

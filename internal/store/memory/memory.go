@@ -128,7 +128,7 @@ func (m *Store) ListGenerations(ctx context.Context, name string, before uint64,
 		var out []store.GenerationInfo
 		for _, g := range gens {
 			if (before == 0 || g.Generation < before) && (limit <= 0 || len(out) < limit) {
-				out = append(out, store.InfoOf(g))
+				out = append(out, store.MetaOf(g, g.Generation).Info(g.Stream))
 			}
 		}
 		return out, err
