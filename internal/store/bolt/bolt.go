@@ -106,13 +106,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := mkdirDurable(filepath.Dir(path), o.syncDir); err != nil {
 		return nil, fmt.Errorf("store %s: create data dir: %w", path, err)
 	}
-	if hasContent(path) {
+	existed := hasContent(path)
+	db, err := openDB(path, o)
+	if err == nil && existed {
 		// Nothing is written to a file until every page of it was read.
-		if err := verifyFile(path, o); err != nil {
-			return nil, err
+		if err = verify(db, path); err != nil {
+			_ = db.Close()
 		}
 	}
-	db, err := openDB(path, o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -136,31 +137,22 @@ func Open(path string, opts ...Option) (*Store, error) {
 // parent of each one it created: a record acked in a new data dir must not
 // vanish with the data dir's own entry at a power loss.
 func mkdirDurable(dir string, sync func(string) error) error {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
+	if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+		return nil
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := mkdirDurable(filepath.Dir(dir), sync); err != nil {
 		return err
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := sync(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	return nil
+	return sync(filepath.Dir(dir))
 }
 
 // openDB opens the bbolt file. bbolt trusts the file's meta pages, and
 // garbage that passes them can panic or fault: that is reported as
 // corrupt rather than crash the hub.
-func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {
+func openDB(path string, o options) (db *bbolt.DB, err error) {
 	if err := precheckSize(path); err != nil {
 		return nil, err
 	}
@@ -172,8 +164,7 @@ func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {
 	}()
 	// 1 GiB of address space (not disk): growing the file below it needs
 	// no remap, which would wait for every open read transaction.
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.lockTimeout, ReadOnly: readOnly,
-		FreelistType: bbolt.FreelistMapType, InitialMmapSize: 1 << 30})
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.lockTimeout, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 1 << 30})
 	var pe *fs.PathError
 	switch {
 	case err == nil:
@@ -236,20 +227,11 @@ func corruptErr(path string, err any) error {
 	return fmt.Errorf("store %s: %w: the index file cannot be read: %v (the file is kept as is)", path, store.ErrCorrupt, err)
 }
 
-// verifyFile opens path read-only and reads every key and value reachable
-// from its root. Pages past the end of a truncated file fault (SIGBUS)
-// when read through the mmap, and bbolt panics on a page that is not what
-// its parent says; both are reported as corrupt.
-func verifyFile(path string, o options) (err error) {
-	db, err := openDB(path, o, true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := db.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("store %s: close after check: %w", path, cerr)
-		}
-	}()
+// verify checks the layout and reads every key and value reachable from
+// db's root. Pages past the end of a truncated file fault (SIGBUS) when
+// read through the mmap, and bbolt panics on a page that is not what its
+// parent says; both are reported as corrupt.
+func verify(db *bbolt.DB, path string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
