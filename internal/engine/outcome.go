@@ -105,7 +105,7 @@ func fallbackMessage(generation uint64, excluded int) string {
 // failure cleans and bounds se for status, logs and LastFailed (a copy:
 // the sink's own value is left alone).
 func (w *worker) failure(se *sink.Error) *failure {
-	se, omitted := boundError(w.deps.redact(se, w.scrub))
+	se, omitted := boundError(w.e.redactError(se, w.scrub))
 	return &failure{err: se, message: se.Error(), omitted: omitted}
 }
 

@@ -13,7 +13,7 @@ import (
 func TestSlotPool(t *testing.T) {
 	ws := make([]*worker, 5)
 	for i := range ws {
-		ws[i] = &worker{name: fmt.Sprintf("w%d", i)}
+		ws[i] = &worker{member: &member{name: fmt.Sprintf("w%d", i)}}
 	}
 	name := func(w *worker) string {
 		if w == nil {
@@ -68,11 +68,11 @@ func TestSlotPool(t *testing.T) {
 
 	// A long queue served in order keeps its backing array bounded.
 	p = newSlotPool("non-gateway", 1)
-	holder := &worker{name: "holder"}
+	holder := &worker{member: &member{name: "holder"}}
 	p.acquire(holder)
 	many := make([]*worker, 1000)
 	for i := range many {
-		many[i] = &worker{name: fmt.Sprintf("q%d", i)}
+		many[i] = &worker{member: &member{name: fmt.Sprintf("q%d", i)}}
 		p.acquire(many[i])
 	}
 	cur := holder

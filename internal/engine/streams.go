@@ -58,7 +58,7 @@ func (e *Engine) DeleteStream(name string) error {
 	if st == nil {
 		return nil
 	}
-	if n := len(st.sinks) + len(st.peers); n > 0 {
+	if n := len(st.sinks); n > 0 {
 		return fmt.Errorf("%w: %d sink(s) read stream %q", ErrStreamHasSinks, n, name)
 	}
 	e.held.replace(st.cur, nil)
@@ -74,7 +74,7 @@ func (e *Engine) DeleteStream(name string) error {
 func (e *Engine) SinkTotal() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.sinks) + len(e.peers)
+	return len(e.sinks)
 }
 
 // Streams returns the current configuration of every stream that holds

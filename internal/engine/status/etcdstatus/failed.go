@@ -79,16 +79,18 @@ func decodeFailed(v []byte) (*Failed, error) {
 	return &Failed{Stream: h.Stream, Generation: h.Generation, Hash: h.Hash, Err: se, BodyOmitted: h.BodyOmitted}, nil
 }
 
-// failedOps returns the failed-record writes of the sinks a flush writes
-// (owned ones; nil status: removed): a sink whose engine holds a failed
-// apply not yet written gets its record (replacing its older ones); the
-// records of generations a sink has applied since are deleted, as the
-// engine forgets them. A record of a generation newer than what the sink
-// applied stays when this replica has no failure of it in memory (it
-// took the sink over from the replica that wrote it). Puts come one per
-// entry (a record may be large), deletions together. Called with w.io
+// writeFailed writes the failed records of the sinks a flush wrote (owned
+// ones; nil status: removed), conditional on the lease: a sink whose
+// engine holds a failed apply not yet written gets its record (replacing
+// its older ones); the records of generations a sink has applied since are
+// deleted, as the engine forgets them. A record of a generation newer than
+// what the sink applied stays when this replica has no failure of it in
+// memory (it took the sink over from the replica that wrote it). Puts go
+// one per transaction (a record may be large), deletions together. w.io is
 // held, not w.mu.
-func (w *Writer) failedOps(sinks map[string]*confighubv1.SinkStatus) (puts [][]clientv3.Op, dels []clientv3.Op) {
+func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus) error {
+	var puts [][]clientv3.Op
+	var dels []clientv3.Op
 	for name, st := range sinks {
 		base := w.keys.failedSink(name)
 		if st == nil {
@@ -115,37 +117,13 @@ func (w *Writer) failedOps(sinks map[string]*confighubv1.SinkStatus) (puts [][]c
 		w.failedClear[name] = applied
 		dels = append(dels, clientv3.OpDelete(base, clientv3.WithRange(w.keys.failed(name, applied+1))))
 	}
-	return puts, dels
-}
-
-// writeFailed writes the failed-record operations, conditional on the
-// lease. After an error what was sent is forgotten and the sinks are
-// flushed again, so the next flush writes their records.
-func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus, puts [][]clientv3.Op, dels []clientv3.Op) error {
-	err := w.commitFailed(ctx, puts, dels)
-	if err != nil {
-		clear(w.failedSig)
-		clear(w.failedClear)
-		w.mu.Lock()
-		for name, st := range sinks {
-			if _, newer := w.sinks[name]; !newer {
-				w.sinks[name] = st
-			}
-		}
-		w.mu.Unlock()
-	}
-	return err
-}
-
-func (w *Writer) commitFailed(ctx context.Context, puts [][]clientv3.Op, dels []clientv3.Op) error {
+	var txns [][]clientv3.Op
 	for i := 0; i < len(dels); i += txnBatch {
-		if _, ok, err := w.commit(ctx, dels[i:min(i+txnBatch, len(dels))]); err != nil || !ok {
-			return err // !ok: the lease is gone, nothing here is ours to write
-		}
+		txns = append(txns, dels[i:min(i+txnBatch, len(dels))])
 	}
-	for _, p := range puts {
-		if _, ok, err := w.commit(ctx, p); err != nil || !ok {
-			return err
+	for _, ops := range append(txns, puts...) {
+		if _, ok, err := w.commit(ctx, ops); err != nil || !ok {
+			return err // !ok: the lease is gone, nothing here is ours to write
 		}
 	}
 	return nil
