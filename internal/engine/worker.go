@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,19 +20,14 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
+// Causes of an attempt's end, and the mark of a recovered panic in Apply.
 var (
-	// errSuperseded cancels an apply in flight when a newer generation
-	// arrives and the sink has cancel_in_flight.
-	errSuperseded = errors.New("superseded by a newer generation")
-	// errAttemptTimeout cancels an apply that ran past options.timeout.
-	errAttemptTimeout = errors.New("apply timed out")
-	// errSinkPanicked marks the error of a recovered panic in Apply.
-	errSinkPanicked = errors.New("the sink panicked")
+	errSuperseded     = errors.New("superseded by a newer generation") // cancel_in_flight
+	errAttemptTimeout = errors.New("apply timed out")                  // options.timeout
+	errSinkPanicked   = errors.New("the sink panicked")
 )
 
-type (
-	state = confighubv1.SinkState
-)
+type state = confighubv1.SinkState
 
 const (
 	statePending  = confighubv1.SinkState_SINK_STATE_PENDING
@@ -141,13 +137,9 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 	if cancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
 	}
-	if w.slotQueued {
-		// Queued for an apply slot: it decides again, with the newest
-		// generation, when the slot is handed to it. Waking it now would
-		// only make it take the lock to find it still queued.
-		return
+	if !w.slotQueued { // a queued worker decides again when handed the slot
+		w.wake()
 	}
-	w.wake()
 }
 
 // start runs the worker's goroutines and closes done when both ended.
@@ -156,11 +148,7 @@ func (w *worker) start() {
 	defer close(w.done)
 	var wg sync.WaitGroup
 	if r, ok := w.s.(sink.Runner); ok {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.runRunner(r)
-		}()
+		wg.Go(func() { w.runRunner(r) })
 	}
 	w.loop()
 	wg.Wait()
@@ -371,29 +359,11 @@ func (w *worker) emit() {
 }
 
 func (w *worker) status() *confighubv1.SinkStatus {
-	st := &confighubv1.SinkStatus{
-		Sink:                w.name,
-		Kind:                w.kind,
-		Stream:              w.st.name,
-		State:               w.m.state,
-		DesiredGeneration:   w.m.desiredGen,
-		DesiredHash:         w.m.desiredHash,
-		AppliedGeneration:   w.m.appliedGen,
-		AppliedHash:         w.m.appliedHash,
-		Attempts:            w.m.attempts,
-		EntityErrors:        w.entityErrors,
-		EntityErrorsOmitted: w.entityErrorsOmitted,
-		Coalesced:           w.m.coalesced,
-		Reason:              w.m.reason,
-		RejectedGeneration:  w.m.rejectedGen,
-		AppliesTotal:        w.appliesTotal,
-		PreviousError:       w.prevErr,
-		PreviousErrorCode:   w.prevErrCode,
-		ExcludedEntities:    w.m.fallback.excluded,
-		FallbackGeneration:  w.m.fallback.gen,
-		FallbackHash:        w.m.fallback.hash,
-		DataPlane:           w.dataPlane,
-	}
+	st := &confighubv1.SinkStatus{Sink: w.name, Kind: w.kind, Stream: w.st.name, State: w.m.state, Reason: w.m.reason,
+		DesiredGeneration: w.m.desiredGen, DesiredHash: w.m.desiredHash, AppliedGeneration: w.m.appliedGen, AppliedHash: w.m.appliedHash,
+		Attempts: w.m.attempts, Coalesced: w.m.coalesced, RejectedGeneration: w.m.rejectedGen, AppliesTotal: w.appliesTotal,
+		EntityErrors: w.entityErrors, EntityErrorsOmitted: w.entityErrorsOmitted, PreviousError: w.prevErr, PreviousErrorCode: w.prevErrCode,
+		ExcludedEntities: w.m.fallback.excluded, FallbackGeneration: w.m.fallback.gen, FallbackHash: w.m.fallback.hash, DataPlane: w.dataPlane}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.m.nextRetry.IsZero() {
 		st.NextRetryTime = timestamppb.New(w.m.nextRetry)
@@ -416,8 +386,10 @@ func (w *worker) shownError() (msg, code string) {
 	return w.applyErr, w.applyErrCode
 }
 
-// sameStatus compares two statuses built by status(); entity errors are
-// compared by identity (they come from one sink.Error).
+// sameStatus compares two statuses built by status(), entity errors by
+// identity (they come from one sink.Error). emit runs it several times per
+// apply: about 0.1 µs where proto.Equal takes 3-10 µs on a failed sink's
+// status (BenchmarkSameStatus, BenchmarkSameStatusProtoEqual; 2 vCPUs).
 func sameStatus(a, b *confighubv1.SinkStatus) bool {
 	if a.State != b.State || a.DesiredGeneration != b.DesiredGeneration || a.DesiredHash != b.DesiredHash ||
 		a.AppliedGeneration != b.AppliedGeneration || a.AppliedHash != b.AppliedHash || a.Attempts != b.Attempts ||
@@ -449,59 +421,49 @@ type notifier struct{ w *worker }
 
 var _ sink.Notifier = notifier{}
 
-func (n notifier) Resync(reason string) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
+// locked runs f with e.mu held, unless the worker was removed.
+func (n notifier) locked(f func(w *worker)) {
+	n.w.e.mu.Lock()
+	defer n.w.e.mu.Unlock()
+	if !n.w.removed {
+		f(n.w)
 	}
-	// The destination is back (a gateway restarted empty, a plugin
-	// reconnected): the backoff wait is no longer worth waiting out.
-	// A destination's own Retry-After still holds.
-	w.m.requestResync(reason)
-	w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
-	w.wake()
+}
+
+// Resync forces the next apply and ends a backoff wait: the destination
+// is back (a gateway restarted empty, a plugin reconnected).
+func (n notifier) Resync(reason string) {
+	n.locked(func(w *worker) {
+		w.m.requestResync(reason)
+		w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
+		w.wake()
+	})
 }
 
 func (n notifier) Health(err error) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
-	}
-	h := ""
-	if err != nil {
-		h = err.Error()
-		if h == "" {
-			h = "unreachable"
+	n.locked(func(w *worker) {
+		h := ""
+		if err != nil {
+			h = w.scrubText(cmp.Or(err.Error(), "unreachable"))
 		}
-		h = w.scrubText(h)
-	}
-	if h == w.health {
-		return
-	}
-	if h != "" {
-		w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
-	} else {
-		w.e.log.Info("sink reachable again", "sink", w.name)
-		// A retry scheduled while it was down is tried now, not after the
-		// rest of its backoff.
-		w.m.reachable()
-		w.wake()
-	}
-	w.health = h
-	w.emit()
+		if h == w.health {
+			return
+		}
+		if h != "" {
+			w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
+		} else {
+			w.e.log.Info("sink reachable again", "sink", w.name)
+			w.m.reachable() // a retry scheduled while it was down is due now
+			w.wake()
+		}
+		w.health = h
+		w.emit()
+	})
 }
 
 func (n notifier) DataPlane(dp *confighubv1.DataPlaneStatus) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
-	}
-	w.dataPlane = dp
-	w.emit()
+	n.locked(func(w *worker) {
+		w.dataPlane = dp
+		w.emit()
+	})
 }
