@@ -127,7 +127,6 @@ func WithRandom(f func() float64) Option {
 // Memory: one *config.Config per stream is shared by every sink; a sink
 // holds at most its slot's, its last applied and its last failed one.
 type Engine struct {
-	reg        *sink.Registry
 	specs      *sinkspec.Checker
 	clock      clockwork.Clock
 	log        *slog.Logger
@@ -178,7 +177,10 @@ type Engine struct {
 	// the calls for its own name only.
 	names   map[string]*nameLock
 	stopped bool
-	held    held
+	// heldStreams hold a configuration of heldBytes in all (Raw), kept as
+	// generations come and streams go.
+	heldStreams int
+	heldBytes   int64
 }
 
 // nameLock is one sink name's admin lock; refs counts its holders and
@@ -247,7 +249,6 @@ type genTrack struct {
 // New returns an engine. It starts no goroutine until sinks are put.
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
-		reg:            reg,
 		specs:          sinkspec.New(reg),
 		clock:          clockwork.NewRealClock(),
 		log:            slog.New(slog.DiscardHandler),
@@ -332,7 +333,12 @@ func (e *Engine) Publish(cfg *config.Config) {
 		}
 		return
 	}
-	e.held.replace(st.cur, cfg)
+	if st.cur == nil {
+		e.heldStreams++
+	} else {
+		e.heldBytes -= int64(len(st.cur.Raw))
+	}
+	e.heldBytes += int64(len(cfg.Raw))
 	st.cur = cfg
 	e.metrics.StreamGeneration(st.name, cfg.Generation)
 	e.track(st, i, cfg)
@@ -376,6 +382,14 @@ func (e *Engine) Current(streamName string) *config.Config {
 	return nil
 }
 
+// ValidateSink returns a normalised copy of spec (sinkspec.Checker): kind
+// filled, stream defaulted, the kind's defaults applied. Errors wrap
+// sink.ErrUnknownKind or sink.ErrInvalidSpec. It does not build the sink.
+func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error) {
+	s, _, err := e.specs.Normalise(spec)
+	return s, err
+}
+
 // PutSink validates spec, builds the sink with its kind's factory and starts
 // its worker. A sink of the same name is replaced (its worker stopped and the
 // sink closed first) unless the normalised spec is unchanged. A new sink
@@ -383,7 +397,11 @@ func (e *Engine) Current(streamName string) *config.Config {
 // not owned here is kept as a peer; a change of ownership during the call
 // is caught by deciding again once the sink is registered.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	norm, kind, opts, err := e.validate(spec)
+	norm, kind, err := e.specs.Normalise(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, err := sinkspec.Resolve(norm)
 	if err != nil {
 		return nil, false, err
 	}
@@ -458,16 +476,6 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
 func (e *Engine) DeleteSink(name string) error {
-	return e.deleteSink(name, "sink deleted", slog.LevelInfo)
-}
-
-// StopSink is DeleteSink for a sink that goes on elsewhere (a replica
-// hands it over), logged at debug: the caller logs where it went.
-func (e *Engine) StopSink(name string) error {
-	return e.deleteSink(name, "sink stopped here", slog.LevelDebug)
-}
-
-func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	defer e.logOwned()
 	done, err := e.admin(name)
 	if err != nil {
@@ -487,7 +495,7 @@ func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
 	}
 	e.removeWorker(m.w, true)
-	e.log.Log(context.Background(), level, msg, "sink", name, "kind", m.w.kind, "stream", m.st.name)
+	e.log.Info("sink deleted", "sink", name, "kind", m.w.kind, "stream", m.st.name)
 	return nil
 }
 
@@ -546,8 +554,7 @@ func (e *Engine) register(m *member) {
 	e.specBytes += m.specSize
 	m.st.sinks[m.name] = m
 	m.st.waves[m.opts.Wave]++
-	e.count(m.st, m.appliedGen(), 1)
-	e.kickWaiters(m.st)
+	e.recount(m.st, 1, 0, m.appliedGen())
 }
 
 // unregister takes m out (and its status, with removeStatus). e.mu is held.
@@ -558,11 +565,10 @@ func (e *Engine) unregister(m *member, removeStatus bool) {
 	if m.st.waves[m.opts.Wave]--; m.st.waves[m.opts.Wave] == 0 {
 		delete(m.st.waves, m.opts.Wave)
 	}
-	e.count(m.st, m.appliedGen(), -1)
+	e.recount(m.st, -1, m.appliedGen(), 0)
 	if removeStatus {
 		e.broker.RemoveSink(m.st.name, m.name)
 	}
-	e.kickWaiters(m.st)
 }
 
 func closeSink(log *slog.Logger, name string, s sink.Sink) {
@@ -788,37 +794,30 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// count adds d sinks that applied generation applied to the stream's
-// generations. A joining sink completes a generation only with an apply
-// from before it joined; one leaving may complete it now. e.mu is held.
-func (e *Engine) count(st *stream, applied uint64, d int) {
+// recount updates the stream's generation counts for a sink that joins
+// (total 1, applied cur), leaves (total -1, applied prev) or whose applied
+// generation moved from prev to cur (a peer's may go back: its new owner
+// re-seeded it), and wakes the gated workers. A joining sink completes a
+// generation only with an apply from before it joined. e.mu is held.
+func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
-		g.total = uint32(int(g.total) + d)
-		if applied >= g.gen {
-			g.applied = uint32(int(g.applied) + d)
-		}
-		e.checkConverged(st, g, d < 0)
-		e.broker.PutGeneration(st.name, g.proto())
-	}
-}
-
-// appliedMoved updates the generation counts and wakes the gated workers
-// after a sink's applied generation moved from prev to cur (a peer's may
-// go back: its new owner re-seeded it). e.mu is held.
-func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
-	for _, g := range st.gens {
-		switch {
-		case prev < g.gen && g.gen <= cur:
-			g.applied++
-		case cur < g.gen && g.gen <= prev:
-			g.applied--
-		default:
+		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)
+		if total == 0 && d == 0 {
 			continue
 		}
-		e.checkConverged(st, g, true)
+		g.total = uint32(int(g.total) + total)
+		g.applied = uint32(int(g.applied) + d)
+		e.checkConverged(st, g, total <= 0)
 		e.broker.PutGeneration(st.name, g.proto())
 	}
 	e.kickWaiters(st)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // kickWaiters wakes the workers whose gate may have changed. e.mu is held.

@@ -102,7 +102,7 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 		m.shared = st
 	}
 	// Counts first: one that goes down is never ahead of the statuses.
-	e.appliedMoved(m.st, prev, m.appliedGen())
+	e.recount(m.st, 0, prev, m.appliedGen())
 	if m.shared != nil {
 		e.broker.PutSink(st)
 	} else {

@@ -1,16 +1,9 @@
 package engine
 
-// slotPool is one hub-wide limit of applies in flight. Every field is
-// guarded by Engine.mu. It only decides (no I/O, no wake-up of its own):
-// the worker whose release hands a slot on wakes the one it names
-// (TestSlotPool).
-//
-// A worker that finds the pool full joins a FIFO queue and sleeps; a
-// release hands the slot straight to the first queued worker and wakes
-// that one only. So a publish to 1,000 sinks wakes each worker once
-// (to queue, reporting PENDING once), and each freed slot wakes exactly
-// one worker, instead of every waiter racing for the engine lock each
-// time a slot frees.
+// slotPool is one hub-wide limit of applies in flight, guarded by
+// Engine.mu. A worker that finds it full joins a FIFO queue and sleeps; a
+// release hands the slot to the first queued worker, which its releaser
+// wakes: each freed slot wakes one worker, not every waiter (TestSlotPool).
 type slotPool struct {
 	name  string
 	max   int

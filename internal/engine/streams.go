@@ -13,44 +13,18 @@ import (
 // stream.
 var ErrStreamHasSinks = errors.New("stream has sinks")
 
-// held counts the streams that hold a configuration and the bytes of
-// their configurations (Raw, as pushed). Guarded by Engine.mu; kept as
-// generations come and streams go, so Held costs the same however many
-// streams there are.
-type held struct {
-	streams int
-	bytes   int64
-}
-
-// replace accounts for a stream whose configuration goes from prev (nil:
-// none) to cur (nil: deleted).
-func (h *held) replace(prev, cur *config.Config) {
-	switch {
-	case prev == nil && cur != nil:
-		h.streams++
-	case prev != nil && cur == nil:
-		h.streams--
-	}
-	if prev != nil {
-		h.bytes -= int64(len(prev.Raw))
-	}
-	if cur != nil {
-		h.bytes += int64(len(cur.Raw))
-	}
-}
-
 // Held is how many streams hold a configuration (here or, on replicas,
 // pushed through another replica and followed here) and how many bytes
 // those configurations hold.
 func (e *Engine) Held() (streams int, bytes int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.held.streams, e.held.bytes
+	return e.heldStreams, e.heldBytes
 }
 
-// DeleteStream forgets a stream's configuration and status. It is
-// refused with ErrStreamHasSinks, naming them, while sinks (run here or
-// not) read the stream, saying how many; a stream the engine does not know is no error.
+// DeleteStream forgets a stream's configuration and status. It is refused
+// with ErrStreamHasSinks, saying how many, while sinks (run here or not)
+// read the stream; an unknown stream is no error.
 func (e *Engine) DeleteStream(name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -61,7 +35,10 @@ func (e *Engine) DeleteStream(name string) error {
 	if n := len(st.sinks); n > 0 {
 		return fmt.Errorf("%w: %d sink(s) read stream %q", ErrStreamHasSinks, n, name)
 	}
-	e.held.replace(st.cur, nil)
+	if st.cur != nil {
+		e.heldStreams--
+		e.heldBytes -= int64(len(st.cur.Raw))
+	}
 	delete(e.streams, name)
 	delete(e.restoredConv, name)
 	delete(e.conv, name)
@@ -81,7 +58,7 @@ func (e *Engine) SinkTotal() int {
 // one, sorted by stream name. The configurations are shared, not copied.
 func (e *Engine) Streams() []*config.Config {
 	e.mu.Lock()
-	out := make([]*config.Config, 0, e.held.streams)
+	out := make([]*config.Config, 0, e.heldStreams)
 	for _, st := range e.streams {
 		if st.cur != nil {
 			out = append(out, st.cur)

@@ -330,7 +330,7 @@ func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 	ev.measure(w.e.metrics)
 	ev.logTo(w.e.log)
 	if prevApplied != w.m.appliedGen {
-		w.e.appliedMoved(w.st, prevApplied, w.m.appliedGen)
+		w.e.recount(w.st, 0, prevApplied, w.m.appliedGen)
 	} else if kick {
 		w.e.kickWaiters(w.st) // later waves skip it now
 	}
