@@ -78,16 +78,17 @@ func WithFirstRevision(rev uint64) Option {
 }
 
 // View is what status readers (GetStatus, WatchStatus, the etcd writer)
-// need: a consistent snapshot of a stream and a watch from a revision, with
-// the resume-gap and slow-watcher guarantees of the package doc. The local
-// Broker implements it; so does the etcd-backed view of replicas
-// (etcdstatus.Mirror), which runs the same conformance suite (statustest).
+// need, with the guarantees of the package doc: the local Broker and the
+// etcd-backed etcdstatus.Mirror run one conformance suite (statustest).
 type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
 	Snapshot(stream string) (*confighubv1.GetStatusResponse, bool)
-	// Watch sends a snapshot (or the changes after fromRevision), then
-	// every change; the channel closes when ctx ends or the view closes.
+	// Watch sends a snapshot (reason "start") when fromRevision is 0, the
+	// changes after it when they are still kept, else a "resume-gap"
+	// snapshot; then every change. A watcher too slow for its buffer gets
+	// a "slow-watcher" snapshot instead of what it missed. The channel
+	// closes when ctx ends or the view closes.
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
 }
 
@@ -123,7 +124,7 @@ type stream struct {
 	// statuses, by generation: each is published right after the sink
 	// change that makes it true.
 	held map[uint64]*confighubv1.GenerationStatus
-	hist ring
+	hist []*confighubv1.WatchStatusResponse // the last changes, ascending
 	// trimmed is the revision of the newest change dropped from hist: a
 	// watcher that saw it (or a later one) can resume.
 	trimmed  uint64
@@ -164,11 +165,7 @@ func New(opts ...Option) *Broker {
 func (b *Broker) stream(name string) *stream {
 	s := b.streams[name]
 	if s == nil {
-		s = &stream{
-			name:     name,
-			hist:     ring{buf: make([]*confighubv1.WatchStatusResponse, 0, min(b.history, 64)), max: b.history},
-			watchers: map[*watcher]struct{}{},
-		}
+		s = &stream{name: name, watchers: map[*watcher]struct{}{}}
 		b.streams[name] = s
 	}
 	return s
@@ -317,7 +314,7 @@ func (b *Broker) RemoveStream(streamName string) {
 	// stream's changes.
 	b.rev++
 	s.gens, s.held, s.trimmed = nil, nil, b.rev
-	s.hist = ring{max: s.hist.max}
+	s.hist = nil
 	s.cutOver(ReasonStreamDeleted)
 }
 
@@ -368,8 +365,9 @@ func (b *Broker) putGeneration(s *stream, rev uint64, g *confighubv1.GenerationS
 func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusResponse) uint64 {
 	b.rev = rev
 	ev.Revision = b.rev
-	if dropped := s.hist.push(ev); dropped != nil {
-		s.trimmed = dropped.GetRevision()
+	if s.hist = append(s.hist, ev); len(s.hist) > b.history {
+		s.trimmed = s.hist[0].GetRevision()
+		s.hist = s.hist[1:]
 	}
 	if len(s.watchers) > 0 {
 		select {
@@ -416,7 +414,7 @@ func (b *Broker) dispatch() {
 				s.dispatched = b.rev
 				continue
 			}
-			bt := batch{events: coalesce(s.hist.after(s.dispatched)), trimmed: s.trimmed}
+			bt := batch{events: coalesce(after(s.hist, s.dispatched)), trimmed: s.trimmed}
 			for w := range s.watchers {
 				bt.watchers = append(bt.watchers, w)
 			}
@@ -432,12 +430,11 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce leaves out of one round's changes each one that a later change
-// of the same sink or generation supersedes, keeping every sink's newest
-// status at each generation change it keeps: a watcher still sees every
-// generation, and its view equals the broker's state at each generation
-// change and at the round's end (a count is never ahead of its sinks), in
-// fewer messages. events is ascending and not shared; the result reuses it.
+// coalesce leaves out of one round's changes each one a later change of the
+// same sink or generation supersedes, keeping every sink's newest status at
+// each generation change kept: a watcher still sees every generation, and
+// its view equals the broker's at each generation change and at the round's
+// end. events is ascending and not shared; the result reuses it.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events
@@ -517,8 +514,7 @@ func (w *watcher) cutOver(reason string) {
 	}
 }
 
-// Snapshot returns the stream's status at the current revision; false when
-// the stream has neither a generation nor a sink.
+// Snapshot returns the stream's status at the current revision (View).
 func (b *Broker) Snapshot(streamName string) (*confighubv1.GetStatusResponse, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -555,12 +551,7 @@ func (b *Broker) snapshotEvent(s *stream, reason string) *confighubv1.WatchStatu
 	}
 }
 
-// Watch streams the status of a stream: first a snapshot (reason "start")
-// when fromRevision is 0; the changes after fromRevision when they are
-// still in the history; otherwise a snapshot with reason "resume-gap". Then
-// every change. A watcher too slow for its buffer gets a snapshot with
-// reason "slow-watcher" instead of the changes it missed. The channel is
-// closed when ctx ends or the broker is closed.
+// Watch streams the status of a stream (View).
 func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
 	w := &watcher{ch: make(chan *confighubv1.WatchStatusResponse, b.buffer), kick: make(chan struct{}, 1)}
 	b.mu.Lock()
@@ -571,14 +562,15 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 	}
 	s := b.stream(streamName)
 	w.last = b.rev
+	resume := fromRevision > 0 && fromRevision <= b.rev && fromRevision >= s.trimmed && fromRevision >= b.base
 	var evs []*confighubv1.WatchStatusResponse
-	if fromRevision > 0 && fromRevision <= b.rev && fromRevision >= s.trimmed && fromRevision >= b.base {
-		evs = s.hist.after(fromRevision)
+	if resume {
+		evs = after(s.hist, fromRevision)
 	}
 	switch {
 	case fromRevision == 0:
 		w.ch <- b.snapshotEvent(s, ReasonStart)
-	case evs == nil || len(evs) > cap(w.ch):
+	case !resume || len(evs) > cap(w.ch):
 		w.ch <- b.snapshotEvent(s, ReasonResumeGap)
 	default:
 		for _, ev := range evs {
@@ -646,7 +638,7 @@ func (b *Broker) drop(s *stream, w *watcher) {
 	w.closed = true
 	close(w.ch)
 	w.mu.Unlock()
-	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist.buf) == 0 {
+	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist) == 0 {
 		// Watched but never used: forget it, so watches of unknown streams
 		// hold no memory.
 		delete(b.streams, s.name)
@@ -666,34 +658,8 @@ func (b *Broker) Close() {
 	b.wg.Wait()
 }
 
-// ring is a bounded history of changes, oldest first.
-type ring struct {
-	buf   []*confighubv1.WatchStatusResponse
-	start int
-	max   int
-}
-
-// push appends ev and returns the change it evicted, if any.
-func (r *ring) push(ev *confighubv1.WatchStatusResponse) *confighubv1.WatchStatusResponse {
-	if len(r.buf) < r.max {
-		r.buf = append(r.buf, ev)
-		return nil
-	}
-	old := r.buf[r.start]
-	r.buf[r.start] = ev
-	r.start = (r.start + 1) % len(r.buf)
-	return old
-}
-
-// after returns the changes with a revision above rev, oldest first.
-func (r *ring) after(rev uint64) []*confighubv1.WatchStatusResponse {
-	n := len(r.buf)
-	// Revisions ascend along the ring: binary search on the logical index.
-	at := func(i int) *confighubv1.WatchStatusResponse { return r.buf[(r.start+i)%n] }
-	i := sort.Search(n, func(i int) bool { return at(i).GetRevision() > rev })
-	out := make([]*confighubv1.WatchStatusResponse, 0, n-i)
-	for ; i < n; i++ {
-		out = append(out, at(i))
-	}
-	return out
+// after returns a copy of the changes of hist with a revision above rev.
+func after(hist []*confighubv1.WatchStatusResponse, rev uint64) []*confighubv1.WatchStatusResponse {
+	i := sort.Search(len(hist), func(i int) bool { return hist[i].GetRevision() > rev })
+	return slices.Clone(hist[i:])
 }
