@@ -25,21 +25,18 @@ func (k keys) gen(s string, g uint64) string    { return fmt.Sprintf("%s%020d", 
 func (k keys) failedSink(name string) string    { return k.root + "failed/" + name + "/" }
 func (k keys) failed(n string, g uint64) string { return fmt.Sprintf("%s%020d", k.failedSink(n), g) }
 
-// parse names the sink, or the stream and generation, of a status key.
-func (k keys) parse(key string) (sink, stream string, gen uint64, ok bool) {
+// parse names the sink, or the stream of the generation, of a status key.
+func (k keys) parse(key string) (sink, stream string, ok bool) {
 	if name, found := strings.CutPrefix(key, k.sink("")); found {
-		return name, "", 0, name != ""
+		return name, "", name != ""
 	}
 	rest, found := strings.CutPrefix(key, k.all()+"gen/")
-	if !found {
-		return "", "", 0, false
-	}
 	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", "", 0, false
+	if !found || i <= 0 {
+		return "", "", false
 	}
-	g, err := strconv.ParseUint(rest[i+1:], 10, 64)
-	return "", rest[:i], g, err == nil
+	_, err := strconv.ParseUint(rest[i+1:], 10, 64)
+	return "", rest[:i], err == nil
 }
 
 // Revisions: a view revision is the etcd revision shifted left by revShift,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -98,16 +99,16 @@ func WithObserver(obs Observer) Option { return func(o *options) { o.observer = 
 // (compaction, etcd restart) is followed by a fresh read of the keys,
 // published as one gap (status.Broker.GapAt).
 type Mirror struct {
-	cli  *clientv3.Client
-	keys keys
-	o    options
-	b    *status.Broker
+	status.View // the broker's Snapshot and Watch
+	cli         *clientv3.Client
+	keys        keys
+	o           options
+	b           *status.Broker
 
 	mu    sync.Mutex
 	etcd  int64         // newest etcd revision applied
 	seen  chan struct{} // closed and replaced at each etcd revision applied
 	sinks map[string]*confighubv1.SinkStatus
-	gens  map[string]map[uint64]*confighubv1.GenerationStatus // stream -> generation -> newest
 }
 
 var _ status.View = (*Mirror)(nil)
@@ -116,18 +117,8 @@ var _ status.View = (*Mirror)(nil)
 // it.
 func NewMirror(cli *clientv3.Client, prefix string, opts ...Option) *Mirror {
 	o := newOptions(opts)
-	return &Mirror{cli: cli, keys: newKeys(prefix), o: o, b: status.New(o.brokerOpts...),
-		seen: make(chan struct{}), sinks: map[string]*confighubv1.SinkStatus{}, gens: map[string]map[uint64]*confighubv1.GenerationStatus{}}
-}
-
-// Snapshot is the stream's status at the mirror's revision.
-func (m *Mirror) Snapshot(stream string) (*confighubv1.GetStatusResponse, bool) {
-	return m.b.Snapshot(stream)
-}
-
-// Watch streams the stream's status (see status.View).
-func (m *Mirror) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
-	return m.b.Watch(ctx, stream, from)
+	b := status.New(o.brokerOpts...)
+	return &Mirror{View: b, cli: cli, keys: newKeys(prefix), o: o, b: b, seen: make(chan struct{}), sinks: map[string]*confighubv1.SinkStatus{}}
 }
 
 // Sink returns the newest status of a sink, nil if none.
@@ -159,8 +150,7 @@ func (m *Mirror) Run(ctx context.Context) {
 	}
 }
 
-// relist reads every key and publishes the difference with what the mirror
-// had, as one gap.
+// relist reads every key and publishes what changed, as one gap.
 func (m *Mirror) relist(ctx context.Context) (int64, error) {
 	tctx, cancel := context.WithTimeout(ctx, m.o.opTimeout)
 	resp, err := m.cli.Get(tctx, m.keys.all(), clientv3.WithPrefix())
@@ -169,37 +159,27 @@ func (m *Mirror) relist(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rev := resp.Header.Revision
-	sinks := map[string]*confighubv1.SinkStatus{}
-	var gens []*clientv3.Event // as watched puts, in key order
-	for _, kv := range resp.Kvs {
-		if name, _, _, ok := m.keys.parse(string(kv.Key)); ok && name != "" {
-			if st := decode[confighubv1.SinkStatus](m.o.log, kv.Value, "sink"); st != nil {
-				sinks[name] = st
-			}
-		} else if ok {
-			gens = append(gens, &clientv3.Event{Kv: kv})
-		}
-	}
 	m.mu.Lock()
 	next := viewRev(rev, relistBase)
 	if next <= m.b.Revision() {
 		m.mu.Unlock()
 		return rev, nil // nothing new since what was watched
 	}
-	var notify []func()
-	names := map[string]bool{}
-	for name := range m.sinks {
-		names[name] = true
+	// As watched changes: every key, then the deletion of the sinks gone.
+	evs := make([]*clientv3.Event, 0, len(resp.Kvs))
+	listed := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		name, _, _ := m.keys.parse(string(kv.Key))
+		listed[name] = true
+		evs = append(evs, &clientv3.Event{Kv: kv})
 	}
-	for name := range sinks {
-		names[name] = true
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		if old, cur := m.sinks[name], sinks[name]; cur == nil || old == nil || !proto.Equal(old, cur) {
-			notify = append(notify, m.applySink(&next, name, cur)...)
+	for _, name := range slices.Sorted(maps.Keys(m.sinks)) {
+		if !listed[name] {
+			evs = append(evs, &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(m.keys.sink(name))}})
 		}
 	}
-	for _, ev := range gens {
+	var notify []func()
+	for _, ev := range evs {
 		notify = append(notify, m.applyEvent(&next, ev)...)
 	}
 	m.b.GapAt(next)
@@ -224,6 +204,9 @@ func (m *Mirror) applySink(rev *uint64, name string, st *confighubv1.SinkStatus)
 	var out []func()
 	obs := m.o.observer
 	old := m.sinks[name]
+	if old != nil && st != nil && proto.Equal(old, st) {
+		return nil
+	}
 	if old != nil && (st == nil || old.GetStream() != st.GetStream()) {
 		m.b.RemoveSinkAt(*rev, old.GetStream(), name)
 		*rev = max(*rev+1, m.b.Revision()+1)
@@ -286,47 +269,25 @@ func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 	// A sink change may release a held generation change at the next
 	// revision (status.Broker.PutGeneration); every replica does the same.
 	defer func() { *rev = max(*rev, start+1, m.b.Revision()+1) }()
-	name, stream, gen, ok := m.keys.parse(string(ev.Kv.Key))
+	name, stream, ok := m.keys.parse(string(ev.Kv.Key))
 	switch {
 	case !ok:
 	case name != "" && ev.Type == clientv3.EventTypeDelete:
-		if m.sinks[name] != nil {
-			return m.applySink(rev, name, nil)
-		}
+		return m.applySink(rev, name, nil)
 	case name != "":
 		if st := decode[confighubv1.SinkStatus](m.o.log, ev.Kv.Value, "sink"); st != nil {
 			return m.applySink(rev, name, st)
 		}
 	case ev.Type != clientv3.EventTypeDelete:
-		g := decode[confighubv1.GenerationStatus](m.o.log, ev.Kv.Value, "generation")
-		if old := m.gens[stream][gen]; g == nil || (old != nil && proto.Equal(old, g)) {
-			return nil
-		}
-		m.b.PutGenerationAt(*rev, stream, g)
-		*rev++
-		m.keepGen(stream, gen, g)
-		if obs := m.o.observer; obs != nil {
-			return []func(){func() { obs.ObserveGeneration(stream, g) }}
+		if g := decode[confighubv1.GenerationStatus](m.o.log, ev.Kv.Value, "generation"); g != nil {
+			m.b.PutGenerationAt(*rev, stream, g)
+			*rev++
+			if obs := m.o.observer; obs != nil {
+				return []func(){func() { obs.ObserveGeneration(stream, g) }}
+			}
 		}
 	}
 	return nil
-}
-
-// keepGen remembers g, the oldest half dropped past twice what the broker
-// keeps. m.mu is held.
-func (m *Mirror) keepGen(stream string, gen uint64, g *confighubv1.GenerationStatus) {
-	known := m.gens[stream]
-	if known == nil {
-		known = map[uint64]*confighubv1.GenerationStatus{}
-		m.gens[stream] = known
-	}
-	known[gen] = g
-	if len(known) > 2*status.Generations {
-		all := slices.Sorted(maps.Keys(known))
-		for _, k := range all[:len(all)-status.Generations] {
-			delete(known, k)
-		}
-	}
 }
 
 // decode unmarshals a status read from etcd; nil (logged) when it does not
