@@ -3,6 +3,7 @@ package status
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -165,7 +166,7 @@ func New(opts ...Option) *Broker {
 func (b *Broker) stream(name string) *stream {
 	s := b.streams[name]
 	if s == nil {
-		s = &stream{name: name, watchers: map[*watcher]struct{}{}}
+		s = &stream{name: name, held: map[uint64]*confighubv1.GenerationStatus{}, watchers: map[*watcher]struct{}{}}
 		b.streams[name] = s
 	}
 	return s
@@ -212,17 +213,11 @@ func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
 	}
 	rev = b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
 	// Publish the held generation changes the sink statuses now justify.
-	var ready []uint64
-	for gen, g := range s.held {
-		if g.GetSinksApplied() <= s.appliedBy(gen) {
-			ready = append(ready, gen)
+	for _, gen := range slices.Sorted(maps.Keys(s.held)) {
+		if g := s.held[gen]; g.GetSinksApplied() <= s.appliedBy(gen) {
+			delete(s.held, gen)
+			b.putGeneration(s, b.rev+1, g)
 		}
-	}
-	slices.Sort(ready)
-	for _, gen := range ready {
-		g := s.held[gen]
-		delete(s.held, gen)
-		b.putGeneration(s, b.rev+1, g)
 	}
 	return rev
 }
@@ -267,9 +262,6 @@ func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.G
 	}
 	s := b.stream(streamName)
 	if g.GetSinksApplied() > s.appliedBy(g.GetGeneration()) {
-		if s.held == nil {
-			s.held = map[uint64]*confighubv1.GenerationStatus{}
-		}
 		s.held[g.GetGeneration()] = g
 		return 0
 	}
@@ -313,8 +305,8 @@ func (b *Broker) RemoveStream(streamName string) {
 	// A resume from before the deletion gets a snapshot, not the deleted
 	// stream's changes.
 	b.rev++
-	s.gens, s.held, s.trimmed = nil, nil, b.rev
-	s.hist = nil
+	s.gens, s.hist, s.trimmed = nil, nil, b.rev
+	clear(s.held)
 	s.cutOver(ReasonStreamDeleted)
 }
 

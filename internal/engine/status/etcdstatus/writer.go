@@ -3,7 +3,6 @@ package etcdstatus
 import (
 	"bytes"
 	"context"
-	"maps"
 	"slices"
 	"sync"
 
@@ -40,7 +39,7 @@ type Writer struct {
 	base    context.Context
 	streams map[string]bool                    // followed (false: once Run starts)
 	sinks   map[string]*confighubv1.SinkStatus // nil: removed
-	gens    map[string]map[uint64]*confighubv1.GenerationStatus
+	gens    map[genKey]*confighubv1.GenerationStatus
 	seen    map[string]uint64 // the newest source revision taken, per stream
 	seenCh  chan struct{}     // closed and replaced at each change taken
 	wg      sync.WaitGroup
@@ -57,7 +56,7 @@ type Writer struct {
 func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter engine.Ownership, lease Leaser, opts ...Option) *Writer {
 	return &Writer{cli: cli, keys: newKeys(prefix), o: newOptions(opts), src: src, filter: filter, lease: lease,
 		streams: map[string]bool{}, sinks: map[string]*confighubv1.SinkStatus{},
-		gens: map[string]map[uint64]*confighubv1.GenerationStatus{}, seen: map[string]uint64{}, seenCh: make(chan struct{}),
+		gens: map[genKey]*confighubv1.GenerationStatus{}, seen: map[string]uint64{}, seenCh: make(chan struct{}),
 		failedSig: map[string]string{}, failedClear: map[string]uint64{}}
 }
 
@@ -94,27 +93,23 @@ func (w *Writer) mark(stream string, ev *confighubv1.WatchStatusResponse) {
 			w.sinks[s.GetSink()] = s
 		}
 		for _, g := range e.Snapshot.GetGenerations() {
-			w.markGen(stream, g)
+			w.gens[genKey{stream, g.GetGeneration()}] = g
 		}
 	case *confighubv1.WatchStatusResponse_Sink:
 		w.sinks[e.Sink.GetSink()] = e.Sink
 	case *confighubv1.WatchStatusResponse_SinkRemoved:
 		w.sinks[e.SinkRemoved] = nil
 	case *confighubv1.WatchStatusResponse_Generation:
-		w.markGen(stream, e.Generation)
+		w.gens[genKey{stream, e.Generation.GetGeneration()}] = e.Generation
 	}
 	w.seen[stream] = max(w.seen[stream], ev.GetRevision())
 	close(w.seenCh)
 	w.seenCh = make(chan struct{})
 }
 
-func (w *Writer) markGen(stream string, g *confighubv1.GenerationStatus) {
-	m := w.gens[stream]
-	if m == nil {
-		m = map[uint64]*confighubv1.GenerationStatus{}
-		w.gens[stream] = m
-	}
-	m[g.GetGeneration()] = g
+type genKey struct {
+	stream string
+	gen    uint64
 }
 
 // Run writes every interval until ctx ends.
@@ -148,7 +143,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	defer w.io.Unlock()
 	w.mu.Lock()
 	sinks, gens := w.sinks, w.gens
-	w.sinks, w.gens = map[string]*confighubv1.SinkStatus{}, map[string]map[uint64]*confighubv1.GenerationStatus{}
+	w.sinks, w.gens = map[string]*confighubv1.SinkStatus{}, map[genKey]*confighubv1.GenerationStatus{}
 	w.mu.Unlock()
 	var ops, trims []clientv3.Op
 	owned := map[string]*confighubv1.SinkStatus{}
@@ -163,19 +158,21 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		owned[name] = st
 		ops = appendPut(ops, w.keys.sink(name), st)
 	}
-	for stream, m := range gens {
-		if !w.filter.OwnsStream(stream) {
-			continue
+	newest := map[string]uint64{}
+	for k := range gens {
+		if w.filter.OwnsStream(k.stream) {
+			newest[k.stream] = max(newest[k.stream], k.gen)
 		}
-		newest := slices.Max(slices.Collect(maps.Keys(m)))
-		for g, gs := range m {
-			if g+status.Generations > newest { // older ones are trimmed below
-				ops = appendPut(ops, w.keys.gen(stream, g), gs)
-			}
+	}
+	for k, gs := range gens {
+		if n, owned := newest[k.stream]; owned && k.gen+status.Generations > n { // older ones are trimmed below
+			ops = appendPut(ops, w.keys.gen(k.stream, k.gen), gs)
 		}
-		if newest > status.Generations {
+	}
+	for stream, n := range newest {
+		if n > status.Generations {
 			// Only the last generations are kept, as the broker keeps them.
-			trims = append(trims, clientv3.OpDelete(w.keys.genStream(stream), clientv3.WithRange(w.keys.gen(stream, newest-status.Generations+1))))
+			trims = append(trims, clientv3.OpDelete(w.keys.genStream(stream), clientv3.WithRange(w.keys.gen(stream, n-status.Generations+1))))
 		}
 	}
 	slices.SortFunc(ops, func(a, b clientv3.Op) int { return bytes.Compare(a.KeyBytes(), b.KeyBytes()) })
@@ -241,7 +238,7 @@ func (w *Writer) commit(ctx context.Context, ops []clientv3.Op) (int64, bool, er
 
 // requeue puts back what a failed flush took, unless newer statuses came
 // meanwhile.
-func (w *Writer) requeue(sinks map[string]*confighubv1.SinkStatus, gens map[string]map[uint64]*confighubv1.GenerationStatus) {
+func (w *Writer) requeue(sinks map[string]*confighubv1.SinkStatus, gens map[genKey]*confighubv1.GenerationStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for name, st := range sinks {
@@ -249,11 +246,9 @@ func (w *Writer) requeue(sinks map[string]*confighubv1.SinkStatus, gens map[stri
 			w.sinks[name] = st
 		}
 	}
-	for stream, m := range gens {
-		for g, gs := range m {
-			if w.gens[stream][g] == nil {
-				w.markGen(stream, gs)
-			}
+	for k, gs := range gens {
+		if w.gens[k] == nil {
+			w.gens[k] = gs
 		}
 	}
 }
