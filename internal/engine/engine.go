@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,24 +81,14 @@ func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
 
 // WithMaxConcurrentApplies sets the limit of applies in flight per pool.
 func WithMaxConcurrentApplies(n int) Option {
-	return func(e *Engine) {
-		if n > 0 {
-			e.maxApplies = n
-		}
-	}
+	return func(e *Engine) { e.maxApplies = cmp.Or(max(n, 0), e.maxApplies) }
 }
 
 // WithRecorder sets where applied generations and convergences are recorded.
 func WithRecorder(r Recorder) Option { return func(e *Engine) { e.recorder = r } }
 
 // WithMetrics sets the metrics sink.
-func WithMetrics(m Metrics) Option {
-	return func(e *Engine) {
-		if m != nil {
-			e.metrics = m
-		}
-	}
-}
+func WithMetrics(m Metrics) Option { return func(e *Engine) { e.metrics = cmp.Or(m, e.metrics) } }
 
 // WithWatchBuffer sets each status watcher's buffer.
 func WithWatchBuffer(n int) Option {

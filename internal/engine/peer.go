@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -30,13 +31,7 @@ func (ownAll) OwnsStream(string) bool { return true }
 func (ownAll) OwnerOf(string) string  { return "" }
 
 // WithOwnership sets which sinks run here; Reown applies a change of it.
-func WithOwnership(o Ownership) Option {
-	return func(e *Engine) {
-		if o != nil {
-			e.own = o
-		}
-	}
-}
+func WithOwnership(o Ownership) Option { return func(e *Engine) { e.own = cmp.Or(o, e.own) } }
 
 // member is one sink of a stream: run here (w), or a peer run by another
 // replica (shared: its newest status from the shared view, which the

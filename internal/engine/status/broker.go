@@ -36,22 +36,12 @@ const (
 type Option func(*Broker)
 
 // WithHistory sets how many changes per stream are kept for resuming.
-func WithHistory(n int) Option {
-	return func(b *Broker) {
-		if n > 0 {
-			b.history = n
-		}
-	}
-}
+func WithHistory(n int) Option { return func(b *Broker) { b.history = cmp.Or(max(n, 0), b.history) } }
 
 // WithWatchBuffer sets each watcher's channel capacity (at least 2: one
 // snapshot and one change).
 func WithWatchBuffer(n int) Option {
-	return func(b *Broker) {
-		if n > 0 {
-			b.buffer = max(n, 2)
-		}
-	}
+	return func(b *Broker) { b.buffer = max(cmp.Or(max(n, 0), b.buffer), 2) }
 }
 
 // WithDispatchWindow makes the fan-out run in rounds: the first change
@@ -63,13 +53,7 @@ func WithDispatchWindow(d time.Duration) Option {
 }
 
 // WithClock sets the clock of the dispatch window (tests pass a fake).
-func WithClock(c clockwork.Clock) Option {
-	return func(b *Broker) {
-		if c != nil {
-			b.clock = c
-		}
-	}
-}
+func WithClock(c clockwork.Clock) Option { return func(b *Broker) { b.clock = cmp.Or(c, b.clock) } }
 
 // WithFirstRevision starts the revisions after rev, so a restarted hub
 // never hands out again a revision a watcher saw in its previous run: a

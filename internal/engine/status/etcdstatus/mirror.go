@@ -1,6 +1,7 @@
 package etcdstatus
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -58,21 +59,13 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithOpTimeout bounds each etcd read or write.
 func WithOpTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.opTimeout = d
-		}
-	}
+	return func(o *options) { o.opTimeout = cmp.Or(max(d, 0), o.opTimeout) }
 }
 
 // WithInterval sets how often the writer writes (the latest status of each
 // sink wins meanwhile).
 func WithInterval(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.interval = d
-		}
-	}
+	return func(o *options) { o.interval = cmp.Or(max(d, 0), o.interval) }
 }
 
 // WithBrokerOptions configures the mirror's broker (watch buffer, history).
