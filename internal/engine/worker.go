@@ -183,7 +183,7 @@ func (w *worker) loop() {
 			// Queued: PENDING once, then sleep until a release hands
 			// this worker the slot (or a Resync, Health or stop wakes
 			// it), and decide again.
-			w.m.queued(w.pool.name, w.pool.max, w.pool.waiting())
+			w.m.queued(w.pool.name, w.pool.max, len(w.pool.queue))
 			w.unlock()
 			if !w.wait(0) {
 				return
