@@ -226,18 +226,18 @@ type stream struct {
 	waiters map[*worker]struct{}
 }
 
-// genTrack counts the sinks that applied one generation.
+// genTrack counts the sinks that applied one generation (of all the
+// stream's sinks).
 type genTrack struct {
 	gen      uint64
 	hash     string
 	accept   time.Time
 	labels   map[string]string
 	applied  uint32
-	total    uint32
 	converge time.Time
 	// counted: the stream's leader observed (or restored) the convergence.
 	// unled: observed here while another replica led the stream; counted
-	// here if this replica takes the lead first (countUnled).
+	// here if this replica takes the lead first (Reown).
 	counted, unled bool
 }
 
@@ -349,7 +349,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 // track starts counting cfg's generation over the stream's sinks, at index
 // i of its generations. e.mu is held.
 func (e *Engine) track(st *stream, i int, cfg *config.Config) {
-	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks))}
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels}
 	for _, m := range st.sinks {
 		if m.appliedGen() >= g.gen {
 			g.applied++
@@ -364,7 +364,7 @@ func (e *Engine) track(st *stream, i int, cfg *config.Config) {
 	}
 	// Sinks that have it already applied it before a restart.
 	e.checkConverged(st, g, false)
-	e.broker.PutGeneration(st.name, g.proto())
+	e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 }
 
 // Current returns a stream's newest configuration, nil if none.
@@ -772,7 +772,7 @@ func (e *Engine) stop() {
 // applied (restored, or a peer's status), so it converged before and is
 // not counted again. e.mu is held.
 func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
-	if !g.converge.IsZero() || g.total == 0 || g.applied < g.total {
+	if !g.converge.IsZero() || len(st.sinks) == 0 || int(g.applied) < len(st.sinks) {
 		return
 	}
 	if observed {
@@ -800,9 +800,9 @@ func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 	d := g.converge.Sub(g.accept)
 	if observed {
 		e.metrics.StreamConverged(st.name, g.gen, d)
-		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	} else {
-		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	}
 	if e.recorder == nil {
 		return
@@ -856,10 +856,9 @@ func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 		if total == 0 && d == 0 {
 			continue
 		}
-		g.total = uint32(int(g.total) + total)
 		g.applied = uint32(int(g.applied) + d)
 		e.checkConverged(st, g, total <= 0)
-		e.broker.PutGeneration(st.name, g.proto())
+		e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 	}
 	e.kickWaiters(st)
 }
@@ -879,8 +878,8 @@ func (e *Engine) kickWaiters(st *stream) {
 	}
 }
 
-func (g *genTrack) proto() *confighubv1.GenerationStatus {
-	p := &confighubv1.GenerationStatus{Generation: g.gen, Hash: g.hash, SinksApplied: g.applied, SinksTotal: g.total, Labels: g.labels}
+func (g *genTrack) proto(total int) *confighubv1.GenerationStatus {
+	p := &confighubv1.GenerationStatus{Generation: g.gen, Hash: g.hash, SinksApplied: g.applied, SinksTotal: uint32(total), Labels: g.labels}
 	if !g.accept.IsZero() {
 		p.AcceptTime = timestamppb.New(g.accept)
 	}

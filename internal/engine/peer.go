@@ -124,7 +124,7 @@ func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStat
 			g.counted = true
 			if !g.converge.Equal(t) {
 				g.converge = t
-				e.broker.PutGeneration(st.name, g.proto())
+				e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 			}
 			return
 		}
