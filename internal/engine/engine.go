@@ -96,9 +96,10 @@ func WithWatchBuffer(n int) Option {
 }
 
 // WithStatusDispatchWindow sets the status fan-out's batching window; 0
-// sends every change at once.
+// sends every change at once. It runs on real time (it only delays
+// delivery), so a fake engine clock does not hold status back.
 func WithStatusDispatchWindow(d time.Duration) Option {
-	return func(e *Engine) { e.dispatchWindow = d }
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithDispatchWindow(d)) }
 }
 
 // WithNewStream sets a function called once with the name of each stream
@@ -135,9 +136,6 @@ type Engine struct {
 	brokerOpts []status.Option
 	newStream  func(string)
 	broker     *status.Broker
-	// dispatchWindow is on real time: it delays delivery only, so a fake
-	// engine clock must not hold status back.
-	dispatchWindow time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -244,22 +242,21 @@ type genTrack struct {
 // New returns an engine. It starts no goroutine until sinks are put.
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
-		specs:          sinkspec.New(reg),
-		clock:          clockwork.NewRealClock(),
-		log:            slog.New(slog.DiscardHandler),
-		metrics:        NopMetrics{},
-		maxApplies:     DefaultMaxConcurrentApplies,
-		rnd:            rand.Float64,
-		streams:        map[string]*stream{},
-		sinks:          map[string]*member{},
-		remote:         map[string]*confighubv1.SinkStatus{},
-		own:            ownAll{},
-		restored:       map[string]store.Applied{},
-		restoredConv:   map[string]store.Converged{},
-		conv:           map[string]store.Converged{},
-		convKick:       make(chan struct{}, 1),
-		names:          map[string]*nameLock{},
-		dispatchWindow: DefaultStatusDispatchWindow,
+		specs:        sinkspec.New(reg),
+		clock:        clockwork.NewRealClock(),
+		log:          slog.New(slog.DiscardHandler),
+		metrics:      NopMetrics{},
+		maxApplies:   DefaultMaxConcurrentApplies,
+		rnd:          rand.Float64,
+		streams:      map[string]*stream{},
+		sinks:        map[string]*member{},
+		remote:       map[string]*confighubv1.SinkStatus{},
+		own:          ownAll{},
+		restored:     map[string]store.Applied{},
+		restoredConv: map[string]store.Converged{},
+		conv:         map[string]store.Converged{},
+		convKick:     make(chan struct{}, 1),
+		names:        map[string]*nameLock{},
 	}
 	for _, o := range opts {
 		o(e)
@@ -269,7 +266,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	// Revisions start at the clock's nanoseconds: a restarted hub never
 	// hands out a revision a watcher saw before.
 	e.broker = status.New(append([]status.Option{status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0))),
-		status.WithDispatchWindow(e.dispatchWindow)}, e.brokerOpts...)...)
+		status.WithDispatchWindow(DefaultStatusDispatchWindow)}, e.brokerOpts...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }
