@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"sigs.k8s.io/yaml"
 )
 
@@ -242,10 +241,10 @@ type Checked struct {
 }
 
 // Check validates raw as a Kong declarative configuration without decoding
-// JSON into Go values: well-formed, strict where parsers disagree (no key
-// twice in an object at any depth, UTF-8 strings, at most MaxDepth levels,
+// it into Go values: well-formed, strict where parsers disagree (no key
+// twice in an object at any depth, UTF-8 strings, at most 10,000 levels,
 // one YAML document), a top-level object, a supported _format_version. f
-// may be FormatUnknown to detect.
+// may be FormatUnknown to detect. YAML is converted to JSON once, here.
 func Check(raw []byte, f Format) (Checked, error) {
 	if len(raw) == 0 {
 		return Checked{}, fmt.Errorf("%w: the configuration is empty", ErrInvalid)
@@ -253,39 +252,23 @@ func Check(raw []byte, f Format) (Checked, error) {
 	if f == FormatUnknown {
 		f = Detect(raw)
 	}
-	if f == FormatJSON {
-		// One pass: the scan finds _format_version among the top-level
-		// keys as it goes.
-		fv, err := checkJSON(raw)
-		if err != nil {
-			return Checked{}, err
+	js, yamlRaw := raw, []byte(nil)
+	if f == FormatYAML {
+		var err error
+		if js, err = yamlToJSON(raw); err != nil {
+			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
 		}
-		return Checked{Format: FormatJSON, JSON: raw, FormatVersion: fv}, nil
+		yamlRaw = raw
 	}
-	js, err := yamlToJSON(raw)
+	s, err := scan(js)
 	if err != nil {
-		return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+		return Checked{}, err
 	}
-	t := bytes.TrimLeft(js, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
-		return Checked{}, fmt.Errorf("%w: the top level must be a mapping (object), got %s", ErrInvalid, kindOf(t))
+	fv, err := s.verdict(yamlRaw)
+	if err != nil {
+		return Checked{}, err
 	}
-	fv := gjson.GetBytes(js, "_format_version")
-	if !fv.Exists() {
-		return Checked{}, fmt.Errorf("%w: _format_version is missing (Kong needs one of %v)", ErrInvalid, SupportedFormatVersions)
-	}
-	if fv.Type != gjson.String {
-		text := fv.Raw
-		if fv.Type == gjson.Number || fv.Type == gjson.True || fv.Type == gjson.False {
-			// The JSON form writes YAML's 3.0 as 3: quote the document.
-			text = yamlScalarText(raw, text)
-		}
-		return Checked{}, formatVersionNotString(text, fv.Raw[0])
-	}
-	if !supported(fv.Str) {
-		return Checked{}, fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, fv.Str, SupportedFormatVersions)
-	}
-	return Checked{Format: f, JSON: js, FormatVersion: fv.Str}, nil
+	return Checked{Format: f, JSON: js, FormatVersion: fv}, nil
 }
 
 // formatVersionNotString refuses a _format_version that is not a string.
@@ -308,24 +291,6 @@ func formatVersionNotString(text string, first byte) error {
 	return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got %s (%s)", ErrInvalid, SupportedFormatVersions, text, kind)
 }
 
-// scalarToken is the number or literal at the start of b (b may hold the
-// byte after it), "..." added when it was longer than what was kept.
-func scalarToken(b []byte, long bool) string {
-	n := 0
-	for n < len(b) && scalarByte(b[n]) {
-		n++
-	}
-	if long && n == len(b) {
-		return string(b) + "..."
-	}
-	return string(b[:n])
-}
-
-// scalarByte says whether c may be part of a JSON number or literal.
-func scalarByte(c byte) bool {
-	return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
-}
-
 func supported(v string) bool {
 	for _, s := range SupportedFormatVersions {
 		if s == v {
@@ -333,20 +298,4 @@ func supported(v string) bool {
 		}
 	}
 	return false
-}
-
-func kindOf(t []byte) string {
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string (bytes that are neither a JSON object nor a YAML mapping)"
-	case 'n':
-		return "null"
-	default:
-		return "a scalar (bytes that are neither a JSON object nor a YAML mapping)"
-	}
 }

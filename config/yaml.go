@@ -32,7 +32,7 @@ func yamlToJSON(raw []byte) ([]byte, error) {
 			return []byte("null"), nil // only comments or nothing
 		}
 		if strings.Contains(err.Error(), "exceeded max depth") {
-			return nil, fmt.Errorf("the nesting is too deep: mappings and sequences may nest at most %d levels (%v)", MaxDepth, err)
+			return nil, fmt.Errorf("the nesting is too deep: mappings and sequences may nest at most %d levels (%v)", maxDepth, err)
 		}
 		return nil, err
 	}
@@ -165,9 +165,6 @@ func yamlScalarText(raw []byte, json string) string {
 	}
 	if err := yaml.Unmarshal(raw, &top); err != nil || top.FV == "" {
 		return json
-	}
-	if len(top.FV) > fvMax {
-		return top.FV[:fvMax] + "..."
 	}
 	return top.FV
 }
