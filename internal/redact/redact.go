@@ -286,100 +286,27 @@ func NameIsSecret(entityType string) bool {
 
 // Entity returns obj, one entity of Kong's entity type typ ("service",
 // "certificate", "keyauth_credential", ...) as encoding/json decodes it,
-// redacted as Config redacts that entity in a configuration: each secret
-// field with a value becomes Placeholder, and every string is scrubbed by
-// Message. obj is not modified: what changes is copied (TestEntity).
+// redacted by Config as the one entity of its collection (typ+"s"), its
+// numbers as json.Number. obj is not modified (TestEntity); nil stands for
+// an entity Config cannot read, which nothing decoded from JSON is.
 func Entity(typ string, obj map[string]any) map[string]any {
-	fields, ok := byEntityType[typ]
-	if !ok {
-		fields = byCollection[typ+"s"]
+	coll := typ + "s"
+	raw, err := json.Marshal(map[string][]map[string]any{coll: {obj}})
+	if err != nil {
+		return nil
 	}
-	out, _ := scrub(obj)
-	m := out.(map[string]any)
-	for _, f := range fields {
-		if r, changed := redactPath(m, f); changed {
-			m = r
-		}
+	out, changed, err := Config(raw, config.FormatJSON)
+	switch {
+	case err != nil:
+		return nil
+	case !changed:
+		return obj
 	}
-	return m
-}
-
-// redactPath returns a copy of m with the scalar at path replaced by
-// Placeholder (copying the maps along the path), or false when there is
-// nothing to redact.
-func redactPath(m map[string]any, path field) (map[string]any, bool) {
-	v, ok := m[path[0]]
-	if !ok {
-		return nil, false
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var doc map[string][]map[string]any
+	if dec.Decode(&doc) != nil || len(doc[coll]) != 1 {
+		return nil
 	}
-	var nv any
-	if len(path) > 1 {
-		sub, isMap := v.(map[string]any)
-		if !isMap {
-			return nil, false
-		}
-		r, changed := redactPath(sub, path[1:])
-		if !changed {
-			return nil, false
-		}
-		nv = r
-	} else {
-		switch s := v.(type) {
-		case nil, map[string]any, []any:
-			return nil, false
-		case string:
-			if s == "" || s == Placeholder {
-				return nil, false
-			}
-		}
-		nv = Placeholder
-	}
-	c := make(map[string]any, len(m))
-	for k, x := range m {
-		c[k] = x
-	}
-	c[path[0]] = nv
-	return c, true
-}
-
-// scrub returns v with Message applied to every string in it, and whether
-// one changed; unchanged parts are shared, not copied.
-func scrub(v any) (any, bool) {
-	switch x := v.(type) {
-	case string:
-		m := Message(x)
-		return m, m != x
-	case map[string]any:
-		var c map[string]any
-		for k, e := range x {
-			if n, changed := scrub(e); changed {
-				if c == nil {
-					c = make(map[string]any, len(x))
-					for k2, e2 := range x {
-						c[k2] = e2
-					}
-				}
-				c[k] = n
-			}
-		}
-		if c == nil {
-			return x, false
-		}
-		return c, true
-	case []any:
-		var c []any
-		for i, e := range x {
-			if n, changed := scrub(e); changed {
-				if c == nil {
-					c = append([]any(nil), x...)
-				}
-				c[i] = n
-			}
-		}
-		if c == nil {
-			return x, false
-		}
-		return c, true
-	}
-	return v, false
+	return doc[coll][0]
 }

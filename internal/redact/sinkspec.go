@@ -32,7 +32,6 @@ const FingerprintKeyBytes = 32
 // bits tell two values apart; the key keeps them from being guessed.
 const fingerprintHex = 12
 
-// placeholderRE matches a placeholder as SinkSecrets writes it.
 var placeholderRE = regexp.MustCompile(`^<redacted:([0-9a-f]{12})>$`)
 
 // SinkSecrets hides the secrets of sink specs: every field marked
@@ -75,14 +74,20 @@ func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
 	if s == nil {
 		return nil
 	}
-	out := proto.Clone(s).(*confighubv1.Sink)
-	_ = secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+	out, _ := leaves(s, func(l leaf) error {
 		if isSet(l.val) {
 			l.set(structpb.NewStringValue(r.placeholder(l.val)))
 		}
 		return nil
 	})
 	return out
+}
+
+// leaves calls visit for every secret value of a copy of s, in a stable
+// order, until it fails; the copy is what visit's sets changed.
+func leaves(s *confighubv1.Sink, visit func(leaf) error) (*confighubv1.Sink, error) {
+	out := proto.Clone(s).(*confighubv1.Sink)
+	return out, secretLeaves(out.ProtoReflect(), "", visit)
 }
 
 // Restore returns a copy of in with each placeholder replaced by the value
@@ -96,13 +101,12 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 	}
 	old := map[string]*structpb.Value{}
 	if stored != nil {
-		_ = secretLeaves(proto.Clone(stored).ProtoReflect(), "", func(l leaf) error {
+		_, _ = leaves(stored, func(l leaf) error {
 			old[l.path] = l.val
 			return nil
 		})
 	}
-	out := proto.Clone(in).(*confighubv1.Sink)
-	err := secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+	out, err := leaves(in, func(l leaf) error {
 		v := l.val.GetStringValue()
 		switch {
 		case v == Placeholder:
@@ -115,9 +119,9 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 		prev, ok := old[l.path]
 		switch {
 		case !ok || !isSet(prev):
-			return fmt.Errorf("%w: %s is %s but the sink stores no value there: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
-		case r.placeholder(prev) != l.val.GetStringValue():
-			return fmt.Errorf("%w: %s is %s, which is not the fingerprint of the stored value: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
+			return fmt.Errorf("%w: %s is %s but the sink stores no value there: send the value itself", ErrPlaceholder, l.path, v)
+		case r.placeholder(prev) != v:
+			return fmt.Errorf("%w: %s is %s, which is not the fingerprint of the stored value: send the value itself", ErrPlaceholder, l.path, v)
 		}
 		l.set(prev)
 		return nil
@@ -133,7 +137,7 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 // file).
 func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
 	var found string
-	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+	_, _ = leaves(s, func(l leaf) error {
 		if looksRedacted(l.val.GetStringValue()) {
 			found = l.path
 			return errStop
@@ -160,7 +164,7 @@ func looksRedacted(v string) bool {
 // may quote one (an error from the destination).
 func SecretValues(s *confighubv1.Sink) []string {
 	var vals []string
-	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+	_, _ = leaves(s, func(l leaf) error {
 		if str, ok := l.val.GetKind().(*structpb.Value_StringValue); ok && str.StringValue != "" {
 			vals = append(vals, str.StringValue)
 		}
@@ -229,47 +233,36 @@ func isSecret(fd protoreflect.FieldDescriptor) bool {
 // value of a map of strings, each string of a list, or the settings of a
 // google.protobuf.Struct whose names mark them as secret.
 func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path string, visit func(leaf) error) error {
+	str := func(p, v string, set func(protoreflect.Value)) error {
+		return visit(leaf{path: p, val: structpb.NewStringValue(v), set: func(nv *structpb.Value) { set(protoreflect.ValueOfString(nv.GetStringValue())) }})
+	}
 	switch {
 	case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
 		mp := m.Mutable(fd).Map()
-		keys := make([]protoreflect.MapKey, 0, mp.Len())
+		var keys []protoreflect.MapKey
 		mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
 			keys = append(keys, k)
 			return true
 		})
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, k := range keys {
-			if err := visit(leaf{
-				path: path + "[" + strconv.Quote(k.String()) + "]",
-				val:  structpb.NewStringValue(mp.Get(k).String()),
-				set:  func(v *structpb.Value) { mp.Set(k, protoreflect.ValueOfString(v.GetStringValue())) },
-			}); err != nil {
+			if err := str(path+"["+strconv.Quote(k.String())+"]", mp.Get(k).String(), func(v protoreflect.Value) { mp.Set(k, v) }); err != nil {
 				return err
 			}
 		}
 	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
 		l := m.Mutable(fd).List()
 		for j := 0; j < l.Len(); j++ {
-			if err := visit(leaf{
-				path: path + "[" + strconv.Itoa(j) + "]",
-				val:  structpb.NewStringValue(l.Get(j).String()),
-				set:  func(v *structpb.Value) { l.Set(j, protoreflect.ValueOfString(v.GetStringValue())) },
-			}); err != nil {
+			if err := str(path+"["+strconv.Itoa(j)+"]", l.Get(j).String(), func(v protoreflect.Value) { l.Set(j, v) }); err != nil {
 				return err
 			}
 		}
 	case fd.Kind() == protoreflect.StringKind:
-		return visit(leaf{
-			path: path,
-			val:  structpb.NewStringValue(m.Get(fd).String()),
-			set:  func(v *structpb.Value) { m.Set(fd, protoreflect.ValueOfString(v.GetStringValue())) },
-		})
+		return str(path, m.Get(fd).String(), func(v protoreflect.Value) { m.Set(fd, v) })
 	case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Struct":
-		st, ok := m.Mutable(fd).Message().Interface().(*structpb.Struct)
-		if !ok {
-			return nil
+		if st, ok := m.Mutable(fd).Message().Interface().(*structpb.Struct); ok {
+			return structLeaves(st, path, visit)
 		}
-		return structLeaves(st, path, visit)
 	}
 	return nil
 }
