@@ -26,16 +26,14 @@ const (
 // Entity names one entity for people. None of its fields is a secret: a
 // key-auth credential, identified by its key, shows no name.
 type Entity struct {
-	// Type is Kong's entity type ("service", "route", "plugin",
-	// "keyauth_credential", ...).
+	// Type is Kong's entity type ("service", "keyauth_credential", ...).
 	Type string `json:"type"`
 	// Name is the entity's endpoint key (a name, a consumer's username, a
 	// target's target, an ACL's group), or "" when it has none to show.
 	Name string `json:"name,omitempty"`
 	ID   string `json:"id,omitempty"`
 	// Parent is what the entity belongs to ("service echo" for a route,
-	// "route r1" for a plugin, "consumer alice" for a credential), "" for
-	// an entity of its own.
+	// "consumer alice" for a credential), "" for an entity of its own.
 	Parent string `json:"parent,omitempty"`
 	// Tags are the entity's k8s-* tags, which name its Kubernetes object.
 	Tags []string `json:"tags,omitempty"`
@@ -86,9 +84,8 @@ type Change struct {
 
 // Diff is what changed from one configuration to another.
 type Diff struct {
-	// Changes are sorted by entity type (in the order Kong's entities
-	// depend on one another: certificates before the SNIs, services before
-	// routes, plugins last), then by name.
+	// Changes are sorted by entity type (what an entity refers to first:
+	// see order), then by name.
 	Changes []Change `json:"changes"`
 }
 
@@ -123,15 +120,13 @@ func Configs(from, to []byte) (*Diff, error) {
 
 // Count returns how many entities of each type a configuration holds, as
 // Configs counts them (TestCountAsTheDiffCounts). raw is the JSON form of
-// a configuration config.Check accepted: Count does not check it again,
-// and reads it in one pass without decoding it into Go values (the hub
-// counts every push; BenchmarkCount20MiB), finding entities where
-// kongraph.Walk finds them: in the top-level collections and under the
-// keys where their parents nest them.
+// a configuration config.Check accepted: Count reads it in one pass
+// without decoding it (the hub counts every push; BenchmarkCount20MiB),
+// finding entities where kongraph.Walk finds them.
 func Count(raw []byte) map[string]int {
 	type frame struct {
 		obj bool
-		// typ is, for an object, the entity type it is ("" for none; root
+		// typ is, for an object, the kongraph type it is ("" for none; root
 		// for the document), for a list the type of its entities.
 		typ string
 	}
@@ -147,7 +142,7 @@ func Count(raw []byte) map[string]int {
 				f.typ = root
 			} else if top := stack[n-1]; !top.obj && top.typ != "" {
 				f.typ = top.typ
-				out[typeName(top.typ)]++
+				out[strings.TrimSuffix(top.typ, "s")]++
 			}
 			stack = append(stack, f)
 		case '[':
@@ -203,13 +198,6 @@ func stringEnd(raw []byte, from int) int {
 		}
 		from = end + 1
 	}
-}
-
-func typeName(kt string) string {
-	if t, ok := types[kt]; ok {
-		return t
-	}
-	return kt
 }
 
 func compare(a, b *set) (*Diff, error) {
@@ -390,7 +378,8 @@ func rank(typ string) int {
 
 // entity is one flattened entity of a configuration.
 type entity struct {
-	typ string
+	// typ is Kong's entity type, kt kongraph's (plural for credentials).
+	typ, kt string
 	// key is the entity's identity within its configuration (see key).
 	key string
 	// obj is the entity as decoded. Its own fields (own) leave out the
@@ -479,10 +468,9 @@ func (e *entity) show() Entity {
 		parts = append(parts, e.parent.label())
 	}
 	if e.typ != "service" && e.typ != "upstream" {
-		kt := kgType(e.typ)
-		for _, f := range kongraph.ForeignKeys(kt) {
+		for _, f := range kongraph.ForeignKeys(e.kt) {
 			for _, v := range e.refs[f] {
-				parts = append(parts, kongraph.ForeignKey(kt, f)+" "+v)
+				parts = append(parts, kongraph.ForeignKey(e.kt, f)+" "+v)
 			}
 		}
 	}
@@ -532,24 +520,6 @@ func (e *entity) name() string {
 	return str(e.obj["name"])
 }
 
-// types maps kongraph's names of the types that differ to Kong's entity
-// types (its flattened errors' entity_type).
-var types = map[string]string{
-	"keyauth_credentials": "keyauth_credential", "basicauth_credentials": "basicauth_credential",
-	"hmacauth_credentials": "hmacauth_credential", "jwt_secrets": "jwt_secret", "acls": "acl",
-	"mtls_auth_credentials": "mtls_auth_credential", "oauth2_credentials": "oauth2_credential",
-	"degraphql_routes": "degraphql_route",
-}
-
-func kgType(typ string) string {
-	for k, v := range types {
-		if v == typ {
-			return k
-		}
-	}
-	return typ
-}
-
 // set is the flattened entities of one configuration.
 type set struct {
 	list  []*entity
@@ -580,11 +550,8 @@ func flatten(raw []byte) (*set, error) {
 	}
 	s := &set{byKey: map[string]*entity{}}
 	kongraph.Walk(root, func(kt string, obj map[string]any, parent *entity, parentField string) *entity {
-		typ := kt
-		if t, ok := types[kt]; ok {
-			typ = t
-		}
-		e := &entity{typ: typ, parent: parent, obj: obj}
+		// Kong's entity types are kongraph's, singular.
+		e := &entity{typ: strings.TrimSuffix(kt, "s"), kt: kt, parent: parent, obj: obj}
 		for _, k := range kongraph.NestedKeys(kt) {
 			if _, ok := obj[k]; ok {
 				e.nested = append(e.nested, k)
@@ -595,25 +562,11 @@ func flatten(raw []byte) (*set, error) {
 				e.parentField, e.parentRef = parentField, parent.ref()
 			}
 		}
-		for _, f := range kongraph.ForeignKeys(kt) {
-			if f == parentField && parent != nil {
-				continue
-			}
-			if v := kongraph.RefValues(obj[f]); len(v) > 0 {
-				if e.refs == nil {
-					e.refs = map[string][]string{}
-				}
-				e.refs[f] = v
-			}
+		var parentKT string
+		if parent != nil {
+			parentKT = parent.kt
 		}
-		if kt == "consumer_group_consumer" && parent != nil {
-			// A membership nested in one side names the other one.
-			other := "consumer_group"
-			if parent.typ == "consumer_group" {
-				other = "consumer"
-			}
-			e.refs = map[string][]string{other: kongraph.RefValues(obj)}
-		}
+		e.refs = kongraph.Refs(kt, obj, parentKT, parentField)
 		s.list = append(s.list, e)
 		return e
 	})

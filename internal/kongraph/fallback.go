@@ -65,10 +65,10 @@ func (d *Doc) Closure(rejected []int) map[int]int {
 // holds at a previous version.
 func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Excluded, err error) {
 	closure := d.Closure(rejected)
-	present := map[string]bool{}
+	in := present{}
 	for _, n := range d.nodes {
 		if _, out := closure[n.Index]; !out {
-			addIdentity(present, n.Entity)
+			in.add(n.Entity)
 		}
 	}
 	// restored: the new version is back (inserted flat); kept: the
@@ -82,18 +82,18 @@ func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Exclu
 			if !out || restored[n.Index] || kept[n.Index] != nil {
 				continue
 			}
-			if dep >= 0 && resolves(present, n) {
+			if dep >= 0 && in.resolves(n) {
 				restored[n.Index] = true
-				addIdentity(present, n.Entity)
+				in.add(n.Entity)
 				changed = true
 				continue
 			}
 			if prev == nil {
 				continue
 			}
-			if p := prev.versionOf(n.Entity); p != nil && resolves(present, p) && !taken(present, p.Entity) {
+			if p := prev.versionOf(n.Entity); p != nil && in.resolves(p) && !in.taken(p.Entity) {
 				kept[n.Index] = p
-				addIdentity(present, p.Entity)
+				in.add(p.Entity)
 				changed = true
 			}
 		}
@@ -233,37 +233,39 @@ func refKey(e Entity) string {
 	return "name"
 }
 
+// collectionOf is the top-level key of typ's entities: the plural types
+// are their own.
 func collectionOf(typ string) string {
-	for k, t := range collections {
-		if t == typ {
-			return k
-		}
+	if _, ok := collections[typ]; ok {
+		return typ
 	}
-	return typ
+	return typ + "s"
 }
 
-func addIdentity(m map[string]bool, e Entity) {
-	if e.ID != "" {
-		m[e.Type+"\x00"+e.ID] = true
-	}
-	if e.Name != "" {
-		m[e.Type+"\x00"+e.Name] = true
+// present holds the types and ids or names of a fallback's entities.
+type present map[fk]bool
+
+func (p present) add(e Entity) {
+	for _, v := range []string{e.ID, e.Name} {
+		if v != "" {
+			p[fk{e.Type, v}] = true
+		}
 	}
 }
 
 // taken: another entity of the result has e's id or name.
-func taken(m map[string]bool, e Entity) bool {
-	return (e.ID != "" && m[e.Type+"\x00"+e.ID]) || (e.Name != "" && m[e.Type+"\x00"+e.Name])
+func (p present) taken(e Entity) bool {
+	return (e.ID != "" && p[fk{e.Type, e.ID}]) || (e.Name != "" && p[fk{e.Type, e.Name}])
 }
 
 // resolves: each of n's foreign keys and its parent name an entity of the
 // result.
-func resolves(present map[string]bool, n *node) bool {
-	if n.parent != nil && !present[n.parent.Type+"\x00"+ref(n.parent.Entity)] {
+func (p present) resolves(n *node) bool {
+	if n.parent != nil && !p[fk{n.parent.Type, ref(n.parent.Entity)}] {
 		return false
 	}
 	for _, r := range foreignKeys(n) {
-		if !present[r.typ+"\x00"+r.value] {
+		if !p[r] {
 			return false
 		}
 	}
@@ -274,10 +276,10 @@ func resolves(present map[string]bool, n *node) bool {
 // no id).
 func (d *Doc) versionOf(e Entity) *node {
 	if e.ID != "" {
-		return d.byID[e.Type][e.ID]
+		return d.byID[fk{e.Type, e.ID}]
 	}
 	if e.Name != "" {
-		return d.byKey[e.Type][e.Name]
+		return d.byKey[fk{e.Type, e.Name}]
 	}
 	return nil
 }

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // collections maps a top-level key of a declarative configuration to the
@@ -42,26 +43,20 @@ var credentials = []string{"keyauth_credentials", "basicauth_credentials", "hmac
 	"jwt_secrets", "acls", "mtls_auth_credentials", "oauth2_credentials"}
 
 // nested maps a type to its nested collections: the child's key and the
-// foreign key field the nesting stands for.
+// foreign key field the nesting stands for (a consumer's credentials are
+// added by init).
 var nested = map[string]map[string]string{
 	"service":        {"routes": "service", "plugins": "service", "filter_chains": "service", "degraphql_routes": "service"},
 	"route":          {"plugins": "route", "filter_chains": "route"},
-	"consumer":       consumerChildren(),
+	"consumer":       {"plugins": "consumer", "groups": "consumer"},
 	"consumer_group": {"plugins": "consumer_group", "consumers": "consumer_group"},
 	"upstream":       {"targets": "upstream"},
 	"certificate":    {"snis": "certificate"},
 	"key_set":        {"keys": "set"},
 }
 
-func consumerChildren() map[string]string {
-	m := map[string]string{"plugins": "consumer", "groups": "consumer"}
-	for _, c := range credentials {
-		m[c] = "consumer"
-	}
-	return m
-}
-
-// refs are the foreign keys each type holds: field -> referenced type.
+// refs are the foreign keys each type holds: field -> referenced type
+// (a credential's consumer is added by init).
 var refs = map[string]map[string]string{
 	"route":                   {"service": "service"},
 	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
@@ -81,13 +76,14 @@ var nestedKeys, refFields = map[string][]string{}, map[string][]string{}
 
 func init() {
 	for _, c := range credentials {
+		nested["consumer"][c] = "consumer"
 		refs[c] = map[string]string{"consumer": "consumer"}
 	}
 	for typ, kids := range nested {
-		nestedKeys[typ] = sortedKeys(toAny(kids))
+		nestedKeys[typ] = slices.Sorted(maps.Keys(kids))
 	}
 	for typ, fields := range refs {
-		refFields[typ] = sortedKeys(toAny(fields))
+		refFields[typ] = slices.Sorted(maps.Keys(fields))
 	}
 }
 
@@ -146,8 +142,8 @@ type node struct {
 type Doc struct {
 	raw   []byte
 	nodes []*node
-	byID  map[string]map[string]*node // type -> id
-	byKey map[string]map[string]*node // type -> name
+	// byID and byKey find the first entity of a type by id, by name.
+	byID, byKey map[fk]*node
 }
 
 // Parse reads a declarative configuration (JSON) and its entities, in the
@@ -157,27 +153,18 @@ func Parse(raw []byte) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{raw: raw, byID: map[string]map[string]*node{}, byKey: map[string]map[string]*node{}}
+	d := &Doc{raw: raw, byID: map[fk]*node{}, byKey: map[fk]*node{}}
 	walk(root, func(n *node) {
 		n.Index = len(d.nodes)
 		d.nodes = append(d.nodes, n)
-		if n.ID != "" {
-			index(d.byID, n.Type, n.ID, n)
+		if _, dup := d.byID[fk{n.Type, n.ID}]; !dup && n.ID != "" {
+			d.byID[fk{n.Type, n.ID}] = n
 		}
-		if n.Name != "" {
-			index(d.byKey, n.Type, n.Name, n)
+		if _, dup := d.byKey[fk{n.Type, n.Name}]; !dup && n.Name != "" {
+			d.byKey[fk{n.Type, n.Name}] = n
 		}
 	})
 	return d, nil
-}
-
-func index(m map[string]map[string]*node, typ, k string, n *node) {
-	if m[typ] == nil {
-		m[typ] = map[string]*node{}
-	}
-	if _, dup := m[typ][k]; !dup {
-		m[typ][k] = n
-	}
 }
 
 func decode(raw []byte) (map[string]any, error) {
@@ -212,7 +199,7 @@ func walk(root map[string]any, visit func(*node)) {
 // a route under a service; "" at the top level).
 func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
 	var top T
-	for _, key := range sortedKeys(root) {
+	for _, key := range slices.Sorted(maps.Keys(root)) {
 		typ, ok := collections[key]
 		if !ok {
 			continue
@@ -262,14 +249,10 @@ func identify(typ string, obj map[string]any) Entity {
 		}
 	case "target":
 		e.Name = str(obj["target"])
-	case "keyauth_credentials":
+	case "keyauth_credentials", "jwt_secrets":
 		e.Name = str(obj["key"])
-	case "basicauth_credentials":
+	case "basicauth_credentials", "hmacauth_credentials":
 		e.Name = str(obj["username"])
-	case "hmacauth_credentials":
-		e.Name = str(obj["username"])
-	case "jwt_secrets":
-		e.Name = str(obj["key"])
 	case "acls":
 		e.Name = str(obj["group"])
 	case "oauth2_credentials":
@@ -294,14 +277,6 @@ func str(v any) string {
 	return s
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 // Entities lists the configuration's entities in walk order.
 func (d *Doc) Entities() []Entity {
@@ -318,12 +293,12 @@ func (d *Doc) Entities() []Entity {
 func (d *Doc) Find(typ, id, name string) (int, bool) {
 	for _, t := range typeSpellings(typ) {
 		if id != "" {
-			if n := d.byID[t][id]; n != nil {
+			if n := d.byID[fk{t, id}]; n != nil {
 				return n.Index, true
 			}
 		}
 		if name != "" {
-			if n := d.byKey[t][name]; n != nil {
+			if n := d.byKey[fk{t, name}]; n != nil {
 				return n.Index, true
 			}
 		}
@@ -363,36 +338,43 @@ func (d *Doc) deps(n *node) []*node {
 // fk is one foreign key value: the referenced type and its id or name.
 type fk struct{ typ, value string }
 
-// foreignKeys are n's own foreign keys (not the one its nesting stands
-// for). A membership nested in a consumer or a group is itself the
-// reference to the other side.
+// foreignKeys are n's own foreign keys (Refs), in field order.
 func foreignKeys(n *node) []fk {
-	var out []fk
-	if n.Type == "consumer_group_consumer" && n.parent != nil {
-		other := "consumer_group"
-		if n.parent.Type == "consumer_group" {
-			other = "consumer"
-		}
-		for _, v := range RefValues(map[string]any(n.obj)) {
-			out = append(out, fk{other, v})
-		}
-		return out
+	var parentType string
+	if n.parent != nil {
+		parentType = n.parent.Type
 	}
+	r := Refs(n.Type, n.obj, parentType, n.parentField)
+	var out []fk
 	for _, field := range refFields[n.Type] {
-		if field == n.parentField && n.parent != nil {
-			continue
-		}
-		for _, v := range RefValues(n.obj[field]) {
+		for _, v := range r[field] {
 			out = append(out, fk{refs[n.Type][field], v})
 		}
 	}
 	return out
 }
 
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
+// Refs are the foreign keys obj, an entity of type typ, holds (field ->
+// values), where parentType is the type it is nested in ("" at the top
+// level) and parentField the foreign key that nesting stands for, which is
+// not one of them. A membership nested in a consumer or a group is itself
+// the reference to the other side.
+func Refs(typ string, obj map[string]any, parentType, parentField string) map[string][]string {
+	if typ == "consumer_group_consumer" && parentType != "" {
+		other := "consumer_group"
+		if parentType == "consumer_group" {
+			other = "consumer"
+		}
+		return map[string][]string{other: RefValues(obj)}
+	}
+	var out map[string][]string
+	for _, field := range refFields[typ] {
+		if v := RefValues(obj[field]); len(v) > 0 && (field != parentField || parentType == "") {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[field] = v
+		}
 	}
 	return out
 }
@@ -422,8 +404,8 @@ func RefValues(v any) []string {
 }
 
 func (d *Doc) resolve(typ, ref string) *node {
-	if n := d.byID[typ][ref]; n != nil {
+	if n := d.byID[fk{typ, ref}]; n != nil {
 		return n
 	}
-	return d.byKey[typ][ref]
+	return d.byKey[fk{typ, ref}]
 }
