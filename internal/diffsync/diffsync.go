@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,79 +34,42 @@ import (
 // syncing a Konnect control plane, which reports none.
 var KonnectKongVersion = semver.MustParse("3.9.0")
 
+// Options configure a Syncer; the zero value syncs a Kong Admin API.
+type Options struct {
+	// Concurrency is how many entity operations run at once (0: 10).
+	Concurrency int
+	// ControlPlane, when set, is the Konnect control plane to sync: the
+	// client's base URL is its Admin API (<address>/kic/api/control-planes/
+	// <id>), entity schemas come from Konnect's /v1/schemas/json/<type>, and
+	// the reconciler skips what Konnect does not support.
+	ControlPlane string
+	// DropConsumers leaves consumers, their credentials and the plugins
+	// scoped to a consumer out of the target.
+	DropConsumers bool
+	Logger        *slog.Logger // nil: discard
+	// TempDir is where the per-sync temporary file goes ("": the system's).
+	TempDir string
+}
+
 // Syncer syncs configurations to one destination. Sync must not be called
 // concurrently (the engine applies one generation at a time per sink).
 type Syncer struct {
-	client        *kong.Client
-	concurrency   int
-	controlPlane  string
-	dropConsumers bool
-	version       *semver.Version
-	logger        *slog.Logger
-	tempDir       string
+	client *kong.Client
+	o      Options
 
 	mu          sync.Mutex
 	seenVersion *semver.Version
 }
 
-// Option configures a Syncer.
-type Option func(*Syncer)
-
-// WithConcurrency sets how many entity operations run at once (default 10).
-func WithConcurrency(n int) Option {
-	return func(s *Syncer) {
-		if n > 0 {
-			s.concurrency = n
-		}
-	}
-}
-
-// WithKonnect syncs a Konnect control plane: the client's base URL must be
-// the control plane's Admin API (<address>/kic/api/control-planes/<id>).
-// Entity schemas then come from Konnect's /v1/schemas/json/<type>, and the
-// reconciler skips what Konnect does not support (e.g. OAuth2 credentials).
-func WithKonnect(controlPlaneID string) Option {
-	return func(s *Syncer) { s.controlPlane = controlPlaneID }
-}
-
-// WithDropConsumers leaves consumers, their credentials and the plugins
-// scoped to a consumer out of the target.
-func WithDropConsumers(drop bool) Option {
-	return func(s *Syncer) { s.dropConsumers = drop }
-}
-
-// WithKongVersion renders the target for version v instead of asking the
-// destination (GET /) or, for Konnect, KonnectKongVersion.
-func WithKongVersion(v semver.Version) Option {
-	return func(s *Syncer) { s.version = &v }
-}
-
-// WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Syncer) {
-		if l != nil {
-			s.logger = l
-		}
-	}
-}
-
-// WithTempDir sets where the per-sync temporary file goes (default: the
-// system temporary directory).
-func WithTempDir(dir string) Option {
-	return func(s *Syncer) { s.tempDir = dir }
-}
-
 // New returns a Syncer that talks to the destination through client.
-func New(client *kong.Client, opts ...Option) *Syncer {
-	s := &Syncer{
-		client:      client,
-		concurrency: 10,
-		logger:      slog.New(slog.DiscardHandler),
+func New(client *kong.Client, o Options) *Syncer {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
 	}
-	for _, o := range opts {
-		o(s)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return s
+	return &Syncer{client: client, o: o}
 }
 
 // Result counts the operations a Sync sent.
@@ -125,11 +89,11 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		return Result{}, &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err,
 			EntityErrors: validationEntityErrors(err)}
 	}
-	if s.dropConsumers {
+	if s.o.DropConsumers {
 		dropConsumers(content)
 	}
 
-	dumpCfg := dump.Config{KonnectControlPlane: s.controlPlane}
+	dumpCfg := dump.Config{KonnectControlPlane: s.o.ControlPlane}
 	rawCurrent, err := dump.Get(ctx, s.client, dumpCfg)
 	if err != nil {
 		return Result{}, classify("reading the current entities", err)
@@ -157,7 +121,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		TargetState:         target,
 		KongClient:          s.client,
 		SilenceWarnings:     true,
-		IsKonnect:           s.controlPlane != "",
+		IsKonnect:           s.o.ControlPlane != "",
 		EnableEntityActions: true,
 	})
 	if err != nil {
@@ -174,11 +138,11 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 			if a.Error != nil {
 				failed = append(failed, a)
 			} else {
-				s.logger.Debug("entity synced", "action", a.Action, "entity_kind", a.Entity.Kind, "entity_name", a.Entity.Name) // kind= is the sink's
+				s.o.Logger.Debug("entity synced", "action", a.Action, "entity_kind", a.Entity.Kind, "entity_name", a.Entity.Name) // kind= is the sink's
 			}
 		}
 	}()
-	stats, errs, _ := syncer.Solve(ctx, s.concurrency, false, false)
+	stats, errs, _ := syncer.Solve(ctx, s.o.Concurrency, false, false)
 	<-done
 
 	res := Result{
@@ -192,13 +156,10 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	return res, solveError(ctx, errs, failed)
 }
 
-// kongVersion is the version the target is rendered for: the option, the
-// Konnect default, or the destination's GET / (asked once per Syncer).
+// kongVersion is the version the target is rendered for: the Konnect
+// default, or the destination's GET / (asked once per Syncer).
 func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
-	if s.version != nil {
-		return *s.version, nil
-	}
-	if s.controlPlane != "" {
+	if s.o.ControlPlane != "" {
 		return KonnectKongVersion, nil
 	}
 	s.mu.Lock()
@@ -323,7 +284,7 @@ func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	if bytes.Contains(body, []byte(templateDelim)) {
 		body = bytes.ReplaceAll(body, []byte(templateDelim), []byte(escapedDelim))
 	}
-	dir, err := os.MkdirTemp(s.tempDir, "confighub-diffsync-")
+	dir, err := os.MkdirTemp(s.o.TempDir, "confighub-diffsync-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
@@ -425,21 +386,9 @@ func dropConsumers(c *file.Content) {
 	for i := range c.ConsumerGroups {
 		c.ConsumerGroups[i].Consumers = nil
 	}
-	keep := c.Plugins[:0]
-	for _, p := range c.Plugins {
-		if p.Consumer == nil {
-			keep = append(keep, p)
-		}
-	}
-	c.Plugins = keep
+	c.Plugins = slices.DeleteFunc(c.Plugins, func(p file.FPlugin) bool { return p.Consumer != nil })
 	filter := func(ps []*file.FPlugin) []*file.FPlugin {
-		out := ps[:0]
-		for _, p := range ps {
-			if p.Consumer == nil {
-				out = append(out, p)
-			}
-		}
-		return out
+		return slices.DeleteFunc(ps, func(p *file.FPlugin) bool { return p.Consumer != nil })
 	}
 	for i := range c.Services {
 		c.Services[i].Plugins = filter(c.Services[i].Plugins)

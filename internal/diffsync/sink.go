@@ -105,24 +105,16 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// SinkOption configures a Sink.
-type SinkOption func(*Sink)
-
-// BeforeApply runs f before each apply (e.g. to re-read a token file); an
-// error fails the apply (retryable).
-func BeforeApply(f func() error) SinkOption { return func(s *Sink) { s.before = f } }
-
-// NewSink wraps syncer; tr (may be nil) is closed by Close.
-func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, opts ...SinkOption) *Sink {
-	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now}
+// NewSink wraps syncer; tr (may be nil) is closed by Close. before, when
+// set, runs before each apply (e.g. to re-read a token file); its error
+// fails the apply (retryable).
+func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, before func() error) *Sink {
+	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now, before: before}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Clock != nil {
 		s.clock = deps.Clock.Now
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	return s
 }
