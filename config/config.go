@@ -102,8 +102,14 @@ type Origin struct {
 
 // WithOrigin returns c with origin o: the same bytes, labels and forms.
 func (c *Config) WithOrigin(o Origin) *Config {
-	n := *c
+	n := c.copy()
 	n.Origin = o
+	return n
+}
+
+// copy is a copy of c that shares its forms.
+func (c *Config) copy() *Config {
+	n := *c
 	if n.forms == nil {
 		n.forms = &forms{}
 	}
@@ -136,12 +142,9 @@ func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte,
 // generation when it commits c): the same bytes, labels and accept time,
 // and the JSON and YAML forms shared with c, made once for both.
 func (c *Config) WithGeneration(gen uint64) *Config {
-	n := *c
+	n := c.copy()
 	n.Generation = gen
-	if n.forms == nil {
-		n.forms = &forms{}
-	}
-	return &n
+	return n
 }
 
 // JSON returns the configuration as JSON, converting YAML once per Config;
@@ -176,8 +179,7 @@ func (c *Config) form(to Format) ([]byte, error) {
 func (c *Config) Size() int { return len(c.Raw) }
 
 // Hash returns the hex SHA-256 of b: in one call up to hashPiece bytes
-// (no digest to allocate, as for every small push), through a Hasher
-// above.
+// (no digest to allocate), through a Hasher above.
 func Hash(b []byte) string {
 	if len(b) <= hashPiece {
 		sum := sha256.Sum256(b)
@@ -188,25 +190,19 @@ func Hash(b []byte) string {
 	return h.Sum()
 }
 
-// hashPiece bounds the bytes one call into SHA-256 takes. Its assembly
-// cannot be preempted, so one call over a whole configuration (about 0.8
-// ms per MiB with SHA-NI) holds back any stop of the world the garbage
-// collector asks for meanwhile, and every goroutine of the process waits
-// with it; 64 KiB take about 50 us.
+// hashPiece bounds the bytes one call into SHA-256 takes: its assembly
+// cannot be preempted, and a stop of the world waits for the call in
+// progress with every goroutine (about 0.8 ms per MiB; 64 KiB take 50 us).
 const hashPiece = 64 << 10
 
-// Hasher computes Hash over bytes written in any number of calls. It feeds
-// SHA-256 at most 64 KiB per call: SHA-256's assembly cannot be preempted,
-// and a stop of the world the garbage collector asks for waits for the call
-// in progress, with every goroutine of the process (one call over 200 MiB
-// would hold them for about 160 ms).
+// Hasher computes Hash over bytes written in any number of calls, feeding
+// SHA-256 at most hashPiece bytes per call.
 type Hasher struct{ h hash.Hash }
 
 // NewHasher returns an empty Hasher.
 func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
 
-// Write adds b, at most hashPiece bytes per call into SHA-256
-// (TestHasherPieces). It never fails.
+// Write adds b (TestHasherPieces). It never fails.
 func (h *Hasher) Write(b []byte) (int, error) {
 	n := len(b)
 	for len(b) > hashPiece {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -245,7 +246,7 @@ func compare(a, b *set) (*Diff, error) {
 // changedFields reads the values at paths in both versions, redacted.
 func changedFields(old, cur *entity, paths [][]string) ([]Field, error) {
 	ro, rn := redact.Entity(old.typ, old.own()), redact.Entity(cur.typ, cur.own())
-	sort.Slice(paths, func(i, j int) bool { return strings.Join(paths[i], "\x00") < strings.Join(paths[j], "\x00") })
+	slices.SortFunc(paths, slices.Compare)
 	out := make([]Field, 0, len(paths))
 	for _, p := range paths {
 		f := Field{Path: p}
@@ -297,7 +298,7 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
 	if !okA || !okB {
-		if !equal(a, b) {
+		if !reflect.DeepEqual(a, b) {
 			*out = append(*out, append([]string(nil), path...))
 		}
 		return
@@ -317,48 +318,6 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	}
 }
 
-// equal compares two values as encoding/json decodes them with UseNumber
-// (numbers by their text).
-func equal(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equal(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	return false
-}
-
 // order is the order of entity types in a diff: what an entity refers to
 // comes before it.
 var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "vault",
@@ -368,10 +327,8 @@ var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "
 	"plugin", "filter_chain", "degraphql_route"}
 
 func rank(typ string) int {
-	for i, t := range order {
-		if t == typ {
-			return i
-		}
+	if i := slices.Index(order, typ); i >= 0 {
+		return i
 	}
 	return len(order)
 }
@@ -424,13 +381,13 @@ func (e *entity) sameAs(o *entity) bool {
 			continue
 		}
 		w, ok := o.get(k)
-		if !ok || !equal(v, w) {
+		if !ok || !reflect.DeepEqual(v, w) {
 			return false
 		}
 	}
 	if e.parentRef != nil {
 		w, ok := o.get(e.parentField)
-		return ok && equal(e.parentRef, w)
+		return ok && reflect.DeepEqual(e.parentRef, w)
 	}
 	return true
 }
@@ -527,17 +484,8 @@ type set struct {
 }
 
 // flatten decodes a configuration and lists its entities, nested ones
-// beside their parents, each with its identity: the key Kong's reconciler
-// (go-database-reconciler's state) finds it by. An entity with an id is
-// found by its id; otherwise services, routes, upstreams, consumer groups,
-// key sets, keys, SNIs and filter chains by name; consumers by username
-// (else custom_id); plugins by name and scope (service, route, consumer,
-// consumer group); targets by upstream and target; certificates by cert
-// and key, CA certificates by cert; credentials by their key field
-// (key-auth and JWT key, basic-auth and HMAC username, OAuth2 client_id)
-// and ACLs by consumer and group; vaults by prefix. Two entities with the
-// same identity (a configuration Kong refuses) are told apart by their
-// order.
+// beside their parents, each with its identity (index.key); two with the
+// same identity (a configuration Kong refuses) are told apart by order.
 func flatten(raw []byte) (*set, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -619,11 +567,8 @@ func newIndex(list []*entity) index {
 	return idx
 }
 
-// resolve is the identity of what typ ref names: the referenced entity's,
-// or the reference as written when it names none. The entities a foreign
-// key names (services, routes, upstreams, consumers, consumer groups,
-// certificates, key sets) have an identity of their own, with no foreign
-// key in it.
+// resolve is the identity of what typ ref names: the referenced entity's
+// (which holds no foreign key), or the reference as written.
 func (idx index) resolve(typ, ref string) string {
 	if e := idx[typed{typ, ref}]; e != nil {
 		return idx.key(e)
@@ -644,7 +589,9 @@ func (idx index) scope(e *entity, typ, field string) string {
 	return strings.Join(out, ",")
 }
 
-// key is e's identity (see flatten).
+// key is e's identity, the key Kong's reconciler (go-database-reconciler's
+// state) finds it by: its id, else its endpoint key, within its scope
+// (plugins, targets, ACLs, ...); a secret (a key-auth key) as a digest.
 func (idx index) key(e *entity) string {
 	if id := str(e.obj["id"]); id != "" {
 		return e.typ + ":id:" + id

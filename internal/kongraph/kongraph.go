@@ -277,7 +277,6 @@ func str(v any) string {
 	return s
 }
 
-
 // Entities lists the configuration's entities in walk order.
 func (d *Doc) Entities() []Entity {
 	out := make([]Entity, len(d.nodes))
