@@ -447,26 +447,9 @@ func (e *entity) label() string {
 	return e.typ + " " + n
 }
 
-// name is the entity's endpoint key when it is not a secret.
+// name is the entity's endpoint key (kongraph's) when it is not a secret.
 func (e *entity) name() string {
 	switch e.typ {
-	case "consumer":
-		if u := str(e.obj["username"]); u != "" {
-			return u
-		}
-		return str(e.obj["custom_id"])
-	case "target":
-		return str(e.obj["target"])
-	case "basicauth_credential", "hmacauth_credential":
-		return str(e.obj["username"])
-	case "jwt_secret":
-		return str(e.obj["key"])
-	case "acl":
-		return str(e.obj["group"])
-	case "oauth2_credential":
-		return str(e.obj["client_id"])
-	case "vault":
-		return str(e.obj["prefix"])
 	case "mtls_auth_credential":
 		return str(e.obj["subject_name"])
 	case "degraphql_route":
@@ -474,7 +457,7 @@ func (e *entity) name() string {
 	case "keyauth_credential", "certificate", "ca_certificate":
 		return ""
 	}
-	return str(e.obj["name"])
+	return kongraph.Identify(e.kt, e.obj).Name
 }
 
 // set is the flattened entities of one configuration.

@@ -155,10 +155,9 @@ const dropMark = "\x00kongraph-drop"
 // prune removes the marked objects from every entity list.
 func prune(root map[string]any) {
 	for key, v := range root {
-		if _, ok := collections[key]; !ok {
-			continue
+		if typ, ok := collections[key]; ok {
+			root[key] = pruneList(typ, v)
 		}
-		root[key] = pruneList(collections[key], v)
 	}
 }
 
@@ -169,11 +168,10 @@ func pruneList(typ string, v any) any {
 	}
 	out := list[:0]
 	for _, x := range list {
-		obj, ok := x.(map[string]any)
-		if ok && obj[dropMark] != nil {
-			continue
-		}
-		if ok {
+		if obj, ok := x.(map[string]any); ok {
+			if obj[dropMark] != nil {
+				continue
+			}
 			for key := range nested[typ] {
 				if c, ok := obj[key]; ok {
 					obj[key] = pruneList(ChildType(typ, key), c)
@@ -188,49 +186,40 @@ func pruneList(typ string, v any) any {
 // flatten is n's object for a top-level list: without its nested
 // entities (each is placed on its own), with its parent as a foreign key.
 func flatten(n *node) map[string]any {
-	out := make(map[string]any, len(n.obj)+1)
-	kids := nested[n.Type]
-	for k, v := range n.obj {
-		if _, isKid := kids[k]; isKid || k == dropMark {
-			continue
-		}
-		out[k] = v
-	}
 	if n.Type == "consumer_group_consumer" && n.parent != nil {
 		// A nested membership is the other side's reference.
-		other := "consumer_group"
-		if n.parent.Type == "consumer_group" {
-			other = "consumer"
+		_, p := ref(n.parent.Entity)
+		out := map[string]any{n.parentField: p}
+		for other, vals := range Refs(n.Type, n.obj, n.parent.Type, n.parentField) {
+			if len(vals) > 0 {
+				out[other] = vals[0]
+			}
 		}
-		vals := RefValues(map[string]any(n.obj))
-		out = map[string]any{}
-		if len(vals) > 0 {
-			out[other] = vals[0]
-		}
-		out[n.parentField] = ref(n.parent.Entity)
 		return out
 	}
+	out := make(map[string]any, len(n.obj)+1)
+	for k, v := range n.obj {
+		if _, isKid := nested[n.Type][k]; !isKid && k != dropMark {
+			out[k] = v
+		}
+	}
 	if n.parent != nil {
-		out[n.parentField] = map[string]any{refKey(n.parent.Entity): ref(n.parent.Entity)}
+		field, v := ref(n.parent.Entity)
+		out[n.parentField] = map[string]any{field: v}
 	}
 	return out
 }
 
-func ref(e Entity) string {
-	if e.ID != "" {
-		return e.ID
+// ref is how a foreign key names e: its id, else its name (a consumer's
+// username).
+func ref(e Entity) (field, value string) {
+	switch {
+	case e.ID != "":
+		return "id", e.ID
+	case e.Type == "consumer":
+		return "username", e.Name
 	}
-	return e.Name
-}
-
-func refKey(e Entity) string {
-	if e.ID != "" {
-		return "id"
-	}
-	if e.Type == "consumer" {
-		return "username"
-	}
-	return "name"
+	return "name", e.Name
 }
 
 // collectionOf is the top-level key of typ's entities: the plural types
@@ -261,8 +250,10 @@ func (p present) taken(e Entity) bool {
 // resolves: each of n's foreign keys and its parent name an entity of the
 // result.
 func (p present) resolves(n *node) bool {
-	if n.parent != nil && !p[fk{n.parent.Type, ref(n.parent.Entity)}] {
-		return false
+	if n.parent != nil {
+		if _, v := ref(n.parent.Entity); !p[fk{n.parent.Type, v}] {
+			return false
+		}
 	}
 	for _, r := range foreignKeys(n) {
 		if !p[r] {

@@ -7,36 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // collections maps a top-level key of a declarative configuration to the
-// type of its entities (Kong's schema name: the credentials' schema names
-// are plural).
-var collections = map[string]string{
-	"services":                 "service",
-	"routes":                   "route",
-	"plugins":                  "plugin",
-	"consumers":                "consumer",
-	"consumer_groups":          "consumer_group",
-	"consumer_group_consumers": "consumer_group_consumer",
-	"upstreams":                "upstream",
-	"targets":                  "target",
-	"certificates":             "certificate",
-	"snis":                     "sni",
-	"ca_certificates":          "ca_certificate",
-	"keyauth_credentials":      "keyauth_credentials",
-	"basicauth_credentials":    "basicauth_credentials",
-	"hmacauth_credentials":     "hmacauth_credentials",
-	"jwt_secrets":              "jwt_secrets",
-	"acls":                     "acls",
-	"mtls_auth_credentials":    "mtls_auth_credentials",
-	"oauth2_credentials":       "oauth2_credentials",
-	"degraphql_routes":         "degraphql_routes",
-	"vaults":                   "vault",
-	"key_sets":                 "key_set",
-	"keys":                     "key",
-	"filter_chains":            "filter_chain",
-}
+// type of its entities, Kong's schema name: the key less its "s", but the
+// credentials' and degraphql_routes' schema names are plural (init).
+var collections = map[string]string{}
 
 // credentials are the consumer's credential collections.
 var credentials = []string{"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
@@ -75,6 +52,13 @@ var refs = map[string]map[string]string{
 var nestedKeys, refFields = map[string][]string{}, map[string][]string{}
 
 func init() {
+	for _, k := range []string{"services", "routes", "plugins", "consumers", "consumer_groups", "consumer_group_consumers",
+		"upstreams", "targets", "certificates", "snis", "ca_certificates", "vaults", "key_sets", "keys", "filter_chains"} {
+		collections[k] = strings.TrimSuffix(k, "s")
+	}
+	for _, k := range append(credentials, "degraphql_routes") {
+		collections[k] = k
+	}
 	for _, c := range credentials {
 		nested["consumer"][c] = "consumer"
 		refs[c] = map[string]string{"consumer": "consumer"}
@@ -184,7 +168,7 @@ func decode(raw []byte) (map[string]any, error) {
 // by key, each entity before its nested ones (sorted by key).
 func walk(root map[string]any, visit func(*node)) {
 	Walk(root, func(typ string, obj map[string]any, parent *node, parentField string) *node {
-		n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
+		n := &node{Entity: Identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
 		visit(n)
 		return n
 	})
@@ -239,7 +223,8 @@ func ForeignKey(typ, field string) string { return refs[typ][field] }
 // ForeignKeys are the foreign key fields of type typ, sorted.
 func ForeignKeys(typ string) []string { return refFields[typ] }
 
-func identify(typ string, obj map[string]any) Entity {
+// Identify is obj, an entity of type typ, as Entity (Index unset).
+func Identify(typ string, obj map[string]any) Entity {
 	e := Entity{Type: typ, ID: str(obj["id"])}
 	switch typ {
 	case "consumer":
