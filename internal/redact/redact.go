@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -58,17 +59,6 @@ func Message(s string) string {
 // quotes in a unique violation (the quotes may come escaped).
 var dbUniqueValue = regexp.MustCompile(`((?:^|[{,\s])(?:key|password|secret|client_secret|key_alt)=\\?")(.*?)(\\?")`)
 
-// byEntityType is the same by Kong's entity_type (flattened errors).
-var byEntityType = map[string][]field{
-	"keyauth_credential":   byCollection["keyauth_credentials"],
-	"basicauth_credential": byCollection["basicauth_credentials"],
-	"hmacauth_credential":  byCollection["hmacauth_credentials"],
-	"jwt_secret":           byCollection["jwt_secrets"],
-	"oauth2_credential":    byCollection["oauth2_credentials"],
-	"certificate":          byCollection["certificates"],
-	"key":                  byCollection["keys"],
-}
-
 // needles are what a configuration with something to redact must contain;
 // a configuration without any is returned as is, unparsed.
 var needles = [][]byte{[]byte("key"), []byte("password"), []byte("secret"), []byte("jwk")}
@@ -89,14 +79,7 @@ func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	if f == config.FormatJSON && trimmed[0] != '{' && trimmed[0] != '[' {
 		return raw, false, nil
 	}
-	found := false
-	for _, n := range needles {
-		if bytes.Contains(raw, n) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
 		return raw, false, nil
 	}
 	var doc yaml.Node
@@ -126,10 +109,11 @@ func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	}
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, false, fmt.Errorf("redact: write YAML: %w", err)
+	err := enc.Encode(&doc)
+	if err == nil {
+		err = enc.Close()
 	}
-	if err := enc.Close(); err != nil {
+	if err != nil {
 		return nil, false, fmt.Errorf("redact: write YAML: %w", err)
 	}
 	return out.Bytes(), true, nil
@@ -158,7 +142,8 @@ func walk(n *yaml.Node) bool {
 				}
 			}
 		}
-		if fields, ok := byEntityType[entityType]; ok && entity != nil && redactEntity(entity, fields) {
+		// A flattened error's entity_type is its collection's name less the "s".
+		if fields, ok := byCollection[entityType+"s"]; ok && entity != nil && redactEntity(entity, fields) {
 			changed = true
 		}
 		for i := 1; i < len(n.Content); i += 2 {
@@ -215,12 +200,6 @@ func lookup(n *yaml.Node, path field) *yaml.Node {
 // its original key order.
 func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			b.WriteString("null")
-			return nil
-		}
-		return writeJSON(b, n.Content[0])
 	case yaml.MappingNode:
 		b.WriteByte('{')
 		for i := 0; i+1 < len(n.Content); i += 2 {

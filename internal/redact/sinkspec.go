@@ -312,61 +312,37 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// secretWords mark a setting name as secret when they are one of its words
-// (split at '_', '-', '.', and lower-to-upper case changes).
-var secretWords = map[string]bool{
-	"token": true, "tokens": true, "secret": true, "secrets": true, "password": true, "passwd": true,
-	"pwd": true, "passphrase": true, "key": true, "keys": true, "apikey": true, "credential": true,
-	"credentials": true, "auth": true, "authorization": true, "bearer": true, "cookie": true,
-	"private": true, "signature": true, "pat": true, "pem": true,
-}
-
-// secretParts mark a setting name as secret when it contains them anywhere
-// (names written without separators: "apitoken", "clientsecret").
-var secretParts = []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"}
-
 // SecretName reports whether a plugin or custom setting's name marks its
-// value as secret: one of its words is a secret word (token, secret,
-// password, key, credential, auth, private, ...), or it contains token,
-// secret, passw, credential, apikey, privatekey or authorization. Wrongly
-// hiding a harmless setting costs less than showing a credential.
+// value as secret: it contains token, secret, passw, credential, apikey,
+// privatekey or authorization, or one of its words (split at what is not a
+// letter or digit and where a lower-case letter meets an upper-case one) is
+// a secret word. Wrongly hiding a harmless setting costs less than showing
+// a credential.
 func SecretName(name string) bool {
 	lower := strings.ToLower(name)
-	for _, p := range secretParts {
+	for _, p := range []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"} {
 		if strings.Contains(lower, p) {
 			return true
 		}
 	}
-	for _, w := range words(name) {
-		if secretWords[w] {
-			return true
+	var word []rune
+	prev := rune(0)
+	for _, c := range name + " " {
+		inWord := unicode.IsLetter(c) || unicode.IsDigit(c)
+		if !inWord || unicode.IsUpper(c) && unicode.IsLower(prev) {
+			if secretWords[strings.ToLower(string(word))] {
+				return true
+			}
+			word = word[:0]
 		}
+		if inWord {
+			word = append(word, c)
+		}
+		prev = c
 	}
 	return false
 }
 
-func words(name string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	var prev rune
-	for _, c := range name {
-		switch {
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			flush()
-		case unicode.IsUpper(c) && unicode.IsLower(prev):
-			flush()
-			cur = append(cur, c)
-		default:
-			cur = append(cur, c)
-		}
-		prev = c
-	}
-	flush()
-	return out
-}
+// secretWords are the secret words that no secret part above contains.
+var secretWords = map[string]bool{"pwd": true, "passphrase": true, "key": true, "keys": true, "auth": true,
+	"bearer": true, "cookie": true, "private": true, "signature": true, "pat": true, "pem": true}
