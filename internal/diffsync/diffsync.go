@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/crud"
@@ -54,11 +53,9 @@ type Options struct {
 // Syncer syncs configurations to one destination. Sync must not be called
 // concurrently (the engine applies one generation at a time per sink).
 type Syncer struct {
-	client *kong.Client
-	o      Options
-
-	mu          sync.Mutex
-	seenVersion *semver.Version
+	client      *kong.Client
+	o           Options
+	seenVersion *semver.Version // the destination's, once asked
 }
 
 // New returns a Syncer that talks to the destination through client.
@@ -145,11 +142,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	stats, errs, _ := syncer.Solve(ctx, s.o.Concurrency, false, false)
 	<-done
 
-	res := Result{
-		Created: int(stats.CreateOps.Count()),
-		Updated: int(stats.UpdateOps.Count()),
-		Deleted: int(stats.DeleteOps.Count()),
-	}
+	res := Result{int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())}
 	if len(errs) == 0 && len(failed) == 0 {
 		return res, nil
 	}
@@ -162,11 +155,8 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	if s.o.ControlPlane != "" {
 		return KonnectKongVersion, nil
 	}
-	s.mu.Lock()
-	seen := s.seenVersion
-	s.mu.Unlock()
-	if seen != nil {
-		return *seen, nil
+	if s.seenVersion != nil {
+		return *s.seenVersion, nil
 	}
 	info, err := s.client.Info.Get(ctx)
 	if err != nil {
@@ -179,9 +169,7 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	if err != nil {
 		return semver.Version{}, fmt.Errorf("parsing Kong version %q: %w", info.Version, err)
 	}
-	s.mu.Lock()
 	s.seenVersion = &v
-	s.mu.Unlock()
 	return v, nil
 }
 
@@ -497,9 +485,8 @@ func entityError(a diff.EntityAction) *confighubv1.EntityError {
 		return ee
 	}
 	if f := v.FieldByName("ID"); f.IsValid() {
-		if id, ok := f.Interface().(*string); ok && id != nil {
-			ee.EntityId = *id
-		}
+		id, _ := f.Interface().(*string)
+		ee.EntityId = kong.StringValue(id)
 	}
 	if f := v.FieldByName("Tags"); f.IsValid() {
 		if tags, ok := f.Interface().([]*string); ok {
