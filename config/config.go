@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,24 +24,20 @@ const (
 	FormatYAML
 )
 
+var formatNames = [...]string{"unknown", "json", "yaml"}
+
 func (f Format) String() string {
-	switch f {
-	case FormatJSON:
-		return "json"
-	case FormatYAML:
-		return "yaml"
-	default:
+	if f < 0 || int(f) >= len(formatNames) {
 		return "unknown"
 	}
+	return formatNames[f]
 }
 
-// ParseFormat is the inverse of Format.String ("json", "yaml", "unknown"),
-// for stores that keep the format as text.
+// ParseFormat is the inverse of Format.String, for stores that keep the
+// format as text.
 func ParseFormat(s string) (Format, error) {
-	for _, f := range []Format{FormatJSON, FormatYAML, FormatUnknown} {
-		if f.String() == s {
-			return f, nil
-		}
+	if i := slices.Index(formatNames[:], s); i >= 0 {
+		return Format(i), nil
 	}
 	return FormatUnknown, fmt.Errorf("unknown format %q", s)
 }
@@ -49,8 +46,7 @@ func ParseFormat(s string) (Format, error) {
 const DefaultStream = "default"
 
 // StreamName is the stream that name designates: DefaultStream when name
-// is empty (the API's "empty means default"). The hub applies it where a
-// request enters and sink specs are checked, so nothing behind sees "".
+// is empty. The hub applies it where requests and sink specs enter.
 func StreamName(name string) string {
 	if name == "" {
 		return DefaultStream
@@ -61,9 +57,7 @@ func StreamName(name string) string {
 // SupportedFormatVersions are the _format_version values Kong 3.x accepts.
 var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
 
-// ErrInvalid is wrapped by every error Check returns. The hub keeps it in
-// the chain under its own ErrInvalid (errors.Is finds both), and the server
-// maps that to InvalidArgument.
+// ErrInvalid is wrapped by every error Check returns.
 var ErrInvalid = errors.New("invalid configuration")
 
 // Config is one accepted configuration of a stream, as the hub holds it,
@@ -82,9 +76,7 @@ type Config struct {
 	// Origin is who pushed it and how (set by the hub, kept by the store).
 	Origin Origin
 
-	// forms is shared by the copies WithGeneration makes, so that a form
-	// is made once for all of them.
-	forms *forms
+	forms *forms // shared by the copies WithGeneration and WithOrigin make
 }
 
 // Origin says where a configuration came from.
@@ -93,8 +85,7 @@ type Origin struct {
 	Pusher string
 	// Peer is the pusher's address.
 	Peer string
-	// RollbackOf is the generation whose bytes this one restores, 0
-	// otherwise.
+	// RollbackOf is the generation whose bytes this one restores, or 0.
 	RollbackOf uint64
 	// Entities counts the configuration's entities by type.
 	Entities map[string]int
@@ -138,21 +129,18 @@ func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte,
 	return c
 }
 
-// WithGeneration returns c as generation gen (a store assigns the
-// generation when it commits c): the same bytes, labels and accept time,
-// and the JSON and YAML forms shared with c, made once for both.
+// WithGeneration returns c as generation gen (a store assigns it at the
+// commit), sharing everything else, the forms included.
 func (c *Config) WithGeneration(gen uint64) *Config {
 	n := c.copy()
 	n.Generation = gen
 	return n
 }
 
-// JSON returns the configuration as JSON, converting YAML once per Config;
-// every caller shares the same bytes.
+// JSON returns the configuration as JSON, converted once; callers share it.
 func (c *Config) JSON() ([]byte, error) { return c.form(FormatJSON) }
 
-// YAML returns the configuration as YAML, converting JSON once per Config;
-// every caller (each file or plugin sink that wants YAML) shares the bytes.
+// YAML returns the configuration as YAML, converted once; callers share it.
 func (c *Config) YAML() ([]byte, error) { return c.form(FormatYAML) }
 
 // form returns Raw in format to, made on first use.
@@ -267,11 +255,10 @@ func Check(raw []byte, f Format) (Checked, error) {
 	return Checked{Format: f, JSON: js, FormatVersion: fv}, nil
 }
 
-// formatVersionNotString refuses a _format_version that is not a string.
-// text is the value as the document writes it (YAML's 3.0, not the 3 its
-// JSON form holds), first its first byte in JSON. A number or literal is
-// quoted, and when quoting it gives a version Kong accepts the message says
-// so: an unquoted YAML 3.0 is the usual slip.
+// formatVersionNotString refuses a _format_version that is not a string:
+// text as the document writes it, first its JSON kind. When quoting text
+// gives a version Kong accepts the message says so: an unquoted YAML 3.0
+// is the usual slip.
 func formatVersionNotString(text string, first byte) error {
 	kind := "a number"
 	switch first {
@@ -281,17 +268,8 @@ func formatVersionNotString(text string, first byte) error {
 	case 't', 'f':
 		kind = "a boolean"
 	}
-	if supported(text) {
+	if slices.Contains(SupportedFormatVersions, text) {
 		return fmt.Errorf("%w: _format_version must be a string, got %s (%s): quote it, %q", ErrInvalid, text, kind, text)
 	}
 	return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got %s (%s)", ErrInvalid, SupportedFormatVersions, text, kind)
-}
-
-func supported(v string) bool {
-	for _, s := range SupportedFormatVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }

@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// maxDepth is the deepest nesting of objects and arrays a configuration may
-// have: jsontext's limit, and encoding/json's.
-const maxDepth = 10000
-
-// fvKey is the top-level key Kong reads the format from; fvMax bounds how
-// much of a refused value a message quotes.
+// maxDepth is jsontext's (and encoding/json's) nesting limit; fvMax bounds
+// how much of a refused _format_version a message quotes.
 const (
-	fvKey = "_format_version"
-	fvMax = 64
+	maxDepth = 10000
+	fvKey    = "_format_version"
+	fvMax    = 64
 )
 
 // Scanner is Check for a JSON configuration that arrives in pieces (an
@@ -73,11 +71,8 @@ func NewScanner() *Scanner {
 	return s
 }
 
-// scan reads a whole JSON document in place (one value, RFC 8259, strict
-// as Scanner is); the Scanner it returns holds what verdict judges. A
-// top-level object is read first with each member's value whole (fast);
-// anything else, or a refusal, token by token as Scanner reads it, so
-// that a refusal says what the Scanner says.
+// scan reads a whole JSON document in place, strict as Scanner is, for
+// verdict: fast, else (or to word a refusal as Scanner does) token by token.
 func scan(js []byte) (*Scanner, error) {
 	s := &Scanner{dec: jsontext.NewDecoder(bytes.NewBuffer(js)), n: int64(len(js))}
 	if s.fast() {
@@ -87,9 +82,8 @@ func scan(js []byte) (*Scanner, error) {
 	return s, s.end()
 }
 
-// fast reads a document whose top level is an object, reading each
-// member's value whole (jsontext's fastest path: about 1.5 times the
-// token loop's rate), and reports whether it is valid.
+// fast reads a top-level object with each member's value whole (about 1.5
+// times the token loop's rate) and reports whether it is valid.
 func (s *Scanner) fast() bool {
 	if s.dec.PeekKind() != '{' {
 		return false
@@ -160,8 +154,7 @@ func (s *Scanner) end() error {
 }
 
 // run reads the tokens the input holds, noting the top level's kind and
-// _format_version: nil when it needs more or the document ended, else the
-// refusal.
+// _format_version; it fails with the refusal.
 func (s *Scanner) run() error {
 	for {
 		if s.done && s.dec.PeekKind() != 0 {
@@ -195,9 +188,8 @@ func (s *Scanner) run() error {
 	}
 }
 
-// verdict judges a document that ended: a top-level object with a
-// supported _format_version string. yamlRaw, for the JSON form of a YAML
-// document, is the document: a refusal quotes its scalar as written.
+// verdict wants a top-level object with a supported _format_version string.
+// yamlRaw is the YAML document whose JSON form was read, if any.
 func (s *Scanner) verdict(yamlRaw []byte) (string, error) {
 	switch {
 	case s.top != '{':
@@ -210,7 +202,7 @@ func (s *Scanner) verdict(yamlRaw []byte) (string, error) {
 			text = yamlScalarText(yamlRaw, text) // the JSON form writes YAML's 3.0 as 3
 		}
 		return "", formatVersionNotString(clip(text), byte(s.fvKind))
-	case !supported(s.fv):
+	case !slices.Contains(SupportedFormatVersions, s.fv):
 		return "", fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, clip(s.fv), SupportedFormatVersions)
 	}
 	return s.fv, nil
@@ -220,8 +212,7 @@ func invalidJSON(msg string) error {
 	return fmt.Errorf("%w: not valid JSON: %s", ErrInvalid, msg)
 }
 
-// refusal says what is wrong, at which byte, and where: the key path of a
-// duplicate key or of the string holding invalid UTF-8.
+// refusal says what is wrong, at which byte, and where.
 func (s *Scanner) refusal(err error) error {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
@@ -255,15 +246,15 @@ func (s *Scanner) path(ptr jsontext.Pointer) string {
 	return joinPath(parts)
 }
 
-// Bounds of an error path, so that a hostile input cannot make an error
-// message large: keys are cut, and a deep path keeps its ends.
+// Bounds of an error path, so that hostile input cannot make a message
+// large.
 const (
 	maxPathKey   = 64
 	maxPathParts = 24
 )
 
-// joinPath joins the parts of a path (".key", "[3]"); a path deeper than
-// maxPathParts keeps its ends. The top level is "$".
+// joinPath joins the parts of a path (".key", "[3]"), keeping the ends of a
+// deep one; the top level is "$".
 func joinPath(parts []string) string {
 	if len(parts) > maxPathParts {
 		cut := len(parts) - maxPathParts
