@@ -9,12 +9,10 @@ import (
 // holds at its previous version).
 type Excluded struct {
 	Entity
-	// Rejected: the gateway named this entity; otherwise it depends on one
-	// that was excluded (DependsOn).
+	// Rejected: the gateway named it; else it depends on DependsOn.
 	Rejected  bool
 	DependsOn string
-	// PreviousKept: the fallback holds the entity's version of the
-	// previous configuration.
+	// PreviousKept: the fallback holds its previous version.
 	PreviousKept bool
 }
 
@@ -53,16 +51,12 @@ func (d *Doc) Closure(rejected []int) map[int]int {
 	return out
 }
 
-// Fallback builds the configuration without the rejected entities
-// (indexes in d) and every entity depending on them (Closure). prev, the
-// configuration the gateway last applied, may be nil; where it holds a
-// version of an excluded entity whose own foreign keys resolve in the
-// result, that version is kept (flat, with its parent as a foreign key),
-// and an excluded dependant whose foreign keys resolve again (its
-// dependency's previous version was kept) gets its new version back.
-// Nothing left in the result names an entity that is not in it. The
-// result is JSON; excluded lists, in walk order, what it leaves out or
-// holds at a previous version.
+// Fallback is the configuration (JSON) without the rejected entities
+// (indexes in d) and their Closure. Where prev (the last applied, may be
+// nil) holds a version of an excluded entity whose foreign keys resolve,
+// it is kept (flat), and a dependant that resolves again comes back.
+// Nothing in the result names what it lacks; excluded lists, in walk
+// order, what it leaves out or holds at a previous version.
 func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Excluded, err error) {
 	closure := d.Closure(rejected)
 	in := present{}
@@ -147,9 +141,7 @@ func excludedOf(d *Doc, closure map[int]int, i int, keptPrev bool) Excluded {
 	return x
 }
 
-// dropMark marks an object to be pruned; a JSON key cannot hold a NUL
-// coming from a decoded configuration that also survives here, and the
-// mark is removed before the result is encoded.
+// dropMark marks an object to be pruned (no decoded key holds a NUL).
 const dropMark = "\x00kongraph-drop"
 
 // prune removes the marked objects from every entity list.
@@ -184,7 +176,7 @@ func pruneList(typ string, v any) any {
 }
 
 // flatten is n's object for a top-level list: without its nested
-// entities (each is placed on its own), with its parent as a foreign key.
+// entities, with its parent as a foreign key.
 func flatten(n *node) map[string]any {
 	if n.Type == "consumer_group_consumer" && n.parent != nil {
 		// A nested membership is the other side's reference.
@@ -222,8 +214,7 @@ func ref(e Entity) (field, value string) {
 	return "name", e.Name
 }
 
-// collectionOf is the top-level key of typ's entities: the plural types
-// are their own.
+// collectionOf is the top-level key of typ's entities.
 func collectionOf(typ string) string {
 	if _, ok := collections[typ]; ok {
 		return typ
@@ -247,8 +238,7 @@ func (p present) taken(e Entity) bool {
 	return (e.ID != "" && p[fk{e.Type, e.ID}]) || (e.Name != "" && p[fk{e.Type, e.Name}])
 }
 
-// resolves: each of n's foreign keys and its parent name an entity of the
-// result.
+// resolves: n's parent and foreign keys name entities of the result.
 func (p present) resolves(n *node) bool {
 	if n.parent != nil {
 		if _, v := ref(n.parent.Entity); !p[fk{n.parent.Type, v}] {
@@ -263,8 +253,7 @@ func (p present) resolves(n *node) bool {
 	return true
 }
 
-// versionOf is the entity of d with e's type and id (or name when e has
-// no id).
+// versionOf is d's entity with e's type and id (else name).
 func (d *Doc) versionOf(e Entity) *node {
 	if e.ID != "" {
 		return d.byID[fk{e.Type, e.ID}]

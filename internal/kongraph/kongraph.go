@@ -19,9 +19,8 @@ var collections = map[string]string{}
 var credentials = []string{"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
 	"jwt_secrets", "acls", "mtls_auth_credentials", "oauth2_credentials"}
 
-// nested maps a type to its nested collections: the child's key and the
-// foreign key field the nesting stands for (a consumer's credentials are
-// added by init).
+// nested maps a type to its nested collections' keys and the foreign key
+// each nesting stands for (init adds a consumer's credentials).
 var nested = map[string]map[string]string{
 	"service":        {"routes": "service", "plugins": "service", "filter_chains": "service", "degraphql_routes": "service"},
 	"route":          {"plugins": "route", "filter_chains": "route"},
@@ -33,7 +32,7 @@ var nested = map[string]map[string]string{
 }
 
 // refs are the foreign keys each type holds: field -> referenced type
-// (a credential's consumer is added by init).
+// (init adds a credential's consumer).
 var refs = map[string]map[string]string{
 	"route":                   {"service": "service"},
 	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
@@ -47,8 +46,7 @@ var refs = map[string]map[string]string{
 	"filter_chain":            {"service": "service", "route": "route"},
 }
 
-// nestedKeys and refFields are nested's and refs' keys, sorted: the walk
-// order, computed once.
+// nestedKeys and refFields are nested's and refs' keys, sorted.
 var nestedKeys, refFields = map[string][]string{}, map[string][]string{}
 
 func init() {
@@ -78,9 +76,8 @@ func CollectionType(key string) (string, bool) {
 	return t, ok
 }
 
-// ChildType is the type of an entity nested under parentType at key
-// (one of NestedKeys(parentType)): a consumer's groups and a group's
-// consumers are memberships.
+// ChildType is the type of an entity nested under parentType at key; a
+// consumer's groups and a group's consumers are memberships.
 func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
@@ -91,14 +88,11 @@ func ChildType(parentType, key string) string {
 // Entity is one entity of a configuration.
 type Entity struct {
 	// Type is Kong's schema name ("route", "keyauth_credentials", ...).
-	Type string
-	ID   string
-	// Name is the entity's endpoint key: name, a consumer's username, a
-	// target's target.
-	Name string
-	Tags []string
-	// Index is the entity's position in the document's walk order.
-	Index int
+	Type  string
+	ID    string
+	Name  string // its endpoint key: name, a consumer's username, ...
+	Tags  []string
+	Index int // its position in walk order
 }
 
 // Key names the entity for people: "route foo", "plugin 1b2c...".
@@ -115,14 +109,14 @@ func (e Entity) Key() string {
 type node struct {
 	Entity
 	obj map[string]any
-	// parent is the entity this one is nested in, nil at the top level;
-	// parentField is the foreign key the nesting stands for.
+	// parent is the entity this one is nested in (nil at the top level),
+	// parentField the foreign key the nesting stands for.
 	parent      *node
 	parentField string
 }
 
-// Doc is a parsed declarative configuration and its entity graph. It is
-// never modified: Fallback builds a new document.
+// Doc is a parsed declarative configuration and its entity graph; it is
+// never modified.
 type Doc struct {
 	raw   []byte
 	nodes []*node
@@ -130,8 +124,7 @@ type Doc struct {
 	byID, byKey map[fk]*node
 }
 
-// Parse reads a declarative configuration (JSON) and its entities, in the
-// nested and the flat forms.
+// Parse reads a declarative configuration (JSON) and its entities.
 func Parse(raw []byte) (*Doc, error) {
 	root, err := decode(raw)
 	if err != nil {
@@ -164,8 +157,7 @@ func decode(raw []byte) (map[string]any, error) {
 	return root, nil
 }
 
-// walk visits every entity in a fixed order: top-level collections sorted
-// by key, each entity before its nested ones (sorted by key).
+// walk visits every entity as a node, in Walk's order.
 func walk(root map[string]any, visit func(*node)) {
 	Walk(root, func(typ string, obj map[string]any, parent *node, parentField string) *node {
 		n := &node{Entity: Identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
@@ -174,13 +166,11 @@ func walk(root map[string]any, visit func(*node)) {
 	})
 }
 
-// Walk visits every entity of a decoded declarative configuration, in the
-// nested and the flat forms, in a fixed order: top-level collections
-// sorted by key, each entity before its nested ones (sorted by key). typ
-// is Kong's schema name (as Entity.Type); visit returns what the entity's
-// nested entities get as parent (the zero T at the top level), and
-// parentField is the foreign key their nesting stands for ("service" for
-// a route under a service; "" at the top level).
+// Walk visits every entity of a decoded declarative configuration, nested
+// or flat: top-level collections sorted by key, each entity before its
+// nested ones (sorted by key). visit gets the type (as Entity.Type), the
+// parent visit returned for the entity it is nested in (the zero T at the
+// top level) and the foreign key that nesting stands for ("" at the top).
 func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
 	var top T
 	for _, key := range slices.Sorted(maps.Keys(root)) {
@@ -272,8 +262,7 @@ func (d *Doc) Entities() []Entity {
 }
 
 // Find returns the index of the entity a gateway's error names: by id,
-// else by name, with its type given as Kong spells it (singular or
-// plural). ok is false when no entity matches.
+// else by name, its type spelt singular or plural.
 func (d *Doc) Find(typ, id, name string) (int, bool) {
 	for _, t := range typeSpellings(typ) {
 		if id != "" {
@@ -304,8 +293,7 @@ func typeSpellings(typ string) []string {
 }
 
 // deps are the entities n depends on: its parent and what its foreign
-// keys resolve to. A foreign key that resolves to nothing is not a
-// dependency (it was dangling already: the gateway reports it).
+// keys resolve to (a dangling one is the gateway's to report).
 func (d *Doc) deps(n *node) []*node {
 	var out []*node
 	if n.parent != nil {
@@ -338,11 +326,9 @@ func foreignKeys(n *node) []fk {
 	return out
 }
 
-// Refs are the foreign keys obj, an entity of type typ, holds (field ->
-// values), where parentType is the type it is nested in ("" at the top
-// level) and parentField the foreign key that nesting stands for, which is
-// not one of them. A membership nested in a consumer or a group is itself
-// the reference to the other side.
+// Refs are the foreign keys (field -> values) of obj, of type typ, nested
+// in a parentType ("" at the top level) at parentField, which is none of
+// them; a nested membership is itself the reference to the other side.
 func Refs(typ string, obj map[string]any, parentType, parentField string) map[string][]string {
 	if typ == "consumer_group_consumer" && parentType != "" {
 		other := "consumer_group"
