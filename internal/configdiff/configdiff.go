@@ -73,13 +73,10 @@ type Change struct {
 	Entity Entity `json:"entity"`
 	// Fields are an update's changed fields, sorted by path.
 	Fields []Field `json:"fields,omitempty"`
-	// Object is a created entity as it is created (flattened: without its
-	// nested entities, with the foreign key its nesting stood for),
-	// redacted.
+	// Object is a created entity as it is created (flattened), redacted.
 	Object json.RawMessage `json:"object,omitempty"`
 
-	// key is the entity's identity (see flatten); it may derive from a
-	// secret and is never shown.
+	// key is the entity's identity: it may derive from a secret.
 	key string
 }
 
@@ -105,8 +102,7 @@ func (d *Diff) Counts() (created, updated, deleted int) {
 	return created, updated, deleted
 }
 
-// Configs compares two configurations in their JSON form (config.Config's
-// JSON) entity by entity.
+// Configs compares two configurations in their JSON form entity by entity.
 func Configs(from, to []byte) (*Diff, error) {
 	a, err := flatten(from)
 	if err != nil {
@@ -119,11 +115,9 @@ func Configs(from, to []byte) (*Diff, error) {
 	return compare(a, b)
 }
 
-// Count returns how many entities of each type a configuration holds, as
-// Configs counts them (TestCountAsTheDiffCounts). raw is the JSON form of
-// a configuration config.Check accepted: Count reads it in one pass
-// without decoding it (the hub counts every push; BenchmarkCount20MiB),
-// finding entities where kongraph.Walk finds them.
+// Count returns how many entities of each type raw, the JSON form of a
+// configuration config.Check accepted, holds, as Configs counts them, in
+// one pass without decoding it (the hub counts every push).
 func Count(raw []byte) map[string]int {
 	type frame struct {
 		obj bool
@@ -339,8 +333,7 @@ type entity struct {
 	typ, kt string
 	// key is the entity's identity within its configuration (see key).
 	key string
-	// obj is the entity as decoded. Its own fields (own) leave out the
-	// nested keys and add parentRef as parentField: they are compared in
+	// obj is the entity as decoded; its own fields (own) are compared in
 	// place, and copied only to be shown.
 	obj         map[string]any
 	nested      []string
@@ -392,9 +385,8 @@ func (e *entity) sameAs(o *entity) bool {
 	return true
 }
 
-// own is the entity's own fields, flattened as the reconciler's file
-// reader flattens it: without its nested entities, with the foreign key
-// its nesting stands for (the parent's id, else its name).
+// own is the entity's own fields, flattened as the reconciler's file reader
+// flattens it: without nested entities, with parentRef as parentField.
 func (e *entity) own() map[string]any {
 	if len(e.nested) == 0 && e.parentRef == nil {
 		return e.obj
@@ -530,8 +522,7 @@ func (e *entity) ref() map[string]any {
 	return map[string]any{"name": str(e.obj["name"])}
 }
 
-// index finds an entity by its type and its id or endpoint key, to
-// resolve a foreign key to the identity of what it names.
+// index finds an entity by its type and its id or endpoint key.
 type index map[typed]*entity
 
 type typed struct{ typ, value string }

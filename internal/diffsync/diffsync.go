@@ -37,10 +37,9 @@ var KonnectKongVersion = semver.MustParse("3.9.0")
 type Options struct {
 	// Concurrency is how many entity operations run at once (0: 10).
 	Concurrency int
-	// ControlPlane, when set, is the Konnect control plane to sync: the
-	// client's base URL is its Admin API (<address>/kic/api/control-planes/
-	// <id>), entity schemas come from Konnect's /v1/schemas/json/<type>, and
-	// the reconciler skips what Konnect does not support.
+	// ControlPlane is the Konnect control plane to sync, whose Admin API
+	// is the client's base URL; the reconciler then asks Konnect for
+	// schemas and skips what Konnect does not support.
 	ControlPlane string
 	// DropConsumers leaves consumers, their credentials and the plugins
 	// scoped to a consumer out of the target.
@@ -173,12 +172,10 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	return v, nil
 }
 
-// deckForm rewrites the two collections of Kong's DB-less format that
-// deck's file format spells differently, so the reconciler's reader takes
-// a controller's configuration as is: consumer_group_consumers (a flat list
-// of {consumer, consumer_group}) become each consumer's groups, and
-// degraphql_routes become custom_entities of type degraphql_routes. Anything else, and a configuration it cannot
-// read as a JSON object, is returned unchanged (the reader reports it).
+// deckForm rewrites the two collections Kong's DB-less format spells unlike
+// deck's file format: consumer_group_consumers become each consumer's
+// groups, degraphql_routes custom_entities. What it cannot read is
+// returned unchanged (the reader reports it).
 func deckForm(raw []byte) []byte {
 	if !bytes.Contains(raw, []byte(`"consumer_group_consumers"`)) && !bytes.Contains(raw, []byte(`"degraphql_routes"`)) {
 		return raw
@@ -314,8 +311,7 @@ func (e *readError) Error() string { return e.msg }
 func (e *readError) Unwrap() error { return e.err }
 
 // validationEntityErrors turns the reader's JSON-schema errors into entity
-// errors: each names the offending object (with its tags, which carry KIC's
-// k8s-* references) and the field the schema wants.
+// errors naming the object (with its k8s-* tags) and the field wanted.
 func validationEntityErrors(err error) []*confighubv1.EntityError {
 	var out []*confighubv1.EntityError
 	var walk func(error)
@@ -468,8 +464,8 @@ func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *
 	return out
 }
 
-// entityError describes a failed operation. The reconciler's entities are
-// go-kong structs (embedded in its state types) with ID and Tags fields.
+// entityError describes a failed operation; the reconciler's entities
+// embed go-kong structs with ID and Tags fields.
 func entityError(a diff.EntityAction) *confighubv1.EntityError {
 	subj := a.Entity.New
 	if subj == nil || reflect.ValueOf(subj).IsNil() {

@@ -36,14 +36,12 @@ var byCollection = map[string][]field{
 }
 
 // uniqueValue finds the value Kong quotes in a uniqueness error of a secret
-// field ("uniqueness violation: 'keyauth_credentials' entity with key set
-// to 'THE-KEY' already declared"), in its message, its fields and its
-// flattened errors.
+// field ("... 'keyauth_credentials' entity with key set to 'K' already
+// declared").
 var uniqueValue = regexp.MustCompile(`('(?:keyauth_credentials|basicauth_credentials|hmacauth_credentials|jwt_secrets|oauth2_credentials|certificates|keys)' entity with (?:key|password|secret|client_secret|key_alt|jwk) set to ')(.*?)(' already declared)`)
 
 // Message removes the secret values Kong quotes in its error messages (a
-// duplicate key-auth key is named in full). Apply it to any Kong error text
-// that is logged or shown.
+// duplicate key-auth key in full), for any Kong error text logged or shown.
 func Message(s string) string {
 	if strings.Contains(s, " set to '") {
 		s = uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
@@ -59,15 +57,13 @@ func Message(s string) string {
 // quotes in a unique violation (the quotes may come escaped).
 var dbUniqueValue = regexp.MustCompile(`((?:^|[{,\s])(?:key|password|secret|client_secret|key_alt)=\\?")(.*?)(\\?")`)
 
-// needles are what a configuration with something to redact must contain;
-// a configuration without any is returned as is, unparsed.
+// needles: a configuration with none of them is returned unparsed.
 var needles = [][]byte{[]byte("key"), []byte("password"), []byte("secret"), []byte("jwk")}
 
 // Config redacts raw, a configuration or an Admin API error body, in format
-// f (FormatUnknown detects). It returns the bytes to show and whether
-// anything was redacted. A JSON-format body that is not a JSON object or
-// array (an HTML error page, plain text) is returned as is: it holds no
-// entities. It has the signature of server.Redactor.
+// f (FormatUnknown detects), and says whether anything was redacted. A JSON
+// body that is not an object or array (an HTML page, text) is returned as
+// is. It has the signature of server.Redactor.
 func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	if f == config.FormatUnknown {
 		f = config.Detect(raw)
@@ -255,19 +251,15 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteString(strings.TrimSuffix(sb.String(), "\n"))
 }
 
-// NameIsSecret reports whether an entity's name (its endpoint key, which
-// Kong's flattened errors and the fallback's excluded entities carry) is
-// itself a secret: a key-auth credential is named by its key. Such a name
-// is never shown; the entity's id and tags identify it.
+// NameIsSecret reports whether an entity's name (its endpoint key) is a
+// secret, never shown: a key-auth credential is named by its key.
 func NameIsSecret(entityType string) bool {
 	return strings.TrimSuffix(entityType, "s") == "keyauth_credential"
 }
 
-// Entity returns obj, one entity of Kong's entity type typ ("service",
-// "certificate", "keyauth_credential", ...) as encoding/json decodes it,
-// redacted by Config as the one entity of its collection (typ+"s"), its
-// numbers as json.Number. obj is not modified (TestEntity); nil stands for
-// an entity Config cannot read, which nothing decoded from JSON is.
+// Entity returns obj, a decoded entity of Kong's entity type typ, redacted
+// by Config as the one entity of its collection (typ+"s"), numbers as
+// json.Number; obj is not modified. nil: Config could not read it.
 func Entity(typ string, obj map[string]any) map[string]any {
 	coll := typ + "s"
 	raw, err := json.Marshal(map[string][]map[string]any{coll: {obj}})

@@ -34,12 +34,11 @@ const fingerprintHex = 12
 
 var placeholderRE = regexp.MustCompile(`^<redacted:([0-9a-f]{12})>$`)
 
-// SinkSecrets hides the secrets of sink specs: every field marked
-// (confighub.v1.secret) in the proto, wherever it is nested. A secret shows
-// as "<redacted:FP>", FP the first 12 hex digits of HMAC-SHA256(key, value):
-// equal values show equal fingerprints, so an operator can tell two values
-// apart, and without the key a fingerprint gives no way to test guesses of
-// a short value offline. Safe for concurrent use.
+// SinkSecrets hides the secrets of sink specs, the fields marked
+// (confighub.v1.secret) wherever nested, as "<redacted:FP>", FP the first
+// 12 hex digits of HMAC-SHA256(key, value): equal values show equal
+// fingerprints, and without the key no guess can be tested offline. Safe
+// for concurrent use.
 type SinkSecrets struct {
 	key []byte
 }
@@ -91,10 +90,8 @@ func leaves(s *confighubv1.Sink, visit func(leaf) error) (*confighubv1.Sink, err
 }
 
 // Restore returns a copy of in with each placeholder replaced by the value
-// stored has at the same place, if its fingerprint matches: a client that
-// read a spec (redacted) and sends it back keeps the secrets. A placeholder
-// with no matching stored value is an error wrapping ErrPlaceholder that
-// names the field. stored may be nil.
+// stored (may be nil) has there, if its fingerprint matches; another is an
+// error wrapping ErrPlaceholder that names the field.
 func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error) {
 	if in == nil {
 		return nil, nil
@@ -133,8 +130,7 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 }
 
 // FindPlaceholder names the first secret field of s that holds a
-// placeholder, for specs that must hold the values themselves (the sinks
-// file).
+// placeholder (the sinks file must hold the values themselves).
 func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
 	var found string
 	_, _ = leaves(s, func(l leaf) error {
@@ -152,16 +148,14 @@ var errStop = errors.New("stop")
 // IsPlaceholder reports whether v is a fingerprinted placeholder.
 func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
 
-// looksRedacted reports whether v reads as a placeholder of any form, a
-// mistyped fingerprint included: such a value is a copied or edited
-// placeholder, never a secret to send to a destination.
+// looksRedacted reports whether v reads as a placeholder of any form (a
+// copied or edited one), never a secret to send.
 func looksRedacted(v string) bool {
 	v = strings.TrimSpace(v)
 	return len(v) >= len("<redacted>") && strings.EqualFold(v[:len("<redacted")], "<redacted") && strings.HasSuffix(v, ">")
 }
 
-// SecretValues returns every secret value set in s, for scrubbing text that
-// may quote one (an error from the destination).
+// SecretValues returns every secret value set in s, to scrub text with.
 func SecretValues(s *confighubv1.Sink) []string {
 	var vals []string
 	_, _ = leaves(s, func(l leaf) error {
@@ -191,8 +185,7 @@ type leaf struct {
 	set  func(*structpb.Value)
 }
 
-// secretLeaves calls visit for every secret value of m, in a stable order.
-// What is secret comes from the (confighub.v1.secret) field option only.
+// secretLeaves calls visit for every secret value of m.
 func secretLeaves(m protoreflect.Message, path string, visit func(leaf) error) error {
 	var err error
 	fields := m.Descriptor().Fields()
@@ -313,11 +306,9 @@ func join(path, name string) string {
 }
 
 // SecretName reports whether a plugin or custom setting's name marks its
-// value as secret: it contains token, secret, passw, credential, apikey,
-// privatekey or authorization, or one of its words (split at what is not a
-// letter or digit and where a lower-case letter meets an upper-case one) is
-// a secret word. Wrongly hiding a harmless setting costs less than showing
-// a credential.
+// value as secret: it holds a secret part, or one of its words (split at
+// non-alphanumerics and lower-to-upper changes) is a secret word. Hiding a
+// harmless setting costs less than showing a credential.
 func SecretName(name string) bool {
 	lower := strings.ToLower(name)
 	for _, p := range []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"} {
