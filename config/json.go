@@ -294,14 +294,14 @@ func clip(s string) string {
 }
 
 func kindOf(k jsontext.Kind) string {
+	const neither = " (bytes that are neither a JSON object nor a YAML mapping)"
 	switch k {
 	case '[':
 		return "an array"
-	case '"':
-		return "a string (bytes that are neither a JSON object nor a YAML mapping)"
 	case 'n':
 		return "null"
-	default:
-		return "a scalar (bytes that are neither a JSON object nor a YAML mapping)"
+	case '"':
+		return "a string" + neither
 	}
+	return "a scalar" + neither
 }

@@ -2,13 +2,13 @@ package configdiff
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/confighub/confighub/internal/kongraph"
@@ -145,7 +145,7 @@ func Count(raw []byte) map[string]int {
 			if n := len(stack); n > 0 && stack[n-1].obj && key != nil {
 				switch parent := stack[n-1].typ; {
 				case parent == root:
-					f.typ, _ = kongraph.CollectionType(string(key))
+					f.typ = kongraph.CollectionType(string(key))
 				case parent != "" && slices.Contains(kongraph.NestedKeys(parent), string(key)):
 					f.typ = kongraph.ChildType(parent, string(key))
 				}
@@ -224,15 +224,8 @@ func compare(a, b *set) (*Diff, error) {
 		}
 		d.Changes = append(d.Changes, Change{Action: Create, Entity: n.show(), Object: obj, key: n.key})
 	}
-	sort.SliceStable(d.Changes, func(i, j int) bool {
-		x, y := d.Changes[i], d.Changes[j]
-		if rx, ry := rank(x.Entity.Type), rank(y.Entity.Type); rx != ry {
-			return rx < ry
-		}
-		if sx, sy := x.Entity.String(), y.Entity.String(); sx != sy {
-			return sx < sy
-		}
-		return x.key < y.key
+	slices.SortStableFunc(d.Changes, func(x, y Change) int {
+		return cmp.Or(cmp.Compare(rank(x.Entity.Type), rank(y.Entity.Type)), strings.Compare(x.Entity.String(), y.Entity.String()), strings.Compare(x.key, y.key))
 	})
 	return d, nil
 }

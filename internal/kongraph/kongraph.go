@@ -70,11 +70,8 @@ func init() {
 }
 
 // CollectionType is the type of the entities of a top-level collection
-// ("route" for "routes"), false for a key that holds none.
-func CollectionType(key string) (string, bool) {
-	t, ok := collections[key]
-	return t, ok
-}
+// ("route" for "routes"), "" for a key that holds none.
+func CollectionType(key string) string { return collections[key] }
 
 // ChildType is the type of an entity nested under parentType at key; a
 // consumer's groups and a group's consumers are memberships.
