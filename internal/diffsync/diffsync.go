@@ -35,8 +35,7 @@ var KonnectKongVersion = semver.MustParse("3.9.0")
 
 // Options configure a Syncer; the zero value syncs a Kong Admin API.
 type Options struct {
-	// Concurrency is how many entity operations run at once (0: 10).
-	Concurrency int
+	Concurrency int // entity operations at once (0: 10)
 	// ControlPlane is the Konnect control plane to sync, whose Admin API
 	// is the client's base URL; the reconciler then asks Konnect for
 	// schemas and skips what Konnect does not support.
@@ -45,8 +44,7 @@ type Options struct {
 	// scoped to a consumer out of the target.
 	DropConsumers bool
 	Logger        *slog.Logger // nil: discard
-	// TempDir is where the per-sync temporary file goes ("": the system's).
-	TempDir string
+	TempDir       string       // for the per-sync temporary file ("": the system's)
 }
 
 // Syncer syncs configurations to one destination. Sync must not be called
@@ -69,9 +67,7 @@ func New(client *kong.Client, o Options) *Syncer {
 }
 
 // Result counts the operations a Sync sent.
-type Result struct {
-	Created, Updated, Deleted int
-}
+type Result struct{ Created, Updated, Deleted int }
 
 // Sync makes the destination hold cfg. It returns a *sink.Error (see the
 // package doc) on failure.

@@ -17,19 +17,14 @@ import (
 
 // ClientOptions describe the HTTP side of a destination.
 type ClientOptions struct {
-	// BaseURL is the Admin API root (for Konnect, the control plane's).
-	BaseURL string
-	// TLS may be nil for defaults.
-	TLS *tls.Config
-	// Headers are set on every request (e.g. Kong-Admin-Token).
-	Headers map[string]string
-	// Auth, when set, returns an Authorization header value per request
-	// (e.g. "Bearer <token>", re-read so a rotated token file is used).
-	Auth func() (string, error)
-	// MaxConns bounds connections to the destination (the concurrency).
-	MaxConns int
-	// Workspace is a Kong Enterprise workspace; empty for the default.
-	Workspace string
+	BaseURL string            // the Admin API root (for Konnect, the control plane's)
+	TLS     *tls.Config       // nil: defaults
+	Headers map[string]string // set on every request (e.g. Kong-Admin-Token)
+	// Auth, when set, gives each request's Authorization header (re-read:
+	// a rotated token file is used).
+	Auth      func() (string, error)
+	MaxConns  int    // bounds connections to the destination (the concurrency)
+	Workspace string // a Kong Enterprise workspace; "" for the default
 }
 
 // NewClient returns a go-kong client for o (no overall timeout: each

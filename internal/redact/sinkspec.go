@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -263,21 +265,15 @@ func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path s
 // structLeaves visits the values of st under secret names; other values
 // are searched for nested secret names.
 func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) error {
-	keys := make([]string, 0, len(st.GetFields()))
-	for k := range st.GetFields() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := st.Fields[k]
-		p := join(path, k)
+	for _, k := range slices.Sorted(maps.Keys(st.GetFields())) {
+		v, p := st.Fields[k], join(path, k)
+		var err error
 		if SecretName(k) {
-			if err := visit(leaf{path: p, val: v, set: func(nv *structpb.Value) { st.Fields[k] = nv }}); err != nil {
-				return err
-			}
-			continue
+			err = visit(leaf{path: p, val: v, set: func(nv *structpb.Value) { st.Fields[k] = nv }})
+		} else {
+			err = valueLeaves(v, p, visit)
 		}
-		if err := valueLeaves(v, p, visit); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -285,14 +281,12 @@ func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) erro
 }
 
 func valueLeaves(v *structpb.Value, path string, visit func(leaf) error) error {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_StructValue:
-		return structLeaves(k.StructValue, path, visit)
-	case *structpb.Value_ListValue:
-		for i, e := range k.ListValue.GetValues() {
-			if err := valueLeaves(e, path+"["+strconv.Itoa(i)+"]", visit); err != nil {
-				return err
-			}
+	if st := v.GetStructValue(); st != nil {
+		return structLeaves(st, path, visit)
+	}
+	for i, e := range v.GetListValue().GetValues() {
+		if err := valueLeaves(e, path+"["+strconv.Itoa(i)+"]", visit); err != nil {
+			return err
 		}
 	}
 	return nil
