@@ -19,8 +19,6 @@ import (
 // bytes (harness.KongJSON, what confighub-bench pushes).
 func benchJSON(n int) []byte { return harness.KongJSON(n) }
 
-var benchSizes = []int{1 << 20, 20 << 20}
-
 // sink keeps the baselines' results alive, so the compiler cannot drop
 // their loops.
 var sink int
@@ -104,21 +102,28 @@ func scanPieces(raw []byte) bool {
 	return err == nil
 }
 
-// BenchmarkCheckJSON is the validation on the push ack path.
-func BenchmarkCheckJSON(b *testing.B) {
-	for _, n := range benchSizes {
+// sized runs op on the bench's 1 and 20 MiB configurations.
+func sized(b *testing.B, op func(b *testing.B, raw []byte)) {
+	for _, n := range []int{1 << 20, 20 << 20} {
 		raw := benchJSON(n)
 		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := config.Check(raw, config.FormatJSON); err != nil {
-					b.Fatal(err)
-				}
+				op(b, raw)
 			}
 		})
 	}
 }
+
+func checkJSON(b *testing.B, raw []byte) {
+	if _, err := config.Check(raw, config.FormatJSON); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCheckJSON is the validation on the push ack path.
+func BenchmarkCheckJSON(b *testing.B) { sized(b, checkJSON) }
 
 // BenchmarkCheckYAML is the YAML path: parse and convert to JSON once
 // (measured apart from the JSON ack path; docs/performance.md).
@@ -137,35 +142,15 @@ func BenchmarkCheckYAML(b *testing.B) {
 }
 
 // BenchmarkHash is the SHA-256 of the ack path.
-func BenchmarkHash(b *testing.B) {
-	for _, n := range benchSizes {
-		raw := benchJSON(n)
-		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = config.Hash(raw)
-			}
-		})
-	}
-}
+func BenchmarkHash(b *testing.B) { sized(b, func(_ *testing.B, raw []byte) { _ = config.Hash(raw) }) }
 
 // BenchmarkCheckAndHash runs both side by side as the hub does; on two
 // cores it costs the slower of the two, not their sum.
 func BenchmarkCheckAndHash(b *testing.B) {
-	for _, n := range benchSizes {
-		raw := benchJSON(n)
-		b.Run(fmt.Sprintf("%dMiB", n>>20), func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				var wg sync.WaitGroup
-				wg.Go(func() { _ = config.Hash(raw) })
-				if _, err := config.Check(raw, config.FormatJSON); err != nil {
-					b.Fatal(err)
-				}
-				wg.Wait()
-			}
-		})
-	}
+	sized(b, func(b *testing.B, raw []byte) {
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = config.Hash(raw) })
+		checkJSON(b, raw)
+		wg.Wait()
+	})
 }
