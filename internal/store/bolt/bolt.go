@@ -79,7 +79,7 @@ type Store struct {
 	// mu guards streams and failed.
 	mu      sync.Mutex
 	streams map[string]*config.Config // each stream's current generation
-	locks   sync.Map                  // stream name -> *sync.Mutex (lock)
+	locks   store.Locks               // a stream's commits and deletion, check to index write
 	// failed is set when a commit's flush or index write failed, or by
 	// Close: every later stage and commit returns it. Close waits for ops
 	// (the stages and commits under way, added under mu while failed is

@@ -81,14 +81,6 @@ func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error))
 	return nil
 }
 
-// lock locks stream name's commits and deletion from their check to their
-// index write, so its generations are handed out one after the other.
-func (s *Store) lock(name string) func() {
-	mu, _ := s.locks.LoadOrStore(name, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
 // current is stream name's current generation, nil when it has none.
 func (s *Store) current(name string) *config.Config {
 	s.mu.Lock()
@@ -308,7 +300,7 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	defer s.ops.Done()
-	defer s.lock(c.Stream)()
+	defer s.locks.Lock(c.Stream)()
 	cur := s.current(c.Stream)
 	var gen uint64
 	if cur != nil {
@@ -542,7 +534,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		return err
 	}
 	defer s.ops.Done()
-	defer s.lock(name)()
+	defer s.locks.Lock(name)()
 	var files []string
 	err := s.bucket(ctx, s.db.Update, name, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		err := eachGen(b, 0, func(k, v []byte) (bool, error) {

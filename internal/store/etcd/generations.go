@@ -124,7 +124,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	defer s.streamLock(name)()
+	defer s.locks.Lock(name)()
 	return s.deleteAll(ctx, "stream", name, 1,
 		clientv3.OpDelete(s.key(kStreams, name)),
 		clientv3.OpDelete(s.key(kHistory, name)+"/", clientv3.WithPrefix()),
