@@ -49,16 +49,12 @@ var (
 type Option func(*options)
 
 type options struct {
-	lockTimeout time.Duration
 	keep        store.Retention
+	lockTimeout time.Duration          // tests
 	inlineBelow int                    // tests
 	noGroup     bool                   // tests
 	syncDir     func(dir string) error // tests
 }
-
-// WithLockTimeout bounds the wait for the file lock (default 1s); past it
-// Open fails with ErrInUse.
-func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
 // WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(o *options) { o.keep = r } }
@@ -385,7 +381,6 @@ func list[T any](s *Store, ctx context.Context, bucket []byte, decode func(k, v 
 	return out, s.wrap(err)
 }
 
-// PutSink implements store.Store.
 func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if sp.GetName() == "" {
 		return errors.New("bolt store: sink name is empty")
@@ -394,7 +389,6 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return s.put(ctx, s.db.Update, bucketSinks, sp.GetName(), raw, err)
 }
 
-// ListSinks implements store.Store.
 func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	return list(s, ctx, bucketSinks, func(_, v []byte) (*confighubv1.Sink, error) {
 		sp := &confighubv1.Sink{}
@@ -402,7 +396,6 @@ func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	})
 }
 
-// DeleteSink implements store.Store.
 func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -426,7 +419,6 @@ func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	return s.put(ctx, s.db.Batch, bucketApplied, a.Sink, raw, err)
 }
 
-// ListApplied implements store.Store.
 func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return list(s, ctx, bucketApplied, func(k, v []byte) (store.Applied, error) {
 		a := store.Applied{Sink: string(k)}
@@ -440,7 +432,6 @@ func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return s.put(ctx, s.db.Batch, bucketConverged, c.Stream, raw, err)
 }
 
-// ListConverged implements store.Store.
 func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	return list(s, ctx, bucketConverged, func(k, v []byte) (store.Converged, error) {
 		c := store.Converged{Stream: string(k)}
@@ -448,7 +439,6 @@ func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	})
 }
 
-// FingerprintKey implements store.Store.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -128,7 +128,6 @@ var (
 	_ store.StageWriter = (*staged)(nil)
 )
 
-// DeferBelow implements store.Store.
 func (s *Store) DeferBelow() int { return s.inlineBelow }
 
 // StageConfig implements store.Store: StageStream fed chunk by chunk.
@@ -203,7 +202,6 @@ func (g *staged) Staged() (store.Staged, error) {
 	return g, nil
 }
 
-// Discard implements store.Staged.
 func (g *staged) Discard() error {
 	if g.done {
 		return nil
@@ -421,7 +419,6 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 }
 
-// ListStreams implements store.Store.
 func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -431,11 +428,6 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
 	return out, nil
-}
-
-// view runs fn on stream name's bucket in a read transaction.
-func (s *Store) view(ctx context.Context, name string, fn func(*bbolt.Bucket) error) error {
-	return s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error { return fn(b) })
 }
 
 // bucket runs fn on stream name's bucket in a transaction of run.
@@ -453,7 +445,7 @@ func (s *Store) bucket(ctx context.Context, run func(func(*bbolt.Tx) error) erro
 
 // ListGenerations implements store.Store, from the index.
 func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) (out []store.GenerationInfo, err error) {
-	err = s.view(ctx, name, func(b *bbolt.Bucket) error {
+	err = s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
 		return eachGen(b, before, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
 			out = append(out, m.Info(name))
@@ -471,7 +463,7 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	}
 	var m genMeta
 	var out *config.Config
-	err := s.view(ctx, name, func(b *bbolt.Bucket) (err error) {
+	err := s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) (err error) {
 		if v := b.Get(genKey(gen)); v != nil {
 			if m, err = decodeMeta(name, genKey(gen), v); err == nil && m.Blob == "" {
 				out, err = s.readGen(b, name, m)
@@ -490,7 +482,7 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	}
 	// Read outside the transaction: a commit may have dropped it meanwhile.
 	out, err = s.readGen(nil, name, m)
-	if errors.Is(err, fs.ErrNotExist) && s.view(ctx, name, func(b *bbolt.Bucket) error {
+	if errors.Is(err, fs.ErrNotExist) && s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
 		if b.Get(genKey(gen)) == nil {
 			return store.ErrNotRetained
 		}

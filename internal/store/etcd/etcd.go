@@ -321,7 +321,6 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 	return m.Config(name, raw)
 }
 
-// GetStream implements store.Store.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	return s.atMeta(ctx, name, func(meta []byte, rev int64) (*config.Config, error) {
 		return s.readStream(ctx, name, meta, rev)
@@ -373,7 +372,6 @@ func (s *Store) listStreams(ctx context.Context) ([]*config.Config, int64, error
 	})
 }
 
-// PutSink implements store.Store.
 func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if err := validName("sink", sp.GetName()); err != nil {
 		return err
@@ -407,7 +405,6 @@ func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops
 	})
 }
 
-// ListSinks implements store.Store.
 func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	names := map[string]bool{}
 	out, rev, err := list(s, ctx, kSinks, func(name string, v []byte, _ int64) (*confighubv1.Sink, error) {
@@ -491,7 +488,6 @@ func listJSON[T any](s *Store, ctx context.Context, kind string, named func(*T, 
 	return out, err
 }
 
-// RecordApplied implements store.Store.
 func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	if err := validName("sink", a.Sink); err != nil {
 		return err
@@ -500,7 +496,6 @@ func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	return s.put(ctx, kApplied, a.Sink, raw, err)
 }
 
-// ListApplied implements store.Store.
 func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return listJSON(s, ctx, kApplied, func(a *store.Applied, name string) { a.Sink = name })
 }
@@ -514,7 +509,6 @@ func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return s.put(ctx, kConverged, c.Stream, raw, err)
 }
 
-// ListConverged implements store.Store.
 func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	return listJSON(s, ctx, kConverged, func(c *store.Converged, name string) { c.Stream = name })
 }
