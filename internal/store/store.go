@@ -222,7 +222,12 @@ type Committer func(ctx context.Context, c *config.Config, expected uint64) (*co
 type Direct struct{ Commit Committer }
 
 func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
-	return StageDirect(d.Commit, raw, tee)
+	if tee != nil {
+		if _, err := tee.Write(raw); err != nil {
+			return nil, err
+		}
+	}
+	return &direct{commit: d.Commit}, nil
 }
 
 func (Direct) DeferBelow() int { return math.MaxInt }
@@ -233,12 +238,7 @@ func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWrite
 
 // StageDirect is Direct.StageConfig with commit.
 func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
-	if tee != nil {
-		if _, err := tee.Write(raw); err != nil {
-			return nil, err
-		}
-	}
-	return &direct{commit: commit}, nil
+	return Direct{commit}.StageConfig(context.Background(), "", raw, tee)
 }
 
 // StageStreamDirect is Direct.StageStream with commit.

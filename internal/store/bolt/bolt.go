@@ -313,19 +313,14 @@ func (s *Store) removeUnnamed(named map[string]bool) error {
 	if err != nil {
 		return s.ioErr("list", s.blobDir, err)
 	}
-	removed := false
 	for _, e := range ents {
 		if p := filepath.Join(s.blobDir, e.Name()); isRecName(e.Name()) && !named[e.Name()] {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return s.ioErr("remove", p, err)
 			}
-			removed = true
 		}
 	}
-	if removed {
-		return syncDir(s.blobDir)
-	}
-	return nil
+	return syncDir(s.blobDir)
 }
 
 // ioErr names the file, the call and the errno of an I/O error.

@@ -81,16 +81,6 @@ func (s *Store) current(name string) *config.Config {
 	return s.streams[name]
 }
 
-func (s *Store) setCurrent(name string, c *config.Config) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c == nil {
-		delete(s.streams, name)
-	} else {
-		s.streams[name] = c
-	}
-}
-
 // begin counts a stage or commit under way, unless the store failed.
 func (s *Store) begin() error {
 	s.mu.Lock()
@@ -331,7 +321,9 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, true, s.fail(fmt.Errorf("index: %w", err))
 	}
 	out = c.WithGeneration(gen + 1)
-	s.setCurrent(c.Stream, out)
+	s.mu.Lock()
+	s.streams[c.Stream] = out
+	s.mu.Unlock()
 	s.removeFiles(dropped)
 	return out, false, g.name != "", nil
 }
@@ -513,7 +505,9 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		return errors.Join(err, tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
 	})
 	if err == nil {
-		s.setCurrent(name, nil)
+		s.mu.Lock()
+		delete(s.streams, name)
+		s.mu.Unlock()
 		s.removeFiles(files)
 	}
 	return err

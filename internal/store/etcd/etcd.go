@@ -54,9 +54,6 @@ func WithPrefix(p string) Option {
 // WithChunkSize sets the chunk size, below etcd's --max-request-bytes.
 func WithChunkSize(n int) Option { return func(s *Store) { s.chunkSize = max(n, 1) } }
 
-// WithClock sets the clock used for the retry waits.
-func WithClock(c clockwork.Clock) Option { return func(s *Store) { s.clock = c } }
-
 // WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
 
@@ -92,7 +89,7 @@ type Store struct {
 
 // New returns a store using cli under the prefix.
 func New(cli *clientv3.Client, opts ...Option) *Store {
-	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: defaultChunkSize, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
+	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: defaultChunkSize, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}, listedSinks: map[string]bool{}}
 	s.Direct = store.Direct{Commit: s.CommitConfig}
 	for _, o := range opts {
 		o(s)
@@ -114,12 +111,14 @@ type meta struct {
 	Count  int    `json:"count"`
 }
 
-func decodeMeta(key string, v []byte) (meta, error) {
-	var m meta
-	if err := json.Unmarshal(v, &m); err != nil {
-		return m, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
+func decodeMeta(key string, v []byte) (meta, error) { return decodeJSON[meta](key, v) }
+
+func decodeJSON[T any](key string, v []byte) (T, error) {
+	var r T
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
 	}
-	return m, nil
+	return r, nil
 }
 
 var errClosed = errors.New("etcd store: closed")
@@ -171,12 +170,6 @@ func (s *Store) isOwn(rev int64) bool {
 	defer s.mu.Unlock()
 	_, ok := s.own[rev]
 	return ok
-}
-
-func (s *Store) noteListRev(rev int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.listRev = max(s.listRev, rev)
 }
 
 // CommitConfig implements store.Store with one transaction conditional
@@ -360,7 +353,9 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	return retryCompacted(s, ctx, "list streams", func() ([]*config.Config, error) {
 		out, rev, err := s.listStreams(ctx)
 		if err == nil {
-			s.noteListRev(rev)
+			s.mu.Lock()
+			s.listRev = max(s.listRev, rev)
+			s.mu.Unlock()
 		}
 		return out, err
 	})
@@ -412,9 +407,8 @@ func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 		return decodeSink([]byte(s.key(kSinks, name)), v)
 	})
 	if err == nil {
-		s.noteListRev(rev)
 		s.mu.Lock()
-		s.listedSinks = names
+		s.listRev, s.listedSinks = max(s.listRev, rev), names
 		s.mu.Unlock()
 	}
 	return out, err
@@ -478,12 +472,9 @@ func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err erro
 // listJSON lists the JSON records of a kind; named sets a record's name.
 func listJSON[T any](s *Store, ctx context.Context, kind string, named func(*T, string)) ([]T, error) {
 	out, _, err := list(s, ctx, kind, func(name string, v []byte, _ int64) (T, error) {
-		var r T
-		if err := json.Unmarshal(v, &r); err != nil {
-			return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, s.key(kind, name), err)
-		}
+		r, err := decodeJSON[T](s.key(kind, name), v)
 		named(&r, name)
-		return r, nil
+		return r, err
 	})
 	return out, err
 }

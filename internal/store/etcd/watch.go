@@ -36,9 +36,6 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 		close(ch)
 		return ch
 	}
-	if known == nil {
-		known = map[string]bool{}
-	}
 	if from == 0 {
 		// "Now" is read before returning, so a later change is delivered.
 		if resp, err := s.cli.Get(ctx, s.key(kStreams, ""), clientv3.WithCountOnly()); err == nil {
