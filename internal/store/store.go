@@ -183,11 +183,11 @@ func MetaOf(c *config.Config, gen uint64) Meta {
 	return m
 }
 
-func (m Meta) origin() config.Origin {
-	if m.Origin == nil {
-		return config.Origin{}
+func (m Meta) origin() (o config.Origin) {
+	if m.Origin != nil {
+		o = config.Origin(*m.Origin)
 	}
-	return config.Origin(*m.Origin)
+	return o
 }
 
 // Info is the GenerationInfo of generation m of stream.

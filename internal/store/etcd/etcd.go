@@ -51,9 +51,6 @@ func WithPrefix(p string) Option {
 	return func(s *Store) { s.prefix = strings.TrimSuffix(p, "/") + "/" }
 }
 
-// WithChunkSize sets the chunk size, below etcd's --max-request-bytes.
-func WithChunkSize(n int) Option { return func(s *Store) { s.chunkSize = max(n, 1) } }
-
 // WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
 
@@ -259,8 +256,7 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 		return nil, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", c.Stream, gen, err)
 	case !tresp.Succeeded && expected > 0:
 		return nil, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", c.Stream, expected, store.ErrConflict)
-	}
-	if !tresp.Succeeded {
+	case !tresp.Succeeded:
 		return nil, false, true, nil // another replica won: read again
 	}
 	keep = true
