@@ -12,9 +12,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// MaxFallbackRounds bounds the fallbacks tried for one rejection: a
-// fallback the gateway rejects with errors naming further entities is
-// rebuilt without them, at most this many times.
+// MaxFallbackRounds bounds the rebuilds of a fallback rejected for further entities.
 const MaxFallbackRounds = 3
 
 // runningFallback is the fallback the gateway holds for one generation.
@@ -24,10 +22,8 @@ type runningFallback struct {
 	result  *sink.Degraded
 }
 
-// applyFallback builds and applies the fallback of cfg after the gateway
-// rejected it whole with rejection. It returns a *sink.Degraded when the
-// gateway took a fallback, else the rejection (the message says why no
-// fallback ran).
+// applyFallback applies a fallback of cfg after the gateway rejected it
+// whole: a *sink.Degraded, or the rejection noting why no fallback ran.
 func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byte, rejection *sink.Error) error {
 	doc, err := kongraph.Parse(body)
 	if err != nil {
@@ -41,9 +37,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		prev, _ = kongraph.Parse(held) // unreadable: no previous versions
 	}
 	messages := map[int]string{}
-	// errTags are the tags the gateway gave for an entity, shown when the
-	// configuration's own entity has none.
-	errTags := map[int][]string{}
+	errTags := map[int][]string{} // the gateway's tags, shown when the entity has none
 	var rejected []int
 	add := func(errs []*confighubv1.EntityError) (added int, keptNamed bool) {
 		for _, ee := range errs {
@@ -52,8 +46,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 				continue
 			}
 			if _, seen := messages[i]; seen {
-				// A fallback's entity named again: its previous version
-				// was kept and is refused too.
+				// Named again: its kept previous version is refused too.
 				keptNamed = true
 				continue
 			}
@@ -84,8 +77,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		last = err
 		se, ok := sink.AsError(err)
 		if !ok || se.Code != sink.CodeRejected {
-			// Not a refusal of the fallback (unreachable, timeout): the
-			// engine retries the generation.
+			// Unreachable or timeout: the engine retries the generation.
 			return err
 		}
 		added, keptNamed := add(se.EntityErrors)
