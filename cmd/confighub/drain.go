@@ -10,10 +10,8 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// drainer ends the server-streaming calls (WatchStatus) when a shutdown
-// starts: a watch never ends on its own, so a graceful stop would wait the
-// whole --shutdown-timeout and cut every call in flight. Watchers get
-// Unavailable and resume elsewhere or after the restart.
+// drainer ends the server-streaming calls (WatchStatus), which never end
+// on their own, with Unavailable when a shutdown starts.
 type drainer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -27,9 +25,7 @@ func newDrainer() *drainer {
 // drain ends every server-streaming call now and every one started later.
 func (d *drainer) drain() { d.cancel() }
 
-// interceptor gives each server-streaming call a context that also ends
-// when drain is called. Client-streaming calls (UploadConfig) are left to
-// finish: they end on their own.
+// interceptor gives each server-only-streaming call a context that drain ends.
 func (d *drainer) interceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if info.IsClientStream || !info.IsServerStream {

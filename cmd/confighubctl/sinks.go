@@ -85,7 +85,7 @@ func sinksPut(fs *flag.FlagSet) func(*invocation, []string) error {
 		if err != nil {
 			return &cliError{"sinks put", err}
 		}
-		sinks, err := sinksfile.ParseOneOrMany(raw) // errors point at the user's lines
+		sinks, err := sinksfile.ParseOneOrMany(raw)
 		if err == nil && len(sinks) == 0 {
 			err = fmt.Errorf("no sink in the file")
 		}
@@ -184,8 +184,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 		if x.g.output == "json" {
 			return printJSON(x.out, false, res)
 		}
-		// The summary goes to stderr so stdout is the configuration alone
-		// (config get > kong.json).
+		// The summary goes to stderr: stdout is the configuration alone.
 		what := "stream " + res.GetStream()
 		if res.GetSink() != "" {
 			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last applied"
@@ -215,8 +214,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// clusterCert writes a shared-mode cluster certificate and key, the shape
-// `kong hybrid gen_cert` makes (EC P-384, CN kong_clustering).
+// clusterCert writes a cluster certificate and key as `kong hybrid gen_cert` does.
 func clusterCert(fs *flag.FlagSet) func(*invocation, []string) error {
 	certFile := fs.String("cert", "cluster.crt", "certificate file to write (PEM)")
 	keyFile := fs.String("key", "cluster.key", "key file to write (PEM, mode 0600)")
