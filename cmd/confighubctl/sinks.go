@@ -105,17 +105,23 @@ func sinksPut(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-func sinksDelete(*flag.FlagSet) func(*invocation, []string) error {
-	return func(x *invocation, names []string) error {
-		if len(names) == 0 {
-			return usagef("sinks delete: want the NAME of a sink")
-		}
-		return x.each(len(names), func(i int) (proto.Message, string, error) {
-			_, err := call(x, "sinks delete "+names[i], func(ctx context.Context, c *hubclient.Client) (*confighubv1.DeleteSinkResponse, error) {
-				return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
+// deleteCmd deletes the named sinks, or one stream (kind "stream").
+func deleteCmd(kind, want string) func(*flag.FlagSet) func(*invocation, []string) error {
+	return func(*flag.FlagSet) func(*invocation, []string) error {
+		return func(x *invocation, names []string) error {
+			if len(names) == 0 || kind == "stream" && len(names) != 1 {
+				return usagef("%ss delete: want the NAME of %s", kind, want)
+			}
+			return x.each(len(names), func(i int) (proto.Message, string, error) {
+				_, err := call(x, kind+"s delete "+names[i], func(ctx context.Context, c *hubclient.Client) (proto.Message, error) {
+					if kind == "stream" {
+						return c.Admin.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: names[i]})
+					}
+					return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
+				})
+				return deleted(names[i]), kind + " " + names[i] + " deleted\n", err
 			})
-			return deleted(names[i]), "sink " + names[i] + " deleted\n", err
-		})
+		}
 	}
 }
 
@@ -142,20 +148,6 @@ func streamsList(*flag.FlagSet) func(*invocation, []string) error {
 				return []any{s.GetName(), s.GetGeneration(), s.GetConfigBytes(), s.GetSinks(),
 					s.GetAcceptTime().AsTime().UTC().Format(time.RFC3339), short(s.GetHash())}
 			})
-		})
-	}
-}
-
-func streamsDelete(*flag.FlagSet) func(*invocation, []string) error {
-	return func(x *invocation, names []string) error {
-		if len(names) != 1 {
-			return usagef("streams delete: want the NAME of one stream")
-		}
-		return x.each(1, func(int) (proto.Message, string, error) {
-			_, err := call(x, "streams delete "+names[0], func(ctx context.Context, c *hubclient.Client) (*confighubv1.DeleteStreamResponse, error) {
-				return c.Admin.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: names[0]})
-			})
-			return deleted(names[0]), "stream " + names[0] + " deleted\n", err
 		})
 	}
 }
