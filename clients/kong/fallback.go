@@ -15,7 +15,6 @@ import (
 // MaxFallbackRounds bounds the rebuilds of a fallback rejected for further entities.
 const MaxFallbackRounds = 3
 
-// runningFallback is the fallback the gateway holds for one generation.
 type runningFallback struct {
 	forHash string
 	body    []byte
@@ -91,7 +90,6 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 	return withNote(rejection, fmt.Sprintf("the gateway rejected its fallback too (%v)", last))
 }
 
-// withNote is a copy of e whose message ends with note.
 func withNote(e *sink.Error, note string) *sink.Error {
 	c := *e
 	c.Message = e.Message + "; " + note

@@ -112,9 +112,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 }
 
 // Describe: a Kong gateway.
-func (s *Sink) Describe() sink.Capabilities {
-	return sink.Capabilities{Gateway: true}
-}
+func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{Gateway: true} }
 
 // Close releases idle connections.
 func (s *Sink) Close() error {
@@ -171,7 +169,6 @@ func closeBody(resp *http.Response) {
 	_ = resp.Body.Close()
 }
 
-// post sends one body with POST /config; a failure is a *sink.Error.
 func (s *Sink) post(ctx context.Context, body []byte) error {
 	resp, err := s.do(ctx, http.MethodPost, "/config?check_hash=1&flatten_errors=1", body)
 	if err != nil {
@@ -188,7 +185,6 @@ func (s *Sink) post(ctx context.Context, body []byte) error {
 	return s.mapError(resp.StatusCode, raw, resp.Header.Get("Retry-After"), len(body))
 }
 
-// accepted records what the gateway now holds.
 func (s *Sink) accepted(body []byte, run *runningFallback) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -409,7 +405,6 @@ func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	}
 }
 
-// status is the configuration_hash GET /status reports.
 func (s *Sink) status(ctx context.Context) (string, error) {
 	resp, err := s.do(ctx, http.MethodGet, "/status", nil)
 	if err != nil {

@@ -262,7 +262,6 @@ func (s *Sink) sendFailed(stream grpc.ClientStreamingClient[sinkv1.ApplyRequest,
 	return transportError("apply", err)
 }
 
-// responseError maps the plugin's answer to the engine's error.
 func responseError(r *sinkv1.ApplyResponse) error {
 	if r.GetApplied() {
 		return nil
@@ -358,7 +357,6 @@ func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Form
 	return b, f, nil
 }
 
-// connCounter counts new transport connections.
 type connCounter struct{ n *atomic.Uint64 }
 
 func (c connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }

@@ -33,7 +33,6 @@ func addLimitFlags(fs *flag.FlagSet, l *limitFlags) {
 	fs.StringVar(&l.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory (debug.SetMemoryLimit), in bytes or with a KiB, MiB or GiB suffix: the garbage collector works harder as the hub nears it; auto: 90% of the cgroup's memory limit when there is one (cgroup v2 memory.max, v1 memory.limit_in_bytes), else none; 0: none")
 }
 
-// check refuses bounds that contradict each other.
 func (l limitFlags) check(maxConfig int64) error {
 	for name, v := range map[string]int{"--max-streams": l.hub.MaxStreams, "--max-sinks": l.hub.MaxSinks, "--max-watchers": l.hub.MaxWatchers} {
 		if v < 0 {

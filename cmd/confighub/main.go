@@ -105,12 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, nil
 }
 
-// retention is --history and --history-bytes.
 func (f flags) retention() store.Retention {
 	return store.Retention{History: f.history, Bytes: f.historyBytes}
 }
 
-// fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
 func (f flags) fileSinkRootDir() string {
 	return cmp.Or(f.fileSinkRoot, filepath.Join(f.dataDir, "out"))
 }
@@ -265,8 +263,12 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	var h *hub.Hub
 	secrets, err := sinkSecrets(sctx, m.store)
 	if err == nil {
-		h = hub.New(m.store, ports, append(o.hubOptions(), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig),
-			hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub))...)
+		hopts := []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+			hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+		if o.metrics != nil {
+			hopts = append(hopts, hub.WithRefusals(o.metrics.Bounds))
+		}
+		h = hub.New(m.store, ports, hopts...)
 		err = h.Start(sctx, seed)
 	}
 	if err != nil {
@@ -279,7 +281,9 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	o.exportBounds(h, srv)
+	if o.metrics != nil {
+		o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
+	}
 	stop := m.serving(ctx, srv)
 	defer stop()
 	cl.serve(eng, log)

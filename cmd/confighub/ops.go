@@ -20,7 +20,6 @@ import (
 
 	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
@@ -29,7 +28,6 @@ import (
 
 const defaultMetricsListen = "127.0.0.1:9464"
 
-// opsFlags are the security, metrics and diagnostics flags.
 type opsFlags struct {
 	authTokens        string
 	tlsCert           string
@@ -147,23 +145,6 @@ func requireLoopback(flag, addr, risk string) error {
 	return nil
 }
 
-// hubOptions count the refusals of the hub's bounds.
-func (o *ops) hubOptions() []hub.Option {
-	if o.metrics == nil {
-		return nil
-	}
-	return []hub.Option{hub.WithRefusals(o.metrics.Bounds)}
-}
-
-// exportBounds makes /metrics show the bounds of h and srv.
-func (o *ops) exportBounds(h *hub.Hub, srv *server.Server) {
-	if o.metrics == nil {
-		return
-	}
-	o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
-}
-
-// engineOptions adds the Prometheus engine metrics.
 func (o *ops) engineOptions() []engine.Option {
 	// Secrets quoted in errors never reach status or logs, whatever --diagnostics-include-secrets says.
 	opts := []engine.Option{engine.WithMessageRedactor(redact.Message), engine.WithSecretValues(redact.SecretValues)}
@@ -199,7 +180,6 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// statusPageURL is the status page's URL, "" while none is served.
 func (o *ops) statusPageURL() string {
 	if u := o.pageURL.Load(); u != nil {
 		return *u

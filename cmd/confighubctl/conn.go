@@ -22,7 +22,6 @@ const maxRecv = 512 << 20
 // maxReconnectWait bounds the wait between connection attempts and watch retries.
 const maxReconnectWait = 5 * time.Second
 
-// dial connects to the hub as the globals say.
 func dial(g *globals) (*grpc.ClientConn, error) {
 	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""
 	if useTLS && g.insecure {

@@ -130,7 +130,6 @@ func diffCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// parseGeneration reads a generation argument of cmd.
 func parseGeneration(cmd, arg string) (uint64, error) {
 	gen, err := strconv.ParseUint(arg, 10, 64)
 	if err != nil || gen == 0 {

@@ -94,7 +94,6 @@ func addGlobals(fs *flag.FlagSet, g *globals) {
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "deadline of one request (not of status --watch)")
 }
 
-// command is one confighubctl command.
 type command struct {
 	synopsis string // its usage line, after "confighubctl "
 	args     bool   // takes positional arguments
@@ -119,7 +118,6 @@ func commands() map[string]command {
 	}
 }
 
-// cliError is a failure with the command it happened in.
 type cliError struct {
 	cmd string
 	err error
@@ -321,7 +319,6 @@ func call[T any](x *invocation, what string, fn func(context.Context, *hubclient
 	return res, nil
 }
 
-// print writes res as JSON with --output json, else text().
 func (x *invocation) print(res proto.Message, text func() string) error {
 	if x.g.output == "json" {
 		return printJSON(x.out, false, res)
@@ -379,7 +376,6 @@ func printJSON(out io.Writer, asArray bool, ms ...proto.Message) error {
 	return err
 }
 
-// readInput reads a file, or standard input for "-".
 func readInput(path string) ([]byte, error) {
 	if path == "-" {
 		return io.ReadAll(os.Stdin)

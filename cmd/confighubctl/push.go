@@ -19,7 +19,6 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// labelFlags collects repeated --label k=v.
 type labelFlags map[string]string
 
 func (l labelFlags) String() string { return "" }

@@ -58,7 +58,6 @@ func table(header string, n int, row func(i int) []any) string {
 	return b.String()
 }
 
-// target is where a sink writes, for the list.
 func target(s *confighubv1.Sink) string {
 	switch {
 	case s.GetKong() != nil:

@@ -117,7 +117,6 @@ func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	}
 }
 
-// send sends v on ch unless ctx ends first.
 func send[T any](ctx context.Context, ch chan<- T, v T) error {
 	select {
 	case ch <- v:
@@ -127,7 +126,6 @@ func send[T any](ctx context.Context, ch chan<- T, v T) error {
 	}
 }
 
-// statusView is what status --watch shows.
 type statusView struct {
 	fold *hubclient.StatusView
 	down *outage // nil while the watch is connected
@@ -214,7 +212,6 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	return cutLines(b.String(), width)
 }
 
-// cutLines cuts every line of text to width (none when width <= 0).
 func cutLines(text string, width int) string {
 	if width <= 0 {
 		return text
@@ -285,7 +282,6 @@ func k8sObject(tags []string) string {
 	return strings.TrimSpace(kind + " " + name)
 }
 
-// age is the time since the sink last applied a configuration.
 func age(s *confighubv1.SinkStatus, now time.Time) string {
 	t := s.GetLastAppliedTime()
 	if t == nil {
@@ -361,7 +357,6 @@ func (r *watchRenderer) draw(frame string) {
 	_, _ = io.WriteString(r.w, b.String())
 }
 
-// writeDataPlanes lists the Kong data planes behind kong-dp sinks.
 func writeDataPlanes(b *strings.Builder, sinks []*confighubv1.SinkStatus, now time.Time) {
 	var dps []*confighubv1.SinkStatus
 	for _, s := range sinks {
