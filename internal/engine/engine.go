@@ -684,19 +684,6 @@ func (e *Engine) Streams() []*config.Config {
 	return out
 }
 
-// Status returns a consistent snapshot of a stream's status at one broker
-// revision; false when the stream has neither a config nor a sink.
-func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
-	return e.broker.Snapshot(streamName)
-}
-
-// Watch streams a stream's status (status.View): a snapshot or the changes
-// after fromRevision, then every change; the engine never waits for a
-// watcher. Messages are shared: read only.
-func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
-	return e.broker.Watch(ctx, streamName, fromRevision)
-}
-
 // View is the engine's status broker as a status.View (the hub's status
 // port on one node).
 func (e *Engine) View() status.View { return e.broker }
