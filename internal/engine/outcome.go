@@ -42,7 +42,12 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 	if d, ok := sink.AsDegraded(err); ok {
 		rej := d.Rejection
 		if rej == nil {
-			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fallbackMessage(cfg.Generation, len(d.Excluded))}
+			noun := "entities"
+			if len(d.Excluded) == 1 {
+				noun = "entity"
+			}
+			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fmt.Sprintf(
+				"the destination rejected generation %d and applied a fallback that excludes %d %s", cfg.Generation, len(d.Excluded), noun)}
 		}
 		f := w.failure(rej)
 		f.code = sink.CodeRejected
@@ -66,15 +71,6 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 		panicked: errors.Is(err, errSinkPanicked), jitter: jitter()}, f
 }
 
-// fallbackMessage is the error of a degraded apply with no rejection given.
-func fallbackMessage(generation uint64, excluded int) string {
-	noun := "entities"
-	if excluded == 1 {
-		noun = "entity"
-	}
-	return fmt.Sprintf("the destination rejected generation %d and applied a fallback that excludes %d %s", generation, excluded, noun)
-}
-
 // failure cleans and bounds a copy of se for status, logs and LastFailed.
 func (w *worker) failure(se *sink.Error) *failure {
 	se, omitted := boundError(w.e.redactError(se, w.scrub))
@@ -96,7 +92,9 @@ func (w *worker) show(ev applyOutcome) {
 	switch ev.result {
 	case ResultSkipped, ResultApplied:
 		w.lastAppliedCfg = ev.cfg
-		w.dropFailed()
+		if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
+			w.lastFailedCfg, w.lastFailedErr = nil, nil // the failure is over
+		}
 		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: ev.cfg.Generation, Hash: ev.cfg.Hash, Time: ev.at}
 		// The failure shown becomes previous; a skip keeps a Runner's unreachable.
 		msg, code := w.applyErr, w.applyErrCode

@@ -318,13 +318,6 @@ func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 	}
 }
 
-// dropFailed forgets the last failure once as new a generation is applied.
-func (w *worker) dropFailed() {
-	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
-		w.lastFailedCfg, w.lastFailedErr = nil, nil
-	}
-}
-
 // emit publishes the sink's status if it changed. e.mu is held.
 func (w *worker) emit() {
 	if w.removed {

@@ -382,7 +382,7 @@ func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchSta
 	keep := len(events)
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
-		if name, isSink := sinkOf(ev); isSink {
+		if name := cmp.Or(ev.GetSink().GetSink(), ev.GetSinkRemoved()); name != "" {
 			if laterSink[name] {
 				continue
 			}
@@ -402,17 +402,6 @@ func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchSta
 	n := copy(events, events[keep:])
 	clear(events[n:])
 	return events[:n]
-}
-
-// sinkOf names the sink a change is about.
-func sinkOf(ev *confighubv1.WatchStatusResponse) (string, bool) {
-	switch e := ev.GetEvent().(type) {
-	case *confighubv1.WatchStatusResponse_Sink:
-		return e.Sink.GetSink(), true
-	case *confighubv1.WatchStatusResponse_SinkRemoved:
-		return e.SinkRemoved, true
-	}
-	return "", false
 }
 
 // offer sends the changes w has not seen, or makes w a victim.
