@@ -33,20 +33,14 @@ func boundError(se *sink.Error) (*sink.Error, uint32) {
 	if len(out.Body) > maxErrorBodyStored {
 		out.Body = out.Body[:maxErrorBodyStored]
 	}
-	var (
-		kept []*confighubv1.EntityError
-		size int
-	)
+	var kept []*confighubv1.EntityError
+	size := 0
 	for _, ee := range se.EntityErrors {
-		if len(kept) == maxEntityErrors {
-			break
-		}
 		b := boundEntityError(ee)
-		if n := proto.Size(b); size+n <= maxEntityBytes {
-			kept, size = append(kept, b), size+n
-		} else {
+		if size += proto.Size(b); len(kept) == maxEntityErrors || size > maxEntityBytes {
 			break
 		}
+		kept = append(kept, b)
 	}
 	out.EntityErrors = kept
 	return &out, uint32(len(se.EntityErrors) - len(kept))

@@ -723,10 +723,7 @@ func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 		e.convRunning = true
 		e.wg.Go(e.convergedWriter)
 	}
-	select {
-	case e.convKick <- struct{}{}:
-	default:
-	}
+	kick(e.convKick)
 }
 
 // convergedWriter records queued convergences until Stop, which flushes the rest.

@@ -116,9 +116,12 @@ func (w *worker) scrubText(s string) string {
 }
 
 // wake makes the goroutine look at its slot again.
-func (w *worker) wake() {
+func (w *worker) wake() { kick(w.kick) }
+
+// kick signals c without blocking.
+func kick(c chan struct{}) {
 	select {
-	case w.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -378,12 +381,7 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.LastAppliedTime.AsTime().Equal(b.LastAppliedTime.AsTime())
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+func short(h string) string { return h[:min(len(h), 12)] }
 
 // notifier is what a sink's Runner talks to; it never waits for an apply.
 type notifier struct{ w *worker }
