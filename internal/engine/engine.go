@@ -25,8 +25,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// DefaultMaxConcurrentApplies is the limit of applies in flight per pool
-// (gateway sinks share one pool, every other sink another).
+// DefaultMaxConcurrentApplies is the limit of applies in flight per pool (gateways, others).
 const DefaultMaxConcurrentApplies = 64
 
 // DefaultStatusDispatchWindow is how long a status change waits for its round.
@@ -58,14 +57,12 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
-// WithMessageRedactor cleans a sink's error texts (not its raw body)
-// before status, logs and GetConfig see them.
+// WithMessageRedactor cleans a sink's error texts (not its raw body).
 func WithMessageRedactor(f func(string) string) Option {
 	return func(e *Engine) { e.redactMsg = f }
 }
 
-// WithSecretValues finds a spec's secrets, replaced by "<redacted>" in the
-// sink's error texts, raw body and Runner reports.
+// WithSecretValues finds a spec's secrets, redacted in its sink's errors and reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
 	return func(e *Engine) { e.secrets = f }
 }
@@ -86,14 +83,12 @@ func WithWatchBuffer(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
 }
 
-// WithStatusDispatchWindow sets the status fan-out's batching window (real
-// time; 0 sends at once).
+// WithStatusDispatchWindow sets the status batching window (real time; 0: none).
 func WithStatusDispatchWindow(d time.Duration) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithDispatchWindow(d)) }
 }
 
-// WithNewStream sets a function called, under the engine's lock, once per
-// new stream name; it must not call the engine.
+// WithNewStream sets a func called per new stream under the lock; it must not call e.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
 
 // WithRandom sets the source of backoff jitter, uniform in [0,1).
@@ -105,8 +100,7 @@ func WithRandom(f func() float64) Option {
 	}
 }
 
-// Engine fans each stream's newest configuration out to its sinks (see the
-// package doc); one *config.Config per stream is shared by its sinks.
+// Engine fans each stream's newest configuration out to its sinks (package doc).
 type Engine struct {
 	specs      *sinkspec.Checker
 	clock      clockwork.Clock
@@ -139,14 +133,12 @@ type Engine struct {
 	conv                map[string]store.Converged // not yet recorded, by stream
 	convKick            chan struct{}
 	convRunning         bool
-	specBytes           int    // sum of the specs' sizes
-	ownedLogged         string // the sinks run here, as last logged
-	// names serialises admin calls per sink name, so a sink that ignores its
-	// ctx holds up its own name only.
-	names       map[string]*nameLock
-	stopped     bool
-	heldStreams int   // streams holding a configuration
-	heldBytes   int64 // their Raw bytes
+	specBytes           int                  // sum of the specs' sizes
+	ownedLogged         string               // the sinks run here, as last logged
+	names               map[string]*nameLock // admin locks: a stuck sink holds up its own name only
+	stopped             bool
+	heldStreams         int   // streams holding a configuration
+	heldBytes           int64 // their Raw bytes
 }
 
 // nameLock is one sink name's admin lock, dropped when refs is 0.
@@ -200,8 +192,7 @@ type genTrack struct {
 	labels   map[string]string
 	applied  uint32
 	converge time.Time
-	// counted: the leader counted it; unled: seen here without the lead
-	// (Reown counts it if this replica takes the lead first).
+	// counted: by the leader; unled: seen here unled (Reown counts it).
 	counted, unled bool
 }
 
@@ -330,8 +321,7 @@ func (e *Engine) Current(streamName string) *config.Config {
 	return nil
 }
 
-// ValidateSink returns a normalised copy of spec without building the sink;
-// errors wrap sink.ErrUnknownKind or sink.ErrInvalidSpec.
+// ValidateSink normalises a copy of spec (errors: sink.ErrUnknownKind, ErrInvalidSpec).
 func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error) {
 	s, _, err := e.specs.Normalise(spec)
 	return s, err
@@ -437,8 +427,7 @@ func (e *Engine) DeleteSink(name string) error {
 	return nil
 }
 
-// addWorker registers w and starts it, seeded with its restored record or
-// seed (its last shared status), whichever is newer. e.mu is held.
+// addWorker starts w from its newest known apply (restored or seed). e.mu is held.
 func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	st := w.st
 	if a, ok := e.restored[w.name]; ok {
@@ -466,8 +455,7 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	go w.start()
 }
 
-// removeWorker unregisters w, stops its goroutines and closes its sink.
-// w's name lock is held, e.mu is not.
+// removeWorker stops w and closes its sink; its name lock is held, e.mu not.
 func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.mu.Lock()
 	w.removed = true
@@ -552,8 +540,7 @@ func (e *Engine) SpecBytes(except string) int {
 	return e.specBytes
 }
 
-// ListSinks returns the normalised specs of a stream's sinks ("" = all),
-// sorted by name.
+// ListSinks returns copies of a stream's sink specs ("" = all), by name.
 func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	e.mu.Lock()
 	out := make([]*confighubv1.Sink, 0, len(e.sinks))
@@ -625,8 +612,7 @@ func (e *Engine) Streams() []*config.Config {
 // View is the engine's status broker.
 func (e *Engine) View() status.View { return e.broker }
 
-// LastApplied returns the configuration a sink run here last applied (or
-// found applied by hash).
+// LastApplied returns the configuration a sink run here last applied or skipped to.
 func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -656,7 +642,6 @@ func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 
 // Stop stops every goroutine, closes the sinks and the status watchers.
 func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
-
 func (e *Engine) stop() {
 	e.mu.Lock()
 	e.stopped = true
@@ -750,9 +735,8 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// recount updates the generation counts for a sink that joins (total 1),
-// leaves (-1) or whose applied generation moved from prev to cur, and wakes
-// the gated workers. e.mu is held.
+// recount counts a sink joining (total 1), leaving (-1) or moving from prev
+// to cur, and wakes the gated workers. e.mu is held.
 func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
 		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)

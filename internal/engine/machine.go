@@ -35,7 +35,6 @@ type slotMachine struct {
 	blockedBy   string
 	panicked    bool // the last failure was a recovered panic: FAILED while retried
 
-	// What status shows.
 	state       state
 	reason      string
 	desiredGen  uint64

@@ -41,8 +41,7 @@ func WithWatchBuffer(n int) Option {
 	return func(b *Broker) { b.buffer = max(cmp.Or(max(n, 0), b.buffer), 2) }
 }
 
-// WithDispatchWindow makes the fan-out run in rounds of d, so a burst costs
-// each watcher one wake-up; 0 (the default) sends at once.
+// WithDispatchWindow batches the fan-out in rounds of d (0, the default: none).
 func WithDispatchWindow(d time.Duration) Option {
 	return func(b *Broker) { b.window = max(d, 0) }
 }
@@ -62,9 +61,8 @@ type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
 	Snapshot(stream string) (*confighubv1.GetStatusResponse, bool)
-	// Watch sends a "start" snapshot (fromRevision 0), the kept changes
-	// after fromRevision, or a "resume-gap" snapshot; then every change (a
-	// "slow-watcher" snapshot after an overflow). It closes with ctx or the view.
+	// Watch sends a "start" or "resume-gap" snapshot or the kept changes after
+	// fromRevision, then every change ("slow-watcher" snapshot on overflow).
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
 }
 
@@ -159,9 +157,8 @@ func (b *Broker) at(rev uint64) uint64 {
 // and returns the change's revision. st must not be modified afterwards.
 func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 { return b.PutSinkAt(0, st) }
 
-// PutSinkAt is PutSink at the caller's revision (0: the next), as a mirror
-// numbers etcd's changes; like every At method, a rev not above Revision()
-// drops the change and returns 0.
+// PutSinkAt is PutSink at the caller's revision (0: next); like every At
+// method it drops a change not above Revision() and returns 0.
 func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
 	defer b.mu.Unlock()
 	if rev = b.at(rev); rev == 0 {

@@ -77,9 +77,8 @@ type Observer interface {
 // WithObserver sets the mirror's Observer.
 func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
 
-// Mirror is a replica's status.View: a broker numbered from etcd revisions
-// (viewRev), the same on every replica. A lost etcd watch is followed by a
-// re-read published as one gap.
+// Mirror is a replica's status.View, numbered from etcd revisions (viewRev);
+// a lost etcd watch is followed by a re-read published as one gap.
 type Mirror struct {
 	status.View // the broker's Snapshot and Watch
 	cli         *clientv3.Client

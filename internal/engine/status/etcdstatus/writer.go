@@ -31,19 +31,17 @@ type Writer struct {
 	filter engine.Ownership
 	lease  Leaser
 
-	mu      sync.Mutex
-	base    context.Context
-	streams map[string]bool                    // followed (false: once Run starts)
-	sinks   map[string]*confighubv1.SinkStatus // nil: removed
-	gens    map[genKey]*confighubv1.GenerationStatus
-	seen    map[string]uint64 // the newest source revision taken, per stream
-	seenCh  chan struct{}     // closed at each change taken
-	wg      sync.WaitGroup
-	io      sync.Mutex // serialises flushes and removals; guards the two below
-	// The last failed apply written, and the generation up to which records
-	// were last deleted, per sink.
-	failedSig   map[string]string
-	failedClear map[string]uint64
+	mu          sync.Mutex
+	base        context.Context
+	streams     map[string]bool                    // followed (false: once Run starts)
+	sinks       map[string]*confighubv1.SinkStatus // nil: removed
+	gens        map[genKey]*confighubv1.GenerationStatus
+	seen        map[string]uint64 // the newest source revision taken, per stream
+	seenCh      chan struct{}     // closed at each change taken
+	wg          sync.WaitGroup
+	io          sync.Mutex        // serialises flushes and removals; guards the two below
+	failedSig   map[string]string // the last failed apply written, per sink
+	failedClear map[string]uint64 // the generation up to which records were deleted
 }
 
 // NewWriter returns the writer of src's statuses under prefix (lease nil:
