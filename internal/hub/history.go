@@ -163,17 +163,16 @@ func (h *Hub) DiffSink(ctx context.Context, name string) (Diff, error) {
 	return h.diff(Diff{Stream: stream, From: from, To: to, Sink: name})
 }
 
-// sinkStatus finds a sink's status among the streams' snapshots.
+// sinkStatus finds a sink's status in its stream's snapshot.
 func (h *Hub) sinkStatus(name string) (*confighubv1.SinkStatus, string, bool) {
-	if h.view == nil {
+	spec := h.sinks.Sink(name)
+	if h.view == nil || spec == nil {
 		return nil, "", false
 	}
-	for _, stream := range h.Streams() {
-		snap, _ := h.view.Snapshot(stream)
-		for _, s := range snap.GetSinks() {
-			if s.GetSink() == name {
-				return s, stream, true
-			}
+	snap, _ := h.view.Snapshot(spec.GetStream())
+	for _, s := range snap.GetSinks() {
+		if s.GetSink() == name {
+			return s, spec.GetStream(), true
 		}
 	}
 	return nil, "", false

@@ -35,17 +35,11 @@ type Hub struct {
 	log      *slog.Logger
 	maxBytes int64
 	secrets  SinkSecrets
-	uploads  uploadBudget
 	bounds   bounds
 	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
-	// deferBelow is the size below which Push checks, hashes and stages
-	// one after the other on the calling goroutine (prepareSmall): the
-	// size below which the store stages a config without writing it
-	// (store.Store.DeferBelow), so there is nothing to overlap, and a
-	// goroutine, a cancelable context and the results they share cost
-	// more CPU than the overlap saves. Read once by
-	// New, since every push asks.
+	// deferBelow is the store's DeferBelow, asked once: below it a push
+	// checks, hashes and stages in turn (see prepare).
 	deferBelow int
 }
 
@@ -78,19 +72,14 @@ func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s
 
 // New returns a hub on st that hands configurations and sinks to p.
 func New(st store.Store, p Ports, opts ...Option) *Hub {
-	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
-	h.uploads.limit = DefaultUploadBudgetBytes
-	h.bounds.limits = DefaultLimits()
-	h.maxSpecs = maxSinkSpecsBytes
-	h.deferBelow = st.DeferBelow()
+	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(),
+		log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil),
+		bounds: bounds{limits: DefaultLimits(), uploadLimit: DefaultUploadBudgetBytes}, maxSpecs: maxSinkSpecsBytes, deferBelow: st.DeferBelow()}
 	for _, o := range opts {
 		o(h)
 	}
 	return h
 }
-
-// MaxConfigBytes is the configured limit.
-func (h *Hub) MaxConfigBytes() int64 { return h.maxBytes }
 
 // Start loads what the store holds, seeds the sinks of the sinks file, and
 // drives every sink to its stream's last acknowledged generation.
@@ -197,14 +186,13 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		return PushResult{}, err
 	}
 	defer done()
-	if len(in.Config) < h.deferBelow {
-		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
-	}
 	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
 }
 
-// prepared is a push checked, hashed and staged; or why not.
+// prepared is a push (or upload: what) checked, hashed and staged; or why
+// not.
 type prepared struct {
+	what     string // "push" or "upload", for the abandoned message
 	checked  config.Checked
 	checkErr error
 	hash     string
@@ -212,55 +200,48 @@ type prepared struct {
 	stageErr error
 }
 
-// prepare checks, hashes and stages side by side:
-// on 2 cores the ack costs about the slowest of them plus a small commit,
-// once the other core runs the stage's goroutine (on an idle machine that
-// wait can outlast the check: docs/performance.md, scenario 1). Staged
-// bytes are invisible until the commit, so nothing invalid is ever stored.
+// prepare checks, hashes and stages in.Config. From the store's
+// DeferBelow on, the stage (hashing each chunk as the disk writes it) runs
+// beside the check: the ack costs about the slower of the two plus a small
+// commit. Below it the store writes nothing at the stage, so the three run
+// in turn on the calling goroutine, which costs less CPU than a goroutine.
+// Staged bytes stay invisible until the commit.
 func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared {
-	p := prepared{hash: in.Hash}
-	var wg sync.WaitGroup
+	p := prepared{what: "push", hash: in.Hash}
+	if len(in.Config) < h.deferBelow {
+		if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr == nil {
+			if p.hash == "" {
+				p.hash = config.Hash(in.Config)
+			}
+			p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
+		}
+		return p
+	}
 	stageCtx, cancelStage := context.WithCancel(ctx)
 	defer cancelStage()
-	// The stage hashes each chunk right after writing it, while the disk
-	// writes it.
 	var sum *config.Hasher
 	var tee io.Writer // nil unless hashing: a typed nil is not nil
 	if p.hash == "" {
 		sum = config.NewHasher()
 		tee = sum
 	}
+	var wg sync.WaitGroup
 	wg.Go(func() {
 		p.staged, p.stageErr = h.store.StageConfig(stageCtx, stream, in.Config, tee)
 		if p.stageErr == nil && sum != nil {
 			p.hash = sum.Sum()
 		}
 	})
-	p.checked, p.checkErr = config.Check(in.Config, in.Format)
-	if p.checkErr != nil {
+	if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr != nil {
 		cancelStage() // no need to finish writing bytes that are dropped
 	}
 	wg.Wait()
 	return p
 }
 
-// prepareSmall is prepare for a config below the store's DeferBelow: check, hash, then stage, on the calling goroutine
-// (see Hub.deferBelow).
-func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) prepared {
-	p := prepared{hash: in.Hash}
-	if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr != nil {
-		return p
-	}
-	if p.hash == "" {
-		p.hash = config.Hash(in.Config)
-	}
-	p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
-	return p
-}
-
-// commit stores a prepared configuration (through p.staged, discarded
-// unless committed) and hands it to the engine, or
-// maps why it was not prepared to the hub's sentinels.
+// commit stores a prepared configuration (p.staged is discarded unless
+// committed) and hands it to the engine, or maps why it was not prepared
+// to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
 		defer func() { _ = p.staged.Discard() }() // a no-op after Commit
@@ -268,10 +249,8 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	switch {
 	case p.checkErr != nil:
 		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, p.checkErr)
-	case p.stageErr != nil && ctx.Err() != nil:
-		return PushResult{}, fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
 	case p.stageErr != nil:
-		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, p.stageErr)
+		return PushResult{}, p.storeErr(ctx, stream, p.stageErr)
 	}
 	var js []byte // the YAML form's JSON, made by the check, kept for the sinks
 	if p.checked.Format == config.FormatYAML {
@@ -281,36 +260,29 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	origin.Entities = configdiff.Count(p.checked.JSON)
 	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
+	if errors.Is(err, store.ErrConflict) {
+		return PushResult{}, fmt.Errorf("%w: %v", ErrStale, err) // err names the stream and both generations
+	}
 	if err != nil {
-		return PushResult{}, commitErr(ctx, stream, err)
+		return PushResult{}, p.storeErr(ctx, stream, err)
 	}
-	return h.accepted(stored, unchanged, len(in.Config)), nil
-}
-
-// commitErr maps a store's commit error to the hub's sentinels.
-func commitErr(ctx context.Context, stream string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: %v", ErrStale, err) // err names the stream and both generations
-	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		// The caller went away before the commit: nothing is stored, and
-		// the store is not at fault.
-		return fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
-	}
-	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
-}
-
-// accepted hands a committed generation to the engine (the stored config
-// itself: its bytes are held once) and returns what the push acknowledges.
-func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResult {
+	// The engine gets the stored config itself: its bytes are held once.
 	if !unchanged {
 		h.pub.Publish(stored)
 	}
-	sinks := h.sinks.SinkCount(stored.Stream)
-	// Attrs, not key-value pairs: the same line without boxing each value.
-	h.log.LogAttrs(context.Background(), slog.LevelInfo, "config accepted", slog.String("stream", stored.Stream), slog.Uint64("generation", stored.Generation),
-		slog.String("hash", stored.Hash), slog.Int("bytes", size), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
-	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
+	sinks := h.sinks.SinkCount(stream)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "config accepted", slog.String("stream", stream), slog.Uint64("generation", stored.Generation),
+		slog.String("hash", stored.Hash), slog.Int("bytes", len(in.Config)), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
+	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}, nil
+}
+
+// storeErr is ErrUnavailable: the store's error, or, once the caller went
+// away, that the push was abandoned (nothing is stored).
+func (p prepared) storeErr(ctx context.Context, stream string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: stream %q: %s abandoned: %v", ErrUnavailable, stream, p.what, ctx.Err())
+	}
+	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
 }
 
 // Config returns a stream's current configuration.

@@ -18,9 +18,11 @@ const (
 	DefaultMaxSinks   = 50_000
 	// DefaultMaxWatchers bounds the WatchStatus streams open at once.
 	DefaultMaxWatchers = 10_000
-	// DefaultMaxHeldConfigBytes bounds the bytes of every stream's current
-	// configuration together: eight of the largest default configuration.
+	// DefaultMaxHeldConfigBytes: eight of the largest default configuration.
 	DefaultMaxHeldConfigBytes = 8 * DefaultMaxConfigBytes
+	// DefaultUploadBudgetBytes: two uploads of the largest default
+	// configuration at once.
+	DefaultUploadBudgetBytes = 2 * DefaultMaxConfigBytes
 )
 
 // Limits bound what clients can make the hub hold. A bound counts what
@@ -50,6 +52,10 @@ func DefaultLimits() Limits {
 
 // WithLimits sets the hub's bounds (default DefaultLimits).
 func WithLimits(l Limits) Option { return func(h *Hub) { h.bounds.limits = l } }
+
+// WithUploadBudgetBytes bounds the bytes all uploads in flight may hold
+// together (their announced total_size); 0 removes the bound.
+func WithUploadBudgetBytes(n int64) Option { return func(h *Hub) { h.bounds.uploadLimit = n } }
 
 // Refusals counts the refusals of each bound, by the flag that sets it
 // (metrics.Bounds implements it).
@@ -84,21 +90,22 @@ func (h *Hub) Usage() []Usage {
 	h.bounds.mu.Unlock()
 	return []Usage{
 		{FlagMaxStreams, int64(streams), int64(l.MaxStreams)},
-		{FlagMaxSinks, int64(h.sinkTotal()), int64(l.MaxSinks)},
+		{FlagMaxSinks, int64(h.sinks.SinkTotal()), int64(l.MaxSinks)},
 		{FlagMaxWatchers, int64(watchers), int64(l.MaxWatchers)},
 		{FlagMaxHeldConfigBytes, bytes, l.MaxHeldConfigBytes},
 	}
 }
 
-// bounds is the hub's accounting of its Limits. What exists is counted by
-// the engine (Publisher.Held: on replicas it also follows the streams
-// other replicas create) and by the sinks (SinkAdmin); bounds adds what
-// is on its way: pushes between their check and their publish, and
-// deletions under way, so that concurrent pushes cannot pass a bound
-// together.
+// bounds is the hub's accounting of its Limits and upload budget. What
+// exists is counted by the engine (Publisher.Held: on replicas it also
+// follows the streams other replicas create) and by the sinks (SinkAdmin);
+// bounds adds what is on its way (pushes between their check and their
+// publish, deletions under way), so concurrent pushes cannot pass a bound
+// together. Nothing waits: what does not fit is refused at once.
 type bounds struct {
-	limits Limits
-	mu     sync.Mutex
+	limits      Limits
+	uploadLimit int64 // <= 0: no budget
+	mu          sync.Mutex
 	// pushing counts the pushes in flight per stream, and newStreams
 	// those streams among them that held no configuration when their
 	// first push was admitted.
@@ -109,12 +116,48 @@ type bounds struct {
 	// deleting are the streams DeleteStream is removing.
 	deleting map[string]bool
 	watchers int
+	// uploadBytes is the total_size announced by the uploads in flight.
+	uploadBytes int64
+	uploads     int
+}
+
+// release returns f, to be called once under b.mu, as a function that may
+// be called any number of times.
+func (b *bounds) release(f func()) func() {
+	return sync.OnceFunc(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		f()
+	})
 }
 
 func (h *Hub) refused(flag string) {
 	if h.refusals != nil {
 		h.refusals.Refused(flag)
 	}
+}
+
+// reserveUpload takes n bytes of the upload budget; call the returned
+// function once the upload ended, acked or not.
+func (h *Hub) reserveUpload(n int64) (func(), error) {
+	b := &h.bounds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploadLimit > 0 && b.uploadBytes+n > b.uploadLimit {
+		return nil, fmt.Errorf("%w: an upload of %d bytes does not fit the hub's budget of %d bytes for uploads in flight (--upload-budget-bytes): %d bytes are held by %d upload(s); retry when one has finished",
+			ErrTooLarge, n, b.uploadLimit, b.uploadBytes, b.uploads)
+	}
+	b.uploadBytes += n
+	b.uploads++
+	return b.release(func() { b.uploadBytes -= n; b.uploads-- }), nil
+}
+
+// UploadsInFlight is what the uploads in flight hold of the budget: bytes
+// announced and how many uploads.
+func (h *Hub) UploadsInFlight() (bytes int64, uploads int) {
+	h.bounds.mu.Lock()
+	defer h.bounds.mu.Unlock()
+	return h.bounds.uploadBytes, h.bounds.uploads
 }
 
 // admitConfig admits a push of size bytes to stream against MaxStreams
@@ -131,24 +174,18 @@ func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 	if b.pushing == nil {
 		b.pushing, b.newStreams = map[string]int{}, map[string]bool{}
 	}
-	fresh := b.pushing[stream] == 0 && h.pub.Current(stream) == nil
-	if fresh {
+	if b.pushing[stream] == 0 && h.pub.Current(stream) == nil {
 		b.newStreams[stream] = true
 	}
 	b.pushing[stream]++
 	b.pendingBytes += size
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.pendingBytes -= size
-			if b.pushing[stream]--; b.pushing[stream] == 0 {
-				delete(b.pushing, stream)
-				delete(b.newStreams, stream)
-			}
-		})
-	}, nil
+	return b.release(func() {
+		b.pendingBytes -= size
+		if b.pushing[stream]--; b.pushing[stream] == 0 {
+			delete(b.pushing, stream)
+			delete(b.newStreams, stream)
+		}
+	}), nil
 }
 
 // checkConfig is admitConfig's check alone, for an upload's header: an
@@ -194,15 +231,13 @@ func (h *Hub) admitSink(name string) error {
 	if l <= 0 || h.sinks.HasSink(name) {
 		return nil
 	}
-	if n := h.sinkTotal(); n >= l {
+	if n := h.sinks.SinkTotal(); n >= l {
 		h.refused(FlagMaxSinks)
 		return fmt.Errorf("%w: sink %q would be a new sink, and the hub has %d of at most %d (%s); delete a sink or raise %s",
 			ErrLimit, name, n, l, FlagMaxSinks, FlagMaxSinks)
 	}
 	return nil
 }
-
-func (h *Hub) sinkTotal() int { return h.sinks.SinkTotal() }
 
 // BeginWatch admits one status watcher against MaxWatchers, or refuses it
 // (ErrLimit naming the flag); call the returned function when the watch
@@ -217,14 +252,7 @@ func (h *Hub) BeginWatch() (func(), error) {
 			ErrLimit, b.watchers, l, FlagMaxWatchers, FlagMaxWatchers)
 	}
 	b.watchers++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			b.watchers--
-			b.mu.Unlock()
-		})
-	}, nil
+	return b.release(func() { b.watchers-- }), nil
 }
 
 // StreamInfo is one stream as ListStreams shows it: its current
@@ -284,11 +312,7 @@ func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 	}
 	b.deleting[name] = true
 	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.deleting, name)
-		b.mu.Unlock()
-	}()
+	defer b.release(func() { delete(b.deleting, name) })()
 	switch err := h.store.DeleteStream(ctx, name); {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, name)
