@@ -39,7 +39,7 @@ type Upload struct {
 	toStore chan span
 	workers sync.WaitGroup
 	mu      sync.Mutex
-	werr    error // the first error of a worker
+	werr    error  // the first error of a worker
 	release func() // gives the upload's share of the budget back
 }
 
