@@ -278,11 +278,8 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		// request's context.
 		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
-			var c metrics.Authorizer // nil: as open as /metrics (loopback unless --insecure-listen-any)
-			if o.auth != nil {
-				c = o.auth
-			}
-			lopts = append(lopts, metrics.WithProfiling(c))
+			// Without tokens as open as /metrics (loopback unless --insecure-listen-any).
+			lopts = append(lopts, metrics.WithProfiling(o.auth))
 		}
 		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page, lopts...)
 		if err != nil {

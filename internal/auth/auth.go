@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Policy is the role each full gRPC method name needs. Methods under
-// OpenServices need none; any other method needs RoleAdmin.
+// Policy is the role each full gRPC method name needs; methods under
+// OpenServices need none, any other RoleAdmin.
 var Policy = map[string]Role{
 	"/confighub.v1.ConfigHubService/GetConfig":       RoleRead,
 	"/confighub.v1.ConfigHubService/GetStatus":       RoleRead,
@@ -34,8 +34,8 @@ var Policy = map[string]Role{
 	"/confighub.v1.SinkAdminService/DeleteStream":    RoleAdmin,
 }
 
-// OpenServices need no token: probes and `grpcurl list/describe` work
-// without one. Reflection exposes the schema only, no data.
+// OpenServices need no token, so probes and `grpcurl list/describe` work
+// (reflection exposes the schema only).
 var OpenServices = []string{
 	"/grpc.health.v1.Health/",
 	"/grpc.reflection.v1.ServerReflection/",
@@ -67,8 +67,7 @@ type Authenticator struct {
 	path   string
 	log    *slog.Logger
 	tokens atomic.Pointer[Tokens]
-	// reload serialises reloads (two SIGHUPs in a row).
-	reload sync.Mutex
+	reload sync.Mutex // serialises reloads (two SIGHUPs in a row)
 }
 
 // New returns an Authenticator with a fixed token set (tests, embedding).
@@ -95,8 +94,8 @@ func NewFromFile(path string, opts ...Option) (*Authenticator, error) {
 }
 
 // warnPermissions warns when anyone but the owner and its group may read
-// or write the tokens. Group read is allowed: that is how Kubernetes
-// mounts a Secret for a non-root pod (fsGroup).
+// or write the tokens (group read is how Kubernetes mounts a Secret for a
+// non-root pod).
 func warnPermissions(log *slog.Logger, path string) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o027 != 0 {
 		log.Warn("auth tokens file is writable by its group or open to others; chmod 600 (or 640) it", "file", path, "mode", fi.Mode().Perm().String())
@@ -150,8 +149,8 @@ var (
 )
 
 // Check looks token up and checks its role against need, for callers that
-// are not gRPC (the status page's HTTP API). Errors wrap ErrUnknownToken or
-// ErrPermissionDenied and never quote the token.
+// are not gRPC. Errors wrap ErrUnknownToken or ErrPermissionDenied and
+// never quote the token.
 func (a *Authenticator) Check(token string, need Role) (Principal, error) {
 	role, name := a.tokens.Load().Lookup(token)
 	if role == RoleNone {
@@ -186,8 +185,8 @@ func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (conte
 	return NewContext(ctx, Principal{Name: name, Role: role}), nil
 }
 
-// authFunc adapts Authorize to grpcauth.AuthFunc: the server puts the
-// method into every handler context (grpc.Method).
+// authFunc is Authorize as a grpcauth.AuthFunc (grpc.Method names the
+// method in every handler context).
 func (a *Authenticator) authFunc(ctx context.Context) (context.Context, error) {
 	m, ok := grpc.Method(ctx)
 	if !ok {

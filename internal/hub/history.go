@@ -13,14 +13,12 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Generation is one retained generation and what became of it.
+// Generation is one retained generation and what became of it: its
+// convergence while the status view tracks it (nil after), and how many
+// sinks last rejected it.
 type Generation struct {
 	store.GenerationInfo
-	// Status is the generation's convergence while the status view still
-	// tracks it (its recent generations), nil after.
-	Status *confighubv1.GenerationStatus
-	// Rejected counts the sinks whose last rejected generation is this
-	// one.
+	Status   *confighubv1.GenerationStatus
 	Rejected int
 	Outcome  confighubv1.GenerationOutcome
 }
@@ -106,14 +104,12 @@ func (h *Hub) Generation(ctx context.Context, stream string, gen uint64) (*confi
 	return c, nil
 }
 
-// Diff is two configurations of a stream compared entity by entity.
+// Diff is two configurations of a stream compared entity by entity; From
+// is nil before a stream's first generation, Sink set for a failed sink's.
 type Diff struct {
-	Stream string
-	// From is nil when the comparison starts from nothing (a stream's
-	// first generation).
+	Stream   string
 	From, To *config.Config
-	// Sink is set for the diff of a failed sink.
-	Sink string
+	Sink     string
 	*configdiff.Diff
 }
 
@@ -179,17 +175,23 @@ func (h *Hub) sinkStatus(name string) (*confighubv1.SinkStatus, string, bool) {
 }
 
 func (h *Hub) diff(d Diff) (Diff, error) {
-	from := []byte(`{}`)
-	if d.From != nil {
-		js, err := d.From.JSON()
-		if err != nil {
-			return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.From.Generation, d.Stream, err)
+	js := func(c *config.Config) ([]byte, error) {
+		if c == nil {
+			return []byte(`{}`), nil
 		}
-		from = js
+		b, err := c.JSON()
+		if err != nil {
+			return nil, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, c.Generation, d.Stream, err)
+		}
+		return b, nil
 	}
-	to, err := d.To.JSON()
+	from, err := js(d.From)
 	if err != nil {
-		return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.To.Generation, d.Stream, err)
+		return Diff{}, err
+	}
+	to, err := js(d.To)
+	if err != nil {
+		return Diff{}, err
 	}
 	if d.Diff, err = configdiff.Configs(from, to); err != nil {
 		return Diff{}, fmt.Errorf("%w: stream %q: %v", ErrInvalid, d.Stream, err)

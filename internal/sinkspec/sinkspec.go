@@ -3,7 +3,6 @@ package sinkspec
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -26,21 +25,10 @@ const (
 )
 
 // Checker normalises and validates sink specs against a registry of kinds.
-type Checker struct {
-	reg *sink.Registry
-
-	once sync.Once // builds v at the first spec: compiling the rules costs
-	v    protovalidate.Validator
-	vErr error
-}
+type Checker struct{ reg *sink.Registry }
 
 // New returns a Checker for the kinds of reg.
 func New(reg *sink.Registry) *Checker { return &Checker{reg: reg} }
-
-func (c *Checker) validator() (protovalidate.Validator, error) {
-	c.once.Do(func() { c.v, c.vErr = protovalidate.New() })
-	return c.v, c.vErr
-}
 
 // Normalise returns a checked copy of spec and its kind: the kind resolved
 // (its kind field or the kind whose spec is set), the stream defaulted, the
@@ -56,11 +44,7 @@ func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kin
 	if s.GetName() == "" {
 		return nil, sink.Kind{}, fmt.Errorf("%w: name is required", sink.ErrInvalidSpec)
 	}
-	v, err := c.validator()
-	if err != nil {
-		return nil, sink.Kind{}, fmt.Errorf("sink spec validator: %w", err)
-	}
-	if err := v.Validate(s); err != nil {
+	if err := protovalidate.Validate(s); err != nil {
 		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)
 	}
 	kind := c.reg.KindOf(s)
