@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
@@ -43,13 +42,11 @@ type Hub struct {
 	deferBelow int
 }
 
-// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
-// implements it).
+// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets): Redact
+// copies s with placeholders for its secrets; Restore copies in with each
+// placeholder replaced by the value stored has there, an error when none.
 type SinkSecrets interface {
-	// Redact returns a copy of s whose secrets show as placeholders.
 	Redact(s *confighubv1.Sink) *confighubv1.Sink
-	// Restore returns a copy of in whose placeholders are replaced by the
-	// values stored has at the same place; an error when one has none.
 	Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error)
 }
 
@@ -65,9 +62,8 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 // WithMaxConfigBytes bounds the size of a configuration (push or upload).
 func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n } }
 
-// WithSinkSecrets sets how sink secrets are hidden and restored. Default:
-// redact.SinkSecrets with a random key (fingerprints change at each start;
-// cmd/confighub keys it from the store).
+// WithSinkSecrets sets how sink secrets are hidden and restored (default:
+// redact.SinkSecrets with a random key).
 func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s } }
 
 // New returns a hub on st that hands configurations and sinks to p.
@@ -84,8 +80,7 @@ func New(st store.Store, p Ports, opts ...Option) *Hub {
 // Start loads what the store holds, seeds the sinks of the sinks file, and
 // drives every sink to its stream's last acknowledged generation.
 func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
-	// Validate the whole seed before changing anything, so a bad file fails
-	// the start and leaves the store as it was.
+	// The whole seed is checked first: a bad file changes nothing.
 	normalised := make([]*confighubv1.Sink, 0, len(seed))
 	seen := map[string]bool{}
 	for i, s := range seed {
@@ -150,28 +145,25 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	return nil
 }
 
-// PushInput is one configuration to accept.
+// PushInput is one configuration to accept; Hash, when set, is its
+// SHA-256 already computed, Origin who pushed it.
 type PushInput struct {
 	Stream             string
 	Config             []byte
 	Format             config.Format
 	ExpectedGeneration uint64
 	Labels             map[string]string
-	// Hash, when set, is the already computed SHA-256 (uploads hash during
-	// receipt).
-	Hash string
-	// Origin is who pushed it, stored with the generation.
-	Origin config.Origin
+	Hash               string
+	Origin             config.Origin
 }
 
-// PushResult is what the push acknowledged.
+// PushResult is what the push acknowledged; Sinks is how many sinks the
+// stream had at the ack (0 is also what a misspelt stream name gives).
 type PushResult struct {
 	Generation uint64
 	Hash       string
 	Unchanged  bool
-	// Sinks is how many sinks the stream had at the ack: 0 is legitimate
-	// but also what a misspelt stream name gives.
-	Sinks int
+	Sinks      int
 }
 
 // Push checks, hashes and durably stores a configuration, then hands it to
@@ -336,18 +328,14 @@ func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *con
 	return h.view.Watch(ctx, config.StreamName(stream), from)
 }
 
-// Streams names the streams that have a sink, sorted (a running sink's
-// stream is never empty: its spec was normalised).
+// Streams names the streams that have a sink, sorted.
 func (h *Hub) Streams() []string {
-	seen := map[string]bool{}
 	var out []string
-	for _, s := range h.sinks.ListSinks("") {
-		if st := s.GetStream(); !seen[st] {
-			seen[st] = true
-			out = append(out, st)
+	for _, in := range h.ListStreams() {
+		if in.Sinks > 0 {
+			out = append(out, in.Name)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -363,10 +351,9 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 }
 
 // PutSink validates, stores, then starts a sink, and returns it with its
-// secrets redacted. Redacted placeholders in spec (a spec read, changed
-// and sent back) stand for the values stored for the sink. A sink that
-// does not start (its kind's factory refuses the spec) is taken out of the
-// store again: a refused spec changes nothing.
+// secrets redacted; redacted placeholders in spec stand for the values
+// stored for the sink. A sink that does not start (its kind's factory
+// refuses the spec) is taken out of the store again.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	prev := h.sinks.Sink(spec.GetName())
 	restored, err := h.secrets.Restore(spec, prev)
@@ -421,17 +408,15 @@ func (h *Hub) DeleteSink(ctx context.Context, name string) error {
 	return nil
 }
 
-// Sink specs are echoed by ListSinks, all of them in one answer: one spec
-// is at most maxSinkSpecBytes (an inline CA bundle fits; larger ones go in
-// ca_file), and all of them together at most maxSinkSpecsBytes, so that
-// answer stays under the gRPC message limit (64 MiB by default).
+// ListSinks answers every spec at once: bounding one spec (an inline CA
+// bundle fits) and all of them keeps it under the default message limit.
 const (
 	maxSinkSpecBytes  = 256 << 10
 	maxSinkSpecsBytes = 32 << 20
 )
 
-// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or one
-// that would make the sinks' specs exceed h.maxSpecs in all (ErrTooLarge).
+// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or past
+// h.maxSpecs with the others (ErrTooLarge).
 func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 	size := proto.Size(n)
 	if size > maxSinkSpecBytes {

@@ -7,6 +7,7 @@ import (
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -80,45 +81,27 @@ func mergeOptions(o, d *confighubv1.SinkOptions) *confighubv1.SinkOptions {
 	if o == nil {
 		o = &confighubv1.SinkOptions{}
 	}
-	if d == nil {
-		return o
-	}
-	fill := func(dst **durationpb.Duration, src *durationpb.Duration) {
-		if *dst == nil && src != nil {
-			*dst = durationpb.New(src.AsDuration())
-		}
-	}
-	fill(&o.Timeout, d.Timeout)
-	fill(&o.MinInterval, d.MinInterval)
-	fill(&o.Debounce, d.Debounce)
-	fill(&o.MaxDelay, d.MaxDelay)
-	if o.Wave == 0 {
-		o.Wave = d.Wave
-	}
-	if o.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
-		o.Gate = d.Gate
-	}
-	if !o.CancelInFlight {
-		o.CancelInFlight = d.CancelInFlight
-	}
-	if o.WaveMinApplied == 0 {
-		o.WaveMinApplied = d.WaveMinApplied
-	}
-	if db := d.GetBackoff(); db != nil {
-		if o.Backoff == nil {
-			o.Backoff = &confighubv1.BackoffOptions{}
-		}
-		b := o.Backoff
-		fill(&b.Initial, db.Initial)
-		fill(&b.Max, db.Max)
-		if b.Multiplier == 0 {
-			b.Multiplier = db.Multiplier
-		}
-		if b.Jitter == 0 {
-			b.Jitter = db.Jitter
-		}
+	if d != nil {
+		fill(o.ProtoReflect(), d.ProtoReflect())
 	}
 	return o
+}
+
+// fill sets every field d sets and o does not, to a copy of d's; within a
+// message both set (backoff) it fills field by field.
+func fill(o, d protoreflect.Message) {
+	d.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		isMsg := fd.Message() != nil
+		switch {
+		case !o.Has(fd) && isMsg:
+			o.Set(fd, protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect()))
+		case !o.Has(fd):
+			o.Set(fd, v)
+		case isMsg && fd.Message().FullName() != "google.protobuf.Duration":
+			fill(o.Mutable(fd).Message(), v.Message())
+		}
+		return true
+	})
 }
 
 // Options are a sink's options with every default resolved: what the

@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -138,22 +139,16 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 // stream (0: the current one) against from (0: the one before it).
 func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var gens [2]uint64
-	for i, k := range []string{"from", "to"} {
-		if v := q.Get(k); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%s=%q is not a generation", k, v)})
-				return
-			}
-			gens[i] = n
-		}
-	}
-	stream := q.Get("stream")
-	if !h.valid(w, &confighubv1.DiffConfigRequest{Stream: stream, From: gens[0], To: gens[1]}) {
+	from, ok := number(w, q.Get("from"), "from=%q is not a generation")
+	if !ok {
 		return
 	}
-	d, err := h.src.DiffGenerations(r.Context(), stream, gens[0], gens[1])
+	to, ok := number(w, q.Get("to"), "to=%q is not a generation")
+	stream := q.Get("stream")
+	if !ok || !h.valid(w, &confighubv1.DiffConfigRequest{Stream: stream, From: from, To: to}) {
+		return
+	}
+	d, err := h.src.DiffGenerations(r.Context(), stream, from, to)
 	if err != nil {
 		writeProto(w, nil, err)
 		return
@@ -200,14 +195,9 @@ func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
 // or Last-Event-ID set to the last id it saw, as a gRPC watcher does with
 // from_revision.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	stream := q.Get("stream")
-	from, err := resumeFrom(q.Get("from"), r.Header.Get("Last-Event-ID"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
-		return
-	}
-	if !h.valid(w, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: from}) {
+	stream := r.URL.Query().Get("stream")
+	from, ok := number(w, cmp.Or(r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")), "from %q: not a revision")
+	if !ok || !h.valid(w, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: from}) {
 		return
 	}
 	if _, err := h.src.Status(stream); err != nil {
@@ -285,17 +275,15 @@ func appendEvent(b []byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) 
 	return append(b, "\n\n"...), nil
 }
 
-func resumeFrom(query, header string) (uint64, error) {
-	v := query
+// number reads v (0 when empty), or answers 400 with bad (v's format).
+func number(w http.ResponseWriter, v, bad string) (uint64, bool) {
 	if v == "" {
-		v = header
-	}
-	if v == "" {
-		return 0, nil
+		return 0, true
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("from %q: not a revision", v)
+		writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf(bad, v)})
+		return 0, false
 	}
-	return n, nil
+	return n, true
 }

@@ -83,9 +83,8 @@ func pemOrFile(what, pem, file string) ([]byte, error) {
 	return b, nil
 }
 
-// WarnInsecure logs a warning (once, at sink creation) when spec turns off
-// the verification of the server's certificate: it is honoured only when
-// asked and never silently. A nil logger logs nothing.
+// WarnInsecure logs a warning (at sink creation) when spec turns off the
+// verification of the server's certificate. A nil logger logs nothing.
 func WarnInsecure(logger *slog.Logger, spec *confighubv1.TLS, address string) {
 	if logger == nil || !spec.GetInsecureSkipVerify() {
 		return
