@@ -132,10 +132,6 @@ func (h *Hub) DiffGenerations(ctx context.Context, stream string, from, to uint6
 	return h.diff(Diff{Stream: t.Stream, From: f, To: t})
 }
 
-// ErrNotFailing: a sink diff asked of a sink that is neither FAILED nor
-// DEGRADED (FailedPrecondition).
-var ErrNotFailing = errors.New("the sink is neither FAILED nor DEGRADED")
-
 // DiffSink compares what a FAILED or DEGRADED sink last applied (for a
 // DEGRADED sink, its fallback) with the generation it was asked to apply.
 func (h *Hub) DiffSink(ctx context.Context, name string) (Diff, error) {

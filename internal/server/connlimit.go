@@ -13,26 +13,21 @@ import (
 	"github.com/confighub/confighub/internal/hub"
 )
 
-// DefaultMaxConcurrentStreams is the default bound of the calls one client
-// connection may have open at once (--max-concurrent-streams).
-const DefaultMaxConcurrentStreams = 1000
-
-// FlagMaxConcurrentStreams is the flag refusals of the per-connection
-// bound name.
-const FlagMaxConcurrentStreams = "--max-concurrent-streams"
+// The per-connection bound of calls open at once, and its flag.
+const (
+	DefaultMaxConcurrentStreams = 1000
+	FlagMaxConcurrentStreams    = "--max-concurrent-streams"
+)
 
 // streamHeadroom is how many HTTP/2 streams past the bound a connection
-// may open (grpc.MaxConcurrentStreams is the bound plus this). A client
-// honours the HTTP/2 limit by waiting for a free stream, silently; the
-// headroom lets the calls past the bound reach connLimit, which refuses
-// them at once with ResourceExhausted naming the flag, and their streams
-// end, so the client hears why instead of hanging. The HTTP/2 limit still
-// bounds what one connection can hold.
+// may open. A client waits silently for a free HTTP/2 stream; the headroom
+// lets calls past the bound reach connLimit, which refuses them at once
+// naming the flag, while the HTTP/2 limit still bounds the connection.
 const streamHeadroom = 16
 
-// connLimit bounds the calls in flight per client connection. A stats
-// handler gives each connection its counter; the interceptors count the
-// calls in their handlers and refuse one past max.
+// connLimit bounds the calls in flight per client connection: a stats
+// handler gives each connection its counter, the interceptors (first in
+// the chains, so a refused call costs nothing else) count the calls.
 type connLimit struct {
 	max      int64
 	refusals hub.Refusals
@@ -47,16 +42,6 @@ type connKey struct{}
 
 func newConnLimit(max int, r hub.Refusals) *connLimit {
 	return &connLimit{max: int64(max), refusals: r, conns: map[*connCalls]struct{}{}}
-}
-
-// serverOptions are the transport bound, the stats handler and the
-// interceptors (first in the chains, so a refused call costs nothing
-// else).
-func (l *connLimit) serverOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
-		grpc.MaxConcurrentStreams(uint32(l.max + streamHeadroom)),
-		grpc.StatsHandler(l),
-	}
 }
 
 func (l *connLimit) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
