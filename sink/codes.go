@@ -1,9 +1,10 @@
 package sink
 
-// Code is why an apply failed, in one word a controller can act on. It is
-// status's last_error_code and the metrics' reason label. The set is closed:
-// the constants below are every value the hub reports (docs/api.md lists
-// them); ParseCode maps any other text, such as a plugin's own code, onto it.
+import "slices"
+
+// Code is why an apply failed, in one word a controller can act on:
+// status's last_error_code and the metrics' reason label. The set below is
+// closed (docs/api.md); ParseCode maps any other text onto it.
 type Code string
 
 const (
@@ -40,19 +41,11 @@ var Codes = []Code{CodeRejected, CodeInvalid, CodeTooLarge, CodeRateLimited, Cod
 	CodeUnavailable, CodeUnreachable, CodeUnauthorized, CodeInternal}
 
 // Known reports whether c is one of Codes.
-func (c Code) Known() bool {
-	for _, k := range Codes {
-		if c == k {
-			return true
-		}
-	}
-	return false
-}
+func (c Code) Known() bool { return slices.Contains(Codes, c) }
 
 // ParseCode maps a free-form code (a plugin's) onto the closed set: a known
-// code is kept; an unknown one becomes CodeRejected when the failure is
-// permanent and CodeUnavailable when it is not. The caller keeps the
-// original text in the message.
+// code is kept, another is CodeRejected when permanent, else
+// CodeUnavailable.
 func ParseCode(s string, permanent bool) Code {
 	if c := Code(s); c.Known() {
 		return c

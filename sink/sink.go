@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// Sink is one destination. See the package doc for the guarantees the engine
-// gives. Apply must return once its ctx ends (timeout, deletion, Stop): a
-// sink that ignores ctx keeps its own worker and one apply slot busy, and
-// DeleteSink, PutSink of its name and Stop wait for it.
+// Sink is one destination (the package doc says what the engine
+// guarantees it). Apply must return once its ctx ends: a sink that ignores
+// ctx keeps its worker and an apply slot busy, and DeleteSink, PutSink of
+// its name and Stop wait for it.
 type Sink interface {
 	// Apply makes the destination hold cfg. Returning nil means applied.
 	Apply(ctx context.Context, cfg *config.Config) error
@@ -26,23 +27,21 @@ type Sink interface {
 	Describe() Capabilities
 }
 
-// Capabilities describe a sink to the engine: only what the engine reads.
-// (A sink's own limits, such as a plugin's largest configuration or its
-// formats, are the sink's to enforce in Apply.)
+// Capabilities describe a sink to the engine: only what the engine reads
+// (a sink's own limits are its to enforce in Apply).
 type Capabilities struct {
 	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
 	// in the gateway apply pool.
 	Gateway bool
-	// NoApplySlot: an apply holds no resource of the hub of its own while
-	// it lasts (a Kong data plane in hybrid mode is written a frame every
-	// data plane of its stream shares, then the sink waits for its ping),
-	// so it takes no slot of the hub-wide limit of applies in flight.
+	// NoApplySlot: an apply holds no resource of the hub while it lasts (a
+	// hybrid data plane is written a shared frame, then awaited), so it
+	// takes no slot of the hub-wide limit of applies in flight.
 	NoApplySlot bool
 }
 
-// Runner is implemented by a sink with background work (for example the
-// kong sink's GET /status poll). The engine runs Run in a goroutine it owns
-// and cancels ctx when the sink is deleted or the hub stops.
+// Runner is a sink with background work (the kong sink's GET /status
+// poll): the engine runs Run in a goroutine of its own and cancels ctx when
+// the sink is deleted or the hub stops.
 type Runner interface {
 	Run(ctx context.Context, n Notifier)
 }
@@ -56,53 +55,48 @@ type Notifier interface {
 	// err == nil means reachable.
 	Health(err error)
 	// DataPlane reports what a destination that connects to the hub (a
-	// Kong data plane in hybrid mode) shows of itself; status shows the
-	// last report as data_plane. The runner passes a new message each
-	// time and does not change it afterwards.
+	// hybrid data plane) shows of itself, status's data_plane: a new
+	// message each time, not changed afterwards.
 	DataPlane(dp *confighubv1.DataPlaneStatus)
 }
 
-// Closer is implemented by a sink holding resources (connections) that must
-// be released when the sink is deleted or replaced.
+// Closer is a sink holding resources (connections) released when it is
+// deleted or replaced.
 type Closer interface {
 	Close() error
 }
 
 // Deps are what a factory may use; pass them on, never use globals.
 type Deps struct {
-	// Logger names the sink and its kind on every line already (the engine
-	// adds sink= and kind=): a sink adds only attributes of its own, so no
-	// line carries a key twice. May be nil.
+	// Logger names the sink and its kind already: a sink adds only
+	// attributes of its own. May be nil.
 	Logger *slog.Logger
 	Clock  clockwork.Clock
 }
 
-// Factory builds a sink from its spec. It must validate the spec and return
-// an error that names the problem; it must not do network I/O (the engine
-// calls it on PutSink).
+// Factory builds a sink from its spec, checked against the proto's rules
+// already: it validates the rest and returns an error that names the
+// problem, without network I/O (the engine calls it on PutSink).
 type Factory func(spec *confighubv1.Sink, deps Deps) (Sink, error)
 
 // Kind is a registered sink kind.
 type Kind struct {
 	Name    string
 	Factory Factory
-	// Defaults fill unset options (e.g. konnect's min_interval of 30s).
+	// Defaults fill unset options (konnect's min_interval of 30s).
 	Defaults *confighubv1.SinkOptions
-	// Validate checks the options after defaults (e.g. konnect's lowest
-	// min_interval of 10s). Optional.
+	// Validate checks the options after defaults. Optional.
 	Validate func(spec *confighubv1.Sink) error
-	// Owns reports whether a spec carries this kind's settings (the spec
-	// oneof member of a built-in kind): a spec with no kind field gets the
-	// kind that owns it. Optional.
+	// Owns reports whether a spec carries this kind's settings (its oneof
+	// member): a spec without a kind gets the kind that owns it, and a spec
+	// of the kind needs them. Optional.
 	Owns func(spec *confighubv1.Sink) bool
-	// Gateway says every sink of the kind is a gateway (Describe().Gateway)
-	// before one is built: a replica evaluates GATE_ANY_GATEWAY over the
-	// sinks other replicas run.
+	// Gateway says every sink of the kind is a gateway before one is built
+	// (a replica evaluates GATE_ANY_GATEWAY over other replicas' sinks).
 	Gateway bool
 }
 
-// Registry maps kind names to factories. The zero value is not usable; use
-// NewRegistry.
+// Registry maps kind names to factories; make it with NewRegistry.
 type Registry struct {
 	mu    sync.RWMutex
 	kinds map[string]Kind
@@ -162,12 +156,7 @@ func (r *Registry) Lookup(kind string) (Kind, bool) {
 func (r *Registry) Kinds() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.kinds))
-	for k := range r.kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.kinds))
 }
 
 // KindOf returns the kind of a spec: its kind field, or the registered kind
@@ -249,18 +238,15 @@ func RetryAfter(d time.Duration, err error) error {
 }
 
 // Degraded is what Apply returns when the destination rejected cfg whole
-// and holds a fallback of it instead: cfg without some entities (a kong
-// sink with on_reject: ON_REJECT_FALLBACK). The engine shows the sink
-// DEGRADED: the generation is not applied, and not retried until a new
-// generation or a resync. It is not an *Error (AsError does not match it).
+// and holds a fallback of it (cfg without some entities, on_reject:
+// ON_REJECT_FALLBACK): the sink is DEGRADED, the generation not applied nor
+// retried until a new generation or a resync. AsError does not match it.
 type Degraded struct {
 	// Hash identifies the fallback configuration the destination holds.
 	Hash string
-	// Excluded are the entities the fallback leaves out or holds at their
-	// previous version.
+	// Excluded are the entities left out or held at their previous version.
 	Excluded []*confighubv1.ExcludedEntity
-	// Rejection is the destination's refusal of cfg whole (its entity
-	// errors included).
+	// Rejection is the destination's refusal of cfg whole.
 	Rejection *Error
 }
 

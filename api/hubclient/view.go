@@ -1,7 +1,9 @@
 package hubclient
 
 import (
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
@@ -136,12 +138,7 @@ func (v *StatusView) Sink(name string) *confighubv1.SinkStatus { return v.sinks[
 
 // Sinks returns every sink's newest status, sorted by name.
 func (v *StatusView) Sinks() []*confighubv1.SinkStatus {
-	out := make([]*confighubv1.SinkStatus, 0, len(v.sinks))
-	for _, st := range v.sinks {
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetSink() < out[j].GetSink() })
-	return out
+	return slices.SortedFunc(maps.Values(v.sinks), func(a, b *confighubv1.SinkStatus) int { return strings.Compare(a.GetSink(), b.GetSink()) })
 }
 
 // Counts returns how many of the sinks counted (see NewStatusView) applied,

@@ -56,17 +56,6 @@ func Factory(root string) (sink.Factory, error) {
 
 func newSink(root string, spec *confighubv1.Sink) (sink.Sink, error) {
 	fs := spec.GetFile()
-	if fs == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind file needs a file spec (file: {path: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
-	if fs.GetPath() == "" {
-		return nil, fmt.Errorf("%w: sink %q: file.path is empty", sink.ErrInvalidSpec, spec.GetName())
-	}
-	switch fs.GetFormat() {
-	case confighubv1.Format_FORMAT_UNSPECIFIED, confighubv1.Format_FORMAT_JSON, confighubv1.Format_FORMAT_YAML:
-	default:
-		return nil, fmt.Errorf("%w: sink %q: file.format %d is not a known format", sink.ErrInvalidSpec, spec.GetName(), fs.GetFormat())
-	}
 	rel, err := confine(root, fs.GetPath())
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
@@ -129,7 +118,7 @@ func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 // Apply renders cfg and replaces the file atomically, creating the root
 // and any missing folder under it.
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
-	b, err := Render(cfg, s.format)
+	b, err := render(cfg, s.format)
 	if err != nil {
 		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
@@ -156,25 +145,23 @@ func (s *Sink) write(b []byte) error {
 	return WriteAtomic(r, s.rel, b, 0o600)
 }
 
-// Render returns cfg in format f: JSON, YAML, or the bytes as pushed for
+// render returns cfg in format f: JSON, YAML, or the bytes as pushed for
 // FORMAT_UNSPECIFIED. The result may share cfg's bytes: read only.
-func Render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
+func render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
+	var b []byte
+	var err error
 	switch f {
 	case confighubv1.Format_FORMAT_JSON:
-		b, err := cfg.JSON()
-		if err != nil {
-			return nil, fmt.Errorf("render generation %d as JSON: %w", cfg.Generation, err)
-		}
-		return b, nil
+		b, err = cfg.JSON()
 	case confighubv1.Format_FORMAT_YAML:
-		b, err := cfg.YAML()
-		if err != nil {
-			return nil, fmt.Errorf("render generation %d as YAML: %w", cfg.Generation, err)
-		}
-		return b, nil
+		b, err = cfg.YAML()
 	default:
 		return cfg.Raw, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("render generation %d as %s: %w", cfg.Generation, strings.TrimPrefix(f.String(), "FORMAT_"), err)
+	}
+	return b, nil
 }
 
 // WriteAtomic replaces name (a path local to root) with b: missing

@@ -1,9 +1,9 @@
 // Package kong is the "kong" sink kind: one DB-less Kong gateway, configured
-// through its Admin API with POST /config (github.com/kong/go-kong).
+// through its Admin API with POST /config (net/http).
 //
 // Apply sends cfg.JSON() (made once per generation and shared by every
 // gateway sink) with check_hash=1 and flatten_errors=1. Failures come back as
-// *sink.Error with a code of the closed set (classify.go); with
+// *sink.Error with a code of the closed set (internal/kongapi); with
 // on_reject: ON_REJECT_FALLBACK a rejected generation is followed by a
 // fallback built by internal/kongraph (docs/fallback.md). The sink is a
 // sink.Runner: it polls GET /status and asks for a resync when the gateway

@@ -71,9 +71,6 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return fmt.Errorf("%w: sink %q: konnect: %s", sink.ErrInvalidSpec, spec.GetName(), fmt.Sprintf(format, a...))
 	}
 	ks := spec.GetKonnect()
-	if ks == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind konnect needs a konnect spec (konnect: {control_plane_id: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
 	cp := ks.GetControlPlaneId()
 	if cp == "" || strings.ContainsAny(cp, "/?# ") {
 		return nil, bad("control_plane_id %q must be a non-empty ID without '/', '?', '#' or spaces", cp)

@@ -1,11 +1,13 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,59 +30,39 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Kind is the registered kind name.
-const Kind = "plugin"
+const (
+	// Kind is the registered kind name.
+	Kind = "plugin"
+	// DefaultChunkBytes is the chunk size when the plugin names none.
+	DefaultChunkBytes = 1 << 20
+	// DefaultBackoffMax is the kind's default cap of the engine's retry
+	// backoff: a restarted plugin is retried within grpc's reconnect cap.
+	DefaultBackoffMax = 30 * time.Second
+	// describeTimeout bounds the Describe that Run makes on a new
+	// connection.
+	describeTimeout = 10 * time.Second
+)
 
-// DefaultChunkBytes is the chunk size when the plugin names none.
-const DefaultChunkBytes = 1 << 20
-
-// DefaultBackoffMax is the kind's default cap of the engine's retry backoff.
-const DefaultBackoffMax = 30 * time.Second
-
-// describeTimeout bounds the Describe that Run makes on a new connection.
-const describeTimeout = 10 * time.Second
-
-// Option configures the plugin kind.
-type Option func(*options)
-
-type options struct {
-	backoff     backoff.Config
-	minConnect  time.Duration
-	dialOptions []grpc.DialOption
-}
-
-// WithBackoff sets grpc's reconnect backoff (default: 1s base, x1.6, 0.2
-// jitter, 30s cap).
-func WithBackoff(b backoff.Config) Option { return func(o *options) { o.backoff = b } }
-
-// WithMinConnectTimeout sets the shortest time a connection attempt gets
-// (default 5s).
-func WithMinConnectTimeout(d time.Duration) Option { return func(o *options) { o.minConnect = d } }
-
-// WithDialOptions adds grpc dial options (e.g. interceptors for metrics).
-func WithDialOptions(d ...grpc.DialOption) Option {
-	return func(o *options) { o.dialOptions = append(o.dialOptions, d...) }
+// Options tune the kind's connections. Zero fields take grpc's reconnect
+// backoff capped at 30s and a 5s connect timeout.
+type Options struct {
+	Backoff           backoff.Config
+	MinConnectTimeout time.Duration
 }
 
 // Register adds the "plugin" kind to r with the default settings.
-func Register(r *sink.Registry) error { return RegisterWith(r) }
+func Register(r *sink.Registry) error { return RegisterWith(r, Options{}) }
 
-// RegisterWith adds the "plugin" kind to r with options.
-func RegisterWith(r *sink.Registry, opts ...Option) error {
-	o := options{
-		backoff:    backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second},
-		minConnect: 5 * time.Second,
+// RegisterWith adds the "plugin" kind to r with o.
+func RegisterWith(r *sink.Registry, o Options) error {
+	if o.Backoff == (backoff.Config{}) {
+		o.Backoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second}
 	}
-	for _, f := range opts {
-		f(&o)
-	}
+	o.MinConnectTimeout = cmp.Or(o.MinConnectTimeout, 5*time.Second)
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
-	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }), sink.WithDefaults(&confighubv1.SinkOptions{
-		// A plugin that was down is retried at least every 30s (grpc's own
-		// reconnect cap), so a restarted plugin catches up soon.
-		Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)},
-	}))
+	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }),
+		sink.WithDefaults(&confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)}}))
 }
 
 // Sink is one external plugin.
@@ -92,11 +74,10 @@ type Sink struct {
 	conn     *grpc.ClientConn
 	client   sinkv1.SinkPluginServiceClient
 
-	// epoch counts transport connections made (a stats handler sees each
-	// one); the cached Describe is valid for the epoch it was made in.
-	epoch atomic.Uint64
-	// describeLock serialises Describe calls (Run and Apply) and can be
-	// given up on ctx, unlike a mutex.
+	// epoch counts transport connections (a stats handler sees each); the
+	// cached Describe is valid for the epoch it was made in. describeLock
+	// serialises Describe calls and, unlike a mutex, is given up on ctx.
+	epoch        atomic.Uint64
 	describeLock chan struct{}
 	desc         atomic.Pointer[described]
 }
@@ -112,14 +93,8 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
+func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 	ps := spec.GetPlugin()
-	if ps == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind plugin needs a plugin spec (plugin: {address: host:port})", sink.ErrInvalidSpec, spec.GetName())
-	}
-	if ps.GetAddress() == "" {
-		return nil, fmt.Errorf("%w: sink %q: plugin.address is empty", sink.ErrInvalidSpec, spec.GetName())
-	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -134,22 +109,14 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 		tlsconfig.WarnInsecure(log, ps.GetTls(), ps.GetAddress())
 		creds = credentials.NewTLS(tc)
 	}
-	s := &Sink{
-		name:         spec.GetName(),
-		address:      ps.GetAddress(),
-		settings:     ps.GetSettings(),
-		log:          log,
-		describeLock: make(chan struct{}, 1),
-	}
-	dopts := append([]grpc.DialOption{
+	s := &Sink{name: spec.GetName(), address: ps.GetAddress(), settings: ps.GetSettings(), log: log, describeLock: make(chan struct{}, 1)}
+	conn, err := grpc.NewClient(ps.GetAddress(),
 		grpc.WithTransportCredentials(creds),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.backoff, MinConnectTimeout: o.minConnect}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.Backoff, MinConnectTimeout: o.MinConnectTimeout}),
 		// Stay connected while the sink exists, so Run sees a lost plugin
 		// at once and its health is current.
 		grpc.WithIdleTimeout(0),
-		grpc.WithStatsHandler(connCounter{&s.epoch}),
-	}, o.dialOptions...)
-	conn, err := grpc.NewClient(ps.GetAddress(), dopts...)
+		grpc.WithStatsHandler(connCounter{&s.epoch}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: plugin.address %q: %v", sink.ErrInvalidSpec, spec.GetName(), ps.GetAddress(), err)
 	}
@@ -193,17 +160,11 @@ func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 		case connectivity.Shutdown:
 			return
 		}
-		if st == connectivity.Ready {
-			// Any change from READY means the connection went away.
-			if !s.conn.WaitForStateChange(ctx, st) {
-				return
-			}
-			lost = true
-			continue
-		}
 		if !s.conn.WaitForStateChange(ctx, st) {
 			return
 		}
+		// Any change from READY means the connection went away.
+		lost = lost || st == connectivity.Ready
 	}
 }
 
@@ -265,7 +226,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return transportError("describe", err)
 	}
-	body, f, err := render(cfg, accepted(d))
+	body, f, err := render(cfg, d)
 	if err != nil {
 		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
@@ -389,46 +350,36 @@ func codeName(c codes.Code) string {
 	return b.String()
 }
 
-// accepted is the plugin's list of formats; empty means JSON.
-func accepted(d *sinkv1.DescribeResponse) []sinkv1.Format {
-	if len(d.GetFormats()) == 0 {
-		return []sinkv1.Format{sinkv1.Format_FORMAT_JSON}
-	}
-	return d.GetFormats()
-}
-
 // render picks the bytes to send: as pushed when the plugin takes that
-// format, else converted (JSON via the Config's shared conversion).
-func render(cfg *config.Config, formats []sinkv1.Format) ([]byte, sinkv1.Format, error) {
+// format (no format named: JSON), else converted by the Config's shared
+// conversions.
+func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Format, error) {
+	formats := d.GetFormats()
+	if len(formats) == 0 {
+		formats = []sinkv1.Format{sinkv1.Format_FORMAT_JSON}
+	}
 	own := sinkv1.Format_FORMAT_JSON
 	if cfg.Format == config.FormatYAML {
 		own = sinkv1.Format_FORMAT_YAML
 	}
-	takes := func(f sinkv1.Format) bool {
-		for _, x := range formats {
-			if x == f {
-				return true
-			}
-		}
-		return false
-	}
+	var b []byte
+	var err error
+	f := sinkv1.Format_FORMAT_JSON
 	switch {
-	case takes(own):
+	case slices.Contains(formats, own):
 		return cfg.Raw, own, nil
-	case takes(sinkv1.Format_FORMAT_JSON):
-		b, err := cfg.JSON()
-		if err != nil {
-			return nil, 0, fmt.Errorf("convert generation %d to JSON: %w", cfg.Generation, err)
-		}
-		return b, sinkv1.Format_FORMAT_JSON, nil
-	case takes(sinkv1.Format_FORMAT_YAML):
-		b, err := cfg.YAML()
-		if err != nil {
-			return nil, 0, fmt.Errorf("convert generation %d to YAML: %w", cfg.Generation, err)
-		}
-		return b, sinkv1.Format_FORMAT_YAML, nil
+	case slices.Contains(formats, f):
+		b, err = cfg.JSON()
+	case slices.Contains(formats, sinkv1.Format_FORMAT_YAML):
+		f = sinkv1.Format_FORMAT_YAML
+		b, err = cfg.YAML()
+	default:
+		return nil, 0, fmt.Errorf("the plugin accepts none of JSON or YAML (formats %v)", formats)
 	}
-	return nil, 0, fmt.Errorf("the plugin accepts none of JSON or YAML (formats %v)", formats)
+	if err != nil {
+		return nil, 0, fmt.Errorf("convert generation %d to %s: %w", cfg.Generation, f, err)
+	}
+	return b, f, nil
 }
 
 // connCounter counts new transport connections.

@@ -11,11 +11,9 @@ import (
 )
 
 // drainer ends the server-streaming calls (WatchStatus) when a shutdown
-// starts. A status watch never ends on its own, and a controller always has
-// one open, so without this a graceful stop waited the whole
-// --shutdown-timeout for it and then cut every call in flight, pushes
-// included. Watchers get Unavailable and reconnect (hubclient resumes from
-// their last revision, on this hub after a restart or on another replica).
+// starts: a watch never ends on its own, so a graceful stop would wait the
+// whole --shutdown-timeout and cut every call in flight. Watchers get
+// Unavailable and resume elsewhere or after the restart.
 type drainer struct {
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -67,19 +67,16 @@ type ops struct {
 	auth    *auth.Authenticator
 	tls     *auth.ServerTLS
 	redact  bool
-	// drain ends the status watches when a shutdown starts (drain.go).
-	drain *drainer
-
-	msrv *metrics.Server
-	// page is the status view the status page reads (the hub); set before
-	// serve. pageURL is the page's address once its listener is bound.
+	drain   *drainer // ends the status watches when a shutdown starts
+	msrv    *metrics.Server
+	// page is what the status page reads (the hub), set before serve;
+	// pageURL is its address once its listener is bound.
 	page    statuspage.Source
 	pageURL atomic.Pointer[string]
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	// hup receives SIGHUP from startOps on: a SIGHUP while the store
-	// opens or the hub starts (up to 30 s on etcd) would otherwise kill
-	// the process (its default action); it is handled once serving.
+	// hup takes SIGHUP from startOps on, which would otherwise kill the
+	// process while the hub starts; it is handled once serving.
 	hup chan os.Signal
 }
 
@@ -87,13 +84,6 @@ type ops struct {
 // registry. Nothing listens yet.
 func startOps(f flags, log *slog.Logger) (*ops, error) {
 	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer(), hup: make(chan os.Signal, 1)}
-	signal.Notify(o.hup, syscall.SIGHUP)
-	ok := false
-	defer func() {
-		if !ok {
-			signal.Stop(o.hup)
-		}
-	}()
 	if err := checkListenPolicy(f); err != nil {
 		return nil, err
 	}
@@ -123,7 +113,7 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	}
 	log.Info("security", "auth", o.auth != nil, "tls", o.tls != nil, "mtls", o.tls != nil && o.tls.MTLS(),
 		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
-	ok = true
+	signal.Notify(o.hup, syscall.SIGHUP)
 	return o, nil
 }
 
@@ -151,27 +141,19 @@ func requireLoopback(flag, addr, risk string) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
-	refuse := fmt.Errorf("%s %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could %s; "+
-		"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", flag, addr, risk)
-	if host == "" {
-		return refuse
-	}
 	if host == "localhost" {
 		return nil
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		if !ip.IsLoopback() {
-			return refuse
+	ips := []net.IP{net.ParseIP(host)} // nil for "": every interface
+	if host != "" && ips[0] == nil {
+		if ips, err = net.LookupIP(host); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, addr, err)
 		}
-		return nil
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	for _, ip := range ips {
 		if !ip.IsLoopback() {
-			return refuse
+			return fmt.Errorf("%s %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could %s; "+
+				"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", flag, addr, risk)
 		}
 	}
 	return nil
@@ -302,9 +284,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			}
 		}
 	}
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
+	o.wg.Go(func() {
 		for {
 			select {
 			case <-rctx.Done():
@@ -313,7 +293,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 				o.reload()
 			}
 		}
-	}()
+	})
 	return nil
 }
 

@@ -59,6 +59,9 @@ func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kin
 	if !ok {
 		return nil, sink.Kind{}, fmt.Errorf("sink %q: %w %q (registered kinds: %v)", s.GetName(), sink.ErrUnknownKind, kind, c.reg.Kinds())
 	}
+	if k.Owns != nil && !k.Owns(s) {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q of kind %s has no spec of its kind (e.g. kong: {address: ...})", sink.ErrInvalidSpec, s.GetName(), kind)
+	}
 	s.Kind = kind
 	s.Stream = config.StreamName(s.GetStream())
 	s.Options = mergeOptions(s.GetOptions(), k.Defaults)

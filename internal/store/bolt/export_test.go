@@ -19,8 +19,17 @@ func WithInlineBelow(n int) Option { return func(o *options) { o.inlineBelow = n
 // WithoutGroupCommit gives each commit its own index transaction.
 func WithoutGroupCommit() Option { return func(o *options) { o.noGroup = true } }
 
-// SetHookSync flushes record files with fn instead of fdatasync.
-func (s *Store) SetHookSync(fn func(*os.File) error) { s.hookSync = fn }
+// Path is the store file's path.
+func (s *Store) Path() string { return s.path }
+
+// SetHookSync flushes record files with fn instead of fdatasync (nil:
+// fdatasync again).
+func (s *Store) SetHookSync(fn func(*os.File) error) {
+	s.sync = fdatasync
+	if fn != nil {
+		s.sync = fn
+	}
+}
 
 // SetHookIndex runs fn before each commit's index transaction, after its
 // record file was flushed.

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -22,26 +23,27 @@ const watchBackoff = 500 * time.Millisecond
 // sent in commit order; a slow reader delays the watch, not the store.
 func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
 	s.mu.Lock()
-	closed, from := s.closed, s.listRev
-	known := make(map[string]bool, len(s.listedSinks))
-	for n := range s.listedSinks {
-		known[n] = true
-	}
+	from, known, closed := s.listRev, maps.Clone(s.listedSinks), s.closed
 	if !closed {
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
 	if closed {
+		stop()
+		cancel()
 		close(ch)
 		return ch
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
+	if known == nil {
+		known = map[string]bool{}
+	}
 	if from == 0 {
 		// "From now" is the revision now, read before returning, so that a
 		// change made after Watch returns is delivered.
-		if resp, err := s.cli.Get(ctx, s.metaKey(""), clientv3.WithCountOnly()); err == nil {
+		if resp, err := s.cli.Get(ctx, s.key(kStreams, ""), clientv3.WithCountOnly()); err == nil {
 			from = resp.Header.Revision
 		}
 	}
@@ -86,39 +88,32 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, kn
 				last = wresp.Header.Revision
 			}
 		}
-		if ctx.Err() != nil {
+		if compacted && ctx.Err() == nil {
+			last = s.resync(ctx, ch, known)
+		} else if !s.sleep(ctx, watchBackoff) {
 			return
-		}
-		if compacted {
-			rev, ok := s.resync(ctx, ch, known)
-			if !ok {
-				return
-			}
-			last = rev
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.clock.After(watchBackoff):
 		}
 	}
 }
 
-func (s *Store) send(ctx context.Context, ch chan<- store.Event, e store.Event) bool {
+// sleep waits d on the store's clock; false when ctx ends first.
+func (s *Store) sleep(ctx context.Context, d time.Duration) bool {
 	select {
-	case ch <- e:
-		return true
 	case <-ctx.Done():
 		return false
+	case <-s.clock.After(d):
+		return true
 	}
 }
 
-func (s *Store) sendErr(ctx context.Context, ch chan<- store.Event, e store.Event) error {
-	if !s.send(ctx, ch, e) {
+// send sends e unless ctx is done first.
+func send(ctx context.Context, ch chan<- store.Event, e store.Event) error {
+	select {
+	case ch <- e:
+		return nil
+	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return nil
 }
 
 // deliver turns one etcd event into a store.Event, if it is one. An error
@@ -131,11 +126,11 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 	//nolint:staticcheck // an empty critical section: a barrier, not a guard
 	s.writing.Unlock()
 	switch {
-	case strings.HasPrefix(key, s.metaPrefix()):
+	case strings.HasPrefix(key, s.key(kStreams, "")):
 		if ev.Type != mvccpb.PUT || s.isOwn(rev) {
 			return nil
 		}
-		name := strings.TrimPrefix(key, s.metaPrefix())
+		name := strings.TrimPrefix(key, s.key(kStreams, ""))
 		st, err := s.readStream(ctx, name, ev.Kv.Value, rev)
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// The chunks at that revision are gone: the newest
@@ -145,9 +140,9 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 		if err != nil {
 			return err
 		}
-		return s.sendErr(ctx, ch, store.Event{Config: st})
-	case strings.HasPrefix(key, s.sinkPrefix()):
-		name := strings.TrimPrefix(key, s.sinkPrefix())
+		return send(ctx, ch, store.Event{Config: st})
+	case strings.HasPrefix(key, s.key(kSinks, "")):
+		name := strings.TrimPrefix(key, s.key(kSinks, ""))
 		// Own changes are not sent, but the reader knows them.
 		known[name] = ev.Type != mvccpb.DELETE
 		if !known[name] {
@@ -157,59 +152,59 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 			return nil
 		}
 		if ev.Type == mvccpb.DELETE {
-			return s.sendErr(ctx, ch, store.Event{SinkDeleted: name})
+			return send(ctx, ch, store.Event{SinkDeleted: name})
 		}
 		sp, err := decodeSink(ev.Kv.Key, ev.Kv.Value)
 		if err != nil {
 			return nil // a spec this hub cannot read is skipped, not retried forever
 		}
-		return s.sendErr(ctx, ch, store.Event{SinkPut: sp})
+		return send(ctx, ch, store.Event{SinkPut: sp})
 	}
 	return nil
 }
 
 // resync sends every stream and sink after the history the watch needed
 // was compacted, and a deletion for every known sink that is gone; it
-// returns the revision to continue from.
-func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, bool) {
-	for ctx.Err() == nil {
-		streams, rev, err := s.listStreams(ctx)
-		if err == nil {
-			var resp *clientv3.GetResponse
-			resp, err = s.cli.Get(ctx, s.sinkPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
-			if err == nil {
-				for i := range streams {
-					if !s.send(ctx, ch, store.Event{Config: streams[i]}) {
-						return 0, false
-					}
-				}
-				present := make(map[string]bool, len(resp.Kvs))
-				for _, kv := range resp.Kvs {
-					present[strings.TrimPrefix(string(kv.Key), s.sinkPrefix())] = true
-					sp, derr := decodeSink(kv.Key, kv.Value)
-					if derr != nil {
-						continue
-					}
-					if !s.send(ctx, ch, store.Event{SinkPut: sp}) {
-						return 0, false
-					}
-				}
-				for name := range known {
-					if !present[name] && !s.send(ctx, ch, store.Event{SinkDeleted: name}) {
-						return 0, false
-					}
-				}
-				clear(known)
-				for name := range present {
-					known[name] = true
-				}
-				return rev, true
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-s.clock.After(watchBackoff):
+// returns the revision to continue from, retrying until ctx is done.
+func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) int64 {
+	for {
+		if rev, err := s.resyncOnce(ctx, ch, known); err == nil || !s.sleep(ctx, watchBackoff) {
+			return rev
 		}
 	}
-	return 0, false
+}
+
+func (s *Store) resyncOnce(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, error) {
+	streams, rev, err := s.listStreams(ctx)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.cli.Get(ctx, s.key(kSinks, ""), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range streams {
+		if err := send(ctx, ch, store.Event{Config: c}); err != nil {
+			return 0, err
+		}
+	}
+	present := make(map[string]bool, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		present[strings.TrimPrefix(string(kv.Key), s.key(kSinks, ""))] = true
+		if sp, err := decodeSink(kv.Key, kv.Value); err == nil {
+			if err := send(ctx, ch, store.Event{SinkPut: sp}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for name := range known {
+		if !present[name] {
+			if err := send(ctx, ch, store.Event{SinkDeleted: name}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	clear(known)
+	maps.Copy(known, present)
+	return rev, nil
 }
