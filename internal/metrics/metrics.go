@@ -108,14 +108,15 @@ func StateLabel(s confighubv1.SinkState) string {
 // NewEngine registers the engine series on reg.
 func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	sinkLabels := []string{"sink", "kind"}
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec { // by sink and kind unless labels say
+	gauge := func(o prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec { // by sink and kind unless labels say
 		if len(labels) == 0 {
 			labels = sinkLabels
 		}
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		return prometheus.NewGaugeVec(o, labels)
 	}
-	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: DurationBuckets}, labels)
+	histogram := func(o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
+		o.Buckets = DurationBuckets
+		return prometheus.NewHistogramVec(o, labels)
 	}
 	m := &Engine{
 		kinds: map[string]string{}, reasons: map[string]map[string]bool{},
@@ -123,21 +124,18 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 			Name: "confighub_sink_applies_total",
 			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, degraded, cancelled) and reason (the error code of a failure, why a skip).",
 		}, []string{"sink", "kind", "result", "reason"}),
-		applyDuration: histogram("confighub_sink_apply_duration_seconds",
-			"Duration of apply attempts per sink (hash skips, which do not call the destination, are not observed).", sinkLabels...),
-		configBytes: gauge("confighub_sink_config_bytes", "Size in bytes of the configuration the sink last attempted."),
-		lastSuccess: gauge("confighub_sink_last_success_timestamp_seconds", "Unix time of the sink's last successful apply."),
-		entityErrors: gauge("confighub_sink_entity_errors",
-			"Per-entity errors the destination reported for the sink's last failed apply (0 after a success)."),
-		excluded: gauge("confighub_sink_excluded_entities",
-			"Entities the fallback the sink's destination runs leaves out of the desired generation (0 when it runs no fallback; on_reject: ON_REJECT_FALLBACK)."),
+		applyDuration: histogram(prometheus.HistogramOpts{Name: "confighub_sink_apply_duration_seconds", Help: "Duration of apply attempts per sink (hash skips, which do not call the destination, are not observed)."}, sinkLabels...),
+		configBytes:   gauge(prometheus.GaugeOpts{Name: "confighub_sink_config_bytes", Help: "Size in bytes of the configuration the sink last attempted."}),
+		lastSuccess:   gauge(prometheus.GaugeOpts{Name: "confighub_sink_last_success_timestamp_seconds", Help: "Unix time of the sink's last successful apply."}),
+		entityErrors:  gauge(prometheus.GaugeOpts{Name: "confighub_sink_entity_errors", Help: "Per-entity errors the destination reported for the sink's last failed apply (0 after a success)."}),
+		excluded:      gauge(prometheus.GaugeOpts{Name: "confighub_sink_excluded_entities", Help: "Entities the fallback the sink's destination runs leaves out of the desired generation (0 when it runs no fallback; on_reject: ON_REJECT_FALLBACK)."}),
 		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_coalesced_total",
 			Help: "Generations replaced in the sink's slot by a newer one before the sink attempted them (latest wins).",
 		}, sinkLabels),
-		state:       gauge("confighub_sink_state", "The sink's current state: 1 for the state it is in, 0 for the others.", "sink", "kind", "state"),
-		generation:  gauge("confighub_stream_generation", "The stream's current (last acknowledged) generation.", "stream"),
-		convergence: histogram("confighub_stream_convergence_seconds", "Time from a generation's accept (ack) until every sink of its stream applied it.", "stream"),
+		state:       gauge(prometheus.GaugeOpts{Name: "confighub_sink_state", Help: "The sink's current state: 1 for the state it is in, 0 for the others."}, "sink", "kind", "state"),
+		generation:  gauge(prometheus.GaugeOpts{Name: "confighub_stream_generation", Help: "The stream's current (last acknowledged) generation."}, "stream"),
+		convergence: histogram(prometheus.HistogramOpts{Name: "confighub_stream_convergence_seconds", Help: "Time from a generation's accept (ack) until every sink of its stream applied it."}, "stream"),
 	}
 	m.perSink = append(m.perSink, m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state)
 	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state, m.generation, m.convergence} {
