@@ -149,22 +149,24 @@ var (
 )
 
 // Check looks token up and checks its role against need, for callers that
-// are not gRPC. Errors wrap ErrUnknownToken or ErrPermissionDenied and
-// never quote the token.
+// are not gRPC. Errors wrap ErrUnknownToken or ErrPermissionDenied (with
+// the token's name and role) and never quote the token.
 func (a *Authenticator) Check(token string, need Role) (Principal, error) {
 	role, name := a.tokens.Load().Lookup(token)
-	if role == RoleNone {
+	p := Principal{Name: name, Role: role}
+	switch {
+	case role == RoleNone:
 		return Principal{}, ErrUnknownToken
+	case role < need:
+		return p, fmt.Errorf("%w: needs role %s; the token %q has role %s", ErrPermissionDenied, need, name, role)
 	}
-	if role < need {
-		return Principal{}, fmt.Errorf("%w: needs role %s; the token %q has role %s", ErrPermissionDenied, need, name, role)
-	}
-	return Principal{Name: name, Role: role}, nil
+	return p, nil
 }
 
-// Authorize checks the bearer token of ctx against the role fullMethod
-// needs. It is the go-grpc-middleware AuthFunc, given the method.
-func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {
+// authorize is the grpcauth.AuthFunc: it checks the bearer token of ctx
+// against the role of its method (grpc.Method).
+func (a *Authenticator) authorize(ctx context.Context) (context.Context, error) {
+	fullMethod, _ := grpc.Method(ctx)
 	need := Required(fullMethod)
 	if need == RoleNone {
 		return ctx, nil
@@ -173,34 +175,24 @@ func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (conte
 	if err != nil {
 		return nil, status.Errorf(codes.Unauthenticated, "%s needs a bearer token (metadata \"authorization: Bearer <token>\")", fullMethod)
 	}
-	role, name := a.tokens.Load().Lookup(tok)
-	if role == RoleNone {
+	p, err := a.Check(tok, need)
+	switch {
+	case errors.Is(err, ErrUnknownToken):
 		a.log.Warn("rejected an unknown token", "method", fullMethod)
 		return nil, status.Errorf(codes.Unauthenticated, "%s: unknown token", fullMethod)
+	case err != nil:
+		a.log.Warn("permission denied", "method", fullMethod, "token", p.Name, "role", p.Role.String(), "needs", need.String())
+		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, p.Name, p.Role)
 	}
-	if role < need {
-		a.log.Warn("permission denied", "method", fullMethod, "token", name, "role", role.String(), "needs", need.String())
-		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, name, role)
-	}
-	return NewContext(ctx, Principal{Name: name, Role: role}), nil
-}
-
-// authFunc is Authorize as a grpcauth.AuthFunc (grpc.Method names the
-// method in every handler context).
-func (a *Authenticator) authFunc(ctx context.Context) (context.Context, error) {
-	m, ok := grpc.Method(ctx)
-	if !ok {
-		return nil, status.Error(codes.Internal, "auth: no method in the call context")
-	}
-	return a.Authorize(ctx, m)
+	return NewContext(ctx, p), nil
 }
 
 // UnaryInterceptor enforces the policy on unary calls.
 func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
-	return grpcauth.UnaryServerInterceptor(a.authFunc)
+	return grpcauth.UnaryServerInterceptor(a.authorize)
 }
 
 // StreamInterceptor enforces the policy on streaming calls.
 func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
-	return grpcauth.StreamServerInterceptor(a.authFunc)
+	return grpcauth.StreamServerInterceptor(a.authorize)
 }

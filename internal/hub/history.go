@@ -231,20 +231,14 @@ func (d Diff) Proto() *confighubv1.DiffConfigResponse {
 	return out
 }
 
-func actionOut(a configdiff.Action) confighubv1.EntityAction {
-	switch a {
-	case configdiff.Create:
-		return confighubv1.EntityAction_ENTITY_ACTION_CREATE
-	case configdiff.Update:
-		return confighubv1.EntityAction_ENTITY_ACTION_UPDATE
-	case configdiff.Delete:
-		return confighubv1.EntityAction_ENTITY_ACTION_DELETE
-	}
-	return confighubv1.EntityAction_ENTITY_ACTION_UNSPECIFIED
+var actions = map[configdiff.Action]confighubv1.EntityAction{
+	configdiff.Create: confighubv1.EntityAction_ENTITY_ACTION_CREATE,
+	configdiff.Update: confighubv1.EntityAction_ENTITY_ACTION_UPDATE,
+	configdiff.Delete: confighubv1.EntityAction_ENTITY_ACTION_DELETE,
 }
 
 func changeOut(c configdiff.Change) *confighubv1.EntityChange {
-	out := &confighubv1.EntityChange{Action: actionOut(c.Action), Type: c.Entity.Type, Name: c.Entity.Name, Id: c.Entity.ID,
+	out := &confighubv1.EntityChange{Action: actions[c.Action], Type: c.Entity.Type, Name: c.Entity.Name, Id: c.Entity.ID,
 		Parent: c.Entity.Parent, Tags: c.Entity.Tags, ObjectJson: string(c.Object)}
 	for _, f := range c.Fields {
 		out.Fields = append(out.Fields, &confighubv1.FieldChange{Path: f.Path, OldJson: string(f.Old), NewJson: string(f.New)})

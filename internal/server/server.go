@@ -54,7 +54,7 @@ type options struct {
 // Option configures the server.
 type Option func(*options)
 
-// WithLogger sets the logger for the request log and recovered panics.
+// WithLogger sets the logger of the call log and recovered panics.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithMaxMessageBytes bounds a received message (and so a unary push).
@@ -71,13 +71,11 @@ func WithServerOptions(so ...grpc.ServerOption) Option {
 	return func(o *options) { o.serverOpts = append(o.serverOpts, so...) }
 }
 
-// WithKeepalive sets the HTTP/2 keepalive policy (default
-// DefaultKeepalive).
+// WithKeepalive sets the HTTP/2 keepalive policy (default DefaultKeepalive).
 func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive = k } }
 
 // WithMaxConcurrentStreams bounds the calls one client connection may
-// have open at once (default DefaultMaxConcurrentStreams): a call past it
-// is ResourceExhausted naming --max-concurrent-streams.
+// have open at once; one more is ResourceExhausted naming the flag.
 func WithMaxConcurrentStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
 
 // WithRefusals counts the refusals of the per-connection bound.
@@ -86,9 +84,8 @@ func WithRefusals(r hub.Refusals) Option { return func(o *options) { o.refusals 
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
 
-// WithStatusPageURL makes GetStatus and WatchStatus send the status page's
-// URL in the hubclient.StatusPageHeader header; url is asked per call ("" sends
-// none), as the page's listener binds after the server is built.
+// WithStatusPageURL makes GetStatus and WatchStatus send url() ("" for
+// none), asked per call, in the hubclient.StatusPageHeader header.
 func WithStatusPageURL(url func() string) Option { return func(o *options) { o.pageURL = url } }
 
 // Keepalive is the server's HTTP/2 keepalive policy: a client pinging more
