@@ -66,11 +66,12 @@ func (l *connLimit) HandleConn(ctx context.Context, s stats.ConnStats) {
 func (l *connLimit) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (l *connLimit) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// enter counts a call of ctx's connection, or refuses it past the bound.
-func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
+// enter counts a call of ctx's connection and returns what ends it, or
+// refuses it past the bound.
+func (l *connLimit) enter(ctx context.Context) (func(), error) {
 	c, _ := ctx.Value(connKey{}).(*connCalls)
 	if c == nil {
-		return nil, nil
+		return func() {}, nil
 	}
 	if c.n.Add(1) > l.max {
 		c.n.Add(-1)
@@ -80,28 +81,24 @@ func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
 		return nil, status.Errorf(codes.ResourceExhausted, "this connection has the %d calls open that it may have at once (%s): end calls (status watches) that are not read, open another connection, or raise %s",
 			l.max, FlagMaxConcurrentStreams, FlagMaxConcurrentStreams)
 	}
-	return c, nil
+	return func() { c.n.Add(-1) }, nil
 }
 
 func (l *connLimit) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	c, err := l.enter(ctx)
+	done, err := l.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c != nil {
-		defer c.n.Add(-1)
-	}
+	defer done()
 	return h(ctx, req)
 }
 
 func (l *connLimit) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	c, err := l.enter(ss.Context())
+	done, err := l.enter(ss.Context())
 	if err != nil {
 		return err
 	}
-	if c != nil {
-		defer c.n.Add(-1)
-	}
+	defer done()
 	return h(srv, ss)
 }
 
