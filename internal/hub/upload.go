@@ -17,16 +17,14 @@ import (
 // the last chunk by about one flush. A YAML one, whose check converts the
 // whole document, is pushed once complete.
 type Upload struct {
-	h      *Hub
-	ctx    context.Context
-	in     PushInput
-	stream string
-	total  int64
-	want   string
-	got    int64
-	// lead holds the leading whitespace while the format is not known
-	// (FormatUnknown: the first other byte tells).
-	lead    []byte
+	h       *Hub
+	ctx     context.Context
+	in      PushInput
+	stream  string
+	total   int64
+	want    string
+	got     int64
+	lead    []byte // leading whitespace while the format is unknown (the next byte tells)
 	decided bool
 	raw     []byte // allocated at the first chunk: a header alone holds no memory
 	off     int64

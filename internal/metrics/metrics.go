@@ -44,24 +44,21 @@ type Engine struct {
 		DeletePartialMatch(prometheus.Labels) int
 	}
 
-	// mu guards kinds and reasons and orders every per-sink update
-	// against SinkRemoved.
-	mu sync.Mutex
-	// kinds is each sink's kind: a sink put again with another kind loses
-	// the series of its old kind.
-	kinds map[string]string
-	// reasons are the distinct reason labels each sink has used.
+	// mu guards each sink's kind (a sink put again with another kind loses
+	// its old kind's series) and reason labels, and orders every per-sink
+	// update against SinkRemoved.
+	mu      sync.Mutex
+	kinds   map[string]string
 	reasons map[string]map[string]bool
 }
 
-// MaxReasonsPerSink bounds the distinct values of the reason label per
-// sink. A reason is a sink.Error code, which an external plugin chooses
-// freely (it could put an id or a message there); past this many, or when
-// it is not a short code, it is counted as "other".
-const MaxReasonsPerSink = 16
-
-// maxReasonLen is the longest reason kept as a label value.
-const maxReasonLen = 32
+// MaxReasonsPerSink bounds the distinct reason labels per sink: a reason
+// is a sink.Error code, which a plugin chooses freely; past this many, or
+// when it is not a short code (at most maxReasonLen), it counts as "other".
+const (
+	MaxReasonsPerSink = 16
+	maxReasonLen      = 32
+)
 
 // reasonLabel returns reason, or "other" when it is not a short
 // [a-z0-9_.-] code or the sink already has MaxReasonsPerSink others. The
@@ -297,11 +294,8 @@ type listenConfig struct {
 	base context.Context // when set, the base of every request's context
 }
 
-// WithBaseContext makes ctx the base of every request's context. A CPU
-// profile, a trace or a delta profile runs until its seconds pass or its
-// request's context ends, and Shutdown never ends a request's context:
-// cancel ctx before Shutdown, and they end (with what they gathered; a
-// delta profile with an error) instead of holding the shutdown up.
+// WithBaseContext makes ctx the base of every request's context: Shutdown
+// never ends a running profile, canceling ctx before it does.
 func WithBaseContext(ctx context.Context) ListenOption {
 	return func(l *listenConfig) { l.base = ctx }
 }

@@ -11,15 +11,12 @@ import (
 	"github.com/confighub/confighub/internal/auth"
 )
 
-// MaxProfileSeconds bounds the seconds parameter of every profile: a CPU
-// profile or trace costs the hub CPU for as long as it runs, and a delta
-// profile holds its request open as long.
+// MaxProfileSeconds bounds the seconds parameter of every profile (a CPU
+// profile or trace costs CPU as long as it runs).
 const MaxProfileSeconds = 60
 
-// NamedProfiles returns the runtime profiles served at
-// /debug/pprof/<name>, a fresh slice each call. block and mutex stay
-// empty: the hub sets neither rate (their sampling costs every contended
-// lock and channel operation).
+// NamedProfiles returns the runtime profiles served at /debug/pprof/<name>;
+// block and mutex stay empty (the hub sets neither sampling rate).
 func NamedProfiles() []string {
 	return []string{"heap", "goroutine", "allocs", "block", "mutex", "threadcreate"}
 }
@@ -104,9 +101,7 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 
 // timed calls the started hook before a request that runs for a while: a
 // CPU profile or a trace (once it holds the slot), or, when delta is set,
-// a named profile given seconds (a delta profile). They run until seconds
-// pass or the request's context ends, which Shutdown alone never does
-// (see WithBaseContext).
+// a named profile given seconds.
 func (p *profiling) timed(delta bool, next http.Handler) http.Handler {
 	if p.started == nil {
 		return next

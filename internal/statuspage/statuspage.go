@@ -104,11 +104,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// apiError is the JSON body of every API error.
+// apiError is the JSON body of every API error; Auth (on 401) makes the
+// page ask for a token.
 type apiError struct {
 	Error string `json:"error"`
-	// Auth is set on 401: the page asks for a token.
-	Auth bool `json:"auth,omitempty"`
+	Auth  bool   `json:"auth,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, code int, e apiError) {
