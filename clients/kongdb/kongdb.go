@@ -39,6 +39,6 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	logger := deps.Logger // already names the sink and its kind (sink.Deps)
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
-	syncer := diffsync.New(client, diffsync.WithConcurrency(conc), diffsync.WithLogger(logger))
-	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
+	syncer := diffsync.New(client, diffsync.Options{Concurrency: conc, Logger: logger})
+	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, nil), nil
 }

@@ -113,16 +113,12 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		logger = logger.With("control_plane", cp)
 	}
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), opts.BaseURL)
-	syncer := diffsync.New(client,
-		diffsync.WithKonnect(cp),
-		diffsync.WithConcurrency(conc),
-		diffsync.WithDropConsumers(ks.GetDropConsumers()),
-		diffsync.WithLogger(logger))
-	var sopts []diffsync.SinkOption
+	syncer := diffsync.New(client, diffsync.Options{ControlPlane: cp, Concurrency: conc, DropConsumers: ks.GetDropConsumers(), Logger: logger})
+	var before func() error
 	if tok.file != "" {
-		sopts = append(sopts, diffsync.BeforeApply(tok.reload))
+		before = tok.reload
 	}
-	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, sopts...), nil
+	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, before), nil
 }
 
 // token is a bearer token, inline or from a file re-read before each apply.

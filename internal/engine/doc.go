@@ -31,7 +31,7 @@
 //   - Concurrent applies are limited in two pools, gateways and the rest (TestSlotPool, TestMaxConcurrentApplies, TestApplySlotQueue, TestNonGatewaySinksHaveTheirOwnApplySlots).
 //   - A sink whose applies hold nothing of the hub's (Capabilities.NoApplySlot: a Kong data plane) takes no slot (TestNoApplySlotSinksTakeNoSlot).
 //   - Gating by any gateway or by waves; a rejection stops later waves (TestGateAnyGateway, TestGateWaves, TestGateWaveMinApplied, TestWaveRejectionStopsLaterWaves).
-//   - Dynamic sinks get the current generation; delete, stop and replace behave (TestNewSinkGetsCurrentGeneration, TestDeleteSinkStopsAndCloses, TestStopSinkIsNotADelete, TestReplaceSink, TestValidateSink).
+//   - Dynamic sinks get the current generation; delete and replace behave (TestNewSinkGetsCurrentGeneration, TestDeleteSinkStopsAndCloses, TestDeleteSinkIsLogged, TestReplaceSink, TestValidateSink).
 //   - Specs are read without copying them all; SpecBytes is O(1) (TestSinkAndSpecBytes, TestSpecBytesTotalFollowsEveryChange).
 //   - A Runner's Health shows as "unreachable" (TestHealthReflectedInStatus).
 //   - Success, or a skip back to the applied hash, clears the last error (TestRecoveryClearsLastError, TestSkipBackClearsRejection).

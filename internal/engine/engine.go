@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,16 +30,25 @@ import (
 // sink (konnect, file, plugins, ...) another of the same size.
 const DefaultMaxConcurrentApplies = 64
 
+// DefaultStatusDispatchWindow is how long a status change waits for the
+// others of its round before it is sent to the watchers.
+const DefaultStatusDispatchWindow = 5 * time.Millisecond
+
+// keepGenerations is how many generations per stream are tracked.
+const keepGenerations = status.Generations
+
 // ErrSinkNotFound is returned for an unknown sink name.
 var ErrSinkNotFound = errors.New("sink not found")
 
 // ErrStopped is returned by PutSink and DeleteSink after Stop.
 var ErrStopped = errors.New("engine stopped")
 
+// ErrStreamHasSinks is returned by DeleteStream while sinks read the
+// stream.
+var ErrStreamHasSinks = errors.New("stream has sinks")
+
 // Recorder stores what a sink applied, and when a generation converged,
-// so that a restarted hub shows the time it observed (see
-// RestoreConverged) instead of observing it again; store.Store satisfies
-// it.
+// so that a restarted hub shows the time it observed (RestoreConverged).
 type Recorder interface {
 	RecordApplied(ctx context.Context, a store.Applied) error
 	RecordConverged(ctx context.Context, c store.Converged) error
@@ -55,94 +65,50 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
-// WithMessageRedactor sets how the text of a sink's error (its message and
-// its entity errors' messages) is cleaned before it reaches status, logs
-// and GetConfig: destinations quote secrets in their errors (Kong names a
-// duplicate key-auth key in full). The raw body is kept as it was. Default:
-// the text as it is.
+// WithMessageRedactor sets how the text of a sink's error (message and
+// entity errors' messages) is cleaned before status, logs and GetConfig
+// see it: destinations quote secrets in their errors. The raw body is kept.
 func WithMessageRedactor(f func(string) string) Option {
 	return func(e *Engine) { e.redactMsg = f }
 }
 
-// WithSecretValues sets how the secrets of a sink's spec are found (a
-// Konnect token, a Kong header value): a destination or plugin that quotes
-// one in an error, or in what its Runner reports, has it replaced by
-// "<redacted>" before status, logs and GetConfig see the text. Default:
-// none.
+// WithSecretValues sets how the secrets of a sink's spec are found: each is
+// replaced by "<redacted>" in the sink's error texts, raw body and Runner
+// reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
 	return func(e *Engine) { e.secrets = f }
 }
 
-// minScrubbed is the shortest secret value scrubbed from error texts:
-// replacing every "a" of a message would leave nothing to read.
-const minScrubbed = 4
-
-// scrubber returns what replaces spec's secret values in a text, nil when
-// it has none.
-func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
-	if e.secrets == nil {
-		return nil
-	}
-	vals := slices.DeleteFunc(e.secrets(spec), func(v string) bool { return len(v) < minScrubbed })
-	if len(vals) == 0 {
-		return nil
-	}
-	// Longest first: a value that contains another is replaced whole.
-	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, "<redacted>")
-	}
-	return strings.NewReplacer(pairs...)
-}
-
-// WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
-// each pool (gateway sinks; every other sink).
+// WithMaxConcurrentApplies sets the limit of applies in flight per pool.
 func WithMaxConcurrentApplies(n int) Option {
-	return func(e *Engine) {
-		if n > 0 {
-			e.maxApplies = n
-		}
-	}
+	return func(e *Engine) { e.maxApplies = cmp.Or(max(n, 0), e.maxApplies) }
 }
 
-// WithRecorder sets where applied generations are recorded.
+// WithRecorder sets where applied generations and convergences are recorded.
 func WithRecorder(r Recorder) Option { return func(e *Engine) { e.recorder = r } }
 
 // WithMetrics sets the metrics sink.
-func WithMetrics(m Metrics) Option {
-	return func(e *Engine) {
-		if m != nil {
-			e.metrics = m
-		}
-	}
-}
+func WithMetrics(m Metrics) Option { return func(e *Engine) { e.metrics = cmp.Or(m, e.metrics) } }
 
 // WithWatchBuffer sets each status watcher's buffer.
 func WithWatchBuffer(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
 }
 
-// DefaultStatusDispatchWindow is how long a status change waits for the
-// others of its round before it is sent to the watchers (see
-// status.WithDispatchWindow).
-const DefaultStatusDispatchWindow = 5 * time.Millisecond
-
 // WithStatusDispatchWindow sets the status fan-out's batching window; 0
-// sends every change at once.
+// sends every change at once. It runs on real time (it only delays
+// delivery), so a fake engine clock does not hold status back.
 func WithStatusDispatchWindow(d time.Duration) Option {
-	return func(e *Engine) { e.dispatchWindow = d }
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithDispatchWindow(d)) }
 }
 
-// WithNewStream sets a function called with the name of each stream the
-// engine gets (by Publish or a sink of it), once, when it first appears: a
-// replica's status writer follows the stream from then on, whichever
-// replica accepted its push. It is called with the engine's lock held and
-// must not call the engine.
+// WithNewStream sets a function called once with the name of each stream
+// the engine gets (by Publish or a sink of it); a replica's status writer
+// follows it from then on. It is called under the engine's lock and must
+// not call the engine.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
 
-// WithRandom sets the source of backoff jitter: a function returning a
-// uniform value in [0,1). Tests pass a constant.
+// WithRandom sets the source of backoff jitter, uniform in [0,1).
 func WithRandom(f func() float64) Option {
 	return func(e *Engine) {
 		if f != nil {
@@ -151,54 +117,25 @@ func WithRandom(f func() float64) Option {
 	}
 }
 
-// Engine fans each stream's newest configuration out to its sinks. See the
-// package doc for its guarantees.
-//
-// Status semantics: desired_generation is the generation the sink last took
-// up (the stream's newest is in GenerationStatus), so the event rate follows
-// the sinks' work, not the push rate. A Retry-After applies to any
-// generation (the destination asked the hub to wait); backoff of one
-// generation is dropped when a newer one arrives. A permanently rejected
-// generation is not retried even on Resync. Replacing a sink with a changed
-// spec starts it afresh; putting an identical spec changes nothing.
-//
-// Memory: one *config.Config per stream is shared by every sink; per sink the
-// engine keeps constant state plus pointers to the configs in its slot, last
-// applied and last failed (dropped once a newer generation is applied).
-// Status history is bounded by status.DefaultHistory, generations by the
-// last 16 per stream.
-//
-// Replicas (WithOwnership): every sink is known, a worker runs only for the
-// owned ones; the others are peers followed through ObserveSink. Gates and
-// generation counts run over every sink of the stream; only the stream's
-// leader records the convergence metric, so each generation counts once over
-// replicas.
+// Engine fans each stream's newest configuration out to its sinks (see the
+// package doc). desired_generation is the generation a sink last took up,
+// so the status event rate follows the sinks' work, not the push rate.
+// Memory: one *config.Config per stream is shared by every sink; a sink
+// holds at most its slot's, its last applied and its last failed one.
 type Engine struct {
-	reg       *sink.Registry
-	specs     *sinkspec.Checker
-	clock     clockwork.Clock
-	log       *slog.Logger
-	redactMsg func(string) string
-	// secrets finds a sink's secrets (scrubbed from its error texts).
+	specs      *sinkspec.Checker
+	clock      clockwork.Clock
+	log        *slog.Logger
+	redactMsg  func(string) string
 	secrets    func(*confighubv1.Sink) []string
 	metrics    Metrics
 	recorder   Recorder
 	maxApplies int
-	// gatewaySlots limit the applies in flight of gateway sinks, slots
-	// those of every other sink: a hung Konnect holds none of the
-	// gateways' slots. Guarded by mu.
-	gatewaySlots, slots *slotPool
-	rnd                 func() float64
-	// deps are the options every worker takes (made once by New).
-	deps       *workerDeps
+	rnd        func() float64
 	own        Ownership
 	brokerOpts []status.Option
 	newStream  func(string)
 	broker     *status.Broker
-	// dispatchWindow batches the status fan-out (real time: it delays
-	// delivery and schedules no sink work, so a fake engine clock must not
-	// hold status back).
-	dispatchWindow time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -208,39 +145,39 @@ type Engine struct {
 	ops      sync.WaitGroup
 	stopOnce sync.Once
 
-	mu      sync.Mutex
-	streams map[string]*stream
-	sinks   map[string]*worker
-	// peers are the sinks other replicas run (see Ownership), remote the
-	// newest shared status of every sink (ObserveSink).
-	peers    map[string]*peer
-	remote   map[string]*confighubv1.SinkStatus
-	restored map[string]store.Applied
-	// restoredConv are the convergences recorded before a restart, by
-	// stream, until Publish gives them to their generation.
-	restoredConv map[string]store.Converged
-	// conv holds convergences not yet recorded, by stream (the newest
-	// wins); convKick wakes the goroutine that records them off mu.
+	mu sync.Mutex
+	// gatewaySlots limit the applies in flight of gateway sinks, slots
+	// those of the others: a hung Konnect holds no gateway's slot.
+	gatewaySlots, slots *slotPool
+	streams             map[string]*stream
+	// sinks are every sink, run here or by another replica.
+	sinks map[string]*member
+	// remote is the newest shared status of every sink (ObserveSink).
+	remote       map[string]*confighubv1.SinkStatus
+	restored     map[string]store.Applied
+	restoredConv map[string]store.Converged // by stream, until Publish
+	// conv holds convergences not yet recorded, by stream; convKick wakes
+	// the goroutine that records them off mu.
 	conv        map[string]store.Converged
 	convKick    chan struct{}
 	convRunning bool
-	// specBytes is the encoded size of every spec of sinks and peers,
-	// kept as they come and go, so that SpecBytes (asked on every PutSink)
-	// does not size them all.
-	specBytes int
-	// ownedLogged is the set of sinks run here last logged (replicas).
-	ownedLogged string
+	// specBytes is the encoded size of every sink's spec, kept as sinks
+	// come and go: SpecBytes is asked on every PutSink.
+	specBytes   int
+	ownedLogged string // the sinks run here, as last logged
 	// names serialises PutSink and DeleteSink per sink name: they wait for
-	// the old worker outside mu, and a sink that ignores its ctx must hold
-	// up the calls for its own name only.
+	// the old worker outside mu, so a sink that ignores its ctx holds up
+	// the calls for its own name only.
 	names   map[string]*nameLock
 	stopped bool
-	// held counts the streams with a configuration and their bytes.
-	held held
+	// heldStreams hold a configuration of heldBytes in all (Raw), kept as
+	// generations come and streams go.
+	heldStreams int
+	heldBytes   int64
 }
 
 // nameLock is one sink name's admin lock; refs counts its holders and
-// waiters, so that it is dropped when unused.
+// waiters, so it is dropped when unused.
 type nameLock struct {
 	mu   sync.Mutex
 	refs int
@@ -278,40 +215,33 @@ func (e *Engine) admin(name string) (func(), error) {
 type stream struct {
 	name  string
 	cur   *config.Config
-	sinks map[string]*worker
-	peers map[string]*peer
-	// waves counts the sinks (run here or not) per wave, so a wave-0 sink
-	// checks its gate in O(1).
+	sinks map[string]*member
+	// waves counts the sinks per wave, so a wave-0 sink checks its gate in
+	// O(1).
 	waves map[uint32]int
-	gens  []*genTrack
+	gens  []*genTrack // ascending
 	// waiters are workers whose gate depends on the other sinks' progress.
 	waiters map[*worker]struct{}
 }
 
-// genTrack counts the sinks that applied one generation.
+// genTrack counts the sinks that applied one generation (of all the
+// stream's sinks).
 type genTrack struct {
 	gen      uint64
 	hash     string
 	accept   time.Time
 	labels   map[string]string
 	applied  uint32
-	total    uint32
 	converge time.Time
-	// counted: the convergence was observed (or restored) by the stream's
-	// leader, here or, as the shared view shows, on another replica.
-	// unled: it was observed here live while another replica led the
-	// stream; if this replica takes the lead before the leader's status
-	// arrives, it counts it (see countUnled).
-	counted bool
-	unled   bool
+	// counted: the stream's leader observed (or restored) the convergence.
+	// unled: observed here while another replica led the stream; counted
+	// here if this replica takes the lead first (Reown).
+	counted, unled bool
 }
-
-const keepGenerations = status.DefaultGenerations
 
 // New returns an engine. It starts no goroutine until sinks are put.
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
-		reg:          reg,
 		specs:        sinkspec.New(reg),
 		clock:        clockwork.NewRealClock(),
 		log:          slog.New(slog.DiscardHandler),
@@ -319,8 +249,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		maxApplies:   DefaultMaxConcurrentApplies,
 		rnd:          rand.Float64,
 		streams:      map[string]*stream{},
-		sinks:        map[string]*worker{},
-		peers:        map[string]*peer{},
+		sinks:        map[string]*member{},
 		remote:       map[string]*confighubv1.SinkStatus{},
 		own:          ownAll{},
 		restored:     map[string]store.Applied{},
@@ -328,31 +257,26 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		conv:         map[string]store.Converged{},
 		convKick:     make(chan struct{}, 1),
 		names:        map[string]*nameLock{},
-
-		dispatchWindow: DefaultStatusDispatchWindow,
 	}
 	for _, o := range opts {
 		o(e)
 	}
-	e.deps = &workerDeps{clock: e.clock, log: e.log, metrics: e.metrics, recorder: e.recorder, rnd: e.rnd, redact: e.redactError}
 	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
 	e.slots = newSlotPool("non-gateway", e.maxApplies)
-	// Revisions start at the clock's nanoseconds, so a restarted hub never
-	// hands out a revision a watcher saw before the restart.
-	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
-	window := status.WithDispatchWindow(e.dispatchWindow)
-	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
+	// Revisions start at the clock's nanoseconds: a restarted hub never
+	// hands out a revision a watcher saw before.
+	e.broker = status.New(append([]status.Option{status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0))),
+		status.WithDispatchWindow(DefaultStatusDispatchWindow)}, e.brokerOpts...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }
 
 // stream returns the named stream, made on first use. Names are resolved
-// at the edge (the hub gives a push without a stream config.DefaultStream,
-// sinkspec a sink without one): the engine takes them as they are.
+// at the edge (hub, sinkspec): the engine takes them as they are.
 func (e *Engine) stream(name string) *stream {
 	st := e.streams[name]
 	if st == nil {
-		st = &stream{name: name, sinks: map[string]*worker{}, peers: map[string]*peer{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
+		st = &stream{name: name, sinks: map[string]*member{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
 		e.streams[name] = st
 		if e.newStream != nil {
 			e.newStream(name)
@@ -373,8 +297,8 @@ func (e *Engine) Restore(applied []store.Applied) {
 }
 
 // RestoreConverged seeds when generations converged before a restart: a
-// generation Publish makes current with a recorded convergence keeps that
-// time, and is neither logged nor observed again. Call it before Publish.
+// generation Publish makes current keeps its recorded time and is not
+// observed again. Call it before Publish.
 func (e *Engine) RestoreConverged(cs []store.Converged) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -384,8 +308,9 @@ func (e *Engine) RestoreConverged(cs []store.Converged) {
 }
 
 // Publish makes cfg its stream's newest configuration and offers it to every
-// sink of the stream. It never waits for a sink. A generation not newer than
-// the stream's current one is ignored.
+// sink of the stream run here; it never waits for a sink. A generation
+// older than the current one was acknowledged too (two pushes acked
+// together publish in either order): it is tracked, never offered.
 func (e *Engine) Publish(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -393,71 +318,50 @@ func (e *Engine) Publish(cfg *config.Config) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.stream(cfg.Stream)
+	i := sort.Search(len(st.gens), func(i int) bool { return st.gens[i].gen >= cfg.Generation })
 	if st.cur != nil && cfg.Generation <= st.cur.Generation {
-		e.trackSuperseded(st, cfg)
+		if (i == len(st.gens) || st.gens[i].gen != cfg.Generation) && (i > 0 || len(st.gens) < keepGenerations) {
+			e.track(st, i, cfg)
+		}
 		return
 	}
-	e.held.replace(st.cur, cfg)
+	if st.cur == nil {
+		e.heldStreams++
+	} else {
+		e.heldBytes -= int64(len(st.cur.Raw))
+	}
+	e.heldBytes += int64(len(cfg.Raw))
 	st.cur = cfg
-	g := e.newGenTrack(st, cfg)
-	if c, ok := e.restoredConv[st.name]; ok {
-		delete(e.restoredConv, st.name)
-		if c.Generation == g.gen {
-			g.converge, g.counted = c.Time, true
+	e.metrics.StreamGeneration(st.name, cfg.Generation)
+	e.track(st, i, cfg)
+	delete(e.restoredConv, st.name)
+	now := e.clock.Now()
+	for _, m := range st.sinks {
+		if m.w != nil {
+			m.w.offer(cfg, now)
 		}
 	}
-	st.gens = append(st.gens, g)
-	if len(st.gens) > keepGenerations {
-		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
-		clear(st.gens[n:])
-		st.gens = st.gens[:n]
+}
+
+// track starts counting cfg's generation over the stream's sinks, at index
+// i of its generations. e.mu is held.
+func (e *Engine) track(st *stream, i int, cfg *config.Config) {
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels}
+	for _, m := range st.sinks {
+		if m.appliedGen() >= g.gen {
+			g.applied++
+		}
 	}
-	e.metrics.StreamGeneration(st.name, cfg.Generation)
+	if c, ok := e.restoredConv[st.name]; ok && c.Generation == g.gen {
+		g.converge, g.counted = c.Time, true
+	}
+	st.gens = slices.Insert(st.gens, i, g)
+	if n := len(st.gens) - keepGenerations; n > 0 {
+		st.gens = slices.Delete(st.gens, 0, n)
+	}
 	// Sinks that have it already applied it before a restart.
 	e.checkConverged(st, g, false)
-	e.broker.PutGeneration(st.name, g.proto())
-	now := e.clock.Now()
-	for _, w := range st.sinks {
-		w.offer(cfg, now)
-	}
-}
-
-// newGenTrack starts counting cfg's generation over the stream's sinks and
-// peers. e.mu is held.
-func (e *Engine) newGenTrack(st *stream, cfg *config.Config) *genTrack {
-	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
-	for _, w := range st.sinks {
-		if w.m.appliedGen >= g.gen {
-			g.applied++
-		}
-	}
-	for _, p := range st.peers {
-		if p.appliedGen() >= g.gen {
-			g.applied++
-		}
-	}
-	return g
-}
-
-// trackSuperseded records a generation published after a newer one of its
-// stream: two pushes acked together publish from their own goroutines, in
-// either order. The older one is never offered to a sink (latest wins), but
-// it was acknowledged, so its generation status is kept and published like
-// any other. e.mu is held.
-func (e *Engine) trackSuperseded(st *stream, cfg *config.Config) {
-	i := sort.Search(len(st.gens), func(i int) bool { return st.gens[i].gen >= cfg.Generation })
-	if (i < len(st.gens) && st.gens[i].gen == cfg.Generation) || (i == 0 && len(st.gens) >= keepGenerations) {
-		return
-	}
-	g := e.newGenTrack(st, cfg)
-	st.gens = slices.Insert(st.gens, i, g)
-	if len(st.gens) > keepGenerations {
-		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
-		clear(st.gens[n:])
-		st.gens = st.gens[:n]
-	}
-	e.checkConverged(st, g, false)
-	e.broker.PutGeneration(st.name, g.proto())
+	e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 }
 
 // Current returns a stream's newest configuration, nil if none.
@@ -470,16 +374,26 @@ func (e *Engine) Current(streamName string) *config.Config {
 	return nil
 }
 
+// ValidateSink returns a normalised copy of spec (sinkspec.Checker): kind
+// filled, stream defaulted, the kind's defaults applied. Errors wrap
+// sink.ErrUnknownKind or sink.ErrInvalidSpec. It does not build the sink.
+func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error) {
+	s, _, err := e.specs.Normalise(spec)
+	return s, err
+}
+
 // PutSink validates spec, builds the sink with its kind's factory and starts
 // its worker. A sink of the same name is replaced (its worker stopped and the
 // sink closed first) unless the normalised spec is unchanged. A new sink
-// gets the stream's current generation at once.
-//
-// With an Ownership, a sink not owned here is kept as a peer. A change of
-// ownership during the call (Reown may have looked before the sink was
-// registered) is caught by deciding again once it is registered.
+// gets the stream's current generation at once. With an Ownership, a sink
+// not owned here is kept as a peer; a change of ownership during the call
+// is caught by deciding again once the sink is registered.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	norm, kind, opts, err := e.validate(spec)
+	norm, kind, err := e.specs.Normalise(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, err := sinkspec.Resolve(norm)
 	if err != nil {
 		return nil, false, err
 	}
@@ -500,19 +414,21 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 		return nil, false, false, err
 	}
 	defer done()
+	out := proto.Clone(norm).(*confighubv1.Sink)
 
 	e.mu.Lock()
 	owned := e.own.OwnsSink(norm.GetName())
 	old := e.sinks[norm.GetName()]
-	prevPeer := e.peers[norm.GetName()]
-	if (owned && old != nil && proto.Equal(old.spec, norm)) || (!owned && prevPeer != nil && proto.Equal(prevPeer.spec, norm)) {
+	if old != nil && (old.w != nil) == owned && proto.Equal(old.spec, norm) {
 		e.mu.Unlock()
-		return proto.Clone(norm).(*confighubv1.Sink), false, owned, nil
+		return out, false, owned, nil
 	}
 	e.mu.Unlock()
 	if !owned {
-		out, created, err := e.putPeer(norm, opts, kind, old)
-		return out, created, owned, err
+		if err := e.putPeer(norm, opts, kind, old); err != nil {
+			return nil, false, owned, err
+		}
+		return out, old == nil, owned, nil
 	}
 
 	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
@@ -522,10 +438,10 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 		}
 		return nil, false, owned, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}
-	if old != nil {
+	if old != nil && old.w != nil {
 		// The new worker's first status replaces the old one, unless the
 		// sink moves to another stream.
-		e.removeWorker(old, old.st.name != norm.GetStream())
+		e.removeWorker(old.w, old.st.name != norm.GetStream())
 	}
 
 	// No sink method runs under e.mu: Publish (the push path) takes it.
@@ -538,31 +454,20 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 	}
 	w := newWorker(e, norm, opts, s, caps)
 	var seed *confighubv1.SinkStatus
-	if p := e.peers[w.name]; p != nil {
+	if p := e.sinks[w.name]; p != nil {
 		// Taken over from another replica: resume from its last status
 		// when the store's record is older.
-		e.removePeer(p, p.st.name != w.st.name)
-		seed = p.status
+		e.unregister(p, p.st.name != w.st.name)
+		seed = p.shared
 	}
 	e.addWorker(w, seed)
 	e.mu.Unlock()
-	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil || prevPeer != nil)
-	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prevPeer == nil, owned, nil
+	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil)
+	return out, old == nil, owned, nil
 }
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
 func (e *Engine) DeleteSink(name string) error {
-	return e.deleteSink(name, "sink deleted", slog.LevelInfo)
-}
-
-// StopSink is DeleteSink for a sink that goes on elsewhere (a replica
-// hands it over): the same stop, logged at debug only, since the caller
-// logs where the sink went and "sink deleted" would be false.
-func (e *Engine) StopSink(name string) error {
-	return e.deleteSink(name, "sink stopped here", slog.LevelDebug)
-}
-
-func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	defer e.logOwned()
 	done, err := e.admin(name)
 	if err != nil {
@@ -570,19 +475,19 @@ func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	}
 	defer done()
 	e.mu.Lock()
-	w := e.sinks[name]
-	if p := e.peers[name]; p != nil {
-		e.removePeer(p, true)
+	m := e.sinks[name]
+	if m != nil && m.w == nil {
+		e.unregister(m, true)
 		e.mu.Unlock()
-		e.log.Info("sink deleted", "sink", name, "stream", p.st.name, "run_here", false)
+		e.log.Info("sink deleted", "sink", name, "stream", m.st.name, "run_here", false)
 		return nil
 	}
 	e.mu.Unlock()
-	if w == nil {
+	if m == nil {
 		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
 	}
-	e.removeWorker(w, true)
-	e.log.Log(context.Background(), level, msg, "sink", name, "kind", w.kind, "stream", w.st.name)
+	e.removeWorker(m.w, true)
+	e.log.Info("sink deleted", "sink", name, "kind", m.w.kind, "stream", m.st.name)
 	return nil
 }
 
@@ -604,22 +509,14 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 		}
 	}
 	if !w.lastAppliedTime.IsZero() {
-		// The last success is known (status shows it): staleness alerts
-		// on the metric see no gap until the sink's next apply.
+		// Staleness alerts see no gap until the sink's next apply.
 		e.metrics.LastSuccess(w.name, w.kind, w.lastAppliedTime)
 	}
-	e.sinks[w.name] = w
-	w.specSize = proto.Size(w.spec)
-	e.specBytes += w.specSize
-	st.sinks[w.name] = w
-	st.waves[w.opts.Wave]++
-	e.join(st, w.m.appliedGen)
 	if st.cur != nil {
-		// A new sink gets the current generation at once: no debounce.
-		w.m.desired = st.cur
+		w.m.desired = st.cur // at once: no debounce
 	}
+	e.register(w.member)
 	w.emit()
-	e.kickWaiters(st)
 	e.wg.Add(1)
 	go w.start()
 }
@@ -628,20 +525,9 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 // w's name lock is held, e.mu is not.
 func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.mu.Lock()
-	st := w.st
 	w.removed = true
-	delete(e.sinks, w.name)
-	e.specBytes -= w.specSize
-	delete(st.sinks, w.name)
-	delete(st.waiters, w)
-	if st.waves[w.opts.Wave]--; st.waves[w.opts.Wave] == 0 {
-		delete(st.waves, w.opts.Wave)
-	}
-	e.leave(st, w.m.appliedGen)
-	if removeStatus {
-		e.broker.RemoveSink(st.name, w.name)
-	}
-	e.kickWaiters(st)
+	delete(w.st.waiters, w)
+	e.unregister(w.member, removeStatus)
 	e.mu.Unlock()
 	w.cancel()
 	<-w.done
@@ -651,6 +537,30 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 		e.metrics.SinkRemoved(w.name, w.kind)
 	}
 	closeSink(e.log, w.name, w.s)
+}
+
+// register counts m in the engine and its stream. e.mu is held.
+func (e *Engine) register(m *member) {
+	e.sinks[m.name] = m
+	m.specSize = proto.Size(m.spec)
+	e.specBytes += m.specSize
+	m.st.sinks[m.name] = m
+	m.st.waves[m.opts.Wave]++
+	e.recount(m.st, 1, 0, m.appliedGen())
+}
+
+// unregister takes m out (and its status, with removeStatus). e.mu is held.
+func (e *Engine) unregister(m *member, removeStatus bool) {
+	delete(e.sinks, m.name)
+	e.specBytes -= m.specSize
+	delete(m.st.sinks, m.name)
+	if m.st.waves[m.opts.Wave]--; m.st.waves[m.opts.Wave] == 0 {
+		delete(m.st.waves, m.opts.Wave)
+	}
+	e.recount(m.st, -1, m.appliedGen(), 0)
+	if removeStatus {
+		e.broker.RemoveSink(m.st.name, m.name)
+	}
 }
 
 func closeSink(log *slog.Logger, name string, s sink.Sink) {
@@ -665,50 +575,39 @@ func closeSink(log *slog.Logger, name string, s sink.Sink) {
 func (e *Engine) SinkCount(streamName string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := e.streams[streamName]
-	if st == nil {
-		return 0
+	if st := e.streams[streamName]; st != nil {
+		return len(st.sinks)
 	}
-	return len(st.sinks) + len(st.peers)
+	return 0
 }
 
 // Sink returns a copy of one sink's normalised spec (run here or not), nil
 // if there is none.
 func (e *Engine) Sink(name string) *confighubv1.Sink {
 	e.mu.Lock()
-	var spec *confighubv1.Sink
-	if w := e.sinks[name]; w != nil {
-		spec = w.spec
-	} else if p := e.peers[name]; p != nil {
-		spec = p.spec
-	}
+	m := e.sinks[name]
 	e.mu.Unlock()
-	if spec == nil {
+	if m == nil {
 		return nil
 	}
-	return proto.Clone(spec).(*confighubv1.Sink)
+	return proto.Clone(m.spec).(*confighubv1.Sink)
 }
 
-// HasSink tells whether a sink of that name exists (run here or not),
-// without copying its spec as Sink does.
+// HasSink tells whether a sink of that name exists (run here or not).
 func (e *Engine) HasSink(name string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.sinks[name] != nil || e.peers[name] != nil
+	return e.sinks[name] != nil
 }
 
-// SpecBytes is the encoded size of every sink's spec but except's, in
-// O(1): the running total less except's size.
+// SpecBytes is the encoded size of every sink's spec but except's, in O(1).
 func (e *Engine) SpecBytes(except string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := e.specBytes
-	if w := e.sinks[except]; w != nil {
-		n -= w.specSize
-	} else if p := e.peers[except]; p != nil {
-		n -= p.specSize
+	if m := e.sinks[except]; m != nil {
+		return e.specBytes - m.specSize
 	}
-	return n
+	return e.specBytes
 }
 
 // ListSinks returns the normalised specs of a stream's sinks ("" = all),
@@ -716,14 +615,9 @@ func (e *Engine) SpecBytes(except string) int {
 func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	e.mu.Lock()
 	out := make([]*confighubv1.Sink, 0, len(e.sinks))
-	for _, w := range e.sinks {
-		if streamName == "" || w.st.name == streamName {
-			out = append(out, w.spec)
-		}
-	}
-	for _, p := range e.peers {
-		if streamName == "" || p.st.name == streamName {
-			out = append(out, p.spec)
+	for _, m := range e.sinks {
+		if streamName == "" || m.st.name == streamName {
+			out = append(out, m.spec)
 		}
 	}
 	e.mu.Unlock()
@@ -734,62 +628,113 @@ func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	return out
 }
 
+// Held is how many streams hold a configuration (here or, on replicas,
+// pushed through another replica and followed here) and how many bytes
+// those configurations hold.
+func (e *Engine) Held() (streams int, bytes int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.heldStreams, e.heldBytes
+}
+
+// DeleteStream forgets a stream's configuration and status. It is refused
+// with ErrStreamHasSinks, saying how many, while sinks (run here or not)
+// read the stream; an unknown stream is no error.
+func (e *Engine) DeleteStream(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.streams[name]
+	if st == nil {
+		return nil
+	}
+	if n := len(st.sinks); n > 0 {
+		return fmt.Errorf("%w: %d sink(s) read stream %q", ErrStreamHasSinks, n, name)
+	}
+	if st.cur != nil {
+		e.heldStreams--
+		e.heldBytes -= int64(len(st.cur.Raw))
+	}
+	delete(e.streams, name)
+	delete(e.restoredConv, name)
+	delete(e.conv, name)
+	e.metrics.StreamDeleted(name)
+	e.broker.RemoveStream(name)
+	return nil
+}
+
+// SinkTotal is how many sinks the engine knows, run here or not.
+func (e *Engine) SinkTotal() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sinks)
+}
+
+// Streams returns the current configuration of every stream that holds
+// one, sorted by stream name. The configurations are shared, not copied.
+func (e *Engine) Streams() []*config.Config {
+	e.mu.Lock()
+	out := make([]*config.Config, 0, e.heldStreams)
+	for _, st := range e.streams {
+		if st.cur != nil {
+			out = append(out, st.cur)
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
+	return out
+}
+
 // Status returns a consistent snapshot of a stream's status at one broker
 // revision; false when the stream has neither a config nor a sink.
 func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
 	return e.broker.Snapshot(streamName)
 }
 
-// Watch streams a stream's status: a snapshot (reason "start") or the
-// changes after fromRevision (a snapshot with reason "resume-gap" when they
-// are no longer buffered or fromRevision is from before a restart), then
-// every change. A watcher whose buffer fills
-// gets a fresh snapshot (reason "slow-watcher") instead of what it missed;
-// the engine never waits for it. The channel is closed when ctx ends or the
-// engine stops. Messages are shared: read only.
+// Watch streams a stream's status (status.View): a snapshot or the changes
+// after fromRevision, then every change; the engine never waits for a
+// watcher. Messages are shared: read only.
 func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
 	return e.broker.Watch(ctx, streamName, fromRevision)
 }
 
-// LastApplied returns the configuration a sink last applied (or found
-// already applied by hash).
+// View is the engine's status broker as a status.View (the hub's status
+// port on one node).
+func (e *Engine) View() status.View { return e.broker }
+
+// LastApplied returns the configuration a sink run here last applied (or
+// found already applied by hash); a replica answers for peers from the
+// shared status and the store (cluster.Diagnostics).
 func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.sinks[sinkName]
-	if w == nil {
-		// A peer's: a replica answers for every sink from the shared
-		// status and the store (cluster.Diagnostics).
+	m := e.sinks[sinkName]
+	if m == nil || m.w == nil {
 		return nil, false
 	}
-	if w.lastAppliedCfg != nil {
-		return w.lastAppliedCfg, true
+	if m.w.lastAppliedCfg != nil {
+		return m.w.lastAppliedCfg, true
 	}
-	// Restored after a restart: the bytes are the current config's when the
-	// hashes match.
-	if cur := w.st.cur; cur != nil && w.m.appliedHash != "" && cur.Hash == w.m.appliedHash {
-		return cur, true
+	// Restored after a restart: the current config, when the hashes match.
+	if h := m.w.m.appliedHash; h != "" && m.st.cur != nil && m.st.cur.Hash == h {
+		return m.st.cur, true
 	}
 	return nil, false
 }
 
-// LastFailed returns the configuration and error of a sink's last failed
-// apply (the error keeps the destination's raw Body), for a sink run here
-// only: a replica answers for every sink from etcd, where each owner copies
-// its sinks' (cluster.Diagnostics).
+// LastFailed returns the configuration and error (with the destination's
+// raw Body) of the last failed apply of a sink run here.
 func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.sinks[sinkName]
-	if w == nil || w.lastFailedCfg == nil {
+	m := e.sinks[sinkName]
+	if m == nil || m.w == nil || m.w.lastFailedCfg == nil {
 		return nil, nil, false
 	}
-	return w.lastFailedCfg, w.lastFailedErr, true
+	return m.w.lastFailedCfg, m.w.lastFailedErr, true
 }
 
 // Stop cancels every worker and runner, waits for their goroutines, closes
-// the sinks and every status watcher.
-// A second call waits for the first.
+// the sinks and every status watcher. A second call waits for the first.
 func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
 
 func (e *Engine) stop() {
@@ -800,13 +745,15 @@ func (e *Engine) stop() {
 	// PutSink and DeleteSink calls under way finish (closing what they
 	// removed); after them the sinks no longer change.
 	e.ops.Wait()
+	e.wg.Wait()
 	e.mu.Lock()
-	workers := make([]*worker, 0, len(e.sinks))
-	for _, w := range e.sinks {
-		workers = append(workers, w)
+	var workers []*worker
+	for _, m := range e.sinks {
+		if m.w != nil {
+			workers = append(workers, m.w)
+		}
 	}
 	e.mu.Unlock()
-	e.wg.Wait()
 	for _, w := range workers {
 		closeSink(e.log, w.name, w.s)
 	}
@@ -817,28 +764,21 @@ func (e *Engine) stop() {
 }
 
 // checkConverged sets a generation's converge time once every sink of the
-// stream (run here or not) applied it; the stream's leader observes and
-// records it. Observed: the last apply is news, now; otherwise the sink
-// that completed it joined having applied it already (restored after a
-// restart, or a peer's status), so it converged before and was counted
-// then: it is not counted again. e.mu is held.
+// stream applied it; the stream's leader counts it. observed: the last
+// apply is news, now; otherwise the sink that completed it joined with it
+// applied (restored, or a peer's status), so it converged before and is
+// not counted again. e.mu is held.
 func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
-	if !g.converge.IsZero() || g.total == 0 || g.applied < g.total {
+	if !g.converge.IsZero() || len(st.sinks) == 0 || int(g.applied) < len(st.sinks) {
 		return
 	}
 	if observed {
 		g.converge = e.clock.Now()
 	} else {
-		// Without a record of it (lost in a crash, or a hub that kept
-		// none), the last known apply is the best estimate.
+		// Without a record of it, the last known apply is the best estimate.
 		g.converge = g.accept
-		for _, w := range st.sinks {
-			if w.m.appliedGen >= g.gen && w.lastAppliedTime.After(g.converge) {
-				g.converge = w.lastAppliedTime
-			}
-		}
-		for _, p := range st.peers {
-			if t := p.status.GetLastAppliedTime().AsTime(); p.appliedGen() >= g.gen && t.After(g.converge) {
+		for _, m := range st.sinks {
+			if t := m.lastApplied(); m.appliedGen() >= g.gen && t.After(g.converge) {
 				g.converge = t
 			}
 		}
@@ -857,24 +797,19 @@ func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 	d := g.converge.Sub(g.accept)
 	if observed {
 		e.metrics.StreamConverged(st.name, g.gen, d)
-		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	} else {
-		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	}
-	e.recordConverged(store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge})
-}
-
-// recordConverged queues c for the recorder's goroutine, started with the
-// first. e.mu is held.
-func (e *Engine) recordConverged(c store.Converged) {
 	if e.recorder == nil {
 		return
 	}
-	e.conv[c.Stream] = c
+	// Recorded off e.mu (a store write waits for the disk) by a goroutine
+	// started with the first; the newest of a stream wins.
+	e.conv[st.name] = store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge}
 	if !e.convRunning && !e.stopped {
 		e.convRunning = true
-		e.wg.Add(1)
-		go e.convergedWriter()
+		e.wg.Go(e.convergedWriter)
 	}
 	select {
 	case e.convKick <- struct{}{}:
@@ -882,10 +817,9 @@ func (e *Engine) recordConverged(c store.Converged) {
 	}
 }
 
-// convergedWriter records the queued convergences off e.mu (a store write
-// waits for the disk) until the engine stops; Stop records what is left.
+// convergedWriter records the queued convergences until the engine stops;
+// Stop records what is left.
 func (e *Engine) convergedWriter() {
-	defer e.wg.Done()
 	for {
 		select {
 		case <-e.convKick:
@@ -908,46 +842,29 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// join counts a sink that applied generation applied into the stream's
-// generations; leave takes it out. e.mu is held.
-func (e *Engine) join(st *stream, applied uint64)  { e.count(st, applied, 1) }
-func (e *Engine) leave(st *stream, applied uint64) { e.count(st, applied, -1) }
-
-func (e *Engine) count(st *stream, applied uint64, d int) {
+// recount updates the stream's generation counts for a sink that joins
+// (total 1, applied cur), leaves (total -1, applied prev) or whose applied
+// generation moved from prev to cur (a peer's may go back: its new owner
+// re-seeded it), and wakes the gated workers. A joining sink completes a
+// generation only with an apply from before it joined. e.mu is held.
+func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
-		g.total = uint32(int(g.total) + d)
-		if applied >= g.gen {
-			g.applied = uint32(int(g.applied) + d)
-		}
-		// A joining sink completes a generation only with an apply from
-		// before it joined; one leaving may complete it now.
-		e.checkConverged(st, g, d < 0)
-		e.broker.PutGeneration(st.name, g.proto())
-	}
-}
-
-// appliedMoved updates the generation counts after a sink's applied
-// generation moved from prev to cur. e.mu is held.
-func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
-	for _, g := range st.gens {
-		switch {
-		case prev < g.gen && g.gen <= cur:
-			g.applied++
-		case cur < g.gen && g.gen <= prev:
-			g.applied-- // a peer's status went back (its new owner re-seeded it)
-		default:
+		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)
+		if total == 0 && d == 0 {
 			continue
 		}
-		e.checkConverged(st, g, true)
-		e.broker.PutGeneration(st.name, g.proto())
+		g.applied = uint32(int(g.applied) + d)
+		e.checkConverged(st, g, total <= 0)
+		e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 	}
+	e.kickWaiters(st)
 }
 
-// appliedChanged updates the generation counts and the gates after w's
-// applied generation moved from prev. e.mu is held.
-func (e *Engine) appliedChanged(w *worker, prev uint64) {
-	e.appliedMoved(w.st, prev, w.m.appliedGen)
-	e.kickWaiters(w.st)
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // kickWaiters wakes the workers whose gate may have changed. e.mu is held.
@@ -958,14 +875,8 @@ func (e *Engine) kickWaiters(st *stream) {
 	}
 }
 
-func (g *genTrack) proto() *confighubv1.GenerationStatus {
-	p := &confighubv1.GenerationStatus{
-		Generation:   g.gen,
-		Hash:         g.hash,
-		SinksApplied: g.applied,
-		SinksTotal:   g.total,
-		Labels:       g.labels,
-	}
+func (g *genTrack) proto(total int) *confighubv1.GenerationStatus {
+	p := &confighubv1.GenerationStatus{Generation: g.gen, Hash: g.hash, SinksApplied: g.applied, SinksTotal: uint32(total), Labels: g.labels}
 	if !g.accept.IsZero() {
 		p.AcceptTime = timestamppb.New(g.accept)
 	}
@@ -975,9 +886,26 @@ func (g *genTrack) proto() *confighubv1.GenerationStatus {
 	return p
 }
 
-// redactError returns se with its messages passed through the redactor
-// and scrubbed of the sink's secrets (scrub may be nil): a copy, so the
-// sink's own value is left alone. The raw body is scrubbed too.
+// scrubber returns what replaces spec's secret values (at least 4 bytes
+// long, longest first) in a text, nil when it has none.
+func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
+	if e.secrets == nil {
+		return nil
+	}
+	vals := slices.DeleteFunc(e.secrets(spec), func(v string) bool { return len(v) < 4 })
+	if len(vals) == 0 {
+		return nil
+	}
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "<redacted>")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// redactError returns a copy of se with its messages passed through the
+// redactor and scrub (may be nil), and its raw body scrubbed.
 func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Error {
 	if e.redactMsg == nil && scrub == nil {
 		return se
@@ -993,12 +921,11 @@ func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Erro
 	}
 	out := *se
 	out.Message, out.Err = clean(se.Error()), nil
+	if se.Code != "" { // Error() prefixes the code; Message is kept without it
+		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
+	}
 	if scrub != nil && len(se.Body) > 0 {
 		out.Body = []byte(scrub.Replace(string(se.Body)))
-	}
-	if se.Code != "" {
-		// Error() prefixes the code; keep Message without it.
-		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
 	}
 	out.EntityErrors = make([]*confighubv1.EntityError, len(se.EntityErrors))
 	for i, ee := range se.EntityErrors {
@@ -1010,7 +937,3 @@ func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Erro
 	}
 	return &out
 }
-
-// View is the engine's status broker as a status.View (the hub's status
-// port on one node).
-func (e *Engine) View() status.View { return e.broker }

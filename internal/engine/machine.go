@@ -9,23 +9,20 @@ import (
 	"github.com/confighub/confighub/internal/sinkspec"
 )
 
-// slotMachine is the decision of one sink's latest-wins slot: which
-// generation to apply and when (newest pending, hash skip, gate, backoff,
-// Retry-After, min_interval, debounce), and what an attempt's outcome
-// changes. It is pure: no I/O, no lock, no clock (the time is passed in),
-// so every branch has a table test (machine_test.go). The worker owns one,
-// guarded by Engine.mu, and does what it decides: calls the sink, waits,
-// reports status, metrics and logs.
+// slotMachine decides one sink's latest-wins slot: which generation to
+// apply and when (hash skip, gate, backoff, Retry-After, min_interval,
+// debounce), and what an attempt's outcome changes. It is pure (no I/O,
+// lock or clock), so every branch has a table test (machine_test.go). The
+// worker owns one, guarded by Engine.mu, and carries out its decisions.
 type slotMachine struct {
-	stream string // the sink's stream, named in a reason
+	stream string // named in a reason
 	opts   sinkspec.Options
 
 	// The slot.
-	desired   *config.Config // the newest generation
-	desiredAt time.Time      // when it arrived (debounce)
-	// firstWaitAt is when the oldest generation not yet attempted arrived
-	// (max_delay); zero when none waits.
-	firstWaitAt      time.Time
+	desired     *config.Config // the newest generation
+	desiredAt   time.Time      // when it arrived (debounce)
+	firstWaitAt time.Time      // when the oldest unattempted one arrived (max_delay)
+
 	attemptedGen     uint64
 	coalescedPending uint64 // replaced before an attempt, counted at the next decision
 	resync           bool
@@ -38,11 +35,11 @@ type slotMachine struct {
 	retryGen    uint64
 	retryAt     time.Time
 	notBefore   time.Time // Retry-After asked by the destination
-	blockedGen  uint64    // generation skipped because a lower wave rejected it
+	blockedGen  uint64    // skipped because a lower wave rejected it
 	blockedBy   string
 	panicked    bool // the last failure was a recovered panic: FAILED while retried
 
-	// What status shows of the decisions.
+	// What status shows.
 	state       state
 	reason      string
 	desiredGen  uint64
@@ -55,9 +52,7 @@ type slotMachine struct {
 	nextRetry   time.Time
 	fallback    fallbackState // DEGRADED: the fallback the destination runs
 
-	// changes are the state changes since the worker last took them
-	// (eachChange), for the metrics.
-	changes []stateChange
+	changes []stateChange // since the worker last took them (eachChange)
 }
 
 // fallbackState is the fallback a DEGRADED sink's destination runs.
@@ -67,7 +62,6 @@ type fallbackState struct {
 	excluded []*confighubv1.ExcludedEntity
 }
 
-// stateChange is one change of a sink's state.
 type stateChange struct{ from, to state }
 
 func newSlotMachine(streamName string, opts sinkspec.Options) slotMachine {
@@ -78,48 +72,32 @@ func newSlotMachine(streamName string, opts sinkspec.Options) slotMachine {
 type actionKind uint8
 
 const (
-	// actIdle: nothing to do until woken (no configuration yet, the
-	// generation is applied, or it was rejected).
-	actIdle actionKind = iota
-	// actSkip: the generation's hash is already applied; it counts as
-	// applied without calling the sink. Decide again at once.
-	actSkip
-	// actGate: the gate is closed; wait until the stream's other sinks
-	// progress.
-	actGate
-	// actWait: wait until the decision's time (backoff, Retry-After,
-	// min_interval, debounce) or a wake-up.
-	actWait
-	// actApply: apply the decision's config now (once an apply slot is
-	// free).
-	actApply
+	actIdle  actionKind = iota // nothing until woken (no config, applied or rejected)
+	actSkip                    // the hash is applied already: counts as applied; decide again
+	actGate                    // wait until the stream's other sinks progress
+	actWait                    // wait until the decision's time, or a wake-up
+	actApply                   // apply cfg (once an apply slot is free)
 )
 
 // decision is the result of slotMachine.decide.
 type decision struct {
-	kind actionKind
-	// cfg is the generation to apply (actApply) or found applied (actSkip).
-	cfg *config.Config
-	// until is when to decide again (actWait).
-	until time.Time
-	// prevApplied is the applied generation before a hash skip (actSkip).
-	prevApplied uint64
-	// blocked: the gate closed for good on this generation (a lower wave
-	// rejected it), newly: the later waves waiting on this sink must look
-	// again (actGate).
+	kind        actionKind
+	cfg         *config.Config // to apply (actApply) or found applied (actSkip)
+	until       time.Time      // actWait
+	prevApplied uint64         // the applied generation before a hash skip
+	// blocked: the gate newly closed for good on this generation (a lower
+	// wave rejected it): the later waves must look again.
 	blocked bool
 }
 
-// gateVerdict is whether a sink may apply a generation now, over every
-// sink of its stream (Engine.gate). When it may not, skipBy names the sink
-// whose rejection means the generation never passes (the sink skips it),
-// or is empty (the sink waits); reason is the status reason.
+// gateVerdict is whether a sink may apply a generation now (Engine.gate).
+// When it may not, skipBy names the sink whose rejection means it never
+// passes (the sink skips it), or is empty (the sink waits).
 type gateVerdict struct {
 	open           bool
 	skipBy, reason string
 }
 
-// gateOpen is the verdict of an open gate.
 var gateOpen = gateVerdict{open: true}
 
 // setState sets the state and reason, noting a change for the metrics.
@@ -131,8 +109,7 @@ func (m *slotMachine) setState(s state, reason string) {
 }
 
 // eachChange passes each state change since the last call to f, then
-// forgets them. The machine reuses its buffer (no allocation per report on
-// the fan-out path), so no slice of it leaves the machine.
+// forgets them; the buffer is reused, so no slice of it leaves the machine.
 func (m *slotMachine) eachChange(f func(stateChange)) {
 	for _, c := range m.changes {
 		f(c)
@@ -280,51 +257,37 @@ func (m *slotMachine) start(cfg *config.Config, now time.Time) {
 	m.setState(stateApplying, reason)
 }
 
-// outcomeKind is how an attempt ended, as the machine sees it: a closed
-// set.
+// outcomeKind is how an attempt ended, as the machine sees it.
 type outcomeKind uint8
 
 const (
-	// outAbandoned: the worker stops (deleted, replaced, engine stopped);
-	// the outcome no longer matters.
-	outAbandoned outcomeKind = iota
-	// outApplied: the sink applied the generation.
-	outApplied
-	// outDegraded: the destination rejected the generation and runs a
-	// fallback of it (sink.Degraded).
-	outDegraded
-	// outSuperseded: a newer generation cancelled the attempt.
-	outSuperseded
-	// outFailed: an error; retryable unless permanent.
-	outFailed
+	outAbandoned  outcomeKind = iota // the worker stops: the outcome no longer matters
+	outApplied                       // the sink applied the generation
+	outDegraded                      // rejected; the destination runs a fallback (sink.Degraded)
+	outSuperseded                    // a newer generation cancelled the attempt
+	outFailed                        // an error; retryable unless permanent
 )
 
 // attemptOutcome is what the worker tells the machine of an attempt.
 type attemptOutcome struct {
-	kind outcomeKind
-	cfg  *config.Config
-	// outFailed: not retried (rejected) when permanent; retryAfter is the
-	// destination's Retry-After; panicked: a recovered panic.
-	permanent  bool
-	retryAfter time.Duration
-	panicked   bool
-	// outDegraded: the fallback the destination runs.
-	fallback fallbackState
-	// jitter is a uniform value in [0,1) for the backoff.
-	jitter float64
+	kind       outcomeKind
+	cfg        *config.Config
+	permanent  bool          // outFailed: not retried (rejected)
+	retryAfter time.Duration // outFailed: the destination's Retry-After
+	panicked   bool          // outFailed: a recovered panic
+	fallback   fallbackState // outDegraded
+	jitter     float64       // uniform in [0,1), for the backoff
 }
 
 // transition is what an outcome changed, for the worker to report.
 type transition struct {
 	result Result
-	// prevApplied is the applied generation before; the stream's counts
-	// and gates change when it differs from appliedGen.
+	// prevApplied is the applied generation before: the stream's counts
+	// and gates change when appliedGen differs.
 	prevApplied uint64
-	// retryIn and nextAttempt: the backoff of a retryable failure.
-	retryIn     time.Duration
-	nextAttempt time.Time
-	// kickWaiters: later waves and gated sinks must look again (the
-	// generation was rejected).
+	retryIn     time.Duration // the backoff of a retryable failure
+	// kickWaiters: the generation was rejected; later waves and gated
+	// sinks must look again.
 	kickWaiters bool
 }
 
@@ -343,11 +306,9 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.setState(stateApplied, "")
 		t.result = ResultApplied
 	case outDegraded:
-		// The generation counts as rejected (not converged, later waves
-		// skip it, not retried until a new generation or a resync), and
-		// applied_hash is the fallback's, so a later generation is never
-		// skipped as already applied while the destination holds a part
-		// of another.
+		// Counts as rejected (not converged, later waves skip it, not
+		// retried until a new generation or a resync); applied_hash is the
+		// fallback's, so no later generation is skipped as applied.
 		m.fallback = o.fallback
 		m.fallback.gen = gen
 		m.rejectedGen = gen
@@ -377,14 +338,13 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.retryGen, m.retryAt = gen, now.Add(d)
 		m.nextRetry = m.retryAt
 		m.setState(m.retryState(), "")
-		t.result, t.retryIn, t.nextAttempt = ResultFailed, d, m.retryAt
+		t.result, t.retryIn = ResultFailed, d
 	}
 	return t
 }
 
 // retryState is the state while waiting to retry: BACKOFF, or FAILED after
-// a panic (the sink is broken, not the destination busy), retried all the
-// same.
+// a panic (the sink is broken, not the destination busy).
 func (m *slotMachine) retryState() state {
 	if m.panicked {
 		return stateFailed

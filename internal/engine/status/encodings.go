@@ -6,17 +6,13 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Encodings shares one encoding of each change (the marshalled gRPC message,
-// Server-Sent Event bytes) between the watchers that send it: the broker
-// hands every watcher the same read-only event, so a change watched by
-// 1,000 clients is encoded once, not 1,000 times. It keeps the encodings
-// of the latest changes it was asked for; a watcher too far behind them
-// to share encodes its own.
+// Encodings shares one encoding of each change (the marshalled gRPC
+// message, Server-Sent Event bytes) between the watchers that send it, for
+// the latest changes asked for; a watcher further behind encodes its own.
 type Encodings[T any] struct {
 	mu      sync.Mutex
 	byEv    map[*confighubv1.WatchStatusResponse]*encoding[T]
-	order   []*confighubv1.WatchStatusResponse // ring of byEv's keys, oldest at next once full
-	next    int
+	order   []*confighubv1.WatchStatusResponse // byEv's keys, oldest first
 	max     int
 	encodes int
 }
@@ -62,12 +58,9 @@ func (c *Encodings[T]) entry(ev *confighubv1.WatchStatusResponse) *encoding[T] {
 	}
 	e := &encoding[T]{}
 	c.byEv[ev] = e
-	if len(c.order) < c.max {
-		c.order = append(c.order, ev)
-		return e
+	if c.order = append(c.order, ev); len(c.order) > c.max {
+		delete(c.byEv, c.order[0])
+		c.order = c.order[1:]
 	}
-	delete(c.byEv, c.order[c.next])
-	c.order[c.next] = ev
-	c.next = (c.next + 1) % len(c.order)
 	return e
 }

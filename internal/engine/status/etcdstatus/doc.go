@@ -2,7 +2,8 @@
 // Writer copies this replica's statuses from its engine's broker to etcd
 // (only what its Ownership owns, coalesced per interval, conditional on the
 // replica's lease), the Mirror serves every replica's statuses from etcd as
-// a status.View, with etcd's revisions.
+// a status.View, with etcd's revisions, and tells its Observer (the engine)
+// what the sinks run elsewhere did.
 //
 // Guarantees (etcdstatus_test.go):
 //   - The Mirror passes the status view conformance suite (TestConformance).
