@@ -16,83 +16,63 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// Sink is one destination (the package doc says what the engine
-// guarantees it). Apply must return once its ctx ends: a sink that ignores
-// ctx keeps its worker and an apply slot busy, and DeleteSink, PutSink of
-// its name and Stop wait for it.
+// Sink is one destination. Apply makes it hold cfg (nil: applied) and must
+// return once ctx ends: delete, replace and Stop wait for it.
 type Sink interface {
-	// Apply makes the destination hold cfg. Returning nil means applied.
 	Apply(ctx context.Context, cfg *config.Config) error
-	// Describe states the sink's capabilities.
 	Describe() Capabilities
 }
 
-// Capabilities describe a sink to the engine: only what the engine reads
-// (a sink's own limits are its to enforce in Apply).
+// Capabilities describe a sink to the engine.
 type Capabilities struct {
-	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
-	// in the gateway apply pool.
+	// Gateway counts for GATE_ANY_GATEWAY and runs in the gateway apply pool.
 	Gateway bool
-	// NoApplySlot: an apply holds no resource of the hub while it lasts (a
-	// hybrid data plane is written a shared frame, then awaited), so it
-	// takes no slot of the hub-wide limit of applies in flight.
+	// NoApplySlot: an apply holds no hub resource (a hybrid data plane is
+	// awaited), so it takes no slot of the hub-wide apply limit.
 	NoApplySlot bool
 }
 
-// Runner is a sink with background work (the kong sink's GET /status
-// poll): the engine runs Run in a goroutine of its own and cancels ctx when
-// the sink is deleted or the hub stops.
+// Runner is a sink with background work (kong's status poll), run in its
+// own goroutine until the sink is deleted or the hub stops.
 type Runner interface {
 	Run(ctx context.Context, n Notifier)
 }
 
 // Notifier lets a Runner talk to the engine.
 type Notifier interface {
-	// Resync asks the engine to apply the current generation again, even if
-	// its hash was applied (e.g. the gateway restarted empty).
+	// Resync applies the current generation again (the gateway restarted empty).
 	Resync(reason string)
-	// Health reports the destination's reachability as seen by the runner;
-	// err == nil means reachable.
+	// Health reports reachability; nil means reachable.
 	Health(err error)
-	// DataPlane reports what a destination that connects to the hub (a
-	// hybrid data plane) shows of itself, status's data_plane: a new
-	// message each time, not changed afterwards.
+	// DataPlane reports a hybrid data plane's status; dp is not changed afterwards.
 	DataPlane(dp *confighubv1.DataPlaneStatus)
 }
 
-// Closer is a sink holding resources (connections) released when it is
-// deleted or replaced.
+// Closer is a sink whose resources are released when it is deleted or replaced.
 type Closer interface {
 	Close() error
 }
 
-// Deps are what a factory may use; pass them on, never use globals.
+// Deps are what a factory may use; Logger (maybe nil) names the sink already.
 type Deps struct {
-	// Logger names the sink and its kind already: a sink adds only
-	// attributes of its own. May be nil.
 	Logger *slog.Logger
 	Clock  clockwork.Clock
 }
 
-// Factory builds a sink from its spec, checked against the proto's rules
-// already: it validates the rest and returns an error that names the
-// problem, without network I/O (the engine calls it on PutSink).
+// Factory builds a sink from its proto-validated spec, validating the rest
+// without network I/O.
 type Factory func(spec *confighubv1.Sink, deps Deps) (Sink, error)
 
 // Kind is a registered sink kind.
 type Kind struct {
-	Name    string
-	Factory Factory
-	// Defaults fill unset options (konnect's min_interval of 30s).
-	Defaults *confighubv1.SinkOptions
-	// Validate checks the options after defaults. Optional.
+	Name     string
+	Factory  Factory
+	Defaults *confighubv1.SinkOptions // fill unset options
+	// Validate (optional) checks the options after defaults.
 	Validate func(spec *confighubv1.Sink) error
-	// Owns reports whether a spec carries this kind's settings (its oneof
-	// member): a spec without a kind gets the kind that owns it, and a spec
-	// of the kind needs them. Optional.
+	// Owns (optional) reports whether a spec sets this kind's oneof member.
 	Owns func(spec *confighubv1.Sink) bool
-	// Gateway says every sink of the kind is a gateway before one is built
-	// (a replica evaluates GATE_ANY_GATEWAY over other replicas' sinks).
+	// Gateway: every sink of the kind is a gateway, known before one is built.
 	Gateway bool
 }
 
@@ -159,8 +139,7 @@ func (r *Registry) Kinds() []string {
 	return slices.Sorted(maps.Keys(r.kinds))
 }
 
-// KindOf returns the kind of a spec: its kind field, or the registered kind
-// whose spec is set.
+// KindOf returns a spec's kind field, or else its SpecKind.
 func (r *Registry) KindOf(s *confighubv1.Sink) string {
 	if s.GetKind() != "" {
 		return s.GetKind()
@@ -168,8 +147,7 @@ func (r *Registry) KindOf(s *confighubv1.Sink) string {
 	return r.SpecKind(s)
 }
 
-// SpecKind returns the registered kind that owns the spec set in s (see
-// WithSpec), or "" when none does.
+// SpecKind returns the registered kind that owns s's spec, or "".
 func (r *Registry) SpecKind(s *confighubv1.Sink) string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -189,20 +167,14 @@ var ErrInvalidSpec = errors.New("invalid sink spec")
 
 // Error tells the engine how to treat a failed apply.
 type Error struct {
-	// Code is one of the closed set (codes.go).
 	Code    Code
 	Message string
-	// Permanent: the destination rejected this configuration; do not retry
-	// it until a new generation.
-	Permanent bool
-	// RetryAfter: the destination asked to wait at least this long.
-	RetryAfter time.Duration
-	// EntityErrors are per-entity errors (Kong's flattened errors).
+	// Permanent: not retried until a new generation.
+	Permanent    bool
+	RetryAfter   time.Duration
 	EntityErrors []*confighubv1.EntityError
-	// Body is the raw answer of the destination, kept for diagnostics.
-	Body []byte
-	// Err is the underlying error, if any.
-	Err error
+	Body         []byte // the destination's raw answer
+	Err          error
 }
 
 func (e *Error) Error() string {
@@ -238,15 +210,11 @@ func RetryAfter(d time.Duration, err error) error {
 }
 
 // Degraded is what Apply returns when the destination rejected cfg whole
-// and holds a fallback of it (cfg without some entities, on_reject:
-// ON_REJECT_FALLBACK): the sink is DEGRADED, the generation not applied nor
-// retried until a new generation or a resync. AsError does not match it.
+// and holds a fallback without the Excluded entities (ON_REJECT_FALLBACK);
+// not retried until a new generation or a resync.
 type Degraded struct {
-	// Hash identifies the fallback configuration the destination holds.
-	Hash string
-	// Excluded are the entities left out or held at their previous version.
-	Excluded []*confighubv1.ExcludedEntity
-	// Rejection is the destination's refusal of cfg whole.
+	Hash      string // of the fallback
+	Excluded  []*confighubv1.ExcludedEntity
 	Rejection *Error
 }
 

@@ -19,20 +19,17 @@ import (
 )
 
 const (
-	// DefaultUnaryLimit is the size above which Push uploads in chunks,
-	// well under the hub's default message limit.
+	// DefaultUnaryLimit is the size above which Push uploads in chunks.
 	DefaultUnaryLimit = 4 << 20
 	// DefaultChunkBytes is the size of one upload chunk.
 	DefaultChunkBytes = 1 << 20
 )
 
-// StatusPageHeader is the response header of GetStatus and WatchStatus in
-// which a hub names the URL of its status page (absent when it serves none).
+// StatusPageHeader is the GetStatus/WatchStatus response header naming the hub's status page URL.
 const StatusPageHeader = "confighub-status-page"
 
 // BearerToken sends token with every call, as the hub's --auth-tokens
-// expects: grpc.WithPerRPCCredentials(hubclient.BearerToken(tok)). It also
-// works over plaintext (a loopback hub); over a network use TLS.
+// expects; it works over plaintext too (a loopback hub).
 func BearerToken(token string) credentials.PerRPCCredentials { return bearer(token) }
 
 type bearer string
@@ -59,9 +56,7 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUnaryLimit sets the size above which Push uses UploadConfig (0: Push
-// uploads every configuration, an empty one too: the hub refuses that
-// either way).
+// WithUnaryLimit sets the size above which Push uses UploadConfig (0: always).
 func WithUnaryLimit(n int) Option { return func(c *Client) { c.unaryLimit = n } }
 
 // WithChunkBytes sets the upload chunk size.
@@ -75,11 +70,8 @@ func WithWatchBackoff(min, max time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
 }
 
-// WithWatchState makes Watch (and Wait) tell f of its connection, which
-// its reconnects otherwise hide: f(err) each time the stream breaks or a
-// reconnect fails and Watch retries, f(nil) once the hub answers a new
-// stream (its header, sent at once). An error that ends Watch is returned,
-// not passed to f. f runs on Watch's goroutine, before the events after it.
+// WithWatchState makes Watch (and Wait) call f(err) on each break or failed
+// reconnect it retries, and f(nil) once the hub's header answers a new stream.
 func WithWatchState(f func(err error)) Option { return func(c *Client) { c.watchState = f } }
 
 // New returns a client on conn.
@@ -105,17 +97,12 @@ type Push struct {
 	Format             confighubv1.Format
 	ExpectedGeneration uint64
 	Labels             map[string]string
-	// Hash is Config's hex SHA-256 when the caller has it: an upload sends
-	// it as its expected_hash instead of hashing Config (empty: Push hashes
-	// it). PushConfig carries no hash.
+	// Hash is Config's hex SHA-256, if known: an upload sends it as expected_hash.
 	Hash string
 }
 
 // Push sends a configuration, by PushConfig or, above the unary limit, by
-// UploadConfig. Its errors are gRPC status errors (status.Code reads them,
-// also through the "open upload" wrapping), a ctx that ends included:
-// codes.Canceled or codes.DeadlineExceeded, not context.Canceled. A stale
-// ExpectedGeneration is codes.FailedPrecondition, and nothing is stored.
+// UploadConfig. Its errors are gRPC status errors, a ctx that ends included.
 func (c *Client) Push(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
 	if c.unaryLimit > 0 && len(p.Config) <= c.unaryLimit {
 		return c.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{
@@ -147,7 +134,6 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 	}
 	for off := 0; off < len(p.Config); off += c.chunk {
 		end := min(off+c.chunk, len(p.Config))
-		// The chunk aliases p.Config: Send marshals before it returns.
 		if err := st.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: p.Config[off:end]}}); err != nil {
 			return nil, c.uploadErr(st, err)
 		}
@@ -162,8 +148,7 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 	return &confighubv1.PushConfigResponse{Generation: res.GetGeneration(), Hash: res.GetHash(), Unchanged: res.GetUnchanged(), Sinks: res.Sinks}, nil
 }
 
-// uploadErr gets the server's real status when Send fails with io.EOF (the
-// server ended the stream early, e.g. too large).
+// uploadErr gets the server's status when Send fails with io.EOF.
 func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse], err error) error {
 	if errors.Is(err, io.EOF) {
 		if _, rerr := st.CloseAndRecv(); rerr != nil {
@@ -174,15 +159,11 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 }
 
 // Watch calls fn with every status event of a stream until ctx ends or fn
-// returns an error. After a broken stream it reconnects with backoff and
-// resumes from the last revision it saw (the hub sends a fresh snapshot if
-// that revision is gone); WithWatchState reports the breaks. Permanent
-// errors (NotFound, PermissionDenied, Unauthenticated, InvalidArgument,
-// Unimplemented) are returned.
+// fails; a broken stream resumes from the last revision after a backoff,
+// and permanent errors are returned.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
 	rev, wait, broken := fromRevision, c.minBackoff, false
 	var fnErr error
-	// once follows one WatchStatus stream until it breaks.
 	once := func() error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -190,9 +171,7 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 		if err != nil {
 			return err
 		}
-		// The hub's header, sent at once, is its answer that the watch is
-		// open (a resumed watch may get no event for a while). An open
-		// stream is not: a proxy opens it too, and a refusal has no header.
+		// The hub's header, not an open stream (a proxy opens one), says the watch is open.
 		if broken {
 			if md, err := st.Header(); err == nil && md != nil {
 				broken = false
@@ -238,11 +217,8 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 	}
 }
 
-// hashHex is the hub's config hash (hex SHA-256), here so the client does
-// not import the server's config package. It feeds SHA-256 at most
-// hashPiece bytes per call, as the hub does: the assembly cannot be
-// preempted, and a garbage collection would wait for one call over a whole
-// config with every goroutine stopped.
+// hashHex is the hub's config hash (hex SHA-256), fed in pieces as the hub
+// does so that a GC never waits on one unpreemptible call over a whole config.
 func hashHex(b []byte) string {
 	h := sha256.New()
 	writePieces(h, b)
@@ -251,7 +227,6 @@ func hashHex(b []byte) string {
 
 const hashPiece = 64 << 10
 
-// writePieces writes b to w at most hashPiece bytes per call.
 func writePieces(w io.Writer, b []byte) {
 	for len(b) > hashPiece {
 		_, _ = w.Write(b[:hashPiece])

@@ -35,17 +35,11 @@ const (
 	Kind = "kong"
 	// DefaultStatusInterval is how often GET /status is polled by default.
 	DefaultStatusInterval = 10 * time.Second
-	// emptyHash is the configuration_hash of a DB-less Kong with no
-	// configuration (after a start or restart).
-	emptyHash = "00000000000000000000000000000000"
-	// maxPollTimeout bounds one GET /status.
+	// emptyHash is the configuration_hash of a DB-less Kong with no configuration.
+	emptyHash      = "00000000000000000000000000000000"
 	maxPollTimeout = 10 * time.Second
-	// maxAnswerBytes bounds how much of an answer is read (an error body,
-	// the /status document).
-	maxAnswerBytes = 8 << 20
-	// maxDrain bounds how much of an unread answer is drained so that its
-	// connection is reused; beyond it the connection is closed.
-	maxDrain = 64 << 20
+	maxAnswerBytes = 8 << 20  // read of an error body or /status
+	maxDrain       = 64 << 20 // drained for connection reuse, else closed
 )
 
 // Register adds the "kong" kind to r.
@@ -64,15 +58,10 @@ type Sink struct {
 
 	fallback bool // on_reject: ON_REJECT_FALLBACK
 
-	mu sync.Mutex
-	// held is the body the gateway last accepted (whole or a fallback),
-	// whose versions a fallback keeps of its excluded entities.
-	held []byte
-	// running is the fallback the gateway holds, nil for a whole generation.
-	running *runningFallback
-	// appliedSinceResync is set by a successful Apply and cleared by a
-	// resync: an empty gateway after it means a restart.
-	appliedSinceResync bool
+	mu                 sync.Mutex
+	held               []byte           // the body last accepted, whose versions a fallback keeps
+	running            *runningFallback // the fallback held, nil for a whole generation
+	appliedSinceResync bool             // an empty gateway after it means a restart
 }
 
 var (
@@ -81,9 +70,7 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// New is the factory of the "kong" kind. It reads TLS files and builds the
-// client; it does no network I/O. The proto's rules are checked before
-// (internal/sinkspec).
+// New is the factory of the "kong" kind.
 func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	ks := spec.GetKong()
 	u, err := url.Parse(ks.GetAddress())
@@ -115,24 +102,17 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
-	// One idle connection: a sink sends at most two requests at once (an
-	// apply and a status poll), and a second one kept idle costs two
-	// transport goroutines and 8 KiB of buffers per gateway for nothing.
+	// A second idle connection would cost two goroutines and 8 KiB per gateway.
 	tr.MaxIdleConnsPerHost = 1
 	return &Sink{
-		// No client-wide timeout: every call is bounded by its ctx (the
-		// engine's per-attempt timeout for Apply, the poll timeout for
-		// status).
 		address: strings.TrimRight(u.String(), "/"), http: &http.Client{Transport: tr}, headers: headers,
 		interval: interval, clock: clock, logger: logger,
 		fallback: ks.GetOnReject() == confighubv1.OnReject_ON_REJECT_FALLBACK,
 	}, nil
 }
 
-// Describe: a Kong gateway, reporting Kong's per-entity errors.
-func (s *Sink) Describe() sink.Capabilities {
-	return sink.Capabilities{Gateway: true}
-}
+// Describe: a Kong gateway.
+func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{Gateway: true} }
 
 // Close releases idle connections.
 func (s *Sink) Close() error {
@@ -140,8 +120,7 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-// Apply sends cfg with POST /config?check_hash=1&flatten_errors=1. The body
-// is cfg.JSON(): converted once per generation and shared by every sink.
+// Apply sends cfg.JSON() (shared by every sink) with POST /config.
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	body, err := cfg.JSON()
 	if err != nil {
@@ -152,8 +131,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	run := s.running
 	s.mu.Unlock()
 	if run != nil && run.forHash == cfg.Hash {
-		// The gateway runs (or ran, before a restart) this generation's
-		// fallback: send it again, not the whole it rejected.
+		// Resend this generation's fallback, not the whole it rejected.
 		if err := s.post(ctx, run.body); err != nil {
 			return err
 		}
@@ -172,7 +150,6 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	return s.applyFallback(ctx, cfg, body, se)
 }
 
-// do sends one Admin API request with the sink's headers.
 func (s *Sink) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, s.address+path, bytes.NewReader(body))
 	if err != nil {
@@ -185,15 +162,13 @@ func (s *Sink) do(ctx context.Context, method, path string, body []byte) (*http.
 	return s.http.Do(req)
 }
 
-// closeBody drains the rest of an answer, bounded, so its connection is
-// reused. Kong answers a 201 with every loaded entity, about the size of
-// the configuration: it is drained, never read.
+// closeBody drains an answer, bounded, so its connection is reused (a 201
+// lists every loaded entity: drained, never read).
 func closeBody(resp *http.Response) {
 	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
 	_ = resp.Body.Close()
 }
 
-// post sends one body with POST /config; a failure is a *sink.Error.
 func (s *Sink) post(ctx context.Context, body []byte) error {
 	resp, err := s.do(ctx, http.MethodPost, "/config?check_hash=1&flatten_errors=1", body)
 	if err != nil {
@@ -210,14 +185,11 @@ func (s *Sink) post(ctx context.Context, body []byte) error {
 	return s.mapError(resp.StatusCode, raw, resp.Header.Get("Retry-After"), len(body))
 }
 
-// accepted records what the gateway now holds.
 func (s *Sink) accepted(body []byte, run *runningFallback) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appliedSinceResync = true
 	if s.fallback {
-		// Only a fallback reads it: without one, holding the body would
-		// keep an old generation alive.
 		s.held = body
 	}
 	s.running = run
@@ -264,8 +236,7 @@ func transportError(ctx context.Context, address string, err error) error {
 	}
 }
 
-// kongMessage is the "message" of a Kong error body, or the body itself
-// (trimmed) when it has none.
+// kongMessage is a Kong error body's "message", or the body trimmed.
 func kongMessage(raw []byte) string {
 	var m struct {
 		Message string `json:"message"`
@@ -284,9 +255,7 @@ func kongMessage(raw []byte) string {
 	return s
 }
 
-// flattened is Kong's 400 body for an invalid declarative configuration.
-// flattened_errors is a list, or {} when empty (Kong 3.9 encodes an empty
-// table as an object; 3.10 as []).
+// flattened is Kong's 400 body; flattened_errors is a list, or {} when empty (Kong 3.9).
 type flattened struct {
 	Message         string          `json:"message"`
 	Fields          map[string]any  `json:"fields"`
@@ -305,12 +274,8 @@ type flatEntity struct {
 	} `json:"errors"`
 }
 
-// ParseFlattenedErrors reads Kong's flattened_errors from a 400 body into
-// entity errors, and returns Kong's message. Kong's flattening leaves the
-// reference errors ("invalid reference ...") of a collection the
-// configuration gives only nested in fields, keyed by the entity's name or
-// id: those become entity errors too (without tags: Kong does not give
-// them). A body that is not Kong's gives no entity errors.
+// ParseFlattenedErrors reads a 400 body's flattened_errors, and the reference
+// errors Kong leaves nested in fields, into entity errors; it returns Kong's message.
 func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	var f flattened
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -342,8 +307,7 @@ func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	return out, f.Message
 }
 
-// referenceErrors reads fields' {collection: {name or id: [messages]}}
-// sections, which is how Kong keys its reference errors.
+// referenceErrors reads fields' {collection: {name or id: [messages]}} sections.
 func referenceErrors(fields map[string]any) []*confighubv1.EntityError {
 	var out []*confighubv1.EntityError
 	for _, coll := range slices.Sorted(maps.Keys(fields)) {
@@ -377,8 +341,7 @@ func referenceErrors(fields map[string]any) []*confighubv1.EntityError {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
-// Missing or unreadable gives 0 (the engine's backoff applies).
+// parseRetryAfter reads Retry-After seconds or an HTTP date; 0 if neither.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -398,12 +361,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// Run polls GET /status every status interval (on the injected clock). A
-// gateway that reports the all-zeros configuration_hash after it was given
-// a configuration (or at the first poll after the hub started) restarted
-// empty: the engine is asked to resync. An unreachable gateway is reported
-// with Health(err) at every failed poll, and Health(nil) when it answers
-// again.
+// Run polls GET /status: an empty hash after an apply (or at the first poll)
+// means a restart, so it resyncs; every failed poll reports Health(err),
+// since an apply in between clears the engine's view.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()
@@ -425,8 +385,6 @@ func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 				s.logger.Warn("gateway unreachable", "address", s.address, "err", err)
 				health = -1
 			}
-			// Reported at every failed poll: a successful apply in between
-			// clears the engine's view, and a gateway down again must show.
 			n.Health(fmt.Errorf("GET %s/status: %w", s.address, err))
 			continue
 		case health != 1:
@@ -447,7 +405,6 @@ func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	}
 }
 
-// status is the configuration_hash GET /status reports.
 func (s *Sink) status(ctx context.Context) (string, error) {
 	resp, err := s.do(ctx, http.MethodGet, "/status", nil)
 	if err != nil {

@@ -37,8 +37,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: kong_db: %v", sink.ErrInvalidSpec, spec.GetName(), err)
 	}
-	logger := deps.Logger // already names the sink and its kind (sink.Deps)
-	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
-	syncer := diffsync.New(client, diffsync.Options{Concurrency: conc, Logger: logger})
-	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, nil), nil
+	tlsconfig.WarnInsecure(deps.Logger, ks.GetTls(), ks.GetAddress())
+	syncer := diffsync.New(client, diffsync.Options{Concurrency: conc, Logger: deps.Logger})
+	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, deps, nil), nil
 }

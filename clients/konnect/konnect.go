@@ -35,8 +35,7 @@ const (
 	PathPrefix = "/kic/api/control-planes/"
 )
 
-// Register adds the "konnect" kind to r, with its default options and
-// their check.
+// Register adds the "konnect" kind to r.
 func Register(r *sink.Registry) error {
 	return r.Register(Kind, New,
 		sink.WithDefaults(&confighubv1.SinkOptions{
@@ -109,7 +108,6 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	logger := deps.Logger
 	if logger != nil {
-		// The sink and its kind are named already (sink.Deps).
 		logger = logger.With("control_plane", cp)
 	}
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), opts.BaseURL)
@@ -118,7 +116,8 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if tok.file != "" {
 		before = tok.reload
 	}
-	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, before), nil
+	deps.Logger = logger
+	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, deps, before), nil
 }
 
 // token is a bearer token, inline or from a file re-read before each apply.

@@ -35,22 +35,18 @@ const (
 	Kind = "plugin"
 	// DefaultChunkBytes is the chunk size when the plugin names none.
 	DefaultChunkBytes = 1 << 20
-	// DefaultBackoffMax is the kind's default cap of the engine's retry
-	// backoff: a restarted plugin is retried within grpc's reconnect cap.
+	// DefaultBackoffMax caps the engine's retry backoff at grpc's reconnect cap.
 	DefaultBackoffMax = 30 * time.Second
-	// describeTimeout bounds the Describe that Run makes on a new
-	// connection.
-	describeTimeout = 10 * time.Second
+	describeTimeout   = 10 * time.Second
 )
 
-// Options tune the kind's connections. Zero fields take grpc's reconnect
-// backoff capped at 30s and a 5s connect timeout.
+// Options tune the kind's connections (zero: backoff capped at 30s, 5s connect timeout).
 type Options struct {
 	Backoff           backoff.Config
 	MinConnectTimeout time.Duration
 }
 
-// Register adds the "plugin" kind to r with the default settings.
+// Register adds the "plugin" kind to r.
 func Register(r *sink.Registry) error { return RegisterWith(r, Options{}) }
 
 // RegisterWith adds the "plugin" kind to r with o.
@@ -74,9 +70,8 @@ type Sink struct {
 	conn     *grpc.ClientConn
 	client   sinkv1.SinkPluginServiceClient
 
-	// epoch counts transport connections (a stats handler sees each); the
-	// cached Describe is valid for the epoch it was made in. describeLock
-	// serialises Describe calls and, unlike a mutex, is given up on ctx.
+	// epoch counts transport connections; desc is valid for its epoch.
+	// describeLock, unlike a mutex, is given up on ctx.
 	epoch        atomic.Uint64
 	describeLock chan struct{}
 	desc         atomic.Pointer[described]
@@ -99,7 +94,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("plugin", ps.GetAddress()) // the sink is named already (sink.Deps)
+	log = log.With("plugin", ps.GetAddress())
 	creds := insecure.NewCredentials()
 	if ps.GetTls() != nil {
 		tc, err := tlsconfig.Build(ps.GetTls())
@@ -113,9 +108,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 	conn, err := grpc.NewClient(ps.GetAddress(),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.Backoff, MinConnectTimeout: o.MinConnectTimeout}),
-		// Stay connected while the sink exists, so Run sees a lost plugin
-		// at once and its health is current.
-		grpc.WithIdleTimeout(0),
+		grpc.WithIdleTimeout(0), // stay connected so Run sees a lost plugin at once
 		grpc.WithStatsHandler(connCounter{&s.epoch}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: plugin.address %q: %v", sink.ErrInvalidSpec, spec.GetName(), ps.GetAddress(), err)
@@ -125,8 +118,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 	return s, nil
 }
 
-// Describe: a plugin is never a gateway. Its own limits (largest
-// configuration, formats) are enforced by Apply once Describe told them.
+// Describe: a plugin is never a gateway; Apply enforces its own limits.
 func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
 // Close releases the connection.
@@ -163,13 +155,11 @@ func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 		if !s.conn.WaitForStateChange(ctx, st) {
 			return
 		}
-		// Any change from READY means the connection went away.
 		lost = lost || st == connectivity.Ready
 	}
 }
 
-// described returns the plugin's Describe for the current connection,
-// calling it when the connection changed.
+// described returns the plugin's Describe for the current connection.
 func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) {
 	select {
 	case s.describeLock <- struct{}{}:
@@ -180,9 +170,7 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 	if d := s.desc.Load(); d != nil && d.epoch == s.epoch.Load() {
 		return d.resp, nil
 	}
-	// Connect first, so the Describe is recorded against the connection it
-	// runs on (the client connects lazily, during the first call). A
-	// plugin that is down is not waited for: the call fails at once.
+	// Connect first, so the Describe is recorded against the connection it runs on.
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -194,8 +182,6 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 	if err != nil {
 		return nil, err
 	}
-	// A reconnect during the call records an older epoch: one extra
-	// Describe later, never a stale one.
 	s.desc.Store(&described{epoch: ep, resp: resp})
 	s.log.Debug("plugin described", "name", resp.GetName(), "version", resp.GetVersion(),
 		"formats", resp.GetFormats(), "max_config_bytes", resp.GetMaxConfigBytes(), "chunk_bytes", resp.GetChunkBytes())
@@ -238,7 +224,6 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if chunk <= 0 {
 		chunk = DefaultChunkBytes
 	}
-	// A child context ends the stream on every early return.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.client.Apply(sctx)
@@ -254,7 +239,6 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	for off := 0; off < len(body); off += chunk {
 		end := min(off+chunk, len(body))
-		// The chunk aliases the shared bytes; grpc only reads it.
 		if err := stream.Send(&sinkv1.ApplyRequest{Msg: &sinkv1.ApplyRequest_Chunk{Chunk: body[off:end]}}); err != nil {
 			return s.sendFailed(stream, err)
 		}
@@ -266,22 +250,18 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	return responseError(resp)
 }
 
-// sendFailed gets the real status: a failed Send returns io.EOF when the
-// server ended the stream, and the status comes from RecvMsg.
+// sendFailed gets the plugin's answer or status when Send fails with io.EOF.
 func (s *Sink) sendFailed(stream grpc.ClientStreamingClient[sinkv1.ApplyRequest, sinkv1.ApplyResponse], err error) error {
 	if errors.Is(err, io.EOF) {
 		resp, rerr := stream.CloseAndRecv()
 		if rerr != nil {
 			return transportError("apply", rerr)
 		}
-		// The plugin answered before reading everything (e.g. an early
-		// rejection).
 		return responseError(resp)
 	}
 	return transportError("apply", err)
 }
 
-// responseError maps the plugin's answer to the engine's error.
 func responseError(r *sinkv1.ApplyResponse) error {
 	if r.GetApplied() {
 		return nil
@@ -293,8 +273,6 @@ func responseError(r *sinkv1.ApplyResponse) error {
 	if e.Message == "" {
 		e.Message = "the plugin did not apply the configuration"
 	}
-	// The plugin's own code maps onto the closed set; a code of its own
-	// stays visible in the message.
 	own := r.GetCode()
 	e.Code = sink.ParseCode(own, e.Permanent)
 	switch {
@@ -320,8 +298,7 @@ func entityError(ee *sinkv1.EntityError) *confighubv1.EntityError {
 	return out
 }
 
-// transportError maps a gRPC failure: every one is retryable (the plugin
-// may come back or be fixed), with a code that says what happened.
+// transportError maps a gRPC failure to a retryable error.
 func transportError(op string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -337,9 +314,8 @@ func transportError(op string, err error) error {
 	return &sink.Error{Code: code, Message: fmt.Sprintf("plugin %s: gRPC %s: %s", op, strings.ToLower(codeName(st.Code())), st.Message()), Err: err}
 }
 
+// codeName is c's name in kebab-case.
 func codeName(c codes.Code) string {
-	// codes.Code.String gives "Unavailable", "ResourceExhausted", ...: turn
-	// CamelCase into kebab-case.
 	var b strings.Builder
 	for i, r := range c.String() {
 		if i > 0 && r >= 'A' && r <= 'Z' {
@@ -350,9 +326,8 @@ func codeName(c codes.Code) string {
 	return b.String()
 }
 
-// render picks the bytes to send: as pushed when the plugin takes that
-// format (no format named: JSON), else converted by the Config's shared
-// conversions.
+// render picks the bytes to send: as pushed if the plugin takes that format
+// (default JSON), else the Config's shared conversion.
 func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Format, error) {
 	formats := d.GetFormats()
 	if len(formats) == 0 {
@@ -382,7 +357,6 @@ func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Form
 	return b, f, nil
 }
 
-// connCounter counts new transport connections.
 type connCounter struct{ n *atomic.Uint64 }
 
 func (c connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }

@@ -105,12 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, nil
 }
 
-// retention is --history and --history-bytes.
 func (f flags) retention() store.Retention {
 	return store.Retention{History: f.history, Bytes: f.historyBytes}
 }
 
-// fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
 func (f flags) fileSinkRootDir() string {
 	return cmp.Or(f.fileSinkRoot, filepath.Join(f.dataDir, "out"))
 }
@@ -130,11 +128,9 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// storeMode is what a --store mode gives serve, the one start path: the
-// hub's store (the engine's recorder too), the hub's ports on the engine,
-// what names the store in a failed start and bounds that start (0: no
-// bound), and serving, run once the server exists until ctx ends or the
-// stop it returns, which runs before the engine stops.
+// storeMode is what a --store mode gives serve: its store, the hub's ports
+// on the engine, a failed start's name and bound (0: none), and serving,
+// run once the server exists; its stop runs before the engine stops.
 type storeMode struct {
 	store        store.Store
 	log          *slog.Logger
@@ -176,12 +172,10 @@ func openStore(f flags, log *slog.Logger) (*storeMode, error) {
 		close:   func() { _ = st.Close() }}, nil
 }
 
-// sinkSecrets keys the fingerprints of sink secrets with the store's key
-// (created at the first start), so that they stay the same across
-// restarts and replicas.
+// sinkSecrets keys sink secret fingerprints with the store's key, stable across restarts and replicas.
 func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, error) {
 	fresh := make([]byte, redact.FingerprintKeyBytes)
-	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	_, _ = rand.Read(fresh)
 	key, err := st.FingerprintKey(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("read the fingerprint key of sink secrets: %w", err)
@@ -221,7 +215,6 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		seed = s
 	}
 	reg := sink.NewRegistry()
-	// The root is created by the first file sink write.
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
@@ -270,22 +263,27 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	var h *hub.Hub
 	secrets, err := sinkSecrets(sctx, m.store)
 	if err == nil {
-		h = hub.New(m.store, ports, append(o.hubOptions(), hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig),
-			hub.WithSinkSecrets(secrets), hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub))...)
+		hopts := []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+			hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+		if o.metrics != nil {
+			hopts = append(hopts, hub.WithRefusals(o.metrics.Bounds))
+		}
+		h = hub.New(m.store, ports, hopts...)
 		err = h.Start(sctx, seed)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.what, err)
 	}
-	// Opening the store read every record and configuration: that memory
-	// goes back to the OS now, not when the scavenger catches up.
+	// Return the memory of reading the store to the OS now.
 	debug.FreeOSMemory()
 	srv, err := server.New(h, append(o.serverOptions(), server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg),
 		server.WithMaxConcurrentStreams(f.limits.connStreams))...)
 	if err != nil {
 		return err
 	}
-	o.exportBounds(h, srv)
+	if o.metrics != nil {
+		o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
+	}
 	stop := m.serving(ctx, srv)
 	defer stop()
 	cl.serve(eng, log)
@@ -293,11 +291,8 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	return listenAndServe(ctx, f, log, o, srv, append(m.attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }
 
-// listenAndServe serves gRPC on --listen until ctx ends, then shuts down:
-// stop accepting, end the status watches (they never end on their own),
-// let unary calls and uploads finish within --shutdown-timeout. The
-// caller's deferred stops follow (fan-out, engine, store). attrs go on the
-// "confighub serving" line.
+// listenAndServe serves gRPC on --listen until ctx ends, then ends the
+// status watches and lets other calls finish within --shutdown-timeout.
 func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv *server.Server, attrs ...any) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -20,17 +20,14 @@ import (
 
 	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/statuspage"
 )
 
-// defaultMetricsListen is where /metrics is served unless told otherwise.
 const defaultMetricsListen = "127.0.0.1:9464"
 
-// opsFlags are the security, metrics and diagnostics flags.
 type opsFlags struct {
 	authTokens        string
 	tlsCert           string
@@ -38,15 +35,12 @@ type opsFlags struct {
 	tlsClientCA       string
 	insecureListenAny bool
 	metricsListen     string
-	// metricsListenSet: --metrics-listen was given, even with the default
-	// value: an address the operator chose must be served or the start fails.
-	metricsListenSet bool
-	includeSecrets   bool
-	profiling        bool
+	metricsListenSet  bool // given, even with the default value
+	includeSecrets    bool
+	profiling         bool
 }
 
-// metricsRequired: the metrics listener must bind or the start fails,
-// when --metrics-listen was given or --profiling asks for what it serves.
+// metricsRequired: the metrics listener must bind or the start fails.
 func (o opsFlags) metricsRequired() bool { return o.metricsListenSet || o.profiling }
 
 func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
@@ -67,21 +61,16 @@ type ops struct {
 	auth    *auth.Authenticator
 	tls     *auth.ServerTLS
 	redact  bool
-	drain   *drainer // ends the status watches when a shutdown starts
+	drain   *drainer
 	msrv    *metrics.Server
-	// page is what the status page reads (the hub), set before serve;
-	// pageURL is its address once its listener is bound.
-	page    statuspage.Source
-	pageURL atomic.Pointer[string]
+	page    statuspage.Source      // set before serve
+	pageURL atomic.Pointer[string] // once its listener is bound
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	// hup takes SIGHUP from startOps on, which would otherwise kill the
-	// process while the hub starts; it is handled once serving.
-	hup chan os.Signal
+	hup     chan os.Signal // from startOps on, so SIGHUP never kills a starting hub
 }
 
-// startOps checks the listen policy and loads tokens, TLS and the metric
-// registry. Nothing listens yet.
+// startOps checks the listen policy and loads tokens, TLS and metrics; nothing listens yet.
 func startOps(f flags, log *slog.Logger) (*ops, error) {
 	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer(), hup: make(chan os.Signal, 1)}
 	if err := checkListenPolicy(f); err != nil {
@@ -118,8 +107,7 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 }
 
 // checkListenPolicy refuses a non-loopback --listen or --metrics-listen
-// without --auth-tokens, unless --insecure-listen-any: one rule for every
-// port the hub opens.
+// without --auth-tokens, unless --insecure-listen-any.
 func checkListenPolicy(f flags) error {
 	if f.ops.authTokens != "" || f.ops.insecureListenAny {
 		return nil
@@ -133,9 +121,7 @@ func checkListenPolicy(f flags) error {
 	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream name, sink name, kind and state from /metrics, and every sink's errors from the status page")
 }
 
-// requireLoopback refuses addr (the value of flag) when it is not on the
-// loopback interface: without tokens anyone who reaches the port could do
-// what risk says.
+// requireLoopback refuses addr (flag's value) unless it is loopback.
 func requireLoopback(flag, addr, risk string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -159,27 +145,8 @@ func requireLoopback(flag, addr, risk string) error {
 	return nil
 }
 
-// hubOptions count the refusals of the hub's bounds.
-func (o *ops) hubOptions() []hub.Option {
-	if o.metrics == nil {
-		return nil
-	}
-	return []hub.Option{hub.WithRefusals(o.metrics.Bounds)}
-}
-
-// exportBounds makes /metrics show the bounds of h and srv.
-func (o *ops) exportBounds(h *hub.Hub, srv *server.Server) {
-	if o.metrics == nil {
-		return
-	}
-	o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
-}
-
-// engineOptions adds the Prometheus engine metrics.
 func (o *ops) engineOptions() []engine.Option {
-	// Secrets a destination quotes in its errors never reach status or
-	// logs, whatever --diagnostics-include-secrets says (that flag is about
-	// GetConfig's configurations and raw bodies).
+	// Secrets quoted in errors never reach status or logs, whatever --diagnostics-include-secrets says.
 	opts := []engine.Option{engine.WithMessageRedactor(redact.Message), engine.WithSecretValues(redact.SecretValues)}
 	if o.metrics != nil {
 		opts = append(opts, engine.WithMetrics(o.metrics.Engine))
@@ -187,9 +154,8 @@ func (o *ops) engineOptions() []engine.Option {
 	return opts
 }
 
-// serverOptions adds TLS, the drain of status watches at shutdown, the
-// metric interceptors (before auth, so denied calls are counted too), the
-// auth interceptors and the redactor.
+// serverOptions adds TLS, the drain, the metric interceptors (before auth,
+// to count denied calls), auth and the redactor.
 func (o *ops) serverOptions() []server.Option {
 	var (
 		opts   []server.Option
@@ -214,7 +180,6 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// statusPageURL is the status page's URL, "" while none is served.
 func (o *ops) statusPageURL() string {
 	if u := o.pageURL.Load(); u != nil {
 		return *u
@@ -222,8 +187,7 @@ func (o *ops) statusPageURL() string {
 	return ""
 }
 
-// pageURLFor is the URL a user opens for the listener bound at addr: an
-// unspecified host (0.0.0.0, ::) becomes this machine's name.
+// pageURLFor is the URL of the listener at addr, an unspecified host as this machine's name.
 func pageURLFor(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -239,8 +203,7 @@ func pageURLFor(addr string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// serve starts /metrics with the status page and the SIGHUP reloader;
-// close stops both.
+// serve starts /metrics with the status page and the SIGHUP reloader.
 func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	rctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
@@ -252,12 +215,9 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			if o.auth != nil {
 				popts = append(popts, statuspage.WithAuth(o.auth))
 			}
-			// The page's event streams end with rctx, before the
-			// listener's Shutdown waits for its requests.
 			page = statuspage.New(rctx, o.page, popts...)
 		}
-		// Running profiles end with rctx too: Shutdown never ends a
-		// request's context.
+		// Event streams and profiles end with rctx: Shutdown never ends a request's context.
 		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
 			// Without tokens as open as /metrics (loopback unless --insecure-listen-any).
@@ -268,8 +228,6 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			if f.ops.metricsRequired() {
 				return err
 			}
-			// The default port, not asked for, is taken (another hub on
-			// this machine): serve gRPC anyway and say so.
 			o.log.Warn("metrics disabled: the default --metrics-listen is in use; set --metrics-listen", "error", err)
 		} else {
 			o.msrv = ms
@@ -297,8 +255,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	return nil
 }
 
-// reload re-reads the token file and the TLS certificate (SIGHUP). A
-// failure keeps what is in force.
+// reload re-reads the token file and the TLS certificate; a failure keeps the old.
 func (o *ops) reload() {
 	if o.auth == nil && o.tls == nil {
 		o.log.Info("SIGHUP: nothing to reload (no --auth-tokens, no --tls-cert)")

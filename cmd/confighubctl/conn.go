@@ -19,12 +19,9 @@ import (
 // maxRecv bounds answers (config get of a large configuration).
 const maxRecv = 512 << 20
 
-// maxReconnectWait bounds the wait between two connection attempts, and
-// between two watch retries: a watch follows the hub within about twice
-// this after the hub came back (grpc's default is 2 minutes).
+// maxReconnectWait bounds the wait between connection attempts and watch retries.
 const maxReconnectWait = 5 * time.Second
 
-// dial connects to the hub as the globals say.
 func dial(g *globals) (*grpc.ClientConn, error) {
 	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""
 	if useTLS && g.insecure {

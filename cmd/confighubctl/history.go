@@ -65,8 +65,7 @@ func outcomeText(gr *confighubv1.GenerationRecord) string {
 	return fmt.Sprintf("%s %d/%d", name, gr.GetSinksApplied(), gr.GetSinksTotal())
 }
 
-// entityText is "2 services, 3 routes, 1 plugin" (the most numerous
-// first).
+// entityText is "3 routes, 2 services, 1 plugin".
 func entityText(counts map[string]uint32) string {
 	types := slices.Sorted(maps.Keys(counts))
 	slices.SortStableFunc(types, func(a, b string) int { return int(counts[b]) - int(counts[a]) })
@@ -84,8 +83,7 @@ func entityText(counts map[string]uint32) string {
 	return strings.Join(parts, ", ")
 }
 
-// labelText is "k=v,k2=v2"; for a rollback without the label that names
-// the generation it rolls back to, which "rollback to N" says.
+// labelText is "k=v,k2=v2", a rollback's rollbackLabel left out.
 func labelText(labels map[string]string, rollback bool) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
@@ -132,7 +130,6 @@ func diffCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// parseGeneration reads a generation argument of cmd.
 func parseGeneration(cmd, arg string) (uint64, error) {
 	gen, err := strconv.ParseUint(arg, 10, 64)
 	if err != nil || gen == 0 {
@@ -148,9 +145,7 @@ const (
 	ansiReset  = "\x1b[0m"
 )
 
-// renderDiff prints a diff as deck diff does: one line per entity
-// ("creating service x", "updating route y", "deleting plugin z"), the
-// changed fields of an update under it, then a summary.
+// renderDiff prints a diff as deck diff does.
 func renderDiff(res *confighubv1.DiffConfigResponse, ansi bool) string {
 	var b strings.Builder
 	what := fmt.Sprintf("stream %s: generation %d (%s) -> %d (%s)", res.GetStream(), res.GetFrom(), short(res.GetFromHash()), res.GetTo(), short(res.GetToHash()))
@@ -182,8 +177,7 @@ func renderDiff(res *confighubv1.DiffConfigResponse, ansi bool) string {
 	return b.String()
 }
 
-// entityName is "route r1 (service echo)"; a key-auth credential has no
-// name to show (its key is its name), so its id or parent names it.
+// entityName is "route r1 (service echo)".
 func entityName(ch *confighubv1.EntityChange) string {
 	s := ch.GetType()
 	switch {

@@ -1,10 +1,6 @@
-// Command confighubctl is the operator's client of a confighub hub: push a
-// configuration, show and follow the per-sink status, manage sinks and
-// streams, read back configurations, list, diff and roll back generations
-// (the usage text below lists the commands). Every command goes through one
-// path: its flags, one call to the hub within --timeout, its output as a
-// table or --output json. A failure exits non-zero with one line:
-// "confighubctl: push: InvalidArgument: ...".
+// Command confighubctl is the operator's client of a confighub hub. Every
+// command goes through one path: its flags, one call to the hub within
+// --timeout, its output as a table or --output json, or one error line.
 package main
 
 import (
@@ -79,7 +75,6 @@ Commands:
 Global flags (also accepted after the command):
 `
 
-// globals are the connection and output flags.
 type globals struct {
 	addr, token, tlsCA, tlsCert, tlsKey, tlsServerName string
 	insecure                                           bool
@@ -99,13 +94,11 @@ func addGlobals(fs *flag.FlagSet, g *globals) {
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "deadline of one request (not of status --watch)")
 }
 
-// command is one confighubctl command.
 type command struct {
 	synopsis string // its usage line, after "confighubctl "
-	args     bool   // takes positional arguments (else one is bad usage)
-	noHub    bool   // talks to no hub: --output does not apply
-	// flags defines the command's flags on fs and returns its body.
-	flags func(fs *flag.FlagSet) func(x *invocation, args []string) error
+	args     bool   // takes positional arguments
+	noHub    bool   // --output does not apply
+	flags    func(fs *flag.FlagSet) func(x *invocation, args []string) error
 }
 
 func commands() map[string]command {
@@ -114,9 +107,9 @@ func commands() map[string]command {
 		"status":         {synopsis: "status [--stream s] [--watch] [--redraw d]", flags: statusCmd},
 		"sinks list":     {synopsis: "sinks list [--stream s]", flags: sinksList},
 		"sinks put":      {synopsis: "sinks put -f FILE.yaml", flags: sinksPut},
-		"sinks delete":   {synopsis: "sinks delete NAME...", args: true, flags: sinksDelete},
+		"sinks delete":   {synopsis: "sinks delete NAME...", args: true, flags: deleteCmd("sink", "a sink")},
 		"streams list":   {synopsis: "streams list", flags: streamsList},
-		"streams delete": {synopsis: "streams delete NAME", args: true, flags: streamsDelete},
+		"streams delete": {synopsis: "streams delete NAME", args: true, flags: deleteCmd("stream", "one stream")},
 		"config get":     {synopsis: configSynopsis, flags: configGet},
 		"history":        {synopsis: "history [--stream s] [--limit n] [--before GENERATION]", flags: historyCmd},
 		"diff":           {synopsis: "diff [FROM [TO]] [--stream s] [--sink NAME] [--color auto|always|never]", args: true, flags: diffCmd},
@@ -125,7 +118,6 @@ func commands() map[string]command {
 	}
 }
 
-// cliError is a failure with the command it happened in.
 type cliError struct {
 	cmd string
 	err error
@@ -191,11 +183,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 1
 }
 
-// dispatch finds the command of args, parses its flags (the globals too,
-// so "status --addr x" works) and runs it.
+// dispatch finds the command of args, parses its flags and the globals, and runs it.
 func dispatch(ctx context.Context, root *flag.FlagSet, g *globals, args []string, stdout, stderr io.Writer) error {
-	// The command words with subcommands: their help line, and what a
-	// missing or unknown subcommand says.
 	groups := map[string]struct{ help, want, known string }{
 		"sinks":   {"sinks list [--stream s] | put -f FILE.yaml | delete NAME", "want list, put -f FILE or delete NAME", "list, put or delete"},
 		"streams": {"streams list | delete NAME", "want list or delete NAME", "list or delete"},
@@ -230,8 +219,7 @@ func dispatch(ctx context.Context, root *flag.FlagSet, g *globals, args []string
 	}
 	fs := flag.NewFlagSet("confighubctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	// The globals, sharing their values (parsed ones are the defaults),
-	// described in short.
+	// The globals, sharing their values, described in short.
 	brief := map[string]string{"tls-ca": "PEM CA of the hub's certificate", "tls-cert": "PEM client certificate (mTLS)",
 		"tls-key": "PEM key of --tls-cert", "tls-server-name": "name to verify in the hub's certificate",
 		"insecure": "plaintext", "timeout": "deadline of one request"}
@@ -259,8 +247,7 @@ func dispatch(ctx context.Context, root *flag.FlagSet, g *globals, args []string
 	return body(x, pos)
 }
 
-// parseQuiet parses args; the usage text is printed for --help only, so a
-// bad flag is one line like every other failure.
+// parseQuiet parses args, printing the usage text for --help only.
 func parseQuiet(fs *flag.FlagSet, args []string) error {
 	out := fs.Output()
 	var buf strings.Builder
@@ -273,8 +260,7 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 	return err
 }
 
-// parseSub parses a command's flags; flags may follow positional
-// arguments ("sinks delete gw-0 --addr x").
+// parseSub parses a command's flags, also after positional arguments.
 func parseSub(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -291,8 +277,7 @@ func parseSub(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// invocation is one run of a command: its globals, its output and its
-// connection to the hub, made at the first call.
+// invocation is one run of a command; conn is made at the first call.
 type invocation struct {
 	ctx       context.Context
 	name      string
@@ -301,7 +286,6 @@ type invocation struct {
 	conn      *grpc.ClientConn
 }
 
-// client is a client of the hub on the invocation's connection.
 func (x *invocation) client(opts ...hubclient.Option) (*hubclient.Client, error) {
 	if x.conn == nil {
 		cc, err := dial(x.g)
@@ -319,8 +303,7 @@ func (x *invocation) close() {
 	}
 }
 
-// call makes one request within --timeout; its error is the command's,
-// named what.
+// call makes one request within --timeout; its error is named what.
 func call[T any](x *invocation, what string, fn func(context.Context, *hubclient.Client) (T, error)) (T, error) {
 	var zero T
 	c, err := x.client()
@@ -336,7 +319,6 @@ func call[T any](x *invocation, what string, fn func(context.Context, *hubclient
 	return res, nil
 }
 
-// print writes res as JSON with --output json, else text().
 func (x *invocation) print(res proto.Message, text func() string) error {
 	if x.g.output == "json" {
 		return printJSON(x.out, false, res)
@@ -345,9 +327,8 @@ func (x *invocation) print(res proto.Message, text func() string) error {
 	return err
 }
 
-// each runs do for items 0..n-1 and prints each one's text; with --output
-// json their results are one document (an array when n > 1), printed also
-// when one fails, so it stays valid JSON and says which were done.
+// each runs do for items 0..n-1 and prints each one's text, or with
+// --output json one document of those done, also when one fails.
 func (x *invocation) each(n int, do func(i int) (proto.Message, string, error)) error {
 	var done []proto.Message
 	defer func() {
@@ -369,9 +350,7 @@ func (x *invocation) each(n int, do func(i int) (proto.Message, string, error)) 
 	return nil
 }
 
-// printJSON writes ms as indented JSON, an array when asArray. protojson's
-// own spacing is deliberately unstable, so it is re-indented for scripts
-// and diffs.
+// printJSON writes ms as stably indented JSON, an array when asArray.
 func printJSON(out io.Writer, asArray bool, ms ...proto.Message) error {
 	var b bytes.Buffer
 	for i, m := range ms {
@@ -397,7 +376,6 @@ func printJSON(out io.Writer, asArray bool, ms ...proto.Message) error {
 	return err
 }
 
-// readInput reads a file, or standard input for "-".
 func readInput(path string) ([]byte, error) {
 	if path == "-" {
 		return io.ReadAll(os.Stdin)

@@ -19,7 +19,6 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// labelFlags collects repeated --label k=v.
 type labelFlags map[string]string
 
 func (l labelFlags) String() string { return "" }
@@ -78,8 +77,7 @@ func pushCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 		if err != nil {
 			return err
 		}
-		// A stream without sinks is legitimate but is what a misspelt
-		// --stream gives; nil from a hub too old to say.
+		// Likely a misspelt --stream; nil from a hub too old to say.
 		if res.Sinks != nil && res.GetSinks() == 0 {
 			fmt.Fprintf(x.errw, "warning: stream %s has no sinks: nothing applies this configuration until a sink of stream %q is added (confighubctl sinks list shows each sink's stream)\n", *stream, *stream)
 		}
@@ -92,13 +90,9 @@ func pushCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// pushFitting pushes p as hubclient does (PushConfig up to its unary
-// limit, UploadConfig above; UploadConfig only when upload is set). When
-// the hub refuses a message as larger than its --max-message-bytes, it
-// sends p again, once, by UploadConfig in chunks under that limit: grpc
-// refuses such a message before the hub reads it, so nothing was stored,
-// and an operator who lowered the limit gets the push done instead of
-// an error to decode.
+// pushFitting pushes p; when the hub refuses a message as larger than its
+// --max-message-bytes (nothing was stored), it uploads p again, once, in
+// chunks under that limit.
 func pushFitting(ctx context.Context, cc grpc.ClientConnInterface, p hubclient.Push, upload bool, opts []hubclient.Option) (*confighubv1.PushConfigResponse, error) {
 	first := opts
 	if upload {
@@ -111,8 +105,7 @@ func pushFitting(ctx context.Context, cc grpc.ClientConnInterface, p hubclient.P
 	}
 	chunk := min(hubclient.DefaultChunkBytes, limit-chunkFraming)
 	unary := !upload && len(p.Config) <= hubclient.DefaultUnaryLimit
-	// An upload already in chunks this small was refused for its header:
-	// the same upload again would be refused again.
+	// An upload already in chunks this small was refused for its header.
 	if chunk > 0 && (unary || chunk < hubclient.DefaultChunkBytes) {
 		retry := append(slices.Clip(opts), hubclient.WithUnaryLimit(0), hubclient.WithChunkBytes(chunk))
 		res, err = hubclient.New(cc, retry...).Push(ctx, p)
@@ -123,16 +116,13 @@ func pushFitting(ctx context.Context, cc grpc.ClientConnInterface, p hubclient.P
 	return nil, fmt.Errorf("%s: the hub refuses gRPC messages above %d bytes (its --max-message-bytes), and this push does not fit them even by UploadConfig in chunks; raise the hub's --max-message-bytes", oneLine(err), limit)
 }
 
-// chunkFraming is what an upload chunk's message adds to its bytes: the
-// field's tag and length prefix take at most 6 bytes.
+// chunkFraming bounds what an upload chunk's message adds to its bytes.
 const chunkFraming = 16
 
-// tooLargeRE matches grpc's refusal of a received message above its limit,
-// with and without decompression; the last number is the limit.
+// tooLargeRE matches grpc's refusal of a message above its limit (the last number).
 var tooLargeRE = regexp.MustCompile(`larger than max \(?(?:\d+ vs\. )?(\d+)\)?$`)
 
-// messageLimit returns the hub's message limit when err is grpc's refusal
-// of a message larger than it.
+// messageLimit returns the hub's message limit when err is a refusal for it.
 func messageLimit(err error) (int, bool) {
 	st, ok := status.FromError(err)
 	if !ok || err == nil || st.Code() != codes.ResourceExhausted {
@@ -146,8 +136,7 @@ func messageLimit(err error) (int, bool) {
 	return n, err == nil
 }
 
-// progressBar draws "upload [#####.....] 45% 9.0/20.0 MiB" on one line,
-// redrawn with a carriage return.
+// progressBar draws "upload [#####.....] 45% 9.0/20.0 MiB" on one line.
 type progressBar struct {
 	w    io.Writer
 	last int
@@ -170,7 +159,7 @@ func (p *progressBar) update(sent, total int64) {
 
 func (p *progressBar) done(ok bool) {
 	if p == nil || p.last < 0 {
-		return // no bar, or a unary push: no bar was drawn
+		return
 	}
 	if ok {
 		fmt.Fprintln(p.w, " done")

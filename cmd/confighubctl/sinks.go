@@ -58,7 +58,6 @@ func table(header string, n int, row func(i int) []any) string {
 	return b.String()
 }
 
-// target is where a sink writes, for the list.
 func target(s *confighubv1.Sink) string {
 	switch {
 	case s.GetKong() != nil:
@@ -85,7 +84,7 @@ func sinksPut(fs *flag.FlagSet) func(*invocation, []string) error {
 		if err != nil {
 			return &cliError{"sinks put", err}
 		}
-		sinks, err := sinksfile.ParseOneOrMany(raw) // errors point at the user's lines
+		sinks, err := sinksfile.ParseOneOrMany(raw)
 		if err == nil && len(sinks) == 0 {
 			err = fmt.Errorf("no sink in the file")
 		}
@@ -105,17 +104,23 @@ func sinksPut(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-func sinksDelete(*flag.FlagSet) func(*invocation, []string) error {
-	return func(x *invocation, names []string) error {
-		if len(names) == 0 {
-			return usagef("sinks delete: want the NAME of a sink")
-		}
-		return x.each(len(names), func(i int) (proto.Message, string, error) {
-			_, err := call(x, "sinks delete "+names[i], func(ctx context.Context, c *hubclient.Client) (*confighubv1.DeleteSinkResponse, error) {
-				return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
+// deleteCmd deletes the named sinks, or one stream (kind "stream").
+func deleteCmd(kind, want string) func(*flag.FlagSet) func(*invocation, []string) error {
+	return func(*flag.FlagSet) func(*invocation, []string) error {
+		return func(x *invocation, names []string) error {
+			if len(names) == 0 || kind == "stream" && len(names) != 1 {
+				return usagef("%ss delete: want the NAME of %s", kind, want)
+			}
+			return x.each(len(names), func(i int) (proto.Message, string, error) {
+				_, err := call(x, kind+"s delete "+names[i], func(ctx context.Context, c *hubclient.Client) (proto.Message, error) {
+					if kind == "stream" {
+						return c.Admin.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: names[i]})
+					}
+					return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
+				})
+				return deleted(names[i]), kind + " " + names[i] + " deleted\n", err
 			})
-			return deleted(names[i]), "sink " + names[i] + " deleted\n", err
-		})
+		}
 	}
 }
 
@@ -146,20 +151,6 @@ func streamsList(*flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-func streamsDelete(*flag.FlagSet) func(*invocation, []string) error {
-	return func(x *invocation, names []string) error {
-		if len(names) != 1 {
-			return usagef("streams delete: want the NAME of one stream")
-		}
-		return x.each(1, func(int) (proto.Message, string, error) {
-			_, err := call(x, "streams delete "+names[0], func(ctx context.Context, c *hubclient.Client) (*confighubv1.DeleteStreamResponse, error) {
-				return c.Admin.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: names[0]})
-			})
-			return deleted(names[0]), "stream " + names[0] + " deleted\n", err
-		})
-	}
-}
-
 const configSynopsis = "config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]"
 
 func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
@@ -184,8 +175,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 		if x.g.output == "json" {
 			return printJSON(x.out, false, res)
 		}
-		// The summary goes to stderr so stdout is the configuration alone
-		// (config get > kong.json).
+		// The summary goes to stderr: stdout is the configuration alone.
 		what := "stream " + res.GetStream()
 		if res.GetSink() != "" {
 			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last applied"
@@ -215,8 +205,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// clusterCert writes a shared-mode cluster certificate and key, the shape
-// `kong hybrid gen_cert` makes (EC P-384, CN kong_clustering).
+// clusterCert writes a cluster certificate and key as `kong hybrid gen_cert` does.
 func clusterCert(fs *flag.FlagSet) func(*invocation, []string) error {
 	certFile := fs.String("cert", "cluster.crt", "certificate file to write (PEM)")
 	keyFile := fs.String("key", "cluster.key", "key file to write (PEM, mode 0600)")

@@ -37,7 +37,6 @@ func statusCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 		}
 		return x.print(st, func() string {
 			text := renderStatus(st, time.Now(), 0)
-			// The hub names its status page when it serves one.
 			if u := md.Get(hubclient.StatusPageHeader); len(u) > 0 && u[0] != "" {
 				text += "status page: " + u[0] + "\n"
 			}
@@ -46,12 +45,9 @@ func statusCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// watchStatus follows a stream until the watch ends: a table redrawn as
-// sinks apply (at most every interval, and every second on a terminal so
-// the AGE column moves), or with --output json one event a line. The
-// watch's reconnects are otherwise silent, and a table redrawn from the
-// last state looks healthy while the hub is down: an outage is a notice
-// above the table, or a line on stderr at its start and at its end.
+// watchStatus follows a stream: a table redrawn as sinks apply (and every
+// second on a terminal, for AGE), or JSON events; an outage is a notice
+// above the table, or a line on stderr at its start and end.
 func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
@@ -107,8 +103,6 @@ func watchStatus(x *invocation, stream string, interval time.Duration) error {
 			switch {
 			case !v.connection(err, time.Now()):
 			case !asJSON:
-				// Drawn at once, also when no table came yet (the hub
-				// down from the start).
 				draw()
 			case v.down != nil && !was:
 				fmt.Fprintf(x.errw, "confighubctl: status: %s\n", v.down.notice(false))
@@ -123,7 +117,6 @@ func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	}
 }
 
-// send sends v on ch unless ctx ends first.
 func send[T any](ctx context.Context, ch chan<- T, v T) error {
 	select {
 	case ch <- v:
@@ -133,8 +126,6 @@ func send[T any](ctx context.Context, ch chan<- T, v T) error {
 	}
 }
 
-// statusView is what status --watch shows: the stream's status folded
-// from its events, and the watch's connection.
 type statusView struct {
 	fold *hubclient.StatusView
 	down *outage // nil while the watch is connected
@@ -146,8 +137,7 @@ type outage struct {
 	err   error
 }
 
-// notice is the line status --watch shows while the hub is unreachable,
-// above the table (which stopped following the hub) when there is one.
+// notice is the line shown while the hub is unreachable.
 func (o *outage) notice(aboveTable bool) string {
 	note := ""
 	if aboveTable {
@@ -160,9 +150,7 @@ func newStatusView() *statusView { return &statusView{fold: hubclient.NewStatusV
 
 func (v *statusView) seen() bool { return v.fold.Ready() || v.down != nil }
 
-// connection records what hubclient.WithWatchState reports at now: err
-// when the watch broke or a retry failed, nil when it is connected again.
-// It says whether the notice changed.
+// connection records what WithWatchState reports, and says whether the notice changed.
 func (v *statusView) connection(err error, now time.Time) bool {
 	switch {
 	case err == nil:
@@ -190,8 +178,7 @@ func (v *statusView) render(now time.Time, width int) string {
 	return text
 }
 
-// renderStatus is the status table. width > 0 cuts every line to it (a
-// redrawn table must not wrap).
+// renderStatus is the status table, every line cut to width > 0.
 func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stream %s  generation %d", st.GetStream(), st.GetGeneration())
@@ -225,7 +212,6 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	return cutLines(b.String(), width)
 }
 
-// cutLines cuts every line of text to width (none when width <= 0).
 func cutLines(text string, width int) string {
 	if width <= 0 {
 		return text
@@ -253,8 +239,7 @@ func stateName(s *confighubv1.SinkStatus) string {
 	return name
 }
 
-// writeExcluded lists the entities a DEGRADED sink's fallback leaves out,
-// one a line, named as the controller's objects when they carry k8s-* tags.
+// writeExcluded lists the entities a DEGRADED sink's fallback leaves out.
 func writeExcluded(b *strings.Builder, s *confighubv1.SinkStatus) {
 	ex := s.GetExcludedEntities()
 	if len(ex) == 0 {
@@ -283,8 +268,7 @@ func writeExcluded(b *strings.Builder, s *confighubv1.SinkStatus) {
 	}
 }
 
-// k8sObject names the Kubernetes object of KIC's k8s-* tags: "Ingress
-// default/echo"; "" without them.
+// k8sObject names the object of KIC's k8s-* tags: "Ingress default/echo".
 func k8sObject(tags []string) string {
 	kind, _ := hubclient.Tag(tags, "k8s-kind")
 	ns, _ := hubclient.Tag(tags, "k8s-namespace")
@@ -298,7 +282,6 @@ func k8sObject(tags []string) string {
 	return strings.TrimSpace(kind + " " + name)
 }
 
-// age is the time since the sink last applied a configuration.
 func age(s *confighubv1.SinkStatus, now time.Time) string {
 	t := s.GetLastAppliedTime()
 	if t == nil {
@@ -317,7 +300,6 @@ func lastError(s *confighubv1.SinkStatus, now time.Time) string {
 	}
 	if nr := s.GetNextRetryTime(); nr != nil && s.GetState() == confighubv1.SinkState_SINK_STATE_BACKOFF {
 		if d := nr.AsTime().Sub(now); d > 0 {
-			// First, so a table cut to the terminal width still shows it.
 			msg = fmt.Sprintf("[retry in %s] %s", roundDur(d), msg)
 		}
 	}
@@ -339,9 +321,7 @@ func roundDur(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// watchRenderer draws successive frames: on a terminal each frame replaces
-// the previous one in place (cursor up over the old frame, clear to the end
-// of the screen); otherwise frames are appended, each under a time stamp.
+// watchRenderer draws frames in place on a terminal, else appended under time stamps.
 type watchRenderer struct {
 	w     io.Writer
 	ansi  bool
@@ -352,7 +332,7 @@ type watchRenderer struct {
 
 func (r *watchRenderer) draw(frame string) {
 	if frame == "" && !r.ansi {
-		return // an appended frame of nothing says nothing
+		return
 	}
 	var b strings.Builder
 	if r.ansi {
@@ -377,9 +357,6 @@ func (r *watchRenderer) draw(frame string) {
 	_, _ = io.WriteString(r.w, b.String())
 }
 
-// writeDataPlanes lists the Kong data planes behind kong-dp sinks (hybrid
-// mode): who they are, their connection, and the hash their last ping
-// carried (what they run).
 func writeDataPlanes(b *strings.Builder, sinks []*confighubv1.SinkStatus, now time.Time) {
 	var dps []*confighubv1.SinkStatus
 	for _, s := range sinks {

@@ -10,9 +10,8 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Bounds of what a sink's error puts into status, so a GetStatus or a
-// WatchStatus snapshot stays under the message limit (1,000 failing sinks
-// of one stream: about 40 MiB).
+// Bounds of a sink's error in status, so a snapshot of 1,000 failing sinks
+// stays about 40 MiB.
 const (
 	maxErrorText       = 4 << 10  // last_error
 	maxEntityErrors    = 100      // entity_errors per sink
@@ -24,8 +23,7 @@ const (
 	maxErrorBodyStored = 8 << 20  // the raw answer kept for GetConfig
 )
 
-// boundError returns a copy of se cut to the bounds, and how many entity
-// errors it left out.
+// boundError cuts a copy of se to the bounds, counting entity errors left out.
 func boundError(se *sink.Error) (*sink.Error, uint32) {
 	out := *se
 	out.Message = CutText(se.Message, maxErrorText)
@@ -35,20 +33,14 @@ func boundError(se *sink.Error) (*sink.Error, uint32) {
 	if len(out.Body) > maxErrorBodyStored {
 		out.Body = out.Body[:maxErrorBodyStored]
 	}
-	var (
-		kept []*confighubv1.EntityError
-		size int
-	)
+	var kept []*confighubv1.EntityError
+	size := 0
 	for _, ee := range se.EntityErrors {
-		if len(kept) == maxEntityErrors {
-			break
-		}
 		b := boundEntityError(ee)
-		if n := proto.Size(b); size+n <= maxEntityBytes {
-			kept, size = append(kept, b), size+n
-		} else {
+		if size += proto.Size(b); len(kept) == maxEntityErrors || size > maxEntityBytes {
 			break
 		}
+		kept = append(kept, b)
 	}
 	out.EntityErrors = kept
 	return &out, uint32(len(se.EntityErrors) - len(kept))
@@ -77,8 +69,7 @@ func boundEntityError(ee *confighubv1.EntityError) *confighubv1.EntityError {
 	return c
 }
 
-// CutText cuts s to at most n bytes (at a UTF-8 boundary) and says how
-// much was cut.
+// CutText cuts s to n bytes at a UTF-8 boundary, saying how much was cut.
 func CutText(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -1,14 +1,8 @@
-// Package engine fans each stream's newest configuration out to its sinks:
-// one goroutine and one latest-wins slot per sink, with hash skip, retries
-// with backoff, pacing, gating by waves, and a status broker
-// (internal/engine/status) that publishes every change as a revisioned event.
-//
-// The hub calls Publish after a configuration is durably accepted, and
-// PutSink/DeleteSink for the sinks file and the admin RPCs; Publish never
-// waits for a sink. The slot's decisions are a pure state machine
-// (machine.go) that the worker (worker.go) carries out; every attempt ends in
-// one apply-outcome event (outcome.go) from which status, metrics and the log
-// line are made.
+// Package engine fans each stream's newest configuration, published by the
+// hub once durable, out to its sinks: one goroutine and latest-wins slot per
+// sink, decided by a pure state machine (machine.go), each attempt ending in
+// one outcome event for status, metrics and logs (outcome.go). Status goes to
+// a revisioned broker (internal/engine/status).
 //
 // Guarantees (engine_test.go unless noted):
 //   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks).

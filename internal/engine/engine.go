@@ -25,17 +25,12 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// DefaultMaxConcurrentApplies is the hub-wide limit of applies in flight,
-// per pool: gateway sinks (Describe().Gateway) share one pool, every other
-// sink (konnect, file, plugins, ...) another of the same size.
+// DefaultMaxConcurrentApplies is the limit of applies in flight per pool
+// (gateway sinks share one pool, every other sink another).
 const DefaultMaxConcurrentApplies = 64
 
-// DefaultStatusDispatchWindow is how long a status change waits for the
-// others of its round before it is sent to the watchers.
+// DefaultStatusDispatchWindow is how long a status change waits for its round.
 const DefaultStatusDispatchWindow = 5 * time.Millisecond
-
-// keepGenerations is how many generations per stream are tracked.
-const keepGenerations = status.Generations
 
 // ErrSinkNotFound is returned for an unknown sink name.
 var ErrSinkNotFound = errors.New("sink not found")
@@ -43,12 +38,10 @@ var ErrSinkNotFound = errors.New("sink not found")
 // ErrStopped is returned by PutSink and DeleteSink after Stop.
 var ErrStopped = errors.New("engine stopped")
 
-// ErrStreamHasSinks is returned by DeleteStream while sinks read the
-// stream.
+// ErrStreamHasSinks is returned by DeleteStream while sinks read the stream.
 var ErrStreamHasSinks = errors.New("stream has sinks")
 
-// Recorder stores what a sink applied, and when a generation converged,
-// so that a restarted hub shows the time it observed (RestoreConverged).
+// Recorder stores what a sink applied and when a generation converged.
 type Recorder interface {
 	RecordApplied(ctx context.Context, a store.Applied) error
 	RecordConverged(ctx context.Context, c store.Converged) error
@@ -65,16 +58,14 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
-// WithMessageRedactor sets how the text of a sink's error (message and
-// entity errors' messages) is cleaned before status, logs and GetConfig
-// see it: destinations quote secrets in their errors. The raw body is kept.
+// WithMessageRedactor cleans a sink's error texts (not its raw body)
+// before status, logs and GetConfig see them.
 func WithMessageRedactor(f func(string) string) Option {
 	return func(e *Engine) { e.redactMsg = f }
 }
 
-// WithSecretValues sets how the secrets of a sink's spec are found: each is
-// replaced by "<redacted>" in the sink's error texts, raw body and Runner
-// reports.
+// WithSecretValues finds a spec's secrets, replaced by "<redacted>" in the
+// sink's error texts, raw body and Runner reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
 	return func(e *Engine) { e.secrets = f }
 }
@@ -95,17 +86,14 @@ func WithWatchBuffer(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
 }
 
-// WithStatusDispatchWindow sets the status fan-out's batching window; 0
-// sends every change at once. It runs on real time (it only delays
-// delivery), so a fake engine clock does not hold status back.
+// WithStatusDispatchWindow sets the status fan-out's batching window (real
+// time; 0 sends at once).
 func WithStatusDispatchWindow(d time.Duration) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithDispatchWindow(d)) }
 }
 
-// WithNewStream sets a function called once with the name of each stream
-// the engine gets (by Publish or a sink of it); a replica's status writer
-// follows it from then on. It is called under the engine's lock and must
-// not call the engine.
+// WithNewStream sets a function called, under the engine's lock, once per
+// new stream name; it must not call the engine.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
 
 // WithRandom sets the source of backoff jitter, uniform in [0,1).
@@ -118,10 +106,7 @@ func WithRandom(f func() float64) Option {
 }
 
 // Engine fans each stream's newest configuration out to its sinks (see the
-// package doc). desired_generation is the generation a sink last took up,
-// so the status event rate follows the sinks' work, not the push rate.
-// Memory: one *config.Config per stream is shared by every sink; a sink
-// holds at most its slot's, its last applied and its last failed one.
+// package doc); one *config.Config per stream is shared by its sinks.
 type Engine struct {
 	specs      *sinkspec.Checker
 	clock      clockwork.Clock
@@ -137,54 +122,40 @@ type Engine struct {
 	newStream  func(string)
 	broker     *status.Broker
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// ops counts the PutSink and DeleteSink calls under way; Stop waits for
-	// them. Added to under mu while not stopped.
-	ops      sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	ops      sync.WaitGroup // PutSink and DeleteSink calls under way
 	stopOnce sync.Once
 
 	mu sync.Mutex
-	// gatewaySlots limit the applies in flight of gateway sinks, slots
-	// those of the others: a hung Konnect holds no gateway's slot.
+	// Gateway sinks have their own pool: a hung Konnect holds no gateway's slot.
 	gatewaySlots, slots *slotPool
 	streams             map[string]*stream
-	// sinks are every sink, run here or by another replica.
-	sinks map[string]*member
-	// remote is the newest shared status of every sink (ObserveSink).
-	remote       map[string]*confighubv1.SinkStatus
-	restored     map[string]store.Applied
-	restoredConv map[string]store.Converged // by stream, until Publish
-	// conv holds convergences not yet recorded, by stream; convKick wakes
-	// the goroutine that records them off mu.
-	conv        map[string]store.Converged
-	convKick    chan struct{}
-	convRunning bool
-	// specBytes is the encoded size of every sink's spec, kept as sinks
-	// come and go: SpecBytes is asked on every PutSink.
-	specBytes   int
-	ownedLogged string // the sinks run here, as last logged
-	// names serialises PutSink and DeleteSink per sink name: they wait for
-	// the old worker outside mu, so a sink that ignores its ctx holds up
-	// the calls for its own name only.
-	names   map[string]*nameLock
-	stopped bool
-	// heldStreams hold a configuration of heldBytes in all (Raw), kept as
-	// generations come and streams go.
-	heldStreams int
-	heldBytes   int64
+	sinks               map[string]*member                 // run here or by another replica
+	remote              map[string]*confighubv1.SinkStatus // newest shared status (ObserveSink)
+	restored            map[string]store.Applied
+	restoredConv        map[string]store.Converged // by stream, until Publish
+	conv                map[string]store.Converged // not yet recorded, by stream
+	convKick            chan struct{}
+	convRunning         bool
+	specBytes           int    // sum of the specs' sizes
+	ownedLogged         string // the sinks run here, as last logged
+	// names serialises admin calls per sink name, so a sink that ignores its
+	// ctx holds up its own name only.
+	names       map[string]*nameLock
+	stopped     bool
+	heldStreams int   // streams holding a configuration
+	heldBytes   int64 // their Raw bytes
 }
 
-// nameLock is one sink name's admin lock; refs counts its holders and
-// waiters, so it is dropped when unused.
+// nameLock is one sink name's admin lock, dropped when refs is 0.
 type nameLock struct {
 	mu   sync.Mutex
 	refs int
 }
 
-// admin starts a PutSink or DeleteSink of name: it fails after Stop, else
-// it holds name's lock until the returned func is called.
+// admin holds name's lock (ErrStopped after Stop) until done is called.
 func (e *Engine) admin(name string) (func(), error) {
 	e.mu.Lock()
 	if e.stopped {
@@ -213,19 +184,15 @@ func (e *Engine) admin(name string) (func(), error) {
 
 // stream is one config channel and its sinks. Guarded by Engine.mu.
 type stream struct {
-	name  string
-	cur   *config.Config
-	sinks map[string]*member
-	// waves counts the sinks per wave, so a wave-0 sink checks its gate in
-	// O(1).
-	waves map[uint32]int
-	gens  []*genTrack // ascending
-	// waiters are workers whose gate depends on the other sinks' progress.
+	name    string
+	cur     *config.Config
+	sinks   map[string]*member
+	waves   map[uint32]int // sinks per wave: a wave-0 gate is O(1)
+	gens    []*genTrack    // ascending
 	waiters map[*worker]struct{}
 }
 
-// genTrack counts the sinks that applied one generation (of all the
-// stream's sinks).
+// genTrack counts the sinks that applied one generation.
 type genTrack struct {
 	gen      uint64
 	hash     string
@@ -233,9 +200,8 @@ type genTrack struct {
 	labels   map[string]string
 	applied  uint32
 	converge time.Time
-	// counted: the stream's leader observed (or restored) the convergence.
-	// unled: observed here while another replica led the stream; counted
-	// here if this replica takes the lead first (Reown).
+	// counted: the leader counted it; unled: seen here without the lead
+	// (Reown counts it if this replica takes the lead first).
 	counted, unled bool
 }
 
@@ -263,16 +229,14 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 	}
 	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
 	e.slots = newSlotPool("non-gateway", e.maxApplies)
-	// Revisions start at the clock's nanoseconds: a restarted hub never
-	// hands out a revision a watcher saw before.
+	// Revisions start at the clock's nanoseconds, fresh across restarts.
 	e.broker = status.New(append([]status.Option{status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0))),
 		status.WithDispatchWindow(DefaultStatusDispatchWindow)}, e.brokerOpts...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }
 
-// stream returns the named stream, made on first use. Names are resolved
-// at the edge (hub, sinkspec): the engine takes them as they are.
+// stream returns the named stream, made on first use.
 func (e *Engine) stream(name string) *stream {
 	st := e.streams[name]
 	if st == nil {
@@ -285,9 +249,7 @@ func (e *Engine) stream(name string) *stream {
 	return st
 }
 
-// Restore seeds the applied generation and hash of sinks from a store, so a
-// restarted hub skips what the destinations already hold. Call it before
-// the sinks are put.
+// Restore seeds the sinks' applied generation and hash (before PutSink).
 func (e *Engine) Restore(applied []store.Applied) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -296,9 +258,7 @@ func (e *Engine) Restore(applied []store.Applied) {
 	}
 }
 
-// RestoreConverged seeds when generations converged before a restart: a
-// generation Publish makes current keeps its recorded time and is not
-// observed again. Call it before Publish.
+// RestoreConverged seeds recorded convergence times (before Publish).
 func (e *Engine) RestoreConverged(cs []store.Converged) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -307,10 +267,8 @@ func (e *Engine) RestoreConverged(cs []store.Converged) {
 	}
 }
 
-// Publish makes cfg its stream's newest configuration and offers it to every
-// sink of the stream run here; it never waits for a sink. A generation
-// older than the current one was acknowledged too (two pushes acked
-// together publish in either order): it is tracked, never offered.
+// Publish makes cfg its stream's newest configuration and offers it to the
+// sinks run here, never waiting. An older generation is tracked, not offered.
 func (e *Engine) Publish(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -320,7 +278,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 	st := e.stream(cfg.Stream)
 	i := sort.Search(len(st.gens), func(i int) bool { return st.gens[i].gen >= cfg.Generation })
 	if st.cur != nil && cfg.Generation <= st.cur.Generation {
-		if (i == len(st.gens) || st.gens[i].gen != cfg.Generation) && (i > 0 || len(st.gens) < keepGenerations) {
+		if (i == len(st.gens) || st.gens[i].gen != cfg.Generation) && (i > 0 || len(st.gens) < status.Generations) {
 			e.track(st, i, cfg)
 		}
 		return
@@ -343,8 +301,7 @@ func (e *Engine) Publish(cfg *config.Config) {
 	}
 }
 
-// track starts counting cfg's generation over the stream's sinks, at index
-// i of its generations. e.mu is held.
+// track starts counting cfg's generation at index i. e.mu is held.
 func (e *Engine) track(st *stream, i int, cfg *config.Config) {
 	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels}
 	for _, m := range st.sinks {
@@ -356,11 +313,10 @@ func (e *Engine) track(st *stream, i int, cfg *config.Config) {
 		g.converge, g.counted = c.Time, true
 	}
 	st.gens = slices.Insert(st.gens, i, g)
-	if n := len(st.gens) - keepGenerations; n > 0 {
+	if n := len(st.gens) - status.Generations; n > 0 {
 		st.gens = slices.Delete(st.gens, 0, n)
 	}
-	// Sinks that have it already applied it before a restart.
-	e.checkConverged(st, g, false)
+	e.checkConverged(st, g, false) // applied before a restart
 	e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 }
 
@@ -374,20 +330,16 @@ func (e *Engine) Current(streamName string) *config.Config {
 	return nil
 }
 
-// ValidateSink returns a normalised copy of spec (sinkspec.Checker): kind
-// filled, stream defaulted, the kind's defaults applied. Errors wrap
-// sink.ErrUnknownKind or sink.ErrInvalidSpec. It does not build the sink.
+// ValidateSink returns a normalised copy of spec without building the sink;
+// errors wrap sink.ErrUnknownKind or sink.ErrInvalidSpec.
 func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error) {
 	s, _, err := e.specs.Normalise(spec)
 	return s, err
 }
 
-// PutSink validates spec, builds the sink with its kind's factory and starts
-// its worker. A sink of the same name is replaced (its worker stopped and the
-// sink closed first) unless the normalised spec is unchanged. A new sink
-// gets the stream's current generation at once. With an Ownership, a sink
-// not owned here is kept as a peer; a change of ownership during the call
-// is caught by deciding again once the sink is registered.
+// PutSink validates spec, builds the sink and starts its worker, replacing
+// a sink of that name unless its spec is unchanged. A sink not owned here is
+// a peer; ownership is checked again after registering.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	norm, kind, err := e.specs.Normalise(spec)
 	if err != nil {
@@ -439,13 +391,9 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 		return nil, false, owned, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}
 	if old != nil && old.w != nil {
-		// The new worker's first status replaces the old one, unless the
-		// sink moves to another stream.
 		e.removeWorker(old.w, old.st.name != norm.GetStream())
 	}
-
-	// No sink method runs under e.mu: Publish (the push path) takes it.
-	caps := s.Describe()
+	caps := s.Describe() // no sink method runs under e.mu
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -454,9 +402,7 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 	}
 	w := newWorker(e, norm, opts, s, caps)
 	var seed *confighubv1.SinkStatus
-	if p := e.sinks[w.name]; p != nil {
-		// Taken over from another replica: resume from its last status
-		// when the store's record is older.
+	if p := e.sinks[w.name]; p != nil { // taken over from another replica
 		e.unregister(p, p.st.name != w.st.name)
 		seed = p.shared
 	}
@@ -509,7 +455,6 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 		}
 	}
 	if !w.lastAppliedTime.IsZero() {
-		// Staleness alerts see no gap until the sink's next apply.
 		e.metrics.LastSuccess(w.name, w.kind, w.lastAppliedTime)
 	}
 	if st.cur != nil {
@@ -530,9 +475,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.unregister(w.member, removeStatus)
 	e.mu.Unlock()
 	w.cancel()
-	<-w.done
-	// Only once the worker is gone: an apply finishing meanwhile would
-	// re-create the series.
+	<-w.done // an apply finishing meanwhile would re-create the series
 	if removeStatus {
 		e.metrics.SinkRemoved(w.name, w.kind)
 	}
@@ -581,8 +524,7 @@ func (e *Engine) SinkCount(streamName string) int {
 	return 0
 }
 
-// Sink returns a copy of one sink's normalised spec (run here or not), nil
-// if there is none.
+// Sink returns a copy of a sink's normalised spec, nil if none.
 func (e *Engine) Sink(name string) *confighubv1.Sink {
 	e.mu.Lock()
 	m := e.sinks[name]
@@ -593,7 +535,7 @@ func (e *Engine) Sink(name string) *confighubv1.Sink {
 	return proto.Clone(m.spec).(*confighubv1.Sink)
 }
 
-// HasSink tells whether a sink of that name exists (run here or not).
+// HasSink tells whether a sink of that name exists.
 func (e *Engine) HasSink(name string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -628,18 +570,15 @@ func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	return out
 }
 
-// Held is how many streams hold a configuration (here or, on replicas,
-// pushed through another replica and followed here) and how many bytes
-// those configurations hold.
+// Held is how many streams hold a configuration, and its bytes in all.
 func (e *Engine) Held() (streams int, bytes int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.heldStreams, e.heldBytes
 }
 
-// DeleteStream forgets a stream's configuration and status. It is refused
-// with ErrStreamHasSinks, saying how many, while sinks (run here or not)
-// read the stream; an unknown stream is no error.
+// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks
+// while sinks read it.
 func (e *Engine) DeleteStream(name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -669,8 +608,7 @@ func (e *Engine) SinkTotal() int {
 	return len(e.sinks)
 }
 
-// Streams returns the current configuration of every stream that holds
-// one, sorted by stream name. The configurations are shared, not copied.
+// Streams returns every stream's current configuration (shared), by name.
 func (e *Engine) Streams() []*config.Config {
 	e.mu.Lock()
 	out := make([]*config.Config, 0, e.heldStreams)
@@ -684,26 +622,11 @@ func (e *Engine) Streams() []*config.Config {
 	return out
 }
 
-// Status returns a consistent snapshot of a stream's status at one broker
-// revision; false when the stream has neither a config nor a sink.
-func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
-	return e.broker.Snapshot(streamName)
-}
-
-// Watch streams a stream's status (status.View): a snapshot or the changes
-// after fromRevision, then every change; the engine never waits for a
-// watcher. Messages are shared: read only.
-func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
-	return e.broker.Watch(ctx, streamName, fromRevision)
-}
-
-// View is the engine's status broker as a status.View (the hub's status
-// port on one node).
+// View is the engine's status broker.
 func (e *Engine) View() status.View { return e.broker }
 
 // LastApplied returns the configuration a sink run here last applied (or
-// found already applied by hash); a replica answers for peers from the
-// shared status and the store (cluster.Diagnostics).
+// found applied by hash).
 func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -714,15 +637,13 @@ func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	if m.w.lastAppliedCfg != nil {
 		return m.w.lastAppliedCfg, true
 	}
-	// Restored after a restart: the current config, when the hashes match.
 	if h := m.w.m.appliedHash; h != "" && m.st.cur != nil && m.st.cur.Hash == h {
 		return m.st.cur, true
 	}
 	return nil, false
 }
 
-// LastFailed returns the configuration and error (with the destination's
-// raw Body) of the last failed apply of a sink run here.
+// LastFailed returns the configuration and error of a sink's last failed apply.
 func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -733,8 +654,7 @@ func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 	return m.w.lastFailedCfg, m.w.lastFailedErr, true
 }
 
-// Stop cancels every worker and runner, waits for their goroutines, closes
-// the sinks and every status watcher. A second call waits for the first.
+// Stop stops every goroutine, closes the sinks and the status watchers.
 func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
 
 func (e *Engine) stop() {
@@ -742,9 +662,7 @@ func (e *Engine) stop() {
 	e.stopped = true
 	e.mu.Unlock()
 	e.cancel()
-	// PutSink and DeleteSink calls under way finish (closing what they
-	// removed); after them the sinks no longer change.
-	e.ops.Wait()
+	e.ops.Wait() // then the sinks no longer change
 	e.wg.Wait()
 	e.mu.Lock()
 	var workers []*worker
@@ -763,11 +681,8 @@ func (e *Engine) stop() {
 	e.broker.Close()
 }
 
-// checkConverged sets a generation's converge time once every sink of the
-// stream applied it; the stream's leader counts it. observed: the last
-// apply is news, now; otherwise the sink that completed it joined with it
-// applied (restored, or a peer's status), so it converged before and is
-// not counted again. e.mu is held.
+// checkConverged sets g's converge time once every sink applied it: now
+// when observed, else the last known apply (it converged before). e.mu is held.
 func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 	if !g.converge.IsZero() || len(st.sinks) == 0 || int(g.applied) < len(st.sinks) {
 		return
@@ -775,7 +690,6 @@ func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 	if observed {
 		g.converge = e.clock.Now()
 	} else {
-		// Without a record of it, the last known apply is the best estimate.
 		g.converge = g.accept
 		for _, m := range st.sinks {
 			if t := m.lastApplied(); m.appliedGen() >= g.gen && t.After(g.converge) {
@@ -790,8 +704,7 @@ func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 	e.countConverged(st, g, observed)
 }
 
-// countConverged observes (when observed live) and records g's
-// convergence on the stream's leader. e.mu is held.
+// countConverged counts g's convergence on the stream's leader. e.mu is held.
 func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 	g.counted = true
 	d := g.converge.Sub(g.accept)
@@ -804,21 +717,16 @@ func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 	if e.recorder == nil {
 		return
 	}
-	// Recorded off e.mu (a store write waits for the disk) by a goroutine
-	// started with the first; the newest of a stream wins.
+	// Recorded off e.mu by convergedWriter; the newest of a stream wins.
 	e.conv[st.name] = store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge}
 	if !e.convRunning && !e.stopped {
 		e.convRunning = true
 		e.wg.Go(e.convergedWriter)
 	}
-	select {
-	case e.convKick <- struct{}{}:
-	default:
-	}
+	kick(e.convKick)
 }
 
-// convergedWriter records the queued convergences until the engine stops;
-// Stop records what is left.
+// convergedWriter records queued convergences until Stop, which flushes the rest.
 func (e *Engine) convergedWriter() {
 	for {
 		select {
@@ -842,11 +750,9 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// recount updates the stream's generation counts for a sink that joins
-// (total 1, applied cur), leaves (total -1, applied prev) or whose applied
-// generation moved from prev to cur (a peer's may go back: its new owner
-// re-seeded it), and wakes the gated workers. A joining sink completes a
-// generation only with an apply from before it joined. e.mu is held.
+// recount updates the generation counts for a sink that joins (total 1),
+// leaves (-1) or whose applied generation moved from prev to cur, and wakes
+// the gated workers. e.mu is held.
 func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
 		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)
@@ -867,7 +773,7 @@ func b2i(b bool) int {
 	return 0
 }
 
-// kickWaiters wakes the workers whose gate may have changed. e.mu is held.
+// kickWaiters wakes the gated workers. e.mu is held.
 func (e *Engine) kickWaiters(st *stream) {
 	for w := range st.waiters {
 		w.wake()
@@ -886,8 +792,7 @@ func (g *genTrack) proto(total int) *confighubv1.GenerationStatus {
 	return p
 }
 
-// scrubber returns what replaces spec's secret values (at least 4 bytes
-// long, longest first) in a text, nil when it has none.
+// scrubber replaces spec's secrets of 4 bytes or more, nil when none.
 func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
 	if e.secrets == nil {
 		return nil
@@ -904,8 +809,7 @@ func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-// redactError returns a copy of se with its messages passed through the
-// redactor and scrub (may be nil), and its raw body scrubbed.
+// redactError returns se with its texts redacted and scrubbed, its body scrubbed.
 func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Error {
 	if e.redactMsg == nil && scrub == nil {
 		return se

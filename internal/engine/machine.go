@@ -9,16 +9,13 @@ import (
 	"github.com/confighub/confighub/internal/sinkspec"
 )
 
-// slotMachine decides one sink's latest-wins slot: which generation to
-// apply and when (hash skip, gate, backoff, Retry-After, min_interval,
-// debounce), and what an attempt's outcome changes. It is pure (no I/O,
-// lock or clock), so every branch has a table test (machine_test.go). The
-// worker owns one, guarded by Engine.mu, and carries out its decisions.
+// slotMachine decides one sink's latest-wins slot: what to apply, when, and
+// what an outcome changes. It is pure (no I/O, lock or clock) so every branch
+// has a table test; the worker owns one under Engine.mu.
 type slotMachine struct {
 	stream string // named in a reason
 	opts   sinkspec.Options
 
-	// The slot.
 	desired     *config.Config // the newest generation
 	desiredAt   time.Time      // when it arrived (debounce)
 	firstWaitAt time.Time      // when the oldest unattempted one arrived (max_delay)
@@ -28,7 +25,6 @@ type slotMachine struct {
 	resync           bool
 	resyncReason     string
 
-	// Scheduling.
 	applyingGen uint64 // in flight; 0: none
 	lastStart   time.Time
 	streak      int // consecutive failures, for the backoff exponent
@@ -52,7 +48,7 @@ type slotMachine struct {
 	nextRetry   time.Time
 	fallback    fallbackState // DEGRADED: the fallback the destination runs
 
-	changes []stateChange // since the worker last took them (eachChange)
+	changes []stateChange // since eachChange
 }
 
 // fallbackState is the fallback a DEGRADED sink's destination runs.
@@ -68,7 +64,7 @@ func newSlotMachine(streamName string, opts sinkspec.Options) slotMachine {
 	return slotMachine{stream: streamName, opts: opts, state: statePending}
 }
 
-// actionKind is what the worker does after a decision: a closed set.
+// actionKind is what the worker does after a decision.
 type actionKind uint8
 
 const (
@@ -79,20 +75,17 @@ const (
 	actApply                   // apply cfg (once an apply slot is free)
 )
 
-// decision is the result of slotMachine.decide.
+// decision is the result of decide.
 type decision struct {
 	kind        actionKind
 	cfg         *config.Config // to apply (actApply) or found applied (actSkip)
 	until       time.Time      // actWait
 	prevApplied uint64         // the applied generation before a hash skip
-	// blocked: the gate newly closed for good on this generation (a lower
-	// wave rejected it): the later waves must look again.
-	blocked bool
+	blocked     bool           // a lower wave's rejection newly closed the gate
 }
 
-// gateVerdict is whether a sink may apply a generation now (Engine.gate).
-// When it may not, skipBy names the sink whose rejection means it never
-// passes (the sink skips it), or is empty (the sink waits).
+// gateVerdict is whether a sink may apply a generation now; if not, skipBy
+// names the rejecting sink (skip it) or is empty (wait).
 type gateVerdict struct {
 	open           bool
 	skipBy, reason string
@@ -108,8 +101,7 @@ func (m *slotMachine) setState(s state, reason string) {
 	m.state, m.reason = s, reason
 }
 
-// eachChange passes each state change since the last call to f, then
-// forgets them; the buffer is reused, so no slice of it leaves the machine.
+// eachChange passes each state change since the last call to f.
 func (m *slotMachine) eachChange(f func(stateChange)) {
 	for _, c := range m.changes {
 		f(c)
@@ -122,9 +114,8 @@ func (m *slotMachine) seed(gen uint64, hash string) {
 	m.appliedGen, m.appliedHash = gen, hash
 }
 
-// offer puts cfg in the slot (latest wins). It reports whether a
-// generation not yet attempted was replaced (coalesced) and whether the
-// apply in flight is to be cancelled (options.cancel_in_flight).
+// offer puts cfg in the slot, reporting whether an unattempted generation
+// was replaced and whether to cancel the apply in flight.
 func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cancelInFlight bool) {
 	if old := m.desired; old != nil && old.Generation > m.attemptedGen && old.Generation > m.appliedGen && old.Generation != m.blockedGen {
 		m.coalescedPending++
@@ -138,22 +129,19 @@ func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cance
 	return coalesced, m.applyingGen != 0 && m.applyingGen < cfg.Generation && m.opts.CancelInFlight
 }
 
-// requestResync forces the next apply (a Runner's Resync) and ends a
-// backoff wait; a destination's Retry-After still holds.
+// requestResync forces the next apply and ends a backoff wait (not Retry-After).
 func (m *slotMachine) requestResync(reason string) {
 	m.resync = true
 	m.resyncReason = reason
 	m.retryGen, m.retryAt = 0, time.Time{}
 }
 
-// reachable ends a backoff wait: the destination is back (a Runner's
-// Health), so a retry scheduled while it was down is tried now.
+// reachable ends a backoff wait: the destination is back.
 func (m *slotMachine) reachable() {
 	m.retryGen, m.retryAt = 0, time.Time{}
 }
 
-// decide looks at the slot and says what to do at now. gate is asked only
-// when the generation would otherwise be applied.
+// decide says what to do at now; gate is asked only before an apply.
 func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) decision {
 	if m.coalescedPending > 0 {
 		m.coalesced += m.coalescedPending
@@ -168,9 +156,8 @@ func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) d
 		m.desiredGen, m.desiredHash = cfg.Generation, cfg.Hash
 		m.attempts = 0
 	}
-	// A rejected generation stays FAILED until a newer one arrives.
-	// A degraded one too (it runs a fallback), unless a resync asks to
-	// send that fallback again.
+	// A rejected or degraded generation stays so until a newer one (or, for
+	// a fallback, a resync).
 	if cfg.Generation == m.rejectedGen && !(m.fallback.gen == cfg.Generation && m.resync) {
 		m.setRejectedState()
 		return decision{kind: actIdle}
@@ -273,22 +260,18 @@ type attemptOutcome struct {
 	kind       outcomeKind
 	cfg        *config.Config
 	permanent  bool          // outFailed: not retried (rejected)
-	retryAfter time.Duration // outFailed: the destination's Retry-After
-	panicked   bool          // outFailed: a recovered panic
+	retryAfter time.Duration // outFailed
+	panicked   bool          // outFailed
 	fallback   fallbackState // outDegraded
-	jitter     float64       // uniform in [0,1), for the backoff
+	jitter     float64       // in [0,1), for the backoff
 }
 
 // transition is what an outcome changed, for the worker to report.
 type transition struct {
-	result Result
-	// prevApplied is the applied generation before: the stream's counts
-	// and gates change when appliedGen differs.
-	prevApplied uint64
+	result      Result
+	prevApplied uint64        // the applied generation before
 	retryIn     time.Duration // the backoff of a retryable failure
-	// kickWaiters: the generation was rejected; later waves and gated
-	// sinks must look again.
-	kickWaiters bool
+	kickWaiters bool          // rejected: gated sinks look again
 }
 
 // outcome applies the outcome of the attempt in flight at now.
@@ -306,9 +289,8 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.setState(stateApplied, "")
 		t.result = ResultApplied
 	case outDegraded:
-		// Counts as rejected (not converged, later waves skip it, not
-		// retried until a new generation or a resync); applied_hash is the
-		// fallback's, so no later generation is skipped as applied.
+		// Counts as rejected; applied_hash is the fallback's, so no later
+		// generation is skipped as applied.
 		m.fallback = o.fallback
 		m.fallback.gen = gen
 		m.rejectedGen = gen
@@ -343,8 +325,7 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 	return t
 }
 
-// retryState is the state while waiting to retry: BACKOFF, or FAILED after
-// a panic (the sink is broken, not the destination busy).
+// retryState is BACKOFF, or FAILED after a panic (the sink is broken).
 func (m *slotMachine) retryState() state {
 	if m.panicked {
 		return stateFailed
@@ -352,8 +333,7 @@ func (m *slotMachine) retryState() state {
 	return stateBackoff
 }
 
-// setRejectedState shows a rejected desired generation: DEGRADED when the
-// destination runs its fallback, else FAILED.
+// setRejectedState is DEGRADED when a fallback runs, else FAILED.
 func (m *slotMachine) setRejectedState() {
 	if m.fallback.gen != 0 && m.fallback.gen == m.rejectedGen {
 		m.setState(stateDegraded, fmt.Sprintf("running a fallback of generation %d without %d entities (hash %s)",
@@ -363,8 +343,7 @@ func (m *slotMachine) setRejectedState() {
 	m.setState(stateFailed, "")
 }
 
-// refusal names the sink at the origin of this sink's refusal of gen, if
-// it rejected gen (self) or skipped it because of a rejection.
+// refusal names the sink whose rejection made this one refuse gen, if any.
 func (m *slotMachine) refusal(self string, gen uint64) string {
 	if m.rejectedGen == gen {
 		return self

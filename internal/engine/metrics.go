@@ -6,8 +6,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Result is how one apply ended, as passed to Metrics.ApplyDone: a closed
-// set (Results).
+// Result is how one apply ended: a closed set (Results).
 type Result string
 
 // Results of one apply.
@@ -25,12 +24,10 @@ func Results() []Result {
 	return []Result{ResultApplied, ResultSkipped, ResultFailed, ResultRejected, ResultDegraded, ResultCancelled}
 }
 
-// Metrics receives the engine's measurements. Implementations must be safe
-// for concurrent use and fast: some methods are called under the engine's
-// lock.
+// Metrics receives the engine's measurements, some under the engine's lock:
+// implementations are concurrency-safe and fast.
 type Metrics interface {
-	// ApplyDone: once per attempt or hash skip; reason is the failure's
-	// code (sink.Code) or why it was skipped.
+	// ApplyDone: per attempt or hash skip; reason is the code or skip cause.
 	ApplyDone(sink, kind string, result Result, reason string, d time.Duration, configBytes int)
 	StateChanged(sink, kind string, from, to confighubv1.SinkState)
 	// Coalesced: a generation was replaced in the slot before an attempt.
@@ -41,8 +38,7 @@ type Metrics interface {
 	ExcludedEntities(sink, kind string, n int)
 	LastSuccess(sink, kind string, t time.Time)
 	StreamGeneration(stream string, generation uint64)
-	// StreamConverged: once per generation, when every sink of the stream
-	// applied it; d runs from the config's accept time.
+	// StreamConverged: once per generation; d runs from its accept time.
 	StreamConverged(stream string, generation uint64, d time.Duration)
 	// SinkRemoved and StreamDeleted: their series can go.
 	SinkRemoved(sink, kind string)

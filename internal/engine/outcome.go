@@ -11,9 +11,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// applyOutcome is what one apply attempt (or hash skip) came to: the one
-// event status (show), the metrics (measure) and the log line (logTo) are
-// made from.
+// applyOutcome is one attempt's (or hash skip's) event for status, metrics and logs.
 type applyOutcome struct {
 	sink, kind, stream string
 	cfg                *config.Config
@@ -27,9 +25,8 @@ type applyOutcome struct {
 	fallback           fallbackState // ResultDegraded
 }
 
-// failure is an attempt's error as status shows it: redacted, scrubbed of
-// the sink's secrets, bounded (omitted counts the entity errors left out),
-// its code of the closed set; message keeps the sink's own code.
+// failure is an attempt's error as status shows it: redacted, scrubbed and
+// bounded (omitted: entity errors left out).
 type failure struct {
 	err     *sink.Error
 	code    sink.Code
@@ -37,22 +34,20 @@ type failure struct {
 	omitted uint32
 }
 
-// classify turns the end of an attempt into what the machine needs to
-// know of it and, for an error, the failure status shows.
+// classify turns an attempt's end into the machine's outcome and a failure.
 func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() float64) (attemptOutcome, *failure) {
-	if err == nil && cause == errAttemptTimeout {
-		// The sink ignored the timeout but claims success: trust it.
-		cause = nil
-	}
-	if err == nil {
+	if err == nil { // even past its timeout
 		return attemptOutcome{kind: outApplied, cfg: cfg}, nil
 	}
 	if d, ok := sink.AsDegraded(err); ok {
 		rej := d.Rejection
 		if rej == nil {
-			// The sink did not say why: say what happened, so an operator
-			// reading last_error knows the destination runs a fallback.
-			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fallbackMessage(cfg.Generation, len(d.Excluded))}
+			noun := "entities"
+			if len(d.Excluded) == 1 {
+				noun = "entity"
+			}
+			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fmt.Sprintf(
+				"the destination rejected generation %d and applied a fallback that excludes %d %s", cfg.Generation, len(d.Excluded), noun)}
 		}
 		f := w.failure(rej)
 		f.code = sink.CodeRejected
@@ -69,22 +64,11 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
 	f := w.failure(se)
-	// Status reports a code of the closed set whatever the sink (a user's
-	// in-process one included) set; the sink's own code stays in the text.
+	// A code of the closed set; the sink's own code stays in the text.
 	f.code = sink.ParseCode(string(se.Code), se.Permanent)
 	f.err.Code = f.code
 	return attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
 		panicked: errors.Is(err, errSinkPanicked), jitter: jitter()}, f
-}
-
-// fallbackMessage is the error text of a degraded apply whose sink gave no
-// rejection of its own.
-func fallbackMessage(generation uint64, excluded int) string {
-	noun := "entities"
-	if excluded == 1 {
-		noun = "entity"
-	}
-	return fmt.Sprintf("the destination rejected generation %d and applied a fallback that excludes %d %s", generation, excluded, noun)
 }
 
 // failure cleans and bounds a copy of se for status, logs and LastFailed.
@@ -103,16 +87,16 @@ func (w *worker) outcomeOf(o attemptOutcome, t transition, f *failure, dur time.
 	return ev
 }
 
-// show updates the status fields the machine does not decide. e.mu is
-// held.
+// show updates the status fields the machine does not decide. e.mu is held.
 func (w *worker) show(ev applyOutcome) {
 	switch ev.result {
 	case ResultSkipped, ResultApplied:
 		w.lastAppliedCfg = ev.cfg
-		w.dropFailed()
+		if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
+			w.lastFailedCfg, w.lastFailedErr = nil, nil // the failure is over
+		}
 		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: ev.cfg.Generation, Hash: ev.cfg.Hash, Time: ev.at}
-		// The failure shown is over; status keeps it as previous. A skip
-		// sent nothing, so a Runner's "unreachable" stays.
+		// The failure shown becomes previous; a skip keeps a Runner's unreachable.
 		msg, code := w.applyErr, w.applyErrCode
 		if ev.result == ResultApplied {
 			msg, code = w.shownError()
@@ -162,8 +146,7 @@ func (ev applyOutcome) measure(m Metrics) {
 	}
 }
 
-// logTo writes ev's log line. The result is given as a constant: a
-// variable would be boxed on every apply.
+// logTo writes ev's log line; results are constants, so not boxed.
 func (ev applyOutcome) logTo(l *slog.Logger) {
 	gen := ev.cfg.Generation
 	if ev.result == ResultSkipped {

@@ -11,12 +11,9 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Ownership decides, on a hub replica, which sinks run here and which
-// streams this replica leads. The engine keeps every sink: it runs a worker
-// for the owned ones and follows the others (peers) through ObserveSink;
-// gates and generation counts run over all. Only a stream's leader counts
-// a generation's convergence, so summed over replicas it counts once.
-// Single node: everything (the default).
+// Ownership decides which sinks run here and which streams this replica
+// leads (counts convergences); others' sinks are peers, followed by
+// ObserveSink. The default owns everything.
 type Ownership interface {
 	OwnsSink(name string) bool
 	OwnsStream(name string) bool
@@ -33,9 +30,8 @@ func (ownAll) OwnerOf(string) string  { return "" }
 // WithOwnership sets which sinks run here; Reown applies a change of it.
 func WithOwnership(o Ownership) Option { return func(e *Engine) { e.own = cmp.Or(o, e.own) } }
 
-// member is one sink of a stream: run here (w), or a peer run by another
-// replica (shared: its newest status from the shared view, which the
-// local broker shows too). Guarded by Engine.mu.
+// member is one sink of a stream: run here (w) or a peer (shared: its newest
+// shared status). Guarded by Engine.mu.
 type member struct {
 	name     string
 	spec     *confighubv1.Sink
@@ -61,9 +57,8 @@ func (m *member) lastApplied() time.Time {
 	return m.shared.GetLastAppliedTime().AsTime()
 }
 
-// refusal names the sink at the origin of m's refusal of gen: m when it
-// rejected gen, the rejecter it skipped gen for (a peer's status names
-// none: m), "" when it did not refuse gen.
+// refusal names the sink whose rejection made m refuse gen (a peer names
+// itself), "" if m did not refuse it.
 func (m *member) refusal(gen uint64) string {
 	if m.w != nil {
 		return m.w.m.refusal(m.name, gen)
@@ -76,9 +71,8 @@ func (m *member) refusal(gen uint64) string {
 	return ""
 }
 
-// ObserveSink takes the newest status of a sink from the shared view (nil:
-// removed). A peer counts for the generations and the gates by it; the
-// status of a sink run here seeds its worker if it is handed over and back.
+// ObserveSink takes a sink's newest shared status (nil: removed): a peer
+// counts by it; a sink run here is seeded by it if handed back.
 func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -96,7 +90,6 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	if st.GetStream() == m.st.name {
 		m.shared = st
 	}
-	// Counts first: one that goes down is never ahead of the statuses.
 	e.recount(m.st, 0, prev, m.appliedGen())
 	if m.shared != nil {
 		e.broker.PutSink(st)
@@ -105,9 +98,8 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	}
 }
 
-// ObserveGeneration takes a generation's status from the shared view: on
-// a replica that does not lead the stream, the leader's convergence time
-// replaces the one seen here (the leader counted it).
+// ObserveGeneration takes the leader's convergence time for a stream not
+// led here.
 func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStatus) {
 	if gs.GetConvergeTime() == nil || e.own.OwnsStream(stream) {
 		return
@@ -131,11 +123,9 @@ func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStat
 	}
 }
 
-// Reown applies a change of Ownership: the sinks gained start (seeded with
-// their restored record or their last shared status), the sinks lost stop
-// and are followed as peers; then this replica counts the convergences it
-// saw on streams it now leads whose leader's count never reached the shared
-// view. It returns the start errors by sink.
+// Reown applies a change of Ownership: sinks gained start, sinks lost become
+// peers, and unled convergences of streams now led here are counted. It
+// returns the start errors by sink.
 func (e *Engine) Reown() map[string]error {
 	e.mu.Lock()
 	var change []*confighubv1.Sink
@@ -165,8 +155,7 @@ func (e *Engine) Reown() map[string]error {
 	return errs
 }
 
-// putPeer makes the sink of norm a peer, stopping old's worker if it runs
-// here. Its name lock is held.
+// putPeer makes norm's sink a peer, stopping old's worker. Name lock held.
 func (e *Engine) putPeer(norm *confighubv1.Sink, opts sinkspec.Options, kind sink.Kind, old *member) error {
 	if old != nil && old.w != nil {
 		e.removeWorker(old.w, true)

@@ -2,10 +2,8 @@ package engine
 
 import "slices"
 
-// slotPool is one hub-wide limit of applies in flight, guarded by
-// Engine.mu. A worker that finds it full joins a FIFO queue and sleeps; a
-// release hands the slot to the first queued worker, which its releaser
-// wakes: each freed slot wakes one worker, not every waiter (TestSlotPool).
+// slotPool limits applies in flight, guarded by Engine.mu. A release hands
+// the slot to the first queued worker, waking one, not all (TestSlotPool).
 type slotPool struct {
 	name  string
 	max   int
@@ -17,9 +15,8 @@ func newSlotPool(name string, n int) *slotPool {
 	return &slotPool{name: name, max: n, free: n}
 }
 
-// acquire gives w a slot, or queues it (once) and returns false; w is
-// woken when a release hands it a slot. A nil pool (a sink whose applies
-// take no slot) always gives one. e.mu is held.
+// acquire gives w a slot, or queues it once and returns false; a nil pool
+// always gives one. e.mu is held.
 func (p *slotPool) acquire(w *worker) bool {
 	if p == nil || w.slotHeld {
 		return true
@@ -37,8 +34,7 @@ func (p *slotPool) acquire(w *worker) bool {
 	return false
 }
 
-// release gives up w's slot, or takes w out of the queue. A freed slot
-// goes to the first queued worker, returned to be woken. e.mu is held.
+// release gives up w's slot or queue place, returning the worker to wake.
 func (p *slotPool) release(w *worker) (wake *worker) {
 	switch {
 	case p == nil:

@@ -40,38 +40,34 @@ const (
 	stateDegraded = confighubv1.SinkState_SINK_STATE_DEGRADED
 )
 
-// worker owns one sink run here: one goroutine that applies the newest
-// generation of its slot, plus the sink's Runner goroutine if it has one.
-// The fields after ctx are guarded by Engine.mu; the goroutine never holds
-// it while calling the sink.
+// worker owns one sink run here: a goroutine applying its slot's newest
+// generation, plus the Runner's. Fields after ctx are guarded by Engine.mu,
+// never held while calling the sink.
 type worker struct {
 	*member
-	e    *Engine
-	kind string
-	s    sink.Sink
-	// pool is the sink's apply-slot pool; nil when its applies take none
-	// (Capabilities.NoApplySlot).
-	pool  *slotPool
-	scrub *strings.Replacer // the spec's secrets in error texts; nil: none
+	e     *Engine
+	kind  string
+	s     sink.Sink
+	pool  *slotPool         // nil: Capabilities.NoApplySlot
+	scrub *strings.Replacer // nil: no secrets
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{}
 	done   chan struct{}
 
-	m              slotMachine // decides (machine.go); the rest acts and reports
+	m              slotMachine
 	cancelApply    context.CancelCauseFunc
 	health         string
 	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last report
 	removed        bool
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
-	record         *store.Applied // to be recorded by the goroutine
+	record         *store.Applied // to record off the lock
 	lastAppliedCfg *config.Config
 	lastFailedCfg  *config.Config
 	lastFailedErr  *sink.Error
 
-	// The status fields the machine does not decide.
 	applyErr            string
 	applyErrCode        string
 	entityErrors        []*confighubv1.EntityError
@@ -84,8 +80,7 @@ type worker struct {
 	published           *confighubv1.SinkStatus
 }
 
-// newWorker builds the worker of s; caps is s.Describe(), asked before
-// e.mu was taken. e.mu is held.
+// newWorker builds the worker of s. e.mu is held.
 func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	pool := e.slots
@@ -120,10 +115,13 @@ func (w *worker) scrubText(s string) string {
 	return w.scrub.Replace(s)
 }
 
-// wake signals the goroutine to look at its slot again; never blocks.
-func (w *worker) wake() {
+// wake makes the goroutine look at its slot again.
+func (w *worker) wake() { kick(w.kick) }
+
+// kick signals c without blocking.
+func kick(c chan struct{}) {
 	select {
-	case w.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -142,7 +140,7 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 	}
 }
 
-// start runs the worker's goroutines and closes done when both ended.
+// start runs the worker's goroutines and closes done after them.
 func (w *worker) start() {
 	defer w.e.wg.Done()
 	defer close(w.done)
@@ -167,7 +165,6 @@ func (w *worker) runRunner(r sink.Runner) {
 func (w *worker) loop() {
 	e := w.e
 	defer func() {
-		// Hand a held slot on (or leave the queue) whatever the exit.
 		e.mu.Lock()
 		w.releaseSlot()
 		e.mu.Unlock()
@@ -179,10 +176,7 @@ func (w *worker) loop() {
 		e.mu.Lock()
 		now := e.clock.Now()
 		d := w.decide(now)
-		if d.kind == actApply && !w.pool.acquire(w) {
-			// Queued: PENDING once, then sleep until a release hands
-			// this worker the slot (or a Resync, Health or stop wakes
-			// it), and decide again.
+		if d.kind == actApply && !w.pool.acquire(w) { // queued: sleep until handed the slot
 			w.m.queued(w.pool.name, w.pool.max, len(w.pool.queue))
 			w.unlock()
 			if !w.wait(0) {
@@ -223,9 +217,8 @@ func (w *worker) loop() {
 	}
 }
 
-// unlock reports the state changes and the status, releases e.mu, then
-// records what the sink applied (a store write, off the lock; on failure
-// the next apply records again).
+// unlock reports state and status, releases e.mu, then records what the
+// sink applied (a failure is recorded again by the next apply).
 func (w *worker) unlock() {
 	w.reportState()
 	w.emit()
@@ -240,16 +233,14 @@ func (w *worker) unlock() {
 	}
 }
 
-// releaseSlot gives up w's apply slot (or its place in the queue) and
-// wakes the worker the slot goes to. e.mu is held.
+// releaseSlot gives up w's slot or queue place, waking the next. e.mu is held.
 func (w *worker) releaseSlot() {
 	if next := w.pool.release(w); next != nil {
 		next.wake()
 	}
 }
 
-// wait blocks until a kick, d elapsed (d > 0), or the worker stops; false
-// when it stopped.
+// wait blocks until a kick, d (if > 0), or stop (false).
 func (w *worker) wait(d time.Duration) bool {
 	var timer <-chan time.Time
 	if d > 0 {
@@ -266,9 +257,8 @@ func (w *worker) wait(d time.Duration) bool {
 	return true
 }
 
-// decide asks the machine what to do and does the bookkeeping its
-// decision needs beyond the sink: a hash skip is recorded and reported, a
-// closed gate registers the worker as a waiter of its stream. e.mu is held.
+// decide asks the machine, reporting a hash skip and registering a gated
+// worker as a waiter. e.mu is held.
 func (w *worker) decide(now time.Time) decision {
 	e := w.e
 	d := w.m.decide(now, func(gen uint64) gateVerdict { return e.gate(w, gen) })
@@ -277,8 +267,7 @@ func (w *worker) decide(now time.Time) decision {
 		w.report(applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: d.cfg, result: ResultSkipped, at: now}, d.prevApplied, false)
 	case actGate:
 		w.st.waiters[w] = struct{}{}
-		if d.blocked {
-			// Later waves wait on this sink: tell them.
+		if d.blocked { // later waves wait on this sink
 			e.kickWaiters(w.st)
 			w.st.waiters[w] = struct{}{}
 		}
@@ -286,8 +275,7 @@ func (w *worker) decide(now time.Time) decision {
 	return d
 }
 
-// reportState passes the machine's state changes to the metrics. e.mu is
-// held.
+// reportState passes state changes to the metrics. e.mu is held.
 func (w *worker) reportState() {
 	w.m.eachChange(func(c stateChange) {
 		w.e.metrics.StateChanged(w.name, w.kind, c.from, c.to)
@@ -305,14 +293,12 @@ func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	return w.s.Apply(ctx, cfg)
 }
 
-// finish takes the outcome of an attempt: the machine's transition, then
-// one event for status, metrics and logs. e.mu is held.
+// finish passes an attempt's outcome to the machine and reports it. e.mu is held.
 func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration) {
 	now := w.e.clock.Now()
 	w.cancelApply = nil
 	w.lastDur = dur
 	if w.ctx.Err() != nil {
-		// Deleted, replaced or stopping: the outcome no longer matters.
 		w.m.outcome(attemptOutcome{kind: outAbandoned, cfg: cfg}, now)
 		return
 	}
@@ -321,9 +307,8 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	w.report(w.outcomeOf(o, t, f, dur, now), t.prevApplied, t.kickWaiters)
 }
 
-// report makes status, metrics and the log line from ev, and tells the
-// stream when the applied generation moved from prevApplied or a rejection
-// changes its gates. e.mu is held.
+// report shows, measures and logs ev, and updates the stream's counts and
+// gates. e.mu is held.
 func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 	w.show(ev)
 	w.reportState()
@@ -333,15 +318,6 @@ func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 		w.e.recount(w.st, 0, prevApplied, w.m.appliedGen)
 	} else if kick {
 		w.e.kickWaiters(w.st) // later waves skip it now
-	}
-}
-
-// dropFailed forgets the last failed apply once a generation at least as
-// new is applied: the failure is over, and its config is not held for
-// ever. e.mu is held.
-func (w *worker) dropFailed() {
-	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
-		w.lastFailedCfg, w.lastFailedErr = nil, nil
 	}
 }
 
@@ -377,8 +353,7 @@ func (w *worker) status() *confighubv1.SinkStatus {
 	return st
 }
 
-// shownError is the current failure as status shows it: unreachable (the
-// Runner's health) before the last apply's error. e.mu is held.
+// shownError is the Runner's unreachable, else the last apply's error.
 func (w *worker) shownError() (msg, code string) {
 	if w.health != "" {
 		return "unreachable: " + w.health, string(sink.CodeUnreachable)
@@ -386,10 +361,8 @@ func (w *worker) shownError() (msg, code string) {
 	return w.applyErr, w.applyErrCode
 }
 
-// sameStatus compares two statuses built by status(), entity errors by
-// identity (they come from one sink.Error). emit runs it several times per
-// apply: about 0.1 µs where proto.Equal takes 3-10 µs on a failed sink's
-// status (BenchmarkSameStatus, BenchmarkSameStatusProtoEqual; 2 vCPUs).
+// sameStatus compares two status() results, entity errors by identity:
+// ~0.1 µs against proto.Equal's 3-10 µs (BenchmarkSameStatus).
 func sameStatus(a, b *confighubv1.SinkStatus) bool {
 	if a.State != b.State || a.DesiredGeneration != b.DesiredGeneration || a.DesiredHash != b.DesiredHash ||
 		a.AppliedGeneration != b.AppliedGeneration || a.AppliedHash != b.AppliedHash || a.Attempts != b.Attempts ||
@@ -408,15 +381,9 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.LastAppliedTime.AsTime().Equal(b.LastAppliedTime.AsTime())
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+func short(h string) string { return h[:min(len(h), 12)] }
 
-// notifier is what a sink's Runner talks to. Every method takes the engine
-// lock briefly and never waits for an apply.
+// notifier is what a sink's Runner talks to; it never waits for an apply.
 type notifier struct{ w *worker }
 
 var _ sink.Notifier = notifier{}
@@ -430,8 +397,7 @@ func (n notifier) locked(f func(w *worker)) {
 	}
 }
 
-// Resync forces the next apply and ends a backoff wait: the destination
-// is back (a gateway restarted empty, a plugin reconnected).
+// Resync forces the next apply and ends a backoff wait.
 func (n notifier) Resync(reason string) {
 	n.locked(func(w *worker) {
 		w.m.requestResync(reason)
@@ -453,7 +419,7 @@ func (n notifier) Health(err error) {
 			w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
 		} else {
 			w.e.log.Info("sink reachable again", "sink", w.name)
-			w.m.reachable() // a retry scheduled while it was down is due now
+			w.m.reachable()
 			w.wake()
 		}
 		w.health = h

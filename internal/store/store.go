@@ -6,34 +6,28 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 )
 
+// The store's sentinel errors; stored data that cannot be read is
+// ErrCorrupt, never reset silently.
 var (
-	// ErrNotFound is returned for an unknown stream or sink.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict is returned by CommitConfig when expected_generation does
-	// not match the stream's current generation.
-	ErrConflict = errors.New("generation conflict")
-	// ErrCorrupt is returned when stored data cannot be read; the store is
-	// never reset silently.
-	ErrCorrupt = errors.New("store data is corrupt")
-	// ErrNotRetained is wrapped by GetGeneration for a generation the store
-	// no longer keeps (or never had); the message names the retained range.
+	ErrNotFound    = errors.New("not found")
+	ErrConflict    = errors.New("generation conflict")
+	ErrCorrupt     = errors.New("store data is corrupt")
 	ErrNotRetained = errors.New("generation not retained")
 )
 
-// NotRetained is the error of GetGeneration for generation gen of stream
-// when the store keeps generations oldest..newest of it.
+// NotRetained is GetGeneration's error for gen when oldest..newest are kept.
 func NotRetained(stream string, gen, oldest, newest uint64) error {
 	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
 }
 
-// Applied is what one sink last applied; the durable stores keep it in
-// JSON under the sink's name.
+// Applied is what one sink last applied, kept in JSON under its name.
 type Applied struct {
 	Sink       string    `json:"-"`
 	Stream     string    `json:"stream"`
@@ -42,36 +36,30 @@ type Applied struct {
 	Time       time.Time `json:"time"`
 }
 
-// Converged is when every sink of a stream had applied a generation, as the
-// hub observed it; the durable stores keep it in JSON under the stream's name.
+// Converged is when the hub saw every sink of a stream apply a generation.
 type Converged struct {
 	Stream     string    `json:"-"`
 	Generation uint64    `json:"generation"`
 	Time       time.Time `json:"time"`
 }
 
-// Retention defaults: the last DefaultHistory generations of each stream,
-// at most DefaultHistoryBytes of them.
+// Retention defaults.
 const (
 	DefaultHistory      = 50
 	DefaultHistoryBytes = 1 << 30
 )
 
-// Retention is how many generations of each stream a store keeps with
-// their bytes: at most History of them and at most Bytes in all (0 or
-// less: unbounded), the oldest going first; the current one always stays.
+// Retention bounds each stream's kept generations to History of them and
+// Bytes in all (<= 0: unbounded), oldest first out; the current one stays.
 type Retention struct {
 	History int
 	Bytes   int64
 }
 
 // DefaultRetention is DefaultHistory generations, DefaultHistoryBytes.
-func DefaultRetention() Retention {
-	return Retention{History: DefaultHistory, Bytes: DefaultHistoryBytes}
-}
+func DefaultRetention() Retention { return Retention{DefaultHistory, DefaultHistoryBytes} }
 
-// Keep returns how many of the newest generations r keeps, given their
-// sizes newest first.
+// Keep is how many of the generations of sizes (newest first) r keeps.
 func (r Retention) Keep(sizes []int64) int {
 	var sum int64
 	for i, sz := range sizes {
@@ -94,108 +82,80 @@ type GenerationInfo struct {
 	Origin     config.Origin
 }
 
-// Store is a durable home for streams, their retained generations, sinks,
-// applied and convergence records. Every method is safe for concurrent
-// use.
+// Store keeps streams, their retained generations, sinks, applied and
+// convergence records durably; it is safe for concurrent use. Lists are
+// sorted by name.
 type Store interface {
-	// CommitConfig makes c the next generation of stream c.Stream, durably,
-	// and returns c.WithGeneration of it (sharing c's bytes). expected > 0
-	// must equal the current generation (0 for a new stream), else
-	// ErrConflict. When c.Hash equals the current hash nothing is stored and
-	// the current config is returned with unchanged. c.Generation is
-	// ignored. The generations past the retention are dropped.
+	// CommitConfig durably makes c (its Generation ignored) the stream's
+	// next generation, returned sharing c's bytes; expected > 0 must be the
+	// current generation (ErrConflict); c.Hash equal to the current one
+	// stores nothing and returns the current config, unchanged.
 	CommitConfig(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
-	// GetStream returns the stream's current config or ErrNotFound.
 	GetStream(ctx context.Context, name string) (*config.Config, error)
-	// ListStreams returns every stream's current config.
 	ListStreams(ctx context.Context) ([]*config.Config, error)
-	// DeleteStream removes the stream's config, its retained generations
-	// and its convergence record; ErrNotFound when it has none.
+	// DeleteStream removes the stream's generations and convergence record.
 	DeleteStream(ctx context.Context, name string) error
-	// ListGenerations returns the stream's retained generations, newest
-	// first, at most limit (<= 0: all) of those older than before (0: all);
-	// ErrNotFound for an unknown stream.
+	// ListGenerations lists at most limit (<= 0: all) retained generations
+	// older than before (0: all), newest first.
 	ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]GenerationInfo, error)
-	// GetGeneration returns a retained generation's config; another wraps
-	// ErrNotRetained, an unknown stream is ErrNotFound.
+	// GetGeneration returns a retained generation; another is ErrNotRetained.
 	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
 
-	// PutSink stores a sink spec (create or replace).
 	PutSink(ctx context.Context, s *confighubv1.Sink) error
-	// DeleteSink removes a sink and its applied record; ErrNotFound if absent.
+	// DeleteSink removes a sink's spec and applied record (ErrNotFound: neither).
 	DeleteSink(ctx context.Context, name string) error
-	// ListSinks returns every stored sink spec.
 	ListSinks(ctx context.Context) ([]*confighubv1.Sink, error)
-	// RecordApplied stores what a sink applied (overwrites the previous).
 	RecordApplied(ctx context.Context, a Applied) error
-	// ListApplied returns every sink's applied record.
 	ListApplied(ctx context.Context) ([]Applied, error)
-	// RecordConverged stores c as its stream's convergence (overwrites the
-	// previous), so a restarted hub shows it instead of observing it again.
+	// RecordConverged keeps c so a restarted hub shows it, not observes it again.
 	RecordConverged(ctx context.Context, c Converged) error
-	// ListConverged returns every stream's convergence record.
 	ListConverged(ctx context.Context) ([]Converged, error)
-	// FingerprintKey returns the stored key of the fingerprints shown in
-	// place of sink secrets, storing newKey when none is (concurrent
-	// callers all get the first), so fingerprints hold across restarts
-	// and replicas.
+	// FingerprintKey returns the stored key of sink secrets' fingerprints,
+	// storing newKey when there is none (concurrent callers get the first).
 	FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error)
 
-	// StageConfig writes raw aside for stream, overlapping the hub's
-	// check, and returns the handle that commits or discards it. Staged
-	// bytes are invisible until Commit; raw must not change until then.
-	// Canceling ctx stops the write; the handle keeps nothing of ctx.
-	// tee, when not nil, is written all of raw in order as it is written.
+	// StageConfig writes raw (unchanged until Commit) aside for stream while
+	// the hub checks it, feeding tee (if not nil) as it goes; staged bytes are
+	// invisible until Commit, and the handle keeps nothing of ctx.
 	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)
-	// DeferBelow is the size below which StageConfig writes none of the
-	// bytes (the commit does): there is no write to overlap.
+	// DeferBelow is the size below which a stage writes nothing (the commit does).
 	DeferBelow() int
-	// StageStream opens a stage of size bytes for stream that receives a
-	// configuration in pieces (an upload's chunks) as each arrives.
+	// StageStream opens a stage of size bytes that takes them as they arrive.
 	StageStream(ctx context.Context, stream string, size int64) (StageWriter, error)
 
 	Close() error
 }
 
-// Shared is a store that several replicas share (etcd): Watch follows the
-// changes the others make. Replica mode takes it.
+// Shared is a store replicas share (etcd); Watch follows the others' changes.
 type Shared interface {
 	Store
 	Watch(ctx context.Context) <-chan Event
 }
 
-// Event is a change seen by Shared.Watch: a stream's new generation, or a
-// sink spec put or deleted.
+// Event is a stream's new generation or a sink spec put or deleted.
 type Event struct {
 	Config      *config.Config
 	SinkPut     *confighubv1.Sink
 	SinkDeleted string
 }
 
-// Staged is configuration bytes written by StageConfig, not yet part of a
-// stream. Exactly one of Commit or Discard is called; Discard after Commit
-// is a no-op.
+// Staged is staged bytes: Commit (CommitConfig with c.Raw the staged
+// bytes) or Discard ends it; Discard after Commit is a no-op.
 type Staged interface {
-	// Commit is CommitConfig for the staged bytes (c.Raw the staged
-	// slice); after it they are part of the stream or removed.
 	Commit(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
-	// Discard removes the staged bytes (e.g. the check failed).
 	Discard() error
 }
 
-// StageWriter receives a streamed stage's bytes in order; more than the
-// announced size is an error. Exactly one of Staged or Discard ends it.
+// StageWriter takes a stage's bytes in order, no more than announced;
+// Staged (once all are written; the caller keeps them for c.Raw) or
+// Discard ends it.
 type StageWriter interface {
 	Write(p []byte) (int, error)
-	// Staged returns the stage's handle once all its bytes were written;
-	// its Commit takes them, kept by the caller, as c.Raw.
 	Staged() (Staged, error)
-	// Discard removes what was written.
 	Discard() error
 }
 
-// Meta is a generation's record without its bytes, as the durable stores
-// keep it in JSON (bolt and etcd add where the bytes are).
+// Meta is a generation's JSON record without its bytes.
 type Meta struct {
 	Generation uint64            `json:"generation"`
 	Hash       string            `json:"hash"`
@@ -223,11 +183,11 @@ func MetaOf(c *config.Config, gen uint64) Meta {
 	return m
 }
 
-func (m Meta) origin() config.Origin {
-	if m.Origin == nil {
-		return config.Origin{}
+func (m Meta) origin() (o config.Origin) {
+	if m.Origin != nil {
+		o = config.Origin(*m.Origin)
 	}
-	return config.Origin(*m.Origin)
+	return o
 }
 
 // Info is the GenerationInfo of generation m of stream.
@@ -235,8 +195,7 @@ func (m Meta) Info(stream string) GenerationInfo {
 	return GenerationInfo{Stream: stream, Generation: m.Generation, Hash: m.Hash, Size: m.Size, Labels: m.Labels, AcceptTime: m.AcceptTime, Origin: m.origin()}
 }
 
-// Config is generation m of stream with bytes raw; an unknown format is
-// ErrCorrupt.
+// Config is generation m of stream with bytes raw.
 func (m Meta) Config(stream string, raw []byte) (*config.Config, error) {
 	f, err := config.ParseFormat(m.Format)
 	if err != nil {
@@ -245,35 +204,41 @@ func (m Meta) Config(stream string, raw []byte) (*config.Config, error) {
 	return config.New(stream, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.origin()), nil
 }
 
-// Committer is the commit of a store whose stage writes nothing (memory,
-// etcd): its CommitConfig writes the bytes.
-type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
+// Locks is a mutex per name; the zero value is ready.
+type Locks struct{ m sync.Map }
 
-// Direct is StageConfig, DeferBelow and StageStream for such a store,
-// which embeds it with Commit set to its CommitConfig.
-type Direct struct{ Commit Committer }
-
-// StageConfig implements Store: it feeds tee; Commit writes the bytes.
-func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
-	return StageDirect(d.Commit, raw, tee)
+// Lock locks name's mutex and returns its unlock.
+func (l *Locks) Lock(name string) func() {
+	mu, _ := l.m.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
 }
 
-// DeferBelow implements Store: a stage never writes.
+// Committer is the CommitConfig of a store whose stages write nothing.
+type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
+
+// Direct is the staging of a store (memory, etcd) whose commit writes the
+// bytes; it embeds Direct with Commit set to its CommitConfig.
+type Direct struct{ Commit Committer }
+
+func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
+	if tee != nil {
+		if _, err := tee.Write(raw); err != nil {
+			return nil, err
+		}
+	}
+	return &direct{commit: d.Commit}, nil
+}
+
 func (Direct) DeferBelow() int { return math.MaxInt }
 
-// StageStream implements Store: the caller keeps the bytes written.
 func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
 	return StageStreamDirect(d.Commit, size), nil
 }
 
 // StageDirect is Direct.StageConfig with commit.
 func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
-	if tee != nil {
-		if _, err := tee.Write(raw); err != nil {
-			return nil, err
-		}
-	}
-	return &direct{commit: commit}, nil
+	return Direct{commit}.StageConfig(context.Background(), "", raw, tee)
 }
 
 // StageStreamDirect is Direct.StageStream with commit.
@@ -281,7 +246,7 @@ func StageStreamDirect(commit Committer, size int64) StageWriter {
 	return &direct{commit: commit, size: size}
 }
 
-// direct is a stage that counts what it is written (the caller keeps it).
+// direct counts the bytes written to it; the caller keeps them.
 type direct struct {
 	commit  Committer
 	size, n int64

@@ -17,15 +17,13 @@ import (
 
 // Snapshot reasons sent in WatchStatusResponse.snapshot_reason.
 const (
-	ReasonStart       = "start"
-	ReasonResumeGap   = "resume-gap"
-	ReasonSlowWatcher = "slow-watcher"
-	// ReasonStreamDeleted: DeleteStream removed the stream's generations.
-	ReasonStreamDeleted = "stream-deleted"
+	ReasonStart         = "start"
+	ReasonResumeGap     = "resume-gap"
+	ReasonSlowWatcher   = "slow-watcher"
+	ReasonStreamDeleted = "stream-deleted" // the stream's generations were removed
 )
 
-// Defaults of the broker's options, and how many recent generations per
-// stream are kept.
+// Option defaults, and how many recent generations per stream are kept.
 const (
 	DefaultHistory     = 4096
 	DefaultWatchBuffer = 1024
@@ -38,16 +36,13 @@ type Option func(*Broker)
 // WithHistory sets how many changes per stream are kept for resuming.
 func WithHistory(n int) Option { return func(b *Broker) { b.history = cmp.Or(max(n, 0), b.history) } }
 
-// WithWatchBuffer sets each watcher's channel capacity (at least 2: one
-// snapshot and one change).
+// WithWatchBuffer sets each watcher's channel capacity (at least 2).
 func WithWatchBuffer(n int) Option {
 	return func(b *Broker) { b.buffer = max(cmp.Or(max(n, 0), b.buffer), 2) }
 }
 
-// WithDispatchWindow makes the fan-out run in rounds: the first change
-// after a round waits d (on the broker's clock) for the others, so a burst
-// (a push makes several changes per sink) costs each watcher one wake-up,
-// after the change's caller is done. 0 (the default) sends at once.
+// WithDispatchWindow makes the fan-out run in rounds of d, so a burst costs
+// each watcher one wake-up; 0 (the default) sends at once.
 func WithDispatchWindow(d time.Duration) Option {
 	return func(b *Broker) { b.window = max(d, 0) }
 }
@@ -55,67 +50,52 @@ func WithDispatchWindow(d time.Duration) Option {
 // WithClock sets the clock of the dispatch window (tests pass a fake).
 func WithClock(c clockwork.Clock) Option { return func(b *Broker) { b.clock = cmp.Or(c, b.clock) } }
 
-// WithFirstRevision starts the revisions after rev, so a restarted hub
-// never hands out again a revision a watcher saw in its previous run: a
-// resume from below rev gets a "resume-gap" snapshot.
+// WithFirstRevision starts the revisions after rev; a resume from below rev
+// gets a "resume-gap" snapshot.
 func WithFirstRevision(rev uint64) Option {
 	return func(b *Broker) { b.rev, b.base = rev, rev }
 }
 
-// View is what status readers (GetStatus, WatchStatus, the etcd writer)
-// need, with the guarantees of the package doc: the local Broker and the
-// etcd-backed etcdstatus.Mirror run one conformance suite (statustest).
+// View is what status readers need; Broker and etcdstatus.Mirror pass one
+// conformance suite (statustest).
 type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
 	Snapshot(stream string) (*confighubv1.GetStatusResponse, bool)
-	// Watch sends a snapshot (reason "start") when fromRevision is 0, the
-	// changes after it when they are still kept, else a "resume-gap"
-	// snapshot; then every change. A watcher too slow for its buffer gets
-	// a "slow-watcher" snapshot instead of what it missed. The channel
-	// closes when ctx ends or the view closes.
+	// Watch sends a "start" snapshot (fromRevision 0), the kept changes
+	// after fromRevision, or a "resume-gap" snapshot; then every change (a
+	// "slow-watcher" snapshot after an overflow). It closes with ctx or the view.
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
 }
 
 var _ View = (*Broker)(nil)
 
-// Broker is the revisioned status store. The zero value is not usable; use
-// New. All methods are safe for concurrent use and never block on a watcher.
+// Broker is the revisioned status store; it never blocks on a watcher.
 type Broker struct {
 	history, buffer int
 	window          time.Duration
 	clock           clockwork.Clock
 
-	mu  sync.Mutex
-	rev uint64
-	// base is the revision before this broker's first change; a watcher's
-	// revision below it is from another run.
-	base    uint64
-	streams map[string]*stream
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	// dirty wakes the dispatcher (started with the first watch), where the
-	// fan-out runs: a change costs its caller O(1) whatever the watchers.
-	dirty      chan struct{}
+	mu         sync.Mutex
+	rev        uint64
+	base       uint64 // the revision before the first change
+	streams    map[string]*stream
+	closed     bool
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	dirty      chan struct{} // wakes the dispatcher: a change costs O(1)
 	dispatcher bool
 }
 
 type stream struct {
-	name  string
-	sinks []*confighubv1.SinkStatus       // sorted by name: a snapshot is one copy
-	gens  []*confighubv1.GenerationStatus // the recent generations, ascending
-	// held are generation changes whose sinks_applied is ahead of the sink
-	// statuses, by generation: each is published right after the sink
-	// change that makes it true.
-	held map[uint64]*confighubv1.GenerationStatus
-	hist []*confighubv1.WatchStatusResponse // the last changes, ascending
-	// trimmed is the revision of the newest change dropped from hist: a
-	// watcher that saw it (or a later one) can resume.
-	trimmed  uint64
-	watchers map[*watcher]struct{}
-	// dispatched is the newest revision handed to the dispatcher.
-	dispatched uint64
+	name       string
+	sinks      []*confighubv1.SinkStatus                // sorted by name: a snapshot is one copy
+	gens       []*confighubv1.GenerationStatus          // the recent generations, ascending
+	held       map[uint64]*confighubv1.GenerationStatus // ahead of the sinks (PutGeneration)
+	hist       []*confighubv1.WatchStatusResponse       // the last changes, ascending
+	trimmed    uint64                                   // newest revision dropped from hist
+	watchers   map[*watcher]struct{}
+	dispatched uint64 // newest revision handed to the dispatcher
 }
 
 // watcher is one Watch. Lock order: Broker.mu before watcher.mu.
@@ -124,8 +104,7 @@ type watcher struct {
 	mu   sync.Mutex
 	ch   chan *confighubv1.WatchStatusResponse
 	last uint64 // the revision of the newest change or snapshot sent
-	// victim: no change is sent until the watcher's goroutine replaced the
-	// backlog with a fresh snapshot, sent with reason.
+	// victim: nothing is sent until serve replaces the backlog by a snapshot.
 	victim bool
 	reason string
 	closed bool
@@ -180,10 +159,9 @@ func (b *Broker) at(rev uint64) uint64 {
 // and returns the change's revision. st must not be modified afterwards.
 func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 { return b.PutSinkAt(0, st) }
 
-// PutSinkAt is PutSink at a revision given by the caller (0: the next): a
-// mirror of etcd numbers the changes as etcd does, so every replica hands
-// out the same revisions. A rev not above Revision() drops the change and
-// returns 0; so do the other At methods.
+// PutSinkAt is PutSink at the caller's revision (0: the next), as a mirror
+// numbers etcd's changes; like every At method, a rev not above Revision()
+// drops the change and returns 0.
 func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
 	defer b.mu.Unlock()
 	if rev = b.at(rev); rev == 0 {
@@ -196,7 +174,6 @@ func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
 		s.sinks = slices.Insert(s.sinks, i, st)
 	}
 	rev = b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
-	// Publish the held generation changes the sink statuses now justify.
 	for _, gen := range slices.Sorted(maps.Keys(s.held)) {
 		if g := s.held[gen]; g.GetSinksApplied() <= s.appliedBy(gen) {
 			delete(s.held, gen)
@@ -227,13 +204,9 @@ func (b *Broker) RemoveSinkAt(rev uint64, streamName, sinkName string) uint64 {
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
-// PutGeneration stores the status of one generation of a stream (new or
-// updated counts). Only the newest Generations are kept; a change to an
-// older one is dropped and returns 0. A change whose sinks_applied is ahead
-// of the sinks whose status has applied it (or a later generation) is held
-// and returns 0: it is published right after the PutSink that catches up,
-// so no watcher or snapshot sees a count ahead of its sinks. A newer change
-// of the same generation replaces a held one.
+// PutGeneration stores one generation's status; one older than the newest
+// Generations is dropped (0). A sinks_applied ahead of the sink statuses is
+// held (0) until the PutSink that catches up, so no reader sees it ahead.
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
 	return b.PutGenerationAt(0, streamName, g)
 }
@@ -253,10 +226,8 @@ func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.G
 	return b.putGeneration(s, rev, g)
 }
 
-// GapAt says that changes before rev may be missing from the history (a
-// mirror lost its feed and re-read the store): the revision moves to rev,
-// and every watcher, and a resume from below rev, gets a "resume-gap"
-// snapshot.
+// GapAt says changes before rev may be missing: every watcher, and a resume
+// from below rev, gets a "resume-gap" snapshot.
 func (b *Broker) GapAt(rev uint64) {
 	defer b.mu.Unlock()
 	if rev = b.at(rev); rev == 0 {
@@ -272,9 +243,8 @@ func (b *Broker) GapAt(rev uint64) {
 	}
 }
 
-// RemoveStream forgets a stream's generations once no sink has a status in
-// it (a stream that still has one is left as it is). Its watchers get a
-// snapshot with reason ReasonStreamDeleted, which shows no generation.
+// RemoveStream forgets a stream without sink statuses; its watchers get a
+// ReasonStreamDeleted snapshot.
 func (b *Broker) RemoveStream(streamName string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -286,16 +256,13 @@ func (b *Broker) RemoveStream(streamName string) {
 		delete(b.streams, streamName)
 		return
 	}
-	// A resume from before the deletion gets a snapshot, not the deleted
-	// stream's changes.
-	b.rev++
+	b.rev++ // a resume from before gets a snapshot
 	s.gens, s.hist, s.trimmed = nil, nil, b.rev
 	clear(s.held)
 	s.cutOver(ReasonStreamDeleted)
 }
 
-// cutOver makes every open watcher of s wait for a fresh snapshot sent
-// with reason. b.mu is held.
+// cutOver sends every open watcher of s a fresh snapshot. b.mu is held.
 func (s *stream) cutOver(reason string) {
 	for w := range s.watchers {
 		w.mu.Lock()
@@ -336,8 +303,7 @@ func (b *Broker) putGeneration(s *stream, rev uint64, g *confighubv1.GenerationS
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
 }
 
-// publish numbers ev with rev (above b.rev), keeps it in the stream's
-// history and wakes the dispatcher. b.mu is held.
+// publish numbers ev, keeps it in history and wakes the dispatcher. b.mu is held.
 func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusResponse) uint64 {
 	b.rev = rev
 	ev.Revision = b.rev
@@ -360,12 +326,10 @@ func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusRespo
 type batch struct {
 	watchers []*watcher
 	events   []*confighubv1.WatchStatusResponse
-	// trimmed: a watcher that saw less than this revision missed changes.
-	trimmed uint64
+	trimmed  uint64
 }
 
-// dispatch fans the new changes out to the watchers, never blocking on
-// one: a watcher whose buffer is full becomes a victim.
+// dispatch fans new changes out; a watcher whose buffer is full becomes a victim.
 func (b *Broker) dispatch() {
 	defer b.wg.Done()
 	for {
@@ -406,24 +370,19 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce leaves out of one round's changes each one a later change of the
-// same sink or generation supersedes, keeping every sink's newest status at
-// each generation change kept: a watcher still sees every generation, and
-// its view equals the broker's at each generation change and at the round's
-// end. events is ascending and not shared; the result reuses it.
+// coalesce drops from one round each change a later one of the same sink
+// (before the next generation change) or generation supersedes, so a watcher
+// still matches the broker at each generation change. It reuses events.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events
 	}
-	// Backwards: a generation change is kept when no later one of the
-	// same generation follows; a sink change when no later one of the
-	// same sink follows before the next kept generation change.
 	laterSink := map[string]bool{}
 	laterGen := map[uint64]bool{}
 	keep := len(events)
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
-		if name, isSink := sinkOf(ev); isSink {
+		if name := cmp.Or(ev.GetSink().GetSink(), ev.GetSinkRemoved()); name != "" {
 			if laterSink[name] {
 				continue
 			}
@@ -445,17 +404,6 @@ func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchSta
 	return events[:n]
 }
 
-// sinkOf names the sink a change is about; false for other changes.
-func sinkOf(ev *confighubv1.WatchStatusResponse) (string, bool) {
-	switch e := ev.GetEvent().(type) {
-	case *confighubv1.WatchStatusResponse_Sink:
-		return e.Sink.GetSink(), true
-	case *confighubv1.WatchStatusResponse_SinkRemoved:
-		return e.SinkRemoved, true
-	}
-	return "", false
-}
-
 // offer sends the changes w has not seen, or makes w a victim.
 func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint64) {
 	w.mu.Lock()
@@ -464,7 +412,7 @@ func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint6
 		return
 	}
 	if w.last < trimmed {
-		w.cutOver(ReasonSlowWatcher) // it missed changes that left the history
+		w.cutOver(ReasonSlowWatcher)
 		return
 	}
 	for _, ev := range events {
@@ -579,10 +527,7 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 		case <-b.stop:
 			b.drop(s, w)
 			return
-		case <-w.kick:
-			// Only this goroutine sends to a victim, so once drained the
-			// channel has room for the snapshot, which supersedes what the
-			// reader may take meanwhile.
+		case <-w.kick: // only serve sends to a victim: drained, it has room
 		drain:
 			for {
 				select {
@@ -591,8 +536,6 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 					break drain
 				}
 			}
-			// Under b.mu no change is published: the snapshot holds every
-			// change up to its revision, later ones follow it.
 			b.mu.Lock()
 			w.mu.Lock()
 			if !w.closed {
@@ -615,15 +558,12 @@ func (b *Broker) drop(s *stream, w *watcher) {
 	close(w.ch)
 	w.mu.Unlock()
 	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist) == 0 {
-		// Watched but never used: forget it, so watches of unknown streams
-		// hold no memory.
 		delete(b.streams, s.name)
 	}
 	b.mu.Unlock()
 }
 
-// Close closes every watcher and waits for their goroutines. Changes after
-// Close are still stored but no watch can start.
+// Close closes every watcher and waits; changes are still stored after it.
 func (b *Broker) Close() {
 	b.mu.Lock()
 	if !b.closed {

@@ -30,8 +30,7 @@ var _ store.Store = (*Store)(nil)
 // ErrInUse is wrapped by Open when another process holds the file lock.
 var ErrInUse = errors.New("data dir in use by another process")
 
-// layoutVersion is written in bucket "info"; a file of another layout is
-// refused, not read.
+// layoutVersion is in bucket "info"; another layout is refused.
 const layoutVersion = "4"
 
 var (
@@ -50,40 +49,30 @@ var (
 type Option func(*options)
 
 type options struct {
-	lockTimeout time.Duration
 	keep        store.Retention
-	// Set by tests and benchmarks only (export_test.go).
-	inlineBelow int
-	noGroup     bool
-	syncDir     func(dir string) error
+	lockTimeout time.Duration          // tests
+	inlineBelow int                    // tests
+	noGroup     bool                   // tests
+	syncDir     func(dir string) error // tests
 }
 
-// WithLockTimeout bounds the wait for the file lock (default 1s); past it
-// Open fails with ErrInUse.
-func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
-
-// WithRetention sets how many generations of each stream are kept with
-// their bytes (default store.DefaultRetention).
+// WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(o *options) { o.keep = r } }
 
-// Store is a store.Store on one bbolt file and a directory of record
-// files beside it (see the package doc).
+// Store is a store.Store on one bbolt file and its record files.
 type Store struct {
 	db          *bbolt.DB
 	path        string
 	blobDir     string
 	keep        store.Retention
 	group       group
-	inlineBelow int // deferMax but in benchmarks
+	inlineBelow int // deferMax but in tests
 
-	// mu guards streams and failed.
-	mu      sync.Mutex
+	mu      sync.Mutex                // guards streams and failed
 	streams map[string]*config.Config // each stream's current generation
-	locks   sync.Map                  // stream name -> *sync.Mutex (lock)
-	// failed is set when a commit's flush or index write failed, or by
-	// Close: every later stage and commit returns it. Close waits for ops
-	// (the stages and commits under way, added under mu while failed is
-	// nil), so nothing is written once it returned.
+	locks   store.Locks               // a stream's commits and deletion, check to index write
+	// failed (set by a failed flush or index write, or by Close) fails
+	// every later stage and commit; ops counts those under way.
 	failed error
 	ops    sync.WaitGroup
 	close  func() error
@@ -94,10 +83,8 @@ type Store struct {
 
 var errClosed = errors.New("bolt store: closed")
 
-// Open opens or creates the store file at path, creating parent
-// directories, and loads every stream's current generation. A bbolt file
-// that cannot be read gives an error wrapping store.ErrCorrupt and is left
-// untouched; a file locked by another process gives ErrInUse.
+// Open opens or creates the store file at path and its parent directories,
+// and loads every stream's current generation.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := options{lockTimeout: time.Second, syncDir: syncDir, keep: store.DefaultRetention(), inlineBelow: deferMax}
 	for _, opt := range opts {
@@ -133,9 +120,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// mkdirDurable creates dir and its missing parents, and flushes the
-// parent of each one it created: a record acked in a new data dir must not
-// vanish with the data dir's own entry at a power loss.
+// mkdirDurable creates dir and its missing parents, flushing the parent
+// of each, so an acked record does not vanish with its dir's entry.
 func mkdirDurable(dir string, sync func(string) error) error {
 	if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
 		return nil
@@ -149,9 +135,8 @@ func mkdirDurable(dir string, sync func(string) error) error {
 	return sync(filepath.Dir(dir))
 }
 
-// openDB opens the bbolt file. bbolt trusts the file's meta pages, and
-// garbage that passes them can panic or fault: that is reported as
-// corrupt rather than crash the hub.
+// openDB opens the bbolt file; garbage that passes bbolt's meta page
+// checks and panics or faults is reported as corrupt.
 func openDB(path string, o options) (db *bbolt.DB, err error) {
 	if err := precheckSize(path); err != nil {
 		return nil, err
@@ -162,8 +147,8 @@ func openDB(path string, o options) (db *bbolt.DB, err error) {
 			db, err = nil, corruptErr(path, r)
 		}
 	}()
-	// 1 GiB of address space (not disk): growing the file below it needs
-	// no remap, which would wait for every open read transaction.
+	// 1 GiB of address space: growing below it needs no remap (which waits
+	// for every read transaction).
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.lockTimeout, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 1 << 30})
 	var pe *fs.PathError
 	switch {
@@ -180,9 +165,8 @@ func openDB(path string, o options) (db *bbolt.DB, err error) {
 }
 
 // precheckSize refuses a file shorter than its newest valid meta page
-// says, before bbolt maps it: bbolt would fault reading past the end, and a
-// fault recovered inside bbolt.Open leaves the file mapped and locked for
-// the rest of the process. A file with no valid meta page is left to bbolt.
+// says: a fault recovered inside bbolt.Open would leave it mapped and
+// locked for the rest of the process.
 func precheckSize(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -227,10 +211,8 @@ func corruptErr(path string, err any) error {
 	return fmt.Errorf("store %s: %w: the index file cannot be read: %v (the file is kept as is)", path, store.ErrCorrupt, err)
 }
 
-// verify checks the layout and reads every key and value reachable from
-// db's root. Pages past the end of a truncated file fault (SIGBUS) when
-// read through the mmap, and bbolt panics on a page that is not what its
-// parent says; both are reported as corrupt.
+// verify checks the layout and reads every key and value, reporting a
+// fault (a truncated file) or a bbolt panic (a bad page) as corrupt.
 func verify(db *bbolt.DB, path string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -288,10 +270,8 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the buckets of a new file and the record directory, loads
-// every stream's current generation, and removes every record file no
-// retained generation names (staged but never committed, or dropped). A
-// file that has its buckets is not written to.
+// init creates the record directory and a new file's buckets, loads each
+// stream's current generation, and removes the record files not named.
 func (s *Store) init(o options) error {
 	if err := mkdirDurable(s.blobDir, o.syncDir); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
@@ -327,30 +307,23 @@ func (s *Store) init(o options) error {
 	return s.removeUnnamed(named)
 }
 
-// removeUnnamed removes the record files of ours that named does not
-// hold; other files in the directory are left alone.
+// removeUnnamed removes the record files named does not hold.
 func (s *Store) removeUnnamed(named map[string]bool) error {
 	ents, err := os.ReadDir(s.blobDir)
 	if err != nil {
 		return s.ioErr("list", s.blobDir, err)
 	}
-	removed := false
 	for _, e := range ents {
 		if p := filepath.Join(s.blobDir, e.Name()); isRecName(e.Name()) && !named[e.Name()] {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return s.ioErr("remove", p, err)
 			}
-			removed = true
 		}
 	}
-	if removed {
-		return syncDir(s.blobDir)
-	}
-	return nil
+	return syncDir(s.blobDir)
 }
 
-// ioErr reports an I/O error of op on file as what it is: the file, the
-// call and the errno; too many open files says which limit to raise.
+// ioErr names the file, the call and the errno of an I/O error.
 func (s *Store) ioErr(op, file string, err error) error {
 	var errno syscall.Errno
 	if !errors.As(err, &errno) {
@@ -363,8 +336,7 @@ func (s *Store) ioErr(op, file string, err error) error {
 	return fmt.Errorf("store %s: %s %s: %s: %w", s.path, op, file, what, err)
 }
 
-// wrap names the store in an error other than the store's sentinels and
-// the context's.
+// wrap names the store in an error but the sentinels and the context's.
 func (s *Store) wrap(err error) error {
 	if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRetained) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -373,9 +345,8 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("store %s: %w", s.path, err)
 }
 
-// put stores raw under key in bucket through run: db.Update, or db.Batch
-// where concurrent calls share a transaction (Put is idempotent, as Batch
-// may run it twice). err is raw's encoding error.
+// put stores raw (encoded with error err) under key in bucket through
+// run: db.Update, or db.Batch (which may run it twice).
 func (s *Store) put(ctx context.Context, run func(func(*bbolt.Tx) error) error, bucket []byte, key string, raw []byte, err error) error {
 	if err == nil {
 		err = ctx.Err()
@@ -405,7 +376,6 @@ func list[T any](s *Store, ctx context.Context, bucket []byte, decode func(k, v 
 	return out, s.wrap(err)
 }
 
-// PutSink implements store.Store.
 func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if sp.GetName() == "" {
 		return errors.New("bolt store: sink name is empty")
@@ -414,7 +384,6 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return s.put(ctx, s.db.Update, bucketSinks, sp.GetName(), raw, err)
 }
 
-// ListSinks implements store.Store, sorted by name.
 func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	return list(s, ctx, bucketSinks, func(_, v []byte) (*confighubv1.Sink, error) {
 		sp := &confighubv1.Sink{}
@@ -422,8 +391,6 @@ func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	})
 }
 
-// DeleteSink implements store.Store: it removes the spec and the applied
-// record; ErrNotFound when neither exists.
 func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -438,8 +405,7 @@ func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	}))
 }
 
-// RecordApplied implements store.Store; concurrent calls share a
-// transaction (bbolt Batch).
+// RecordApplied implements store.Store in a shared transaction.
 func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	if a.Sink == "" {
 		return errors.New("bolt store: applied record without a sink name")
@@ -448,7 +414,6 @@ func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	return s.put(ctx, s.db.Batch, bucketApplied, a.Sink, raw, err)
 }
 
-// ListApplied implements store.Store, sorted by sink name.
 func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return list(s, ctx, bucketApplied, func(k, v []byte) (store.Applied, error) {
 		a := store.Applied{Sink: string(k)}
@@ -456,14 +421,12 @@ func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	})
 }
 
-// RecordConverged implements store.Store; concurrent calls share a
-// transaction (bbolt Batch).
+// RecordConverged implements store.Store in a shared transaction.
 func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	raw, err := json.Marshal(c)
 	return s.put(ctx, s.db.Batch, bucketConverged, c.Stream, raw, err)
 }
 
-// ListConverged implements store.Store, sorted by stream name.
 func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	return list(s, ctx, bucketConverged, func(k, v []byte) (store.Converged, error) {
 		c := store.Converged{Stream: string(k)}
@@ -471,7 +434,6 @@ func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	})
 }
 
-// FingerprintKey implements store.Store.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -489,6 +451,6 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 	return key, s.wrap(err)
 }
 
-// Close refuses later stages and commits, waits for those under way, and
-// releases the file; it is idempotent.
+// Close refuses later stages and commits, waits for those under way and
+// releases the file.
 func (s *Store) Close() error { return s.close() }

@@ -1,11 +1,9 @@
-// Package bolt is the embedded durable store.Store: one bbolt file (the hub
-// uses <data-dir>/confighub.db) indexes every stream's retained
-// generations, sinks, applied and convergence records. A generation below
-// 64 KiB keeps its bytes inline in the index; a larger one in a record file
-// of its own beside it (<file>.blobs/<random id>.rec), written while the
-// hub checks it. A push is acked once its index transaction, shared by the
-// commits that reach it together, is fsynced, the record file flushed
-// before it. Only each stream's current generation is held in memory.
+// Package bolt is the embedded durable store.Store: one bbolt file
+// (<data-dir>/confighub.db) indexes everything; a generation from 64 KiB
+// keeps its bytes in a record file of its own (<file>.blobs/<id>.rec),
+// written while the hub checks it, a smaller one inline. A push is acked
+// once its record file and then its (shared) index transaction are
+// flushed. Only each stream's current generation is held in memory.
 //
 // Layout 4: bucket "streams" holds a bucket per stream, keyed by the 8-byte
 // big-endian generation (size, then meta JSON) and that plus "d" (inline

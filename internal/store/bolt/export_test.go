@@ -3,6 +3,7 @@ package bolt
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 // WithSyncDirHook makes Open call fn for every directory it flushes while
@@ -12,6 +13,10 @@ func WithSyncDirHook(fn func(dir string)) Option {
 		o.syncDir = func(dir string) error { fn(dir); return syncDir(dir) }
 	}
 }
+
+// WithLockTimeout bounds the wait for the file lock (default 1s); past it
+// Open fails with ErrInUse.
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
 // WithInlineBelow writes configurations below n inline (default 64 KiB).
 func WithInlineBelow(n int) Option { return func(o *options) { o.inlineBelow = n } }

@@ -24,26 +24,20 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// deferMax is DeferBelow: a smaller configuration is written inline in
-// its index transaction; from it on, into a record file of its own while
-// the hub checks it. Both pay (BenchmarkConcurrentCommits, BenchmarkCommit,
-// 3 runs at load 7-16): 5 KiB commits on 16 streams ack 940-1,290/s inline
-// against 440-560/s through files (1 stream: 200-230 against 120-140/s); a
-// commit takes 1.1-1.7x a plain write+fsync through its file against 3.6x
-// inline at 1 MiB, 0.75x against 4.4x at 20 MiB.
+// deferMax is DeferBelow: smaller configs go inline in the index, larger
+// ones in record files (BenchmarkConcurrentCommits, 5 KiB on 16 streams:
+// 940-1,290/s inline, 440-560/s in files; BenchmarkCommit against a plain
+// write+fsync: 1.1-1.7x in a file, 3.6x inline at 1 MiB; 0.75x, 4.4x at 20).
 const deferMax = 64 << 10
 
-// writeChunk is the unit of a file stage: written, handed to the disk
-// (startWriteback), then hashed while still in the CPU cache.
+// writeChunk is the unit a file stage writes and hands to the disk.
 const writeChunk = 1 << 20
 
-// A generation's index entry, in the stream's bucket under genKey: the
-// size (8 bytes, big-endian, read by the retention without decoding) then
-// genMeta as JSON. An inline generation's bytes are under dataKey.
+// genMeta is a generation's index entry under genKey, after its 8-byte
+// size (read by the retention); inline bytes are under dataKey.
 type genMeta struct {
 	store.Meta
-	// Blob names the record file holding the bytes; empty when inline.
-	Blob string `json:"blob,omitempty"`
+	Blob string `json:"blob,omitempty"` // record file; "" when inline
 }
 
 func genKey(gen uint64) []byte  { return binary.BigEndian.AppendUint64(make([]byte, 0, 9), gen) }
@@ -57,9 +51,8 @@ func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	return m, nil
 }
 
-// eachGen calls fn with each generation entry of stream bucket b, newest
-// first, from the newest older than before (0: the newest), while fn
-// returns true and no error.
+// eachGen calls fn with each generation entry of b older than before (0:
+// all), newest first, while fn returns true and no error.
 func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error)) error {
 	c := b.Cursor()
 	k, v := c.Last()
@@ -81,14 +74,6 @@ func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error))
 	return nil
 }
 
-// lock locks stream name's commits and deletion from their check to their
-// index write, so its generations are handed out one after the other.
-func (s *Store) lock(name string) func() {
-	mu, _ := s.locks.LoadOrStore(name, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
 // current is stream name's current generation, nil when it has none.
 func (s *Store) current(name string) *config.Config {
 	s.mu.Lock()
@@ -96,18 +81,7 @@ func (s *Store) current(name string) *config.Config {
 	return s.streams[name]
 }
 
-func (s *Store) setCurrent(name string, c *config.Config) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c == nil {
-		delete(s.streams, name)
-	} else {
-		s.streams[name] = c
-	}
-}
-
-// begin counts a stage or commit under way; it fails once the store is
-// closed or failed.
+// begin counts a stage or commit under way, unless the store failed.
 func (s *Store) begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,9 +91,8 @@ func (s *Store) begin() error {
 	return s.failed
 }
 
-// fail makes every later stage and commit fail: after a failed flush the
-// kernel may have dropped the pages, so a later flush proves nothing
-// ("restart to recover": Open decides from what is on disk).
+// fail fails every later stage and commit: after a failed flush a later
+// one proves nothing, and Open decides from what is on disk.
 func (s *Store) fail(err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,8 +102,7 @@ func (s *Store) fail(err error) error {
 	return s.failed
 }
 
-// staged is a StageConfig or StageStream handle: inline bytes (below
-// deferMax) or a record file written but not yet flushed.
+// staged is a stage: inline, or a record file not yet flushed.
 type staged struct {
 	s    *Store
 	name string   // record file; "" when inline
@@ -146,11 +118,9 @@ var (
 	_ store.StageWriter = (*staged)(nil)
 )
 
-// DeferBelow implements store.Store.
 func (s *Store) DeferBelow() int { return s.inlineBelow }
 
-// StageConfig implements store.Store: StageStream written chunk by chunk,
-// each handed to the disk, then to tee.
+// StageConfig implements store.Store: StageStream fed chunk by chunk.
 func (s *Store) StageConfig(ctx context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
 	g, err := s.stage(int64(len(raw)))
 	for off := 0; err == nil && off < len(raw); off += writeChunk {
@@ -171,9 +141,7 @@ func (s *Store) StageConfig(ctx context.Context, _ string, raw []byte, tee io.Wr
 }
 
 // StageStream implements store.Store: from deferMax on, a new record file
-// takes the bytes as they arrive (its directory entry flushed meanwhile,
-// waited for before the commit's index write); below it, the commit writes
-// them inline.
+// takes the bytes while its directory entry is flushed.
 func (s *Store) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
 	return s.stage(size)
 }
@@ -200,7 +168,6 @@ func (s *Store) stage(size int64) (*staged, error) {
 	return g, nil
 }
 
-// Write implements store.StageWriter.
 func (g *staged) Write(p []byte) (int, error) {
 	if g.done {
 		return 0, errors.New("bolt store: write to an ended stage")
@@ -218,7 +185,6 @@ func (g *staged) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Staged implements store.StageWriter.
 func (g *staged) Staged() (store.Staged, error) {
 	if g.n != g.size {
 		return nil, fmt.Errorf("bolt store: stage of %d bytes: %d written", g.size, g.n)
@@ -226,8 +192,6 @@ func (g *staged) Staged() (store.Staged, error) {
 	return g, nil
 }
 
-// Discard implements store.Staged: the record file goes (a no-op after
-// Commit).
 func (g *staged) Discard() error {
 	if g.done {
 		return nil
@@ -246,7 +210,6 @@ func (g *staged) drop() error {
 	return err
 }
 
-// Commit implements store.Staged.
 func (g *staged) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if g.done {
 		return nil, false, errors.New("bolt store: commit of an ended stage")
@@ -265,8 +228,7 @@ func (g *staged) Commit(ctx context.Context, c *config.Config, expected uint64) 
 	return out, unchanged, err
 }
 
-// CommitConfig implements store.Store: StageConfig then Commit. The
-// returned config shares c.Raw (no copy).
+// CommitConfig implements store.Store: StageConfig then Commit.
 func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	g, err := s.StageConfig(ctx, c.Stream, c.Raw, nil)
 	if err != nil {
@@ -294,12 +256,10 @@ func validName(c *config.Config) error {
 	return nil
 }
 
-// commit makes c, staged in g, stream c.Stream's next generation: under
-// the stream's lock it checks expected and the hash, flushes g's record
-// file and its directory entry, then writes the index entry (with inline
-// bytes) in a transaction shared with the commits that reach it together
-// (group), which also drops the generations past the retention; their
-// files go after it. named says whether g's file is now the stream's.
+// commit makes c, staged in g, the stream's next generation: under the
+// stream's lock it checks, flushes g's file and its directory entry, then
+// writes the index in a group transaction that also applies the retention.
+// named says whether g's file is now the stream's.
 func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g *staged) (out *config.Config, unchanged, named bool, err error) {
 	if err := validName(c); err != nil {
 		return nil, false, false, err
@@ -308,7 +268,7 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	defer s.ops.Done()
-	defer s.lock(c.Stream)()
+	defer s.locks.Lock(c.Stream)()
 	cur := s.current(c.Stream)
 	var gen uint64
 	if cur != nil {
@@ -357,17 +317,18 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return err
 	})
 	if err != nil {
-		// The outcome is unknown: the file may be named now.
+		// Unknown outcome: the file may be named now.
 		return nil, false, true, s.fail(fmt.Errorf("index: %w", err))
 	}
 	out = c.WithGeneration(gen + 1)
-	s.setCurrent(c.Stream, out)
+	s.mu.Lock()
+	s.streams[c.Stream] = out
+	s.mu.Unlock()
 	s.removeFiles(dropped)
 	return out, false, g.name != "", nil
 }
 
-// retain drops the generations of stream b past the retention and returns
-// their record files.
+// retain drops b's generations past the retention, returning their files.
 func (s *Store) retain(tx *bbolt.Tx, b *bbolt.Bucket, name string) ([]string, error) {
 	var sizes []int64
 	var keys [][]byte
@@ -396,8 +357,7 @@ func (s *Store) retain(tx *bbolt.Tx, b *bbolt.Bucket, name string) ([]string, er
 	return files, err
 }
 
-// removeFiles removes record files the index no longer names (Open
-// removes those a crash left).
+// removeFiles removes record files the index no longer names.
 func (s *Store) removeFiles(names []string) {
 	for _, n := range names {
 		_ = os.Remove(filepath.Join(s.blobDir, n))
@@ -417,8 +377,7 @@ func (s *Store) loadCurrent(b *bbolt.Bucket, name string) (c *config.Config, err
 	return c, err
 }
 
-// readGen reads generation m's bytes (inline, copied out of the mmap, or
-// from its record file) and checks them against its SHA-256.
+// readGen reads generation m's bytes and checks their size and hash.
 func (s *Store) readGen(b *bbolt.Bucket, name string, m genMeta) (*config.Config, error) {
 	var raw []byte
 	where := "its inline bytes"
@@ -441,8 +400,7 @@ func (s *Store) readGen(b *bbolt.Bucket, name string, m genMeta) (*config.Config
 	return m.Config(name, raw)
 }
 
-// GetStream implements store.Store: the stream's current generation, held
-// in memory.
+// GetStream implements store.Store from memory.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -453,7 +411,6 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 }
 
-// ListStreams implements store.Store, sorted by name.
 func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -463,11 +420,6 @@ func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
 	return out, nil
-}
-
-// view runs fn on stream name's bucket in a read transaction.
-func (s *Store) view(ctx context.Context, name string, fn func(*bbolt.Bucket) error) error {
-	return s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error { return fn(b) })
 }
 
 // bucket runs fn on stream name's bucket in a transaction of run.
@@ -485,7 +437,7 @@ func (s *Store) bucket(ctx context.Context, run func(func(*bbolt.Tx) error) erro
 
 // ListGenerations implements store.Store, from the index.
 func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) (out []store.GenerationInfo, err error) {
-	err = s.view(ctx, name, func(b *bbolt.Bucket) error {
+	err = s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
 		return eachGen(b, before, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
 			out = append(out, m.Info(name))
@@ -503,7 +455,7 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	}
 	var m genMeta
 	var out *config.Config
-	err := s.view(ctx, name, func(b *bbolt.Bucket) (err error) {
+	err := s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) (err error) {
 		if v := b.Get(genKey(gen)); v != nil {
 			if m, err = decodeMeta(name, genKey(gen), v); err == nil && m.Blob == "" {
 				out, err = s.readGen(b, name, m)
@@ -520,10 +472,9 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	if err != nil || out != nil {
 		return out, err
 	}
-	// A record file is read outside the transaction; a commit may have
-	// dropped the generation and removed it meanwhile.
+	// Read outside the transaction: a commit may have dropped it meanwhile.
 	out, err = s.readGen(nil, name, m)
-	if errors.Is(err, fs.ErrNotExist) && s.view(ctx, name, func(b *bbolt.Bucket) error {
+	if errors.Is(err, fs.ErrNotExist) && s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
 		if b.Get(genKey(gen)) == nil {
 			return store.ErrNotRetained
 		}
@@ -534,15 +485,13 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	return out, err
 }
 
-// DeleteStream implements store.Store: one transaction removes the
-// stream's generations, its record files' names and its convergence
-// record; the files go after it.
+// DeleteStream implements store.Store in one transaction; the files go after.
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	defer s.ops.Done()
-	defer s.lock(name)()
+	defer s.locks.Lock(name)()
 	var files []string
 	err := s.bucket(ctx, s.db.Update, name, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
 		err := eachGen(b, 0, func(k, v []byte) (bool, error) {
@@ -556,14 +505,15 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 		return errors.Join(err, tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
 	})
 	if err == nil {
-		s.setCurrent(name, nil)
+		s.mu.Lock()
+		delete(s.streams, name)
+		s.mu.Unlock()
 		s.removeFiles(files)
 	}
 	return err
 }
 
-// isRecName says whether name is a record file as newRecName makes them;
-// other files in the directory are never touched.
+// isRecName says whether newRecName could have made name.
 func isRecName(name string) bool {
 	id, ok := strings.CutSuffix(name, ".rec")
 	if !ok || len(id) != 32 {
@@ -581,8 +531,7 @@ func newRecName() (string, error) {
 	return hex.EncodeToString(b[:]) + ".rec", nil
 }
 
-// syncDir makes the directory's entries (a created or removed file)
-// durable.
+// syncDir makes the directory's entries durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -595,14 +544,10 @@ func syncDir(dir string) error {
 	return d.Close()
 }
 
-// group shares one index transaction (one flush) among the commits that
-// reach it together: the first runs one for itself, and every commit
-// queued meanwhile runs in the next, led by the same goroutine; a failed
-// transaction fails them all. BenchmarkConcurrentCommits (5 KiB, 3 runs
-// at load 7-25): on 16 streams 380-1,290 commits/s against 190-290/s with
-// a transaction each; on one stream, whose lock orders the commits, about
-// 200/s either way. bbolt's Batch waits for more calls first: 40/s on one
-// stream, a lone 1 MiB commit 2.6-5.3x a plain write+fsync against 1.5-2.3x.
+// group runs the commits queued while a transaction runs in the next one,
+// led by the same goroutine; a failed one fails them all. On 16 streams
+// 380-1,290 commits/s against 190-290/s a transaction each; bbolt's Batch
+// waits first: 40/s on one stream against 200/s (BenchmarkConcurrentCommits).
 type group struct {
 	s       *Store
 	off     bool // each commit its own transaction (benchmarks compare)

@@ -24,18 +24,13 @@ import (
 
 var _ store.Shared = (*Store)(nil)
 
-// DefaultPrefix is where the store keeps its keys unless WithPrefix says.
-const DefaultPrefix = "/confighub/"
-
 const (
-	// defaultChunkSize is the largest config chunk written in one request.
-	defaultChunkSize = 1 << 20
+	DefaultPrefix    = "/confighub/" // unless WithPrefix
+	defaultChunkSize = 1 << 20       // the largest chunk written in one request
 	// maxAttempts bounds the retries of a commit that lost a race with
-	// another replica (without expected generation), and of reads whose
-	// revision was compacted.
+	// another replica, and of reads whose revision was compacted.
 	maxAttempts = 16
-	// ownRevs bounds the memory of this Store's own write revisions.
-	ownRevs = 4096
+	ownRevs     = 4096 // how many of this Store's write revisions it remembers
 )
 
 // The kinds of keys under the prefix (see the package doc).
@@ -51,27 +46,15 @@ const (
 // Option configures New.
 type Option func(*Store)
 
-// WithPrefix sets the key prefix (default "/confighub/"); several hubs can
-// share an etcd cluster with different prefixes. A missing trailing slash
-// is added.
+// WithPrefix sets the key prefix, adding a missing trailing slash.
 func WithPrefix(p string) Option {
 	return func(s *Store) { s.prefix = strings.TrimSuffix(p, "/") + "/" }
 }
 
-// WithChunkSize sets the size of config chunks (default 1 MiB). It must
-// stay below the etcd server's --max-request-bytes.
-func WithChunkSize(n int) Option { return func(s *Store) { s.chunkSize = max(n, 1) } }
-
-// WithClock sets the clock used for the retry waits.
-func WithClock(c clockwork.Clock) Option { return func(s *Store) { s.clock = c } }
-
-// WithRetention sets how many generations of each stream keep their bytes
-// (default store.DefaultRetention). etcd holds them besides its history
-// until compaction: size the --quota-backend-bytes for it.
+// WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
 
-// Store is a store.Store on etcd. It does not own the client: Close stops
-// the watches but leaves the client open.
+// Store is a store.Store on etcd; it leaves the client open.
 type Store struct {
 	store.Direct
 	cli       *clientv3.Client
@@ -84,30 +67,26 @@ type Store struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// commitMu serialises this Store's commits per stream: contention
-	// between goroutines of one replica is settled here, not by etcd
-	// transaction retries.
-	commitMu sync.Map // stream name -> *sync.Mutex
+	// locks settles one replica's concurrent commits of a stream, rather
+	// than etcd transaction retries.
+	locks store.Locks
 
-	// writing is held (shared) by a write from its request until its
-	// revision is in own, and (exclusively) by the watch before it asks
-	// isOwn: the watch may see a write's event before the writer has its
-	// answer, and must not take it for another replica's.
+	// writing is held (shared) by a write until its revision is in own, and
+	// (exclusively) by the watch before it asks isOwn: the watch may see a
+	// write's event before the writer has its answer.
 	writing sync.RWMutex
 
-	mu       sync.Mutex
-	closed   bool
-	own      map[int64]struct{}
-	ownOrder []int64
-	listRev  int64 // revision of the last List* read
-	// listedSinks are the sink names the last ListSinks returned, so that
-	// a watch's resync can report the ones deleted during a compacted gap.
-	listedSinks map[string]bool
+	mu          sync.Mutex
+	closed      bool
+	own         map[int64]struct{}
+	ownOrder    []int64
+	listRev     int64           // revision of the last List* read
+	listedSinks map[string]bool // what the last ListSinks returned, for a resync
 }
 
 // New returns a store using cli under the prefix.
 func New(cli *clientv3.Client, opts ...Option) *Store {
-	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: defaultChunkSize, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
+	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: defaultChunkSize, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}, listedSinks: map[string]bool{}}
 	s.Direct = store.Direct{Commit: s.CommitConfig}
 	for _, o := range opts {
 		o(s)
@@ -129,12 +108,14 @@ type meta struct {
 	Count  int    `json:"count"`
 }
 
-func decodeMeta(key string, v []byte) (meta, error) {
-	var m meta
-	if err := json.Unmarshal(v, &m); err != nil {
-		return m, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
+func decodeMeta(key string, v []byte) (meta, error) { return decodeJSON[meta](key, v) }
+
+func decodeJSON[T any](key string, v []byte) (T, error) {
+	var r T
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
 	}
-	return m, nil
+	return r, nil
 }
 
 var errClosed = errors.New("etcd store: closed")
@@ -188,27 +169,13 @@ func (s *Store) isOwn(rev int64) bool {
 	return ok
 }
 
-func (s *Store) noteListRev(rev int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.listRev = max(s.listRev, rev)
-}
-
-// streamLock locks stream name's commits and deletion in this Store.
-func (s *Store) streamLock(name string) func() {
-	mu, _ := s.commitMu.LoadOrStore(name, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
-// CommitConfig implements store.Store with one etcd transaction that
-// compares the stream's meta key with what was read (see the package doc).
-// The returned config shares c.Raw.
+// CommitConfig implements store.Store with one transaction conditional
+// on the stream's meta key as read.
 func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if err := validName("stream", c.Stream); err != nil {
 		return nil, false, err
 	}
-	defer s.streamLock(c.Stream)()
+	defer s.locks.Lock(c.Stream)()
 	for attempt := range maxAttempts {
 		if err := s.check(ctx); err != nil {
 			return nil, false, err
@@ -217,8 +184,7 @@ func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 		if !retry {
 			return out, unchanged, err
 		}
-		// Another replica won: wait a little, at random, so that two
-		// replicas in lock step part.
+		// Another replica won: a random wait parts two in lock step.
 		if !s.sleep(ctx, time.Duration(mrand.Int64N(int64(attempt+1)*int64(5*time.Millisecond)))) {
 			return nil, false, ctx.Err()
 		}
@@ -256,9 +222,8 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 		return nil, false, false, err
 	}
 	ops := []clientv3.Op{clientv3.OpPut(mk, string(js)), clientv3.OpPut(s.histKey(c.Stream, gen), string(js))}
-	// A single chunk goes in the transaction; more are written before it,
-	// each request under etcd's size limit, and deleted unless it may
-	// have committed.
+	// One chunk goes in the transaction; more go before it, deleted
+	// unless it may have committed.
 	keep := len(chunks) == 1
 	defer func() {
 		if !keep {
@@ -286,14 +251,12 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	})
 	switch {
 	case err != nil:
-		// The outcome is unknown: the next commit's sweep deletes the
-		// chunks if they are not current.
+		// Unknown outcome: the next commit's sweep deletes stale chunks.
 		keep = true
 		return nil, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", c.Stream, gen, err)
 	case !tresp.Succeeded && expected > 0:
 		return nil, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", c.Stream, expected, store.ErrConflict)
-	}
-	if !tresp.Succeeded {
+	case !tresp.Succeeded:
 		return nil, false, true, nil // another replica won: read again
 	}
 	keep = true
@@ -317,8 +280,7 @@ func split(raw []byte, n int) [][]byte {
 
 func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix, n) }
 
-// unstage deletes the chunks of an attempt that did not commit, even when
-// ctx is done.
+// unstage deletes an uncommitted attempt's chunks, even after ctx is done.
 func (s *Store) unstage(ctx context.Context, prefix string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -348,16 +310,14 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 	return m.Config(name, raw)
 }
 
-// GetStream implements store.Store.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	return s.atMeta(ctx, name, func(meta []byte, rev int64) (*config.Config, error) {
 		return s.readStream(ctx, name, meta, rev)
 	})
 }
 
-// atMeta reads stream name's meta and passes it to read with the revision
-// it was read at, again while read's reads at that revision find it
-// compacted.
+// atMeta passes stream name's meta and the revision it was read at to
+// read, again while read finds that revision compacted.
 func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
 	return retryCompacted(s, ctx, fmt.Sprintf("stream %q", name), func() (*config.Config, error) {
 		resp, err := s.cli.Get(ctx, s.key(kStreams, name))
@@ -371,8 +331,7 @@ func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, 
 	})
 }
 
-// retryCompacted runs read until its reads are not compacted, up to
-// maxAttempts times.
+// retryCompacted runs read until its reads are not compacted.
 func retryCompacted[T any](s *Store, ctx context.Context, what string, read func() (T, error)) (v T, err error) {
 	for range maxAttempts {
 		if err = s.check(ctx); err != nil {
@@ -385,12 +344,14 @@ func retryCompacted[T any](s *Store, ctx context.Context, what string, read func
 	return v, fmt.Errorf("etcd store: %s: history compacted on every read", what)
 }
 
-// ListStreams implements store.Store, sorted by name, all at one revision.
+// ListStreams implements store.Store, at one revision.
 func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	return retryCompacted(s, ctx, "list streams", func() ([]*config.Config, error) {
 		out, rev, err := s.listStreams(ctx)
 		if err == nil {
-			s.noteListRev(rev)
+			s.mu.Lock()
+			s.listRev = max(s.listRev, rev)
+			s.mu.Unlock()
 		}
 		return out, err
 	})
@@ -402,7 +363,6 @@ func (s *Store) listStreams(ctx context.Context) ([]*config.Config, int64, error
 	})
 }
 
-// PutSink implements store.Store.
 func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if err := validName("sink", sp.GetName()); err != nil {
 		return err
@@ -411,8 +371,7 @@ func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	return s.put(ctx, kSinks, sp.GetName(), raw, err)
 }
 
-// DeleteSink implements store.Store: it removes the spec and the applied
-// record in one transaction; ErrNotFound when neither exists.
+// DeleteSink implements store.Store in one transaction.
 func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -420,8 +379,8 @@ func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	return s.deleteAll(ctx, "sink", name, 2, clientv3.OpDelete(s.key(kSinks, name)), clientv3.OpDelete(s.key(kApplied, name)))
 }
 
-// deleteAll runs ops (deletions) in one transaction: ErrNotFound naming
-// kind and name when the first found of them deleted nothing.
+// deleteAll runs ops (deletions) in one transaction: ErrNotFound when the
+// first found of them deleted nothing.
 func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops ...clientv3.Op) error {
 	return s.ownWrite(func() (int64, error) {
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
@@ -437,7 +396,6 @@ func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops
 	})
 }
 
-// ListSinks implements store.Store, sorted by name.
 func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	names := map[string]bool{}
 	out, rev, err := list(s, ctx, kSinks, func(name string, v []byte, _ int64) (*confighubv1.Sink, error) {
@@ -445,9 +403,8 @@ func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 		return decodeSink([]byte(s.key(kSinks, name)), v)
 	})
 	if err == nil {
-		s.noteListRev(rev)
 		s.mu.Lock()
-		s.listedSinks = names
+		s.listRev, s.listedSinks = max(s.listRev, rev), names
 		s.mu.Unlock()
 	}
 	return out, err
@@ -461,8 +418,7 @@ func decodeSink(key, v []byte) (*confighubv1.Sink, error) {
 	return sp, nil
 }
 
-// list reads every record of a kind, sorted by name, and the revision
-// read at.
+// list reads every record of a kind and the revision read at.
 func list[T any](s *Store, ctx context.Context, kind string, decode func(name string, v []byte, rev int64) (T, error)) ([]T, int64, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, 0, err
@@ -483,7 +439,7 @@ func list[T any](s *Store, ctx context.Context, kind string, decode func(name st
 }
 
 // put stores raw (encoded with error err) under name of a kind; a sink's
-// revision is recorded as this Store's, so Watch skips it.
+// revision is recorded as this Store's.
 func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err error) error {
 	if err != nil {
 		return fmt.Errorf("etcd store: encode %s%s: %w", kind, name, err)
@@ -509,20 +465,16 @@ func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err erro
 	return nil
 }
 
-// listJSON lists the JSON records of a kind, named sets a record's name.
+// listJSON lists the JSON records of a kind; named sets a record's name.
 func listJSON[T any](s *Store, ctx context.Context, kind string, named func(*T, string)) ([]T, error) {
 	out, _, err := list(s, ctx, kind, func(name string, v []byte, _ int64) (T, error) {
-		var r T
-		if err := json.Unmarshal(v, &r); err != nil {
-			return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, s.key(kind, name), err)
-		}
+		r, err := decodeJSON[T](s.key(kind, name), v)
 		named(&r, name)
-		return r, nil
+		return r, err
 	})
 	return out, err
 }
 
-// RecordApplied implements store.Store.
 func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	if err := validName("sink", a.Sink); err != nil {
 		return err
@@ -531,14 +483,11 @@ func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	return s.put(ctx, kApplied, a.Sink, raw, err)
 }
 
-// ListApplied implements store.Store, sorted by sink name.
 func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return listJSON(s, ctx, kApplied, func(a *store.Applied, name string) { a.Sink = name })
 }
 
-// RecordConverged implements store.Store: the stream's leader records each
-// convergence, so every replica, a restarted one included, shows the time
-// it was observed and none observes it again.
+// RecordConverged implements store.Store; every replica then shows it.
 func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	if err := validName("stream", c.Stream); err != nil {
 		return err
@@ -547,13 +496,11 @@ func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return s.put(ctx, kConverged, c.Stream, raw, err)
 }
 
-// ListConverged implements store.Store, sorted by stream name.
 func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	return listJSON(s, ctx, kConverged, func(c *store.Converged, name string) { c.Stream = name })
 }
 
-// FingerprintKey implements store.Store: the first replica to ask stores
-// its key (a create-if-absent transaction); every other gets that one.
+// FingerprintKey implements store.Store with a create-if-absent transaction.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -577,8 +524,7 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 	return kvs[0].Value, nil
 }
 
-// Close stops every watch and waits for them; the client stays open. It
-// is idempotent.
+// Close stops every watch and waits for them; it is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true

@@ -18,11 +18,9 @@ func (s *Store) histKey(name string, gen uint64) string {
 	return s.key(kHistory, name) + "/" + genKey(gen)
 }
 
-// sweep returns the deletions a commit of generation gen (size bytes, its
-// chunks under prefix) makes, from the history read at rev: the chunks and
-// meta of the generations past the retention, and every other attempt at
-// gen (such attempts can no longer commit). Attempts at newer generations,
-// staged by other replicas, stay.
+// sweep returns the deletions of a commit of gen (size bytes, chunks under
+// prefix), from the history at rev: the generations past the retention and
+// every other attempt at gen; other replicas' attempts at newer ones stay.
 func (s *Store) sweep(ctx context.Context, name string, gen uint64, size int, prefix string, rev int64) ([]clientv3.Op, error) {
 	base, hist := s.key(kConfigs, name)+"/", s.key(kHistory, name)+"/"
 	resp, err := s.cli.Get(ctx, hist, clientv3.WithPrefix(), clientv3.WithRev(rev),
@@ -50,8 +48,7 @@ func (s *Store) sweep(ctx context.Context, name string, gen uint64, size int, pr
 		clientv3.OpDelete(clientv3.GetPrefixRangeEnd(prefix), clientv3.WithRange(base+genKey(gen+1)))), nil
 }
 
-// GetGeneration implements store.Store: the stream's generation gen, read
-// at one revision with its meta, while it is retained.
+// GetGeneration implements store.Store, at one revision with the meta.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
 	return s.atMeta(ctx, name, func(metaVal []byte, rev int64) (*config.Config, error) {
 		cur, err := decodeMeta(s.key(kStreams, name), metaVal)
@@ -84,8 +81,7 @@ func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	})
 }
 
-// ListGenerations implements store.Store, from the history metas read at
-// one revision with the stream's meta.
+// ListGenerations implements store.Store, at one revision with the meta.
 func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
 	var out []store.GenerationInfo
 	_, err := s.atMeta(ctx, name, func(_ []byte, rev int64) (*config.Config, error) {
@@ -115,8 +111,7 @@ func (s *Store) ListGenerations(ctx context.Context, name string, before uint64,
 	return out, err
 }
 
-// DeleteStream implements store.Store: one transaction deletes the meta,
-// the history, every chunk and the convergence record.
+// DeleteStream implements store.Store in one transaction.
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if err := validName("stream", name); err != nil {
 		return err
@@ -124,7 +119,7 @@ func (s *Store) DeleteStream(ctx context.Context, name string) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	defer s.streamLock(name)()
+	defer s.locks.Lock(name)()
 	return s.deleteAll(ctx, "stream", name, 1,
 		clientv3.OpDelete(s.key(kStreams, name)),
 		clientv3.OpDelete(s.key(kHistory, name)+"/", clientv3.WithPrefix()),

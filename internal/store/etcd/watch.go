@@ -17,10 +17,9 @@ import (
 // watchBackoff is the wait before a failed watch is opened again.
 const watchBackoff = 500 * time.Millisecond
 
-// Watch implements store.Shared: changes made by other Store values, from
-// the revision after the last List* call on this Store (or from now). The
-// channel is closed when ctx is done or the Store is closed. Events are
-// sent in commit order; a slow reader delays the watch, not the store.
+// Watch implements store.Shared: other Stores' changes in commit order,
+// from after the last List* on this Store (or from now), until ctx is done
+// or the Store closed; a slow reader delays the watch, not the store.
 func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
 	ctx, cancel := context.WithCancel(ctx)
@@ -37,12 +36,8 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 		close(ch)
 		return ch
 	}
-	if known == nil {
-		known = map[string]bool{}
-	}
 	if from == 0 {
-		// "From now" is the revision now, read before returning, so that a
-		// change made after Watch returns is delivered.
+		// "Now" is read before returning, so a later change is delivered.
 		if resp, err := s.cli.Get(ctx, s.key(kStreams, ""), clientv3.WithCountOnly()); err == nil {
 			from = resp.Header.Revision
 		}
@@ -57,17 +52,15 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	return ch
 }
 
-// watch runs until ctx is done. last is the last revision delivered (0:
-// start from now); known are the sinks the reader knows of, kept up to date
-// so that a resync can report the ones deleted meanwhile.
+// watch runs until ctx is done from after revision last (0: now); known
+// are the sinks the reader knows of, for a resync to report deletions.
 func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, known map[string]bool) {
 	for ctx.Err() == nil {
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
 		if last > 0 {
 			opts = append(opts, clientv3.WithRev(last+1))
 		}
-		// RequireLeader: a member cut off from its cluster ends the watch
-		// instead of leaving it silent; it is then opened again.
+		// RequireLeader: a member cut off from its cluster ends the watch.
 		wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, opts...)
 		compacted := false
 	recv:
@@ -78,9 +71,7 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, kn
 			}
 			for _, ev := range wresp.Events {
 				if err := s.deliver(ctx, ch, ev, known); err != nil {
-					// Not delivered: open the watch again from the
-					// last delivered revision, after the backoff.
-					break recv
+					break recv // reopen after the last delivered
 				}
 				last = ev.Kv.ModRevision
 			}
@@ -106,7 +97,6 @@ func (s *Store) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// send sends e unless ctx is done first.
 func send(ctx context.Context, ch chan<- store.Event, e store.Event) error {
 	select {
 	case ch <- e:
@@ -116,13 +106,11 @@ func send(ctx context.Context, ch chan<- store.Event, e store.Event) error {
 	}
 }
 
-// deliver turns one etcd event into a store.Event, if it is one. An error
-// means it was not delivered.
+// deliver sends the store.Event of ev, if it is one; an error means not sent.
 func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3.Event, known map[string]bool) error {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
-	// Wait for this Store's writes in flight to know their revisions.
-	s.writing.Lock()
+	s.writing.Lock() // wait for this Store's writes to know their revisions
 	//nolint:staticcheck // an empty critical section: a barrier, not a guard
 	s.writing.Unlock()
 	switch {
@@ -133,9 +121,7 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 		name := strings.TrimPrefix(key, s.key(kStreams, ""))
 		st, err := s.readStream(ctx, name, ev.Kv.Value, rev)
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			// The chunks at that revision are gone: the newest
-			// generation is what the reader wants anyway.
-			st, err = s.GetStream(ctx, name)
+			st, err = s.GetStream(ctx, name) // the newest will do
 		}
 		if err != nil {
 			return err
@@ -144,9 +130,8 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 	case strings.HasPrefix(key, s.key(kSinks, "")):
 		name := strings.TrimPrefix(key, s.key(kSinks, ""))
 		// Own changes are not sent, but the reader knows them.
-		known[name] = ev.Type != mvccpb.DELETE
-		if !known[name] {
-			delete(known, name)
+		if delete(known, name); ev.Type != mvccpb.DELETE {
+			known[name] = true
 		}
 		if s.isOwn(rev) {
 			return nil
@@ -163,9 +148,9 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 	return nil
 }
 
-// resync sends every stream and sink after the history the watch needed
-// was compacted, and a deletion for every known sink that is gone; it
-// returns the revision to continue from, retrying until ctx is done.
+// resync sends every stream and sink and a deletion for each known sink
+// gone, once the watch's history was compacted; it returns the revision
+// to continue from, retrying until ctx is done.
 func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) int64 {
 	for {
 		if rev, err := s.resyncOnce(ctx, ch, known); err == nil || !s.sleep(ctx, watchBackoff) {

@@ -17,15 +17,14 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
-// Store keeps everything in maps under one mutex. A committed config is
-// kept as it is (configs are immutable), so its bytes are held once.
+// Store keeps everything in maps under one mutex; a committed config is
+// kept as it is (configs are immutable).
 type Store struct {
 	store.Direct
-	mu     sync.Mutex
-	closed bool
-	keep   store.Retention
-	// streams holds each stream's retained generations, newest first.
-	streams map[string][]*config.Config
+	mu      sync.Mutex
+	closed  bool
+	keep    store.Retention
+	streams map[string][]*config.Config // retained generations, newest first
 	sinks   map[string]*confighubv1.Sink
 	applied map[string]store.Applied
 	conv    map[string]store.Converged
@@ -35,8 +34,7 @@ type Store struct {
 // Option configures New.
 type Option func(*Store)
 
-// WithRetention sets how many generations of each stream are kept
-// (default store.DefaultRetention).
+// WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
 
 // New returns an empty store.
@@ -78,8 +76,6 @@ func (m *Store) gens(name string) ([]*config.Config, error) {
 	return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 }
 
-// CommitConfig implements store.Store: the stored config shares c's
-// bytes and labels.
 func (m *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (out *config.Config, unchanged bool, err error) {
 	if c.Stream == "" {
 		return nil, false, errors.New("memory store: stream name is empty")
@@ -109,7 +105,6 @@ func (m *Store) CommitConfig(ctx context.Context, c *config.Config, expected uin
 	return out, unchanged, err
 }
 
-// DeleteStream implements store.Store.
 func (m *Store) DeleteStream(ctx context.Context, name string) error {
 	return m.do(ctx, func() error {
 		if _, err := m.gens(name); err != nil {
@@ -121,7 +116,6 @@ func (m *Store) DeleteStream(ctx context.Context, name string) error {
 	})
 }
 
-// ListGenerations implements store.Store.
 func (m *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
 	return locked(m, ctx, func() ([]store.GenerationInfo, error) {
 		gens, err := m.gens(name)
@@ -135,7 +129,6 @@ func (m *Store) ListGenerations(ctx context.Context, name string, before uint64,
 	})
 }
 
-// GetGeneration implements store.Store.
 func (m *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
 	return locked(m, ctx, func() (*config.Config, error) {
 		gens, err := m.gens(name)
@@ -151,7 +144,6 @@ func (m *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*co
 	})
 }
 
-// GetStream implements store.Store.
 func (m *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	return locked(m, ctx, func() (*config.Config, error) {
 		gens, err := m.gens(name)
@@ -173,14 +165,12 @@ func sorted[V, T any](mp map[string]V, f func(V) T) []T {
 
 func same[T any](v T) T { return v }
 
-// ListStreams implements store.Store, sorted by name.
 func (m *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	return locked(m, ctx, func() ([]*config.Config, error) {
 		return sorted(m.streams, func(g []*config.Config) *config.Config { return g[0] }), nil
 	})
 }
 
-// PutSink implements store.Store.
 func (m *Store) PutSink(ctx context.Context, s *confighubv1.Sink) error {
 	if s.GetName() == "" {
 		return errors.New("memory store: sink name is empty")
@@ -188,8 +178,6 @@ func (m *Store) PutSink(ctx context.Context, s *confighubv1.Sink) error {
 	return m.do(ctx, func() error { m.sinks[s.GetName()] = proto.Clone(s).(*confighubv1.Sink); return nil })
 }
 
-// DeleteSink implements store.Store: it removes the spec and the applied
-// record; ErrNotFound when neither exists.
 func (m *Store) DeleteSink(ctx context.Context, name string) error {
 	return m.do(ctx, func() error {
 		_, hasSpec := m.sinks[name]
@@ -203,14 +191,12 @@ func (m *Store) DeleteSink(ctx context.Context, name string) error {
 	})
 }
 
-// ListSinks implements store.Store, sorted by name.
 func (m *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
 	return locked(m, ctx, func() ([]*confighubv1.Sink, error) {
 		return sorted(m.sinks, func(s *confighubv1.Sink) *confighubv1.Sink { return proto.Clone(s).(*confighubv1.Sink) }), nil
 	})
 }
 
-// RecordApplied implements store.Store.
 func (m *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	if a.Sink == "" {
 		return errors.New("memory store: applied record without a sink name")
@@ -218,22 +204,18 @@ func (m *Store) RecordApplied(ctx context.Context, a store.Applied) error {
 	return m.do(ctx, func() error { m.applied[a.Sink] = a; return nil })
 }
 
-// ListApplied implements store.Store, sorted by sink name.
 func (m *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
 	return locked(m, ctx, func() ([]store.Applied, error) { return sorted(m.applied, same), nil })
 }
 
-// RecordConverged implements store.Store.
 func (m *Store) RecordConverged(ctx context.Context, c store.Converged) error {
 	return m.do(ctx, func() error { m.conv[c.Stream] = c; return nil })
 }
 
-// ListConverged implements store.Store, sorted by stream name.
 func (m *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
 	return locked(m, ctx, func() ([]store.Converged, error) { return sorted(m.conv, same), nil })
 }
 
-// FingerprintKey implements store.Store.
 func (m *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	return locked(m, ctx, func() ([]byte, error) {
 		if m.fpKey == nil {

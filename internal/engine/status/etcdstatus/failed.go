@@ -13,25 +13,21 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// MaxFailedBody bounds the raw body a failed record keeps (the engine keeps
-// up to 8 MiB): a record is one etcd request, below etcd's default
+// MaxFailedBody bounds a failed record's raw body below etcd's default
 // --max-request-bytes (1.5 MiB).
 const MaxFailedBody = 1 << 20
 
-// Failures is where the Writer reads a sink's last failed apply
-// (engine.Engine.LastFailed).
+// Failures is where the Writer reads a sink's last failed apply.
 type Failures interface {
 	LastFailed(sink string) (*config.Config, *sink.Error, bool)
 }
 
-// WithFailures makes the Writer copy the last failed apply of each sink it
-// writes to etcd (not the configuration's bytes, which the store keeps by
-// generation), so every replica answers GetConfig with failed the same.
+// WithFailures makes the Writer copy each sink's last failed apply (not the
+// config's bytes) so every replica answers GetConfig with failed the same.
 func WithFailures(f Failures) Option { return func(o *options) { o.failures = f } }
 
-// Failed is a sink's last failed apply as a failed record keeps it: the
-// error as the owner's engine had it (redacted, bounded), its raw body cut
-// at MaxFailedBody (BodyOmitted bytes cut).
+// Failed is a sink's last failed apply as a record keeps it (BodyOmitted:
+// bytes cut at MaxFailedBody).
 type Failed struct {
 	Stream      string      `json:"stream"`
 	Generation  uint64      `json:"generation"`
@@ -40,8 +36,7 @@ type Failed struct {
 	Err         *sink.Error `json:"-"`
 }
 
-// failedHead is a failed record's first line (JSON); the raw body follows
-// the newline as it is.
+// failedHead is a failed record's JSON first line; the raw body follows.
 type failedHead struct {
 	Failed
 	Code      sink.Code `json:"code,omitempty"`
@@ -70,13 +65,9 @@ func decodeFailed(v []byte) (*Failed, error) {
 	return &h.Failed, nil
 }
 
-// writeFailed writes the failed records of the owned sinks a flush wrote
-// (nil status: removed), after their statuses and conditional on the
-// lease: a failed apply the engine holds and no record shows yet replaces
-// the sink's records; the records of generations it applied since go, as
-// the engine forgets them. A newer record this replica has no failure of
-// in memory stays (it took the sink over from the one that wrote it). A
-// put is one transaction (a record may be large). w.io is held.
+// writeFailed writes the failed records of the sinks a flush wrote: a new
+// failure replaces the sink's records, records up to the applied generation
+// go, a newer record (another owner's) stays. w.io is held.
 func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus) error {
 	var puts [][]clientv3.Op
 	var dels []clientv3.Op
@@ -112,14 +103,13 @@ func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.
 	}
 	for _, ops := range append(txns, puts...) {
 		if _, ok, err := w.commit(ctx, ops); err != nil || !ok {
-			return err // !ok: the lease is gone, nothing here is ours to write
+			return err // !ok: the lease is gone
 		}
 	}
 	return nil
 }
 
-// LastFailed reads a sink's last failed apply from etcd (nil when it has
-// none): what its owner's engine held, as of the owner's last flush.
+// LastFailed reads a sink's last failed apply from etcd (nil: none).
 func (m *Mirror) LastFailed(ctx context.Context, sinkName string) (*Failed, error) {
 	tctx, cancel := context.WithTimeout(ctx, m.o.opTimeout)
 	defer cancel()

@@ -12,8 +12,7 @@ import (
 //	<prefix>/status/gen/<stream>/<%020d>   GenerationStatus of one generation
 //	<prefix>/failed/<sink>/<%020d>         the sink's last failed apply, by generation
 //
-// The mirrors do not watch failed records (up to MaxFailedBody each); they
-// are read when asked for.
+// Failed records are read when asked for, not watched.
 type keys struct{ root string }
 
 func newKeys(prefix string) keys { return keys{root: strings.TrimSuffix(prefix, "/") + "/"} }
@@ -39,11 +38,8 @@ func (k keys) parse(key string) (sink, stream string, ok bool) {
 	return "", rest[:i], err == nil
 }
 
-// Revisions: a view revision is the etcd revision shifted left by revShift,
-// plus the change's index among the changes of that etcd revision (one
-// transaction writes many keys), so every replica numbers every change the
-// same way. A re-read after a lost watch numbers its changes from
-// relistBase, apart from any watched change of the same etcd revision.
+// A view revision is the etcd revision << revShift plus the change's index
+// in it, the same on every replica; a re-read numbers from relistBase.
 const (
 	revShift   = 20
 	relistBase = 1 << 19

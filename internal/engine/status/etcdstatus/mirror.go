@@ -19,14 +19,10 @@ import (
 )
 
 const (
-	// retryWait is how long the mirror waits before reading etcd again
-	// after a failure.
-	retryWait = 200 * time.Millisecond
+	retryWait = 200 * time.Millisecond // before reading etcd again
 	// DefaultInterval is how often the writer writes the changed statuses.
 	DefaultInterval = 100 * time.Millisecond
-	// txnBatch bounds the operations of one transaction (etcd's default
-	// limit is 128).
-	txnBatch = 100
+	txnBatch        = 100 // operations per transaction (etcd's limit: 128)
 )
 
 // Option configures a Mirror or a Writer.
@@ -50,8 +46,7 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// WithClock sets the clock of the mirror's retry waits and of the writer's
-// interval.
+// WithClock sets the clock of retry waits and the writer's interval.
 func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithLogger sets the logger.
@@ -62,8 +57,7 @@ func WithOpTimeout(d time.Duration) Option {
 	return func(o *options) { o.opTimeout = cmp.Or(max(d, 0), o.opTimeout) }
 }
 
-// WithInterval sets how often the writer writes (the latest status of each
-// sink wins meanwhile).
+// WithInterval sets how often the writer writes.
 func WithInterval(d time.Duration) Option {
 	return func(o *options) { o.interval = cmp.Or(max(d, 0), o.interval) }
 }
@@ -73,10 +67,8 @@ func WithBrokerOptions(opts ...status.Option) Option {
 	return func(o *options) { o.brokerOpts = append(o.brokerOpts, opts...) }
 }
 
-// Observer is told every status the mirror reads, in etcd order, from the
-// mirror's goroutine (st nil: the sink's status was removed): a replica's
-// engine learns there what the sinks it does not run have done, and the
-// leader's convergence times.
+// Observer is told every status the mirror reads, in etcd order (st nil:
+// removed): the engine learns its peers' statuses and convergence times.
 type Observer interface {
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
@@ -85,12 +77,9 @@ type Observer interface {
 // WithObserver sets the mirror's Observer.
 func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
 
-// Mirror is the status.View of a replica: it follows every status key
-// under the prefix and serves them through a status.Broker numbered with
-// etcd revisions (viewRev), so GetStatus and WatchStatus answer the same on
-// every replica and a watch resumes on any replica. A lost etcd watch
-// (compaction, etcd restart) is followed by a fresh read of the keys,
-// published as one gap (status.Broker.GapAt).
+// Mirror is a replica's status.View: a broker numbered from etcd revisions
+// (viewRev), the same on every replica. A lost etcd watch is followed by a
+// re-read published as one gap.
 type Mirror struct {
 	status.View // the broker's Snapshot and Watch
 	cli         *clientv3.Client
@@ -100,14 +89,13 @@ type Mirror struct {
 
 	mu    sync.Mutex
 	etcd  int64         // newest etcd revision applied
-	seen  chan struct{} // closed and replaced at each etcd revision applied
+	seen  chan struct{} // closed at each etcd revision applied
 	sinks map[string]*confighubv1.SinkStatus
 }
 
 var _ status.View = (*Mirror)(nil)
 
-// NewMirror returns the mirror of the status keys under prefix; Run starts
-// it.
+// NewMirror returns the mirror of the status keys under prefix; Run starts it.
 func NewMirror(cli *clientv3.Client, prefix string, opts ...Option) *Mirror {
 	o := newOptions(opts)
 	b := status.New(o.brokerOpts...)
@@ -158,7 +146,7 @@ func (m *Mirror) relist(ctx context.Context) (int64, error) {
 		m.mu.Unlock()
 		return rev, nil // nothing new since what was watched
 	}
-	// As watched changes: every key, then the deletion of the sinks gone.
+	// Every key as a watched change, then the deletion of the sinks gone.
 	evs := make([]*clientv3.Event, 0, len(resp.Kvs))
 	listed := map[string]bool{}
 	for _, kv := range resp.Kvs {
@@ -191,8 +179,8 @@ func (m *Mirror) applied(rev int64) {
 	m.seen = make(chan struct{})
 }
 
-// applySink publishes a sink's new status (nil: removed) at *rev and
-// advances it. m.mu is held; the returned calls are made without it.
+// applySink publishes a sink's status (nil: removed) at *rev and advances
+// it; the returned calls are made off m.mu.
 func (m *Mirror) applySink(rev *uint64, name string, st *confighubv1.SinkStatus) []func() {
 	var out []func()
 	obs := m.o.observer
@@ -219,8 +207,7 @@ func (m *Mirror) applySink(rev *uint64, name string, st *confighubv1.SinkStatus)
 	return out
 }
 
-// follow applies the watched changes after rev until the watch fails or
-// ctx ends.
+// follow applies the watched changes after rev until the watch fails.
 func (m *Mirror) follow(ctx context.Context, rev int64) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -237,8 +224,6 @@ func (m *Mirror) follow(ctx context.Context, rev int64) {
 		)
 		for _, ev := range wr.Events {
 			if ev.Kv.ModRevision != cur {
-				// The changes of one etcd revision are numbered in order,
-				// the same on every replica.
 				cur, next = ev.Kv.ModRevision, viewRev(ev.Kv.ModRevision, 0)
 			}
 			if next <= m.b.Revision() {
@@ -255,12 +240,10 @@ func (m *Mirror) follow(ctx context.Context, rev int64) {
 	}
 }
 
-// applyEvent publishes one change at *rev and advances it (by one at
-// least). m.mu is held.
+// applyEvent publishes one change at *rev and advances it past any held
+// generation change it released. m.mu is held.
 func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 	start := *rev
-	// A sink change may release a held generation change at the next
-	// revision (status.Broker.PutGeneration); every replica does the same.
 	defer func() { *rev = max(*rev, start+1, m.b.Revision()+1) }()
 	name, stream, ok := m.keys.parse(string(ev.Kv.Key))
 	switch {
@@ -283,8 +266,7 @@ func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 	return nil
 }
 
-// decode unmarshals a status read from etcd; nil (logged) when it does not
-// decode.
+// decode unmarshals a status read from etcd; nil (logged) on error.
 func decode[T any, P interface {
 	*T
 	proto.Message

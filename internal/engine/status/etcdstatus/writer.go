@@ -15,18 +15,14 @@ import (
 )
 
 // Leaser is this replica's membership: writes commit only while its key
-// still holds its lease, so a replica that lost its lease (and with it its
-// sinks) never overwrites their new owner.
+// holds its lease, so a replica never overwrites its sinks' new owner.
 type Leaser interface {
 	Key() string
 	Lease() clientv3.LeaseID
 }
 
-// Writer copies statuses from a local view (the engine's broker) to etcd,
-// as one more watcher of each stream: the statuses of the sinks this
-// replica runs and the generations of the streams it leads (filter),
-// coalesced per sink and per generation, written at most once per interval
-// in transactions conditional on the lease.
+// Writer watches a local view and copies the owned sinks' and led streams'
+// statuses to etcd, coalesced, once per interval, conditional on the lease.
 type Writer struct {
 	cli    *clientv3.Client
 	keys   keys
@@ -41,18 +37,17 @@ type Writer struct {
 	sinks   map[string]*confighubv1.SinkStatus // nil: removed
 	gens    map[genKey]*confighubv1.GenerationStatus
 	seen    map[string]uint64 // the newest source revision taken, per stream
-	seenCh  chan struct{}     // closed and replaced at each change taken
+	seenCh  chan struct{}     // closed at each change taken
 	wg      sync.WaitGroup
-	io      sync.Mutex // serialises flushes and removals
-	// failedSig is what was last written of each sink's failed apply,
-	// failedClear the applied generation up to which its records were
-	// last deleted (failedOps). Guarded by io.
+	io      sync.Mutex // serialises flushes and removals; guards the two below
+	// The last failed apply written, and the generation up to which records
+	// were last deleted, per sink.
 	failedSig   map[string]string
 	failedClear map[string]uint64
 }
 
-// NewWriter returns the writer of src's statuses under prefix; lease may be
-// nil (unconditional writes, for a single writer in tests). Run starts it.
+// NewWriter returns the writer of src's statuses under prefix (lease nil:
+// unconditional). Run starts it.
 func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter engine.Ownership, lease Leaser, opts ...Option) *Writer {
 	return &Writer{cli: cli, keys: newKeys(prefix), o: newOptions(opts), src: src, filter: filter, lease: lease,
 		streams: map[string]bool{}, sinks: map[string]*confighubv1.SinkStatus{},
@@ -60,8 +55,7 @@ func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter engi
 		failedSig: map[string]string{}, failedClear: map[string]uint64{}}
 }
 
-// Follow starts copying a stream's statuses (once per stream; before Run,
-// once Run starts).
+// Follow starts copying a stream's statuses (from Run on).
 func (w *Writer) Follow(stream string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -135,9 +129,8 @@ func (w *Writer) Run(ctx context.Context) {
 	}
 }
 
-// Flush writes what changed since the last flush and returns the etcd
-// revision of the last write (0 when nothing was written). On an error the
-// unwritten statuses are kept for the next flush unless newer ones came.
+// Flush writes what changed and returns the last write's etcd revision (0:
+// none); on error the unwritten statuses are kept unless newer ones came.
 func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	w.io.Lock()
 	defer w.io.Unlock()
@@ -149,8 +142,6 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	owned := map[string]*confighubv1.SinkStatus{}
 	for name, st := range sinks {
 		if !w.filter.OwnsSink(name) {
-			// What this replica wrote of its failures is no guide when it
-			// gets the sink back.
 			delete(w.failedSig, name)
 			delete(w.failedClear, name)
 			continue
@@ -171,7 +162,6 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	for stream, n := range newest {
 		if n > status.Generations {
-			// Only the last generations are kept, as the broker keeps them.
 			trims = append(trims, clientv3.OpDelete(w.keys.genStream(stream), clientv3.WithRange(w.keys.gen(stream, n-status.Generations+1))))
 		}
 	}
@@ -192,9 +182,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		}
 		rev = r
 	}
-	if w.o.failures != nil {
-		// After the statuses: a record is never newer in etcd than the
-		// status that shows its failure.
+	if w.o.failures != nil { // after the statuses, which show the failure
 		if err := w.writeFailed(ctx, owned); err != nil {
 			clear(w.failedSig)
 			clear(w.failedClear)
@@ -216,8 +204,7 @@ func appendPut(ops []clientv3.Op, key string, v proto.Message) []clientv3.Op {
 	return append(ops, clientv3.OpDelete(key))
 }
 
-// commit runs ops in one transaction, conditional on the lease; false when
-// this replica does not hold it.
+// commit runs ops in one transaction; false without the lease.
 func (w *Writer) commit(ctx context.Context, ops []clientv3.Op) (int64, bool, error) {
 	tctx, cancel := context.WithTimeout(ctx, w.o.opTimeout)
 	defer cancel()
@@ -236,8 +223,7 @@ func (w *Writer) commit(ctx context.Context, ops []clientv3.Op) (int64, bool, er
 	return resp.Header.Revision, resp.Succeeded, nil
 }
 
-// requeue puts back what a failed flush took, unless newer statuses came
-// meanwhile.
+// requeue puts back what a failed flush took, unless newer came.
 func (w *Writer) requeue(sinks map[string]*confighubv1.SinkStatus, gens map[genKey]*confighubv1.GenerationStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -253,8 +239,7 @@ func (w *Writer) requeue(sinks map[string]*confighubv1.SinkStatus, gens map[genK
 	}
 }
 
-// Remove deletes a deleted sink's status whoever owned it (its owner may
-// be gone); unconditional, and ordered after any flush in progress.
+// Remove deletes a deleted sink's status unconditionally, after any flush.
 func (w *Writer) Remove(ctx context.Context, name string) error {
 	w.io.Lock()
 	defer w.io.Unlock()
