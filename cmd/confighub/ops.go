@@ -220,11 +220,8 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 		// Event streams and profiles end with rctx: Shutdown never ends a request's context.
 		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
-			var c metrics.Authorizer // nil: as open as /metrics
-			if o.auth != nil {
-				c = o.auth
-			}
-			lopts = append(lopts, metrics.WithProfiling(c))
+			// Without tokens as open as /metrics (loopback unless --insecure-listen-any).
+			lopts = append(lopts, metrics.WithProfiling(o.auth))
 		}
 		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page, lopts...)
 		if err != nil {
