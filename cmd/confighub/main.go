@@ -214,9 +214,6 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
-	if f.storeKind == "etcd" && f.cluster.listen != "" {
-		return errors.New("--cluster-listen runs with --store bolt or memory: data plane sinks are not shared between replicas")
-	}
 	cl, err := newCluster(f.cluster, reg, log)
 	if err != nil {
 		return err
@@ -233,7 +230,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		return err
 	}
 	if f.storeKind == "etcd" {
-		return serveReplicated(ctx, f, log, seed, reg, o)
+		return serveReplicated(ctx, f, log, seed, reg, o, cl)
 	}
 	st, err := openStore(f)
 	if err != nil {

@@ -23,13 +23,19 @@ import (
 	"github.com/confighub/confighub/internal/cluster"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/server"
 	etcdstore "github.com/confighub/confighub/internal/store/etcd"
 	"github.com/confighub/confighub/sink"
 )
 
-// On replicas, GetConfig of a sink is answered from etcd and the store.
-var _ hub.Diagnostics = (*cluster.Diagnostics)(nil)
+var (
+	// On replicas, GetConfig of a sink is answered from etcd and the store.
+	_ hub.Diagnostics = (*cluster.Diagnostics)(nil)
+	_ cluster.Store   = (*etcdstore.Store)(nil)
+	// Data planes' sinks are claimed by the replica they connect to.
+	_ hybrid.Sinks = (*cluster.Replica)(nil)
+)
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
 type replicaFlags struct {
@@ -117,7 +123,7 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 // serveReplicated runs this hub as one replica of several sharing etcd:
 // any replica accepts pushes, each runs the workers of the sinks it owns,
 // and every replica serves every sink's status (package cluster).
-func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry, o *ops) error {
+func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry, o *ops, cl *clusterListener) error {
 	r := f.replica
 	ccfg, err := r.clientConfig()
 	if err != nil {
@@ -199,6 +205,8 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	// On every exit: leave the membership (the others take the sinks at
 	// once) before the engine stops.
 	defer func() { runCancel(); wg.Wait() }()
+	cl.serve(rep, log)
+	defer cl.close(log)
 
 	o.page = h
 	return listenAndServe(ctx, f, log, o, srv, "store", "etcd", "etcd_endpoints", r.endpoints,
