@@ -26,6 +26,7 @@ import (
 	"github.com/confighub/confighub/clients/builtin"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/sinksfile"
@@ -141,6 +142,7 @@ type storeMode struct {
 	serving      func(ctx context.Context, srv *server.Server) (stop func())
 	attrs        []any // on the "confighub serving" line
 	close        func()
+	dataPlanes   hybrid.Sinks // who takes connected data planes; nil: the engine
 }
 
 // openStore opens --store bolt or memory: one hub on its own store.
@@ -218,9 +220,6 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
-	if f.storeKind == "etcd" && f.cluster.listen != "" {
-		return errors.New("--cluster-listen runs with --store bolt or memory: data plane sinks are not shared between replicas")
-	}
 	cl, err := newCluster(f.cluster, reg, log)
 	if err != nil {
 		return err
@@ -286,7 +285,11 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	}
 	stop := m.serving(ctx, srv)
 	defer stop()
-	cl.serve(eng, log)
+	dp := m.dataPlanes
+	if dp == nil {
+		dp = eng
+	}
+	cl.serve(dp, log)
 	o.page = h
 	return listenAndServe(ctx, f, log, o, srv, append(m.attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }

@@ -29,7 +29,10 @@ import (
 )
 
 // On replicas, GetConfig of a sink is answered from etcd and the store.
-var _ hub.Diagnostics = (*cluster.Diagnostics)(nil)
+var (
+	_ hub.Diagnostics = (*cluster.Diagnostics)(nil)
+	_ cluster.Store   = (*etcdstore.Store)(nil)
+)
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
 type replicaFlags struct {
@@ -162,6 +165,7 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 				}
 			}),
 		)
+		m.dataPlanes = rep // a data plane is claimed by the replica it connects to
 		ports := hub.PortsOf(eng)
 		ports.Status = rep.View()
 		ports.Diagnostics = rep.Diagnostics()

@@ -8,7 +8,8 @@
 // generation, and every replica follows the store's Watch into its engine.
 // Each replica keeps <prefix>/members/<id> under a lease (Membership); a sink
 // runs on its rendezvous owner among the live members, a stream is led by
-// the owner of "stream/<name>". An etcdstatus.Writer writes the owned sinks'
+// the owner of "stream/<name>". A Kong data plane's sink runs on the replica
+// it is connected to, which claims it under its lease (claims.go). An etcdstatus.Writer writes the owned sinks'
 // statuses to etcd and the etcdstatus.Mirror reads every status back: it is
 // the view GetStatus and WatchStatus serve on every replica.
 //
@@ -21,6 +22,7 @@
 //   - Stable, balanced, minimal placement (TestOwnerIsStable, TestAssignIsBalanced, TestAssignMovesMinimally).
 //   - Membership sees joins and leaves, and re-registers after a lost lease (TestMembershipSeesJoinAndLeave, TestMembershipReRegistersAfterLeaseLoss).
 //   - Every sink runs on exactly one live replica and moves with the hash skip kept (TestReplicasPartitionAndMoveSinks).
+//   - A data plane's sink runs where it connected, moves with a newer claim, falls back to rendezvous when its replica leaves, and is purged everywhere at once (TestDataPlanesOwnedByConnection, TestClaimsFollowTheNewestRevision; e2e TestReplicasHybridTakeover).
 //   - Each generation's convergence counts once over replicas and survives a takeover (TestConvergenceCountedOnceAcrossReplicas, TestConvergenceSurvivesTakeoverAndRestart).
 //   - GetConfig of a sink answers the same on every replica (TestFailedConfigOnEveryReplica).
 //   - A watch resumes on another replica (TestWatchResumesAcrossReplicas).

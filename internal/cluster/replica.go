@@ -42,6 +42,20 @@ type Engine interface {
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 	// View is the engine's status broker, which the etcd writer watches.
 	View() status.View
+	Sink(name string) *confighubv1.Sink
+}
+
+// Store is what a replica needs of the store every replica shares (the
+// etcd store): the others' changes, what it lists at start and takeover,
+// and the specs of data planes' sinks.
+type Store interface {
+	Watch(ctx context.Context) <-chan store.Event
+	ListStreams(ctx context.Context) ([]*config.Config, error)
+	ListSinks(ctx context.Context) ([]*confighubv1.Sink, error)
+	ListApplied(ctx context.Context) ([]store.Applied, error)
+	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
+	PutSink(ctx context.Context, s *confighubv1.Sink) error
+	DeleteSink(ctx context.Context, name string) error
 }
 
 // Option configures a Replica.
@@ -83,14 +97,15 @@ func WithStatusOptions(opts ...etcdstatus.Option) Option {
 func WithReadiness(fn func(ready bool)) Option { return func(r *Replica) { r.onReady = fn } }
 
 // Replica runs this hub as one of several sharing etcd. It keeps the
-// membership, places the sinks by rendezvous hashing (OwnsSink, the
-// engine's ownership predicate), follows the store's changes made by any
-// replica into the engine, and feeds the engine the other replicas' sink
-// statuses from the shared status view. See the package doc.
+// membership, places the sinks (Placement, the engine's ownership
+// predicate), follows the store's changes made by any replica into the
+// engine, and feeds the engine the other replicas' sink statuses from the
+// shared status view. See the package doc.
 type Replica struct {
 	eng        Engine
-	st         store.Shared
+	st         Store
 	cli        *clientv3.Client
+	prefix     string
 	mem        *Membership
 	writer     *etcdstatus.Writer
 	mirror     *etcdstatus.Mirror
@@ -109,35 +124,61 @@ type Replica struct {
 	owned string // last logged member set, to log changes only
 }
 
-// Placement is the engine's ownership predicate on a replica: a sink runs
-// on its rendezvous owner among the live members, a stream is led by its
-// own (see Owner). It changes only when the replica takes a new member set
-// (then the engine's Reown follows).
+// Placement is the engine's ownership predicate on a replica: a data
+// plane's sink runs where its claim says (claims.go), any other sink on
+// its rendezvous owner among the live members; a stream is led by its own
+// (see Owner). It changes when the replica takes a new member set or
+// claim (then the engine's Reown follows). It places nothing until the
+// replica registered and read the claims.
 type Placement struct {
 	id       string
 	mu       sync.Mutex
 	members  []string
 	member   bool // registered
 	stopping bool
+	claims   map[string]claim
+	listed   bool // the claims were read
 }
 
 // NewPlacement returns the placement of replica id; it owns nothing until
 // the replica registered.
-func NewPlacement(id string) *Placement { return &Placement{id: id} }
+func NewPlacement(id string) *Placement { return &Placement{id: id, claims: map[string]claim{}} }
 
 var _ engine.Ownership = (*Placement)(nil)
 
 // OwnsSink says whether this replica runs a sink.
-func (p *Placement) OwnsSink(name string) bool { return p.owns("sink/" + name) }
+func (p *Placement) OwnsSink(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.placing() && p.sinkOwner(name) == p.id
+}
 
 // OwnsStream says whether this replica leads a stream: it writes the
 // stream's generation statuses and records its convergence.
-func (p *Placement) OwnsStream(name string) bool { return p.owns("stream/" + name) }
-
-func (p *Placement) owns(key string) bool {
+func (p *Placement) OwnsStream(name string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.member && !p.stopping && Owner(key, p.members) == p.id
+	return p.placing() && Owner("stream/"+name, p.members) == p.id
+}
+
+// OwnerOf names the replica that runs a sink ("" when this replica does not
+// place sinks now): the engine names it when it hands a sink over.
+func (p *Placement) OwnerOf(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.placing() {
+		return ""
+	}
+	return p.sinkOwner(name)
+}
+
+func (p *Placement) placing() bool { return p.member && p.listed && !p.stopping }
+
+func (p *Placement) sinkOwner(name string) string {
+	if c := p.claims[name]; c.owner != "" {
+		return c.owner
+	}
+	return Owner("sink/"+name, p.members)
 }
 
 func (p *Placement) set(members []string, registered bool) {
@@ -155,9 +196,9 @@ func (p *Placement) stop() {
 // New returns the replica whose membership is mem, driving eng, whose
 // ownership predicate is place. st is the shared (etcd) store, whose
 // changes it follows; the status keys live under prefix. Run starts it.
-func New(eng Engine, place *Placement, st store.Shared, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
+func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
 	r := &Replica{
-		eng: eng, place: place, st: st, cli: cli, mem: mem,
+		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
 		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
 		opTimeout: DefaultOpTimeout, probeEvery: DefaultProbeInterval, onReady: func(bool) {}, ready: true,
 	}
@@ -253,6 +294,7 @@ func (r *Replica) Run(ctx context.Context) {
 	wg.Go(func() { r.writer.Run(ctx) })
 	wg.Go(func() { r.followStore(ctx) })
 	wg.Go(func() { r.followMembers(ctx) })
+	wg.Go(func() { r.followClaims(ctx) })
 	wg.Go(func() { r.probe(ctx) })
 	<-ctx.Done()
 	r.place.stop()
@@ -438,14 +480,3 @@ func (r *Replica) deleteSink(ctx context.Context, name string) {
 // accepted the push or put the sink: a replica's own writes to the store
 // are not reported back to it by the store's Watch.
 func (r *Replica) Follow(stream string) { r.writer.Follow(stream) }
-
-// OwnerOf names the replica that runs a sink ("" when this replica does not
-// place sinks now): the engine names it when it hands a sink over.
-func (p *Placement) OwnerOf(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.member || p.stopping {
-		return ""
-	}
-	return Owner("sink/"+name, p.members)
-}

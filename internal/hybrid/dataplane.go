@@ -29,13 +29,9 @@ var errDisconnected = errors.New("the data plane is disconnected")
 type dataPlane struct {
 	s    *Server
 	name string
-
-	// admin serialises putting and purging this sink in the engine.
-	admin sync.Mutex
-	// purged: the sink was deleted; a connection looks it up again.
-	purged bool
-	// stream is the stream the sink was last put with. Guarded by admin.
-	stream string
+	// refs counts the engine's sinks that hold it (a replaced sink's
+	// old and new ones, briefly). Guarded by s.mu.
+	refs int
 
 	mu       sync.Mutex
 	sess     *session // current connection, nil when disconnected
@@ -55,6 +51,7 @@ type dataPlane struct {
 var (
 	_ sink.Sink   = (*dataPlane)(nil)
 	_ sink.Runner = (*dataPlane)(nil)
+	_ sink.Closer = (*dataPlane)(nil)
 )
 
 // session is one WebSocket connection of a data plane. Its fields below
@@ -113,6 +110,16 @@ func (d *dataPlane) Run(ctx context.Context, n sink.Notifier) {
 		}
 		d.mu.Unlock()
 	})
+}
+
+// Close: the engine stopped a sink of the data plane (deleted, replaced or
+// handed over to another replica); after the last, it is forgotten here.
+func (d *dataPlane) Close() error {
+	d.s.mu.Lock()
+	d.refs--
+	d.s.mu.Unlock()
+	d.s.drop(d)
+	return nil
 }
 
 // reportLocked tells the engine the data plane's state. d.mu is held (the

@@ -10,6 +10,7 @@
 //   - Kong's version rule (TestVersionCompatibility); a generation with plugins a data plane lacks is not sent to it (TestMissingPluginIsNotSent).
 //   - A frame over the max payload is not sent: too-large (TestPayloadOverTheLimit).
 //   - "Did not load" past the apply bound, error frames as entity errors (TestConfigTheDataPlaneDoesNotLoad, TestErrorFramesBecomeEntityErrors).
-//   - Disconnected, back with its sink, purged after the delay (TestDisconnectReconnectAndPurge).
+//   - Disconnected, back with its sink, purged after the delay (TestDisconnectReconnectAndPurge); a sink put before its data plane connects waits for it (TestSinkPutBeforeItsDataPlaneConnects).
+//   - Replicas: a sink run elsewhere closes its connection here and is not purged here (TestDataPlaneRunElsewhereIsClosed, TestPurgeOnlyWhereTheSinkRuns).
 //   - /v2/outlet answers the RPC hello with no capabilities (TestV2OutletAnswersHelloWithNoCapabilities).
 package hybrid

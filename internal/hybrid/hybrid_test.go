@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func clusterCert(t *testing.T) tls.Certificate {
 	return pair
 }
 
-func startHub(t *testing.T, o hybrid.Options) *hub {
+func startHub(t *testing.T, o hybrid.Options, engOpts ...engine.Option) *hub {
 	t.Helper()
 	if len(o.Cert.Certificate) == 0 {
 		o.Cert = clusterCert(t)
@@ -88,7 +89,7 @@ func startHub(t *testing.T, o hybrid.Options) *hub {
 	if err := srv.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(reg, engine.WithStatusDispatchWindow(0))
+	eng := engine.New(reg, append(engOpts, engine.WithStatusDispatchWindow(0))...)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -440,6 +441,90 @@ func TestDisconnectReconnectAndPurge(t *testing.T) {
 			t.Fatal("the data plane's sink was not purged")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSinkPutBeforeItsDataPlaneConnects: a kong-dp sink put by hand (or
+// taken over from a replica that died) shows its data plane disconnected,
+// and the data plane takes it when it connects.
+func TestSinkPutBeforeItsDataPlaneConnects(t *testing.T) {
+	h := startHub(t, hybrid.Options{})
+	cfg := h.push("default", svc)
+	if _, _, err := h.eng.PutSink(&confighubv1.Sink{Name: "dp-a", Kind: hybrid.Kind}); err != nil {
+		t.Fatal(err)
+	}
+	st := h.status("dp-a", func(s *confighubv1.SinkStatus) bool { return s.GetDataPlane() != nil })
+	if st.GetDataPlane().GetConnected() || st.GetDataPlane().GetDisconnectedSince() == nil || st.GetLastErrorCode() != string(sink.CodeUnreachable) {
+		t.Fatalf("status: %v", st)
+	}
+	d := h.dp(dataplane.Options{NodeID: "dp-a"})
+	if err := d.WaitHash(ctx(t), hybrid.ConfigHash(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	h.status("dp-a", func(s *confighubv1.SinkStatus) bool { return applied(cfg)(s) && s.GetDataPlane().GetConnected() })
+}
+
+// placement is an engine.Ownership a test moves sinks with: here, or on
+// replica "other".
+type placement struct{ here atomic.Bool }
+
+func (p *placement) OwnsSink(string) bool   { return p.here.Load() }
+func (p *placement) OwnsStream(string) bool { return true }
+func (p *placement) OwnerOf(string) string  { return "other" }
+
+// TestDataPlaneRunElsewhereIsClosed: on replicas, a data plane whose sink
+// is handed over to another replica (it connected there since) has its
+// connection here closed, and one whose sink runs elsewhere is not served
+// here; back here, it is served again.
+func TestDataPlaneRunElsewhereIsClosed(t *testing.T) {
+	own := &placement{}
+	own.here.Store(true)
+	h := startHub(t, hybrid.Options{}, engine.WithOwnership(own))
+	cfg := h.push("default", svc)
+	d := h.dp(dataplane.Options{NodeID: "dp-a"})
+	if err := d.WaitHash(ctx(t), hybrid.ConfigHash(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	own.here.Store(false)
+	h.eng.Reown()
+	if err := d.WaitConnects(ctx(t), 3); err != nil {
+		t.Fatal(err) // dropped, then refused again on each redial
+	}
+	if !strings.Contains(h.logs.String(), "its sink runs on another replica") {
+		t.Fatalf("logs:\n%s", h.logs.String())
+	}
+	own.here.Store(true)
+	h.eng.Reown()
+	cfg2 := h.push("default", strings.Replace(svc, "echo.local", "echo2.local", 1))
+	if err := d.WaitHash(ctx(t), hybrid.ConfigHash(cfg2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPurgeOnlyWhereTheSinkRuns: a data plane's sink handed over to
+// another replica is not purged here (its owner purges it, once).
+func TestPurgeOnlyWhereTheSinkRuns(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	own := &placement{}
+	own.here.Store(true)
+	h := startHub(t, hybrid.Options{Clock: clock, PurgeDelay: time.Hour}, engine.WithOwnership(own))
+	d := h.dp(dataplane.Options{NodeID: "dp-a"})
+	if err := d.WaitConnects(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	d.Stop()
+	h.status("dp-a", func(s *confighubv1.SinkStatus) bool { return !s.GetDataPlane().GetConnected() })
+	if err := clock.BlockUntilContext(ctx(t), 1); err != nil {
+		t.Fatal(err) // the purge timer
+	}
+	own.here.Store(false)
+	h.eng.Reown()
+	if err := clock.BlockUntilContext(ctx(t), 0); err != nil {
+		t.Fatal(err) // stopped by the hand-over
+	}
+	clock.Advance(2 * time.Hour)
+	if !h.eng.HasSink("dp-a") {
+		t.Fatal("a replica purged a data plane's sink it does not run")
 	}
 }
 

@@ -76,8 +76,10 @@ type Options struct {
 	Clock                                             clockwork.Clock
 }
 
-// Sinks is what the listener needs of the engine: the sink of a data plane
-// is put when it connects and deleted when it is purged.
+// Sinks is where the listener puts data planes' sinks: the engine, or on
+// replicas the cluster (cluster.Replica, which claims a data plane for
+// the replica it connected to). A sink is put at every connection and
+// deleted when it is purged.
 type Sinks interface {
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
 	DeleteSink(name string) error
@@ -184,16 +186,21 @@ func New(opts Options) (*Server, error) {
 func anyOrigin(*http.Request) bool { return true }
 
 // Register adds the kong-dp kind to reg. Its factory hands the engine the
-// sink of a connected data plane; a kong-dp sink cannot be made by
-// PutSink for a data plane that never connected.
+// sink of a data plane; one that is not connected here (a sink put by
+// hand, or taken over from a replica that died) shows disconnected until
+// it connects, and is purged after the purge delay.
 func (s *Server) Register(reg *sink.Registry) error {
 	return reg.Register(Kind, func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		d := s.nodes[spec.GetName()]
-		s.mu.Unlock()
 		if d == nil {
-			return nil, fmt.Errorf("%w: sink %q: kong-dp sinks are made by the data planes that connect to the cluster listener, and no data plane of that node_id did", sink.ErrInvalidSpec, spec.GetName())
+			d = newDataPlane(s, spec.GetName())
+			d.disconnected = s.clock.Now()
+			d.schedulePurgeLocked()
+			s.nodes[d.name] = d
 		}
+		d.refs++
 		return d, nil
 	}, sink.AsGateway(), sink.WithDefaults(&confighubv1.SinkOptions{Timeout: durationOf(DefaultApplyBound + DefaultPingTimeout)}))
 }
@@ -463,56 +470,66 @@ func (s *Server) pluginSet(ps []pluginVersion) map[string]string {
 	return m
 }
 
-// attach finds or makes the data plane's sink and, with ss, makes ss its
-// connection.
+// attach makes ss (when not nil) the data plane's connection and puts its
+// sink (on replicas: claims it here). It fails when the engine does not
+// run the sink here.
 func (s *Server) attach(h hello, stream, addr string, ss *session) (*dataPlane, error) {
-	for {
-		s.mu.Lock()
-		d := s.nodes[h.nodeID]
-		if d == nil {
-			d = newDataPlane(s, h.nodeID)
-			s.nodes[h.nodeID] = d
-		}
-		sinks := s.sinks
-		s.mu.Unlock()
-		d.admin.Lock()
-		if d.purged {
-			d.admin.Unlock()
-			continue
-		}
-		if ss != nil {
-			d.connect(ss, h, addr)
-		}
-		var err error
-		if d.stream != stream {
-			if _, _, err = sinks.PutSink(&confighubv1.Sink{Name: h.nodeID, Kind: Kind, Stream: stream}); err == nil {
-				d.stream = stream
-			}
-		}
-		d.admin.Unlock()
-		return d, err
-	}
-}
-
-// purge forgets a data plane disconnected for the purge delay.
-func (s *Server) purge(d *dataPlane) {
-	d.admin.Lock()
-	defer d.admin.Unlock()
-	if d.purged || !d.expired() {
-		return
-	}
-	d.purged = true
 	s.mu.Lock()
-	if s.nodes[d.name] == d {
-		delete(s.nodes, d.name)
+	d := s.nodes[h.nodeID]
+	if d == nil {
+		d = newDataPlane(s, h.nodeID)
+		s.nodes[h.nodeID] = d
+	}
+	if ss != nil {
+		d.connect(ss, h, addr)
 	}
 	sinks := s.sinks
 	s.mu.Unlock()
-	if d.stream != "" {
-		if err := sinks.DeleteSink(d.name); err != nil {
-			s.log.Warn("purging a data plane's sink failed", "sink", d.name, "error", err)
-			return
-		}
+	_, _, err := sinks.PutSink(&confighubv1.Sink{Name: h.nodeID, Kind: Kind, Stream: stream})
+	if s.drop(d) && err == nil {
+		err = errors.New("its sink runs on another replica")
+	}
+	return d, err
+}
+
+// drop forgets d unless a sink of the engine holds it (it was deleted, or
+// runs on another replica): its connection closes, and the data plane's
+// next one makes a new dataPlane. It reports whether d is forgotten.
+func (s *Server) drop(d *dataPlane) bool {
+	s.mu.Lock()
+	if d.refs > 0 {
+		s.mu.Unlock()
+		return false
+	}
+	if s.nodes[d.name] == d {
+		delete(s.nodes, d.name)
+	}
+	s.mu.Unlock()
+	d.mu.Lock()
+	if d.purge != nil {
+		d.purge.Stop()
+		d.purge = nil
+	}
+	sess := d.sess
+	d.mu.Unlock()
+	if sess != nil {
+		sess.close()
+	}
+	return true
+}
+
+// purge deletes the sink of a data plane disconnected for the purge delay
+// (on replicas, the one that runs it: once).
+func (s *Server) purge(d *dataPlane) {
+	if !d.expired() {
+		return
+	}
+	s.mu.Lock()
+	sinks := s.sinks
+	s.mu.Unlock()
+	if err := sinks.DeleteSink(d.name); err != nil {
+		s.log.Warn("purging a data plane's sink failed", "sink", d.name, "error", err)
+		return
 	}
 	s.log.Info("data plane purged", "sink", d.name, "after", s.opts.PurgeDelay)
 }

@@ -34,23 +34,30 @@ func freeAddr(t *testing.T) string {
 // listener: emulated data planes connect, get every push, show in
 // GetStatus and ListSinks as kong-dp sinks, and after a restart of the
 // hub reconnect and are brought to the current generation.
-func TestHybridDataPlanesFollowTheHub(t *testing.T) {
+// clusterCert writes a shared-mode cluster certificate and key and
+// returns their files and the pair.
+func clusterCert(t *testing.T) (certFile, keyFile string, pair tls.Certificate) {
+	t.Helper()
 	dir := t.TempDir()
 	certPEM, keyPEM, err := hybrid.GenerateClusterCert(time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key")
+	certFile, keyFile = filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key")
 	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
+	if pair, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
+	return certFile, keyFile, pair
+}
+
+func TestHybridDataPlanesFollowTheHub(t *testing.T) {
+	certFile, keyFile, pair := clusterCert(t)
 	cluster := freeAddr(t)
 	data := t.TempDir()
 	args := []string{"--cluster-listen", cluster, "--cluster-cert", certFile, "--cluster-cert-key", keyFile, "--data-dir", data}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -21,8 +22,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/test/etcdtest"
 	"github.com/confighub/confighub/test/harness"
+	"github.com/confighub/confighub/test/kongemu/dataplane"
 )
 
 // The replica tests run three confighub processes with --store etcd against
@@ -781,5 +785,202 @@ func TestReplicasConvergenceMetric(t *testing.T) {
 	}, "the restarted %s shows the converge times of the others", leader)
 	if n := convergedCounts(t, rs)[leader]; n != 0 {
 		t.Errorf("the restarted %s observed %d convergences, want 0 (they happened before)", leader, n)
+	}
+}
+
+// balancer is a TCP load balancer in front of the replicas' cluster
+// listeners: a new connection goes to the first backend, from to on, that
+// answers; while held, new connections are closed at once.
+type balancer struct {
+	l        net.Listener
+	backends []string
+	mu       sync.Mutex
+	to       int
+	hold     bool
+}
+
+func startBalancer(t *testing.T, backends ...string) *balancer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &balancer{l: l, backends: backends}
+	var wg sync.WaitGroup
+	var conns sync.Map
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				b.mu.Lock()
+				hold, to := b.hold, b.to
+				b.mu.Unlock()
+				if hold {
+					return
+				}
+				for i := range b.backends {
+					u, err := net.DialTimeout("tcp", b.backends[(to+i)%len(b.backends)], time.Second)
+					if err != nil {
+						continue
+					}
+					conns.Store(c, u)
+					var pipes sync.WaitGroup
+					pipes.Go(func() { _, _ = io.Copy(u, c); _ = u.Close() })
+					pipes.Go(func() { _, _ = io.Copy(c, u); _ = c.Close() })
+					pipes.Wait()
+					conns.Delete(c)
+					return
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		conns.Range(func(k, v any) bool { _ = k.(net.Conn).Close(); _ = v.(net.Conn).Close(); return true })
+		wg.Wait()
+	})
+	return b
+}
+
+func (b *balancer) set(to int, hold bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.to, b.hold = to, hold
+}
+
+// TestReplicasHybridTakeover: Kong data planes (the emulator) reach two
+// replicas through a load balancer. Each replica shows every data plane
+// (GetStatus, ListSinks, WatchStatus); a data plane that reconnects to the
+// other replica moves there at once. When the replica holding the others
+// is killed (-9), they keep running their configuration and show
+// disconnected on the survivor once its lease expired; a generation pushed
+// meanwhile reaches them when they reconnect there.
+func TestReplicasHybridTakeover(t *testing.T) {
+	e := startEtcd(t)
+	certFile, keyFile, pair := clusterCert(t)
+	listen := []string{freeAddr(t), freeAddr(t)}
+	hubs := make([]*harness.Hub, 2)
+	apis := make([]confighubv1.ConfigHubServiceClient, 2)
+	admins := make([]confighubv1.SinkAdminServiceClient, 2)
+	for i := range hubs {
+		hubs[i] = harness.StartHub(t, bins, "--store", "etcd", "--etcd-endpoints", e.Endpoints()[0], "--etcd-prefix", "/hybrid",
+			"--replica-id", fmt.Sprintf("r%d", i), "--lease-ttl", replicaTTL,
+			"--cluster-listen", listen[i], "--cluster-cert", certFile, "--cluster-cert-key", keyFile)
+		conn := harness.Dial(t, hubs[i].Addr)
+		apis[i], admins[i] = confighubv1.NewConfigHubServiceClient(conn), confighubv1.NewSinkAdminServiceClient(conn)
+	}
+	lb := startBalancer(t, listen...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	push := func(api confighubv1.ConfigHubServiceClient, host string) string {
+		t.Helper()
+		var hash string
+		harness.Eventually(t, 20*time.Second, func() bool {
+			resp, err := api.PushConfig(ctx, &confighubv1.PushConfigRequest{Config: fmt.Appendf(nil, `{"_format_version":"3.0","services":[{"name":"s","host":%q}]}`, host)})
+			hash = hybrid.ConfigHash(&config.Config{Hash: resp.GetHash()})
+			return err == nil
+		}, "push %s", host)
+		return hash
+	}
+	start := func(id string) *dataplane.DP {
+		d := dataplane.Start(dataplane.Options{Addr: lb.l.Addr().String(), Cert: pair, NodeID: id, PingInterval: time.Second,
+			ReconnectMin: 100 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
+		t.Cleanup(d.Stop)
+		return d
+	}
+	// dataPlanes: what replica i shows of each data plane's sink, when it
+	// lists all three in GetStatus and ListSinks.
+	dataPlanes := func(i int) map[string]*confighubv1.SinkStatus {
+		st, err := apis[i].GetStatus(ctx, &confighubv1.GetStatusRequest{})
+		ls, lerr := admins[i].ListSinks(ctx, &confighubv1.ListSinksRequest{})
+		if err != nil || lerr != nil || len(st.GetSinks()) != 3 || len(ls.GetSinks()) != 3 {
+			return nil
+		}
+		out := map[string]*confighubv1.SinkStatus{}
+		for _, s := range st.GetSinks() {
+			out[s.GetSink()] = s
+		}
+		return out
+	}
+	runs := func(hash string) func(*confighubv1.SinkStatus) bool {
+		return func(s *confighubv1.SinkStatus) bool {
+			return s.GetKind() == hybrid.Kind && s.GetDataPlane().GetConnected() && s.GetDataPlane().GetConfigHash() == hash &&
+				s.GetState() == confighubv1.SinkState_SINK_STATE_APPLIED
+		}
+	}
+	every := func(i int, ok func(*confighubv1.SinkStatus) bool) func() bool {
+		return func() bool {
+			dps := dataPlanes(i)
+			for _, s := range dps {
+				if !ok(s) {
+					return false
+				}
+			}
+			return dps != nil
+		}
+	}
+
+	h1 := push(apis[0], "one.local")
+	dps := []*dataplane.DP{start("dp-0"), start("dp-1"), start("dp-2")}
+	for _, d := range dps {
+		if err := d.WaitHash(ctx, h1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range hubs {
+		harness.Eventually(t, 30*time.Second, every(i, runs(h1)), "r%d shows the three data planes running generation 1", i)
+	}
+	w, err := apis[1].WatchStatus(ctx, &confighubv1.WatchStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := w.Recv(); err != nil || len(first.GetSnapshot().GetSinks()) != 3 {
+		t.Fatalf("r1's WatchStatus snapshot: %v (%v), want the three data planes", first, err)
+	}
+
+	// dp-0 restarts and the balancer sends it to r1: it moves there at once.
+	lb.set(1, false)
+	dps[0].Stop()
+	dps[0] = start("dp-0")
+	if err := dps[0].WaitHash(ctx, h1); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, func() bool {
+		return slices.Contains(owned(hubs[1]), "dp-0") && !slices.Contains(owned(hubs[0]), "dp-0")
+	}, "dp-0 runs on r1 (r0 owns %v, r1 %v)", owned(hubs[0]), owned(hubs[1]))
+	harness.Eventually(t, 30*time.Second, every(0, runs(h1)), "r0 shows dp-0 connected again")
+
+	// r0 dies with dp-1 and dp-2; the balancer takes no connection until
+	// the survivor showed them disconnected.
+	lb.set(1, true)
+	hubs[0].Kill()
+	harness.Eventually(t, 30*time.Second, func() bool {
+		dps := dataPlanes(1)
+		return dps != nil && !dps["dp-1"].GetDataPlane().GetConnected() && !dps["dp-2"].GetDataPlane().GetConnected() && runs(h1)(dps["dp-0"])
+	}, "r1 shows dp-1 and dp-2 disconnected once r0's lease expired")
+	h2 := push(apis[1], "two.local")
+	if err := dps[0].WaitHash(ctx, h2); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dps[1:] {
+		if s := d.Stats(); s.Connected || d.Hash() != h1 {
+			t.Fatalf("%+v runs %s: want disconnected, still running generation 1", s, d.Hash())
+		}
+	}
+	lb.set(1, false)
+	for _, d := range dps {
+		if err := d.WaitHash(ctx, h2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	harness.Eventually(t, 30*time.Second, every(1, runs(h2)), "r1 shows every data plane running generation 2")
+	for _, d := range dps[1:] {
+		if s := d.Stats(); s.Connects < 2 {
+			t.Fatalf("%+v: did not reconnect", s)
+		}
 	}
 }

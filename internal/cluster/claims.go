@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/store"
+)
+
+// Kong data planes are owned by connection, not by hashing: the replica a
+// data plane is connected to claims it, <prefix>/dp/<node_id> = its id
+// under its lease, and runs its kong-dp sink; a claim made later (the data
+// plane connected to another replica) moves it there at once. When a
+// replica dies its claims expire with its lease: each of its sinks then
+// runs on its rendezvous owner, which shows it disconnected until the data
+// plane connects again and purges it after the purge delay, once.
+
+// claim is the replica a data plane is connected to ("" when unknown) as
+// of etcd revision rev.
+type claim struct {
+	owner string
+	rev   int64
+}
+
+// take records c for name unless a newer claim is known.
+func (p *Placement) take(name string, c claim) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.rev <= p.claims[name].rev {
+		return
+	}
+	if c.owner == "" {
+		delete(p.claims, name)
+	} else {
+		p.claims[name] = c
+	}
+}
+
+// load replaces the claims by those read at revision rev (claims made
+// here since stay).
+func (p *Placement) load(read map[string]claim, rev int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, c := range p.claims {
+		if _, ok := read[name]; !ok && c.rev <= rev {
+			delete(p.claims, name)
+		}
+	}
+	for name, c := range read {
+		if c.rev >= p.claims[name].rev {
+			p.claims[name] = c
+		}
+	}
+	p.listed = true
+}
+
+func (r *Replica) claimsPrefix() string { return r.prefix + "/dp/" }
+
+// PutSink puts the sink of a data plane connected to this replica: it
+// claims the data plane, stores the spec when the shared store holds
+// another, and puts it in the engine, which runs it here.
+func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
+	defer cancel()
+	name := spec.GetName()
+	lease := r.mem.Lease()
+	if lease == 0 {
+		return nil, false, fmt.Errorf("claim data plane %q: %w", name, ErrNotReady)
+	}
+	resp, err := r.cli.Put(ctx, r.claimsPrefix()+name, r.mem.ID(), clientv3.WithLease(lease))
+	if err != nil {
+		return nil, false, fmt.Errorf("claim data plane %q: %w", name, err)
+	}
+	r.place.take(name, claim{owner: r.mem.ID(), rev: resp.Header.Revision})
+	if cur := r.eng.Sink(name); cur == nil || cur.GetStream() != spec.GetStream() {
+		if err := r.st.PutSink(ctx, spec); err != nil {
+			return nil, false, fmt.Errorf("store the sink of data plane %q: %w", name, err)
+		}
+	}
+	return r.eng.PutSink(spec)
+}
+
+// DeleteSink forgets a data plane's sink on every replica (its purge) and
+// releases its claim.
+func (r *Replica) DeleteSink(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
+	defer cancel()
+	key := r.claimsPrefix() + name
+	resp, err := r.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(key), "=", r.mem.ID())).Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("release data plane %q: %w", name, err)
+	}
+	if resp.Succeeded {
+		r.place.take(name, claim{rev: resp.Header.Revision})
+	}
+	if err := r.st.DeleteSink(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete the sink of data plane %q: %w", name, err)
+	}
+	r.deleteSink(ctx, name)
+	return nil
+}
+
+// Sink is the spec of a sink, run here or not.
+func (r *Replica) Sink(name string) *confighubv1.Sink { return r.eng.Sink(name) }
+
+// followClaims follows the claims into the placement until ctx ends.
+func (r *Replica) followClaims(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := r.watchClaims(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err)
+		if !r.wait(ctx, r.probeEvery) {
+			return
+		}
+	}
+}
+
+func (r *Replica) watchClaims(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+	resp, err := r.cli.Get(tctx, r.claimsPrefix(), clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read the claims: %w", err)
+	}
+	read := map[string]claim{}
+	for _, kv := range resp.Kvs {
+		read[strings.TrimPrefix(string(kv.Key), r.claimsPrefix())] = claim{owner: string(kv.Value), rev: kv.ModRevision}
+	}
+	r.place.load(read, resp.Header.Revision)
+	r.eng.Reown()
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	for wr := range r.cli.Watch(wctx, r.claimsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			c := claim{rev: ev.Kv.ModRevision}
+			if ev.Type == clientv3.EventTypePut {
+				c.owner = string(ev.Kv.Value)
+			}
+			r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
+		}
+		// A data plane's sink moves where its claim says; the listener
+		// closes the connection of one handed over.
+		r.eng.Reown()
+	}
+	return errors.New("watch closed")
+}
