@@ -49,9 +49,7 @@ type Notifier interface {
 }
 
 // Closer is a sink whose resources are released when it is deleted or replaced.
-type Closer interface {
-	Close() error
-}
+type Closer interface{ Close() error }
 
 // Deps are what a factory may use; Logger (maybe nil) names the sink already.
 type Deps struct {
@@ -107,9 +105,7 @@ func (r *Registry) Register(kind string, f Factory, opts ...RegisterOption) erro
 type RegisterOption func(*Kind)
 
 // WithDefaults sets the options a sink of this kind gets when unset.
-func WithDefaults(o *confighubv1.SinkOptions) RegisterOption {
-	return func(k *Kind) { k.Defaults = o }
-}
+func WithDefaults(o *confighubv1.SinkOptions) RegisterOption { return func(k *Kind) { k.Defaults = o } }
 
 // WithValidate sets an extra check of a sink spec of this kind.
 func WithValidate(v func(*confighubv1.Sink) error) RegisterOption {
@@ -191,13 +187,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // AsError returns the *Error in err's chain, if any.
-func AsError(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
-	}
-	return nil, false
-}
+func AsError(err error) (*Error, bool) { return errors.AsType[*Error](err) }
 
 // Permanent marks err as a rejection of the configuration.
 func Permanent(code Code, err error) error {
@@ -223,10 +213,4 @@ func (d *Degraded) Error() string {
 }
 
 // AsDegraded returns the *Degraded in err's chain, if any.
-func AsDegraded(err error) (*Degraded, bool) {
-	var d *Degraded
-	if errors.As(err, &d) {
-		return d, true
-	}
-	return nil, false
-}
+func AsDegraded(err error) (*Degraded, bool) { return errors.AsType[*Degraded](err) }

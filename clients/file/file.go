@@ -47,16 +47,14 @@ func Factory(root string) (sink.Factory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file sinks: root %s: %w", root, err)
 	}
-	return func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) { return newSink(abs, spec) }, nil
-}
-
-func newSink(root string, spec *confighubv1.Sink) (sink.Sink, error) {
-	fs := spec.GetFile()
-	rel, err := confine(root, fs.GetPath())
-	if err != nil {
-		return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
-	}
-	return &Sink{root: root, rel: rel, format: fs.GetFormat()}, nil
+	return func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
+		fs := spec.GetFile()
+		rel, err := confine(abs, fs.GetPath())
+		if err != nil {
+			return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
+		}
+		return &Sink{root: abs, rel: rel, format: fs.GetFormat()}, nil
+	}, nil
 }
 
 // confine returns path relative to root, or why it is not a file inside

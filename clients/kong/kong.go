@@ -249,10 +249,7 @@ func kongMessage(raw []byte) string {
 	if len(t) > 200 {
 		s += "..."
 	}
-	if s == "" {
-		s = "no body"
-	}
-	return s
+	return cmp.Or(s, "no body")
 }
 
 // flattened is Kong's 400 body; flattened_errors is a list, or {} when empty (Kong 3.9).
@@ -348,10 +345,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
+		return time.Duration(max(n, 0)) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {

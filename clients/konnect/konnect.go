@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -84,14 +84,14 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if ks.GetToken() != "" && ks.GetTokenFile() != "" {
 		return nil, bad("set token or token_file, not both")
 	}
-	hasCert := tlsCfg != nil && len(tlsCfg.Certificates) > 0
-	tok := &token{value: ks.GetToken(), file: ks.GetTokenFile()}
+	tok := &token{file: ks.GetTokenFile()}
+	tok.value.Store(new(ks.GetToken()))
 	if tok.file != "" {
 		if err := tok.reload(); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
-	if !hasCert && tok.value == "" {
+	if (tlsCfg == nil || len(tlsCfg.Certificates) == 0) && *tok.value.Load() == "" {
 		return nil, bad("needs a client certificate (tls.cert_pem/key_pem or cert_file/key_file) or a token (token or token_file)")
 	}
 	conc := int(ks.GetConcurrency())
@@ -99,7 +99,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		conc = DefaultConcurrency
 	}
 	opts := diffsync.ClientOptions{BaseURL: BaseURL(ks.GetAddress(), cp), TLS: tlsCfg, MaxConns: conc}
-	if tok.value != "" {
+	if *tok.value.Load() != "" {
 		opts.Auth = tok.header
 	}
 	client, tr, err := diffsync.NewClient(opts)
@@ -123,8 +123,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 // token is a bearer token, inline or from a file re-read before each apply.
 type token struct {
 	file  string
-	mu    sync.Mutex
-	value string
+	value atomic.Pointer[string]
 }
 
 func (t *token) reload() error {
@@ -136,14 +135,8 @@ func (t *token) reload() error {
 	if v == "" {
 		return errors.New("token_file is empty")
 	}
-	t.mu.Lock()
-	t.value = v
-	t.mu.Unlock()
+	t.value.Store(&v)
 	return nil
 }
 
-func (t *token) header() (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return "Bearer " + t.value, nil
-}
+func (t *token) header() (string, error) { return "Bearer " + *t.value.Load(), nil }

@@ -128,35 +128,24 @@ func (s *Sink) Close() error { return s.conn.Close() }
 // health, and asks for a resync after the plugin came back.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	lost := false
-	for {
-		st := s.conn.GetState()
+	_ = s.follow(ctx, func(st connectivity.State) bool {
 		switch st {
-		case connectivity.Idle:
-			s.conn.Connect()
 		case connectivity.Ready:
 			dctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			_, err := s.described(dctx)
 			cancel()
 			if err != nil {
 				n.Health(fmt.Errorf("plugin %s: describe: %w", s.address, err))
-			} else {
-				n.Health(nil)
-				if lost {
-					lost = false
-					n.Resync("plugin reconnected")
-				}
+			} else if n.Health(nil); lost {
+				n.Resync("plugin reconnected")
 			}
+			lost = true // the next state is a lost connection
 		case connectivity.TransientFailure:
 			lost = true
 			n.Health(fmt.Errorf("plugin %s is unreachable", s.address))
-		case connectivity.Shutdown:
-			return
 		}
-		if !s.conn.WaitForStateChange(ctx, st) {
-			return
-		}
-		lost = lost || st == connectivity.Ready
-	}
+		return true
+	})
 }
 
 // described returns the plugin's Describe for the current connection.
@@ -190,15 +179,24 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 
 // connect waits, bounded by ctx, while the connection is being made.
 func (s *Sink) connect(ctx context.Context) error {
+	return s.follow(ctx, func(st connectivity.State) bool {
+		return st != connectivity.Ready && st != connectivity.TransientFailure
+	})
+}
+
+// follow passes each state of the connection, made when idle, to fn until
+// fn returns false, ctx ends or the connection shuts down.
+func (s *Sink) follow(ctx context.Context, fn func(connectivity.State) bool) error {
 	for {
 		st := s.conn.GetState()
 		switch st {
-		case connectivity.Ready, connectivity.TransientFailure:
-			return nil
 		case connectivity.Shutdown:
 			return errors.New("the plugin sink is closed")
 		case connectivity.Idle:
 			s.conn.Connect()
+		}
+		if !fn(st) {
+			return nil
 		}
 		if !s.conn.WaitForStateChange(ctx, st) {
 			return ctx.Err()

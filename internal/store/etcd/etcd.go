@@ -215,19 +215,23 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	}
 
 	gen := cur.Generation + 1
-	prefix := s.key(kConfigs, c.Stream) + "/" + genKey(gen) + "-" + token() + "/"
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	prefix := s.key(kConfigs, c.Stream) + "/" + genKey(gen) + "-" + hex.EncodeToString(tok[:]) + "/"
 	chunks := split(c.Raw, s.chunkSize)
 	js, err := json.Marshal(meta{Meta: store.MetaOf(c, gen), Chunks: prefix, Count: len(chunks)})
 	if err != nil {
 		return nil, false, false, err
 	}
 	ops := []clientv3.Op{clientv3.OpPut(mk, string(js)), clientv3.OpPut(s.histKey(c.Stream, gen), string(js))}
-	// One chunk goes in the transaction; more go before it, deleted
-	// unless it may have committed.
+	// One chunk goes in the transaction; more go before it, deleted (even
+	// after ctx is done) unless it may have committed.
 	keep := len(chunks) == 1
 	defer func() {
 		if !keep {
-			s.unstage(ctx, prefix)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_, _ = s.cli.Delete(dctx, prefix, clientv3.WithPrefix())
 		}
 	}()
 	for i, ch := range chunks {
@@ -263,12 +267,6 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	return c.WithGeneration(gen), false, false, nil
 }
 
-func token() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 func split(raw []byte, n int) [][]byte {
 	var out [][]byte
 	for len(raw) > n {
@@ -279,13 +277,6 @@ func split(raw []byte, n int) [][]byte {
 }
 
 func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix, n) }
-
-// unstage deletes an uncommitted attempt's chunks, even after ctx is done.
-func (s *Store) unstage(ctx context.Context, prefix string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	_, _ = s.cli.Delete(dctx, prefix, clientv3.WithPrefix())
-}
 
 // readStream reads a generation's chunks at rev and assembles it.
 func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (*config.Config, error) {
@@ -447,19 +438,13 @@ func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err erro
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	write := func() (int64, error) {
+	if err := s.ownWrite(func() (int64, error) {
 		resp, err := s.cli.Put(ctx, s.key(kind, name), string(raw))
 		if err != nil || kind != kSinks {
 			return 0, err
 		}
 		return resp.Header.Revision, nil
-	}
-	if kind == kSinks {
-		err = s.ownWrite(write)
-	} else {
-		_, err = write()
-	}
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("etcd store: put %s%s: %w", kind, name, err)
 	}
 	return nil
