@@ -76,26 +76,21 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	if err := checkListenPolicy(f); err != nil {
 		return nil, err
 	}
+	var err error
 	if f.ops.authTokens != "" {
-		a, err := auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log))
-		if err != nil {
+		if o.auth, err = auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log)); err != nil {
 			return nil, fmt.Errorf("--auth-tokens: %w", err)
 		}
-		o.auth = a
 	}
 	if f.ops.tlsCert != "" || f.ops.tlsKey != "" || f.ops.tlsClientCA != "" {
-		t, err := auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA)
-		if err != nil {
+		if o.tls, err = auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA); err != nil {
 			return nil, err
 		}
-		o.tls = t
 	}
 	if f.ops.metricsListen != "" {
-		m, err := metrics.New()
-		if err != nil {
+		if o.metrics, err = metrics.New(); err != nil {
 			return nil, err
 		}
-		o.metrics = m
 	}
 	if f.ops.includeSecrets {
 		log.Warn("--diagnostics-include-secrets: GetConfig shows credentials and private keys to every reader")

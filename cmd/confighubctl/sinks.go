@@ -173,10 +173,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 		// The summary goes to stderr: stdout is the configuration alone.
 		what := "stream " + res.GetStream()
 		if res.GetSink() != "" {
-			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last applied"
-			if *failed {
-				what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last failed"
-			}
+			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last " + map[bool]string{false: "applied", true: "failed"}[*failed]
 		}
 		red := ""
 		if res.GetRedacted() {
