@@ -64,7 +64,7 @@ type ops struct {
 	drain   *drainer
 	msrv    *metrics.Server
 	page    statuspage.Source      // set before serve
-	pageURL atomic.Pointer[string] // once its listener is bound
+	pageURL atomic.Pointer[string] // "" until its listener is bound
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	hup     chan os.Signal // from startOps on, so SIGHUP never kills a starting hub
@@ -76,32 +76,28 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	if err := checkListenPolicy(f); err != nil {
 		return nil, err
 	}
+	var err error
 	if f.ops.authTokens != "" {
-		a, err := auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log))
-		if err != nil {
+		if o.auth, err = auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log)); err != nil {
 			return nil, fmt.Errorf("--auth-tokens: %w", err)
 		}
-		o.auth = a
 	}
 	if f.ops.tlsCert != "" || f.ops.tlsKey != "" || f.ops.tlsClientCA != "" {
-		t, err := auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA)
-		if err != nil {
+		if o.tls, err = auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA); err != nil {
 			return nil, err
 		}
-		o.tls = t
 	}
 	if f.ops.metricsListen != "" {
-		m, err := metrics.New()
-		if err != nil {
+		if o.metrics, err = metrics.New(); err != nil {
 			return nil, err
 		}
-		o.metrics = m
 	}
 	if f.ops.includeSecrets {
 		log.Warn("--diagnostics-include-secrets: GetConfig shows credentials and private keys to every reader")
 	}
 	log.Info("security", "auth", o.auth != nil, "tls", o.tls != nil, "mtls", o.tls != nil && o.tls.MTLS(),
 		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
+	o.pageURL.Store(new(string))
 	signal.Notify(o.hup, syscall.SIGHUP)
 	return o, nil
 }
@@ -170,7 +166,7 @@ func (o *ops) serverOptions() []server.Option {
 	if o.auth != nil {
 		unary, stream = append(unary, o.auth.UnaryInterceptor()), append(stream, o.auth.StreamInterceptor())
 	}
-	opts = append(opts, server.WithInterceptors(unary, stream), server.WithStatusPageURL(o.statusPageURL))
+	opts = append(opts, server.WithInterceptors(unary, stream), server.WithStatusPageURL(func() string { return *o.pageURL.Load() }))
 	if o.tls != nil {
 		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
 	}
@@ -178,13 +174,6 @@ func (o *ops) serverOptions() []server.Option {
 		opts = append(opts, server.WithRedactor(redact.Config))
 	}
 	return opts
-}
-
-func (o *ops) statusPageURL() string {
-	if u := o.pageURL.Load(); u != nil {
-		return *u
-	}
-	return ""
 }
 
 // pageURLFor is the URL of the listener at addr, an unspecified host as this machine's name.
@@ -267,9 +256,9 @@ func (o *ops) reload() {
 	if o.tls != nil {
 		if err := o.tls.Reload(); err != nil {
 			o.log.Error("TLS certificate reload failed; keeping the previous one", "error", err)
-		} else {
-			o.log.Info("TLS certificate reloaded")
+			return
 		}
+		o.log.Info("TLS certificate reloaded")
 	}
 }
 

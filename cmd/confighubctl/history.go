@@ -138,14 +138,7 @@ func parseGeneration(cmd, arg string) (uint64, error) {
 	return gen, nil
 }
 
-const (
-	ansiGreen  = "\x1b[32m"
-	ansiYellow = "\x1b[33m"
-	ansiRed    = "\x1b[31m"
-	ansiReset  = "\x1b[0m"
-)
-
-// renderDiff prints a diff as deck diff does.
+// renderDiff prints a diff as deck diff does, in ANSI colours (SGR codes) when ansi.
 func renderDiff(res *confighubv1.DiffConfigResponse, ansi bool) string {
 	var b strings.Builder
 	what := fmt.Sprintf("stream %s: generation %d (%s) -> %d (%s)", res.GetStream(), res.GetFrom(), short(res.GetFromHash()), res.GetTo(), short(res.GetToHash()))
@@ -154,19 +147,19 @@ func renderDiff(res *confighubv1.DiffConfigResponse, ansi bool) string {
 	}
 	b.WriteString(what + "\n")
 	for _, ch := range res.GetChanges() {
-		verb, colour := "updating", ansiYellow
+		verb, colour := "updating", "33"
 		switch ch.GetAction() {
 		case confighubv1.EntityAction_ENTITY_ACTION_CREATE:
-			verb, colour = "creating", ansiGreen
+			verb, colour = "creating", "32"
 		case confighubv1.EntityAction_ENTITY_ACTION_DELETE:
-			verb, colour = "deleting", ansiRed
+			verb, colour = "deleting", "31"
 		}
 		line := verb + " " + entityName(ch)
 		if obj := k8sObject(ch.GetTags()); obj != "" {
 			line += " [" + obj + "]"
 		}
 		if ansi {
-			line = colour + line + ansiReset
+			line = "\x1b[" + colour + "m" + line + "\x1b[0m"
 		}
 		b.WriteString(line + "\n")
 		for _, f := range ch.GetFields() {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -141,8 +142,6 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "-help" }
-
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var g globals
 	root := flag.NewFlagSet("confighubctl", flag.ContinueOnError)
@@ -203,7 +202,7 @@ func dispatch(ctx context.Context, root *flag.FlagSet, g *globals, args []string
 		}
 		_, known := commands()[sub]
 		switch {
-		case len(args) > 0 && isHelp(args[0]):
+		case len(args) > 0 && slices.Contains([]string{"-h", "--help", "-help"}, args[0]):
 			fmt.Fprintf(stderr, "Usage: confighubctl %s\n", gr.help)
 			return nil
 		case len(args) == 0 || strings.HasPrefix(args[0], "-") || !known && gr.known == "":
@@ -243,7 +242,11 @@ func dispatch(ctx context.Context, root *flag.FlagSet, g *globals, args []string
 		return usagef("--output %q: want table or json", g.output)
 	}
 	x := &invocation{ctx: ctx, name: name, g: g, out: stdout, errw: stderr}
-	defer x.close()
+	defer func() {
+		if x.conn != nil {
+			_ = x.conn.Close()
+		}
+	}()
 	return body(x, pos)
 }
 
@@ -295,12 +298,6 @@ func (x *invocation) client(opts ...hubclient.Option) (*hubclient.Client, error)
 		x.conn = cc
 	}
 	return hubclient.New(x.conn, opts...), nil
-}
-
-func (x *invocation) close() {
-	if x.conn != nil {
-		_ = x.conn.Close()
-	}
 }
 
 // call makes one request within --timeout; its error is named what.
@@ -395,12 +392,7 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func dash(s string) string { return cmp.Or(s, "-") }
 
 // terminal reports whether w is a terminal, and its width (0: unknown).
 func terminal(w io.Writer) (bool, int) {

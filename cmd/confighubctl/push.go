@@ -161,9 +161,5 @@ func (p *progressBar) done(ok bool) {
 	if p == nil || p.last < 0 {
 		return
 	}
-	if ok {
-		fmt.Fprintln(p.w, " done")
-	} else {
-		fmt.Fprintln(p.w, " failed")
-	}
+	fmt.Fprintln(p.w, map[bool]string{true: " done", false: " failed"}[ok])
 }

@@ -118,15 +118,10 @@ func deleteCmd(kind, want string) func(*flag.FlagSet) func(*invocation, []string
 					}
 					return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
 				})
-				return deleted(names[i]), kind + " " + names[i] + " deleted\n", err
+				return &structpb.Struct{Fields: map[string]*structpb.Value{"deleted": structpb.NewStringValue(names[i])}}, kind + " " + names[i] + " deleted\n", err
 			})
 		}
 	}
-}
-
-// deleted is the JSON output of a deletion: {"deleted": name}.
-func deleted(name string) proto.Message {
-	return &structpb.Struct{Fields: map[string]*structpb.Value{"deleted": structpb.NewStringValue(name)}}
 }
 
 func streamsList(*flag.FlagSet) func(*invocation, []string) error {
@@ -178,10 +173,7 @@ func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
 		// The summary goes to stderr: stdout is the configuration alone.
 		what := "stream " + res.GetStream()
 		if res.GetSink() != "" {
-			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last applied"
-			if *failed {
-				what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last failed"
-			}
+			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last " + map[bool]string{false: "applied", true: "failed"}[*failed]
 		}
 		red := ""
 		if res.GetRedacted() {

@@ -63,7 +63,7 @@ func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	}()
 	asJSON := x.g.output == "json"
 	v := newStatusView()
-	r := &watchRenderer{w: x.out}
+	r := &watchRenderer{w: x.out, now: time.Now}
 	r.ansi, r.width = terminal(x.out)
 	var last time.Time
 	dirty := false
@@ -343,14 +343,10 @@ func (r *watchRenderer) draw(frame string) {
 		b.WriteString(frame)
 		r.prev = strings.Count(frame, "\n")
 	} else {
-		now := time.Now
-		if r.now != nil {
-			now = r.now
-		}
 		if r.prev > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "--- %s\n", now().Format(time.RFC3339))
+		fmt.Fprintf(&b, "--- %s\n", r.now().Format(time.RFC3339))
 		b.WriteString(frame)
 		r.prev++
 	}
