@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -285,7 +284,7 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
 	if !okA || !okB {
-		if !reflect.DeepEqual(a, b) {
+		if !equal(a, b) {
 			*out = append(*out, append([]string(nil), path...))
 		}
 		return
@@ -303,6 +302,28 @@ func diffValues(path []string, a, b any, out *[][]string) {
 			*out = append(*out, append(append([]string(nil), path...), k))
 		}
 	}
+}
+
+// equal is reflect.DeepEqual for what encoding/json decodes, without its
+// allocation per call (it runs for every field of every entity).
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !equal(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		return ok && slices.EqualFunc(x, y, equal)
+	}
+	return a == b // strings, json.Number, bools, nil
 }
 
 // order is the order of entity types in a diff: what an entity refers to
@@ -367,13 +388,13 @@ func (e *entity) sameAs(o *entity) bool {
 			continue
 		}
 		w, ok := o.get(k)
-		if !ok || !reflect.DeepEqual(v, w) {
+		if !ok || !equal(v, w) {
 			return false
 		}
 	}
 	if e.parentRef != nil {
 		w, ok := o.get(e.parentField)
-		return ok && reflect.DeepEqual(e.parentRef, w)
+		return ok && equal(e.parentRef, w)
 	}
 	return true
 }
