@@ -127,6 +127,11 @@ func TestMirrorsAgreeOnRevisions(t *testing.T) {
 	run(t, other.Run, other.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Both mirrors follow the watch before the changes: a mirror that
+	// first lists etcd after them numbers them as one re-read.
+	if err := other.WaitRevision(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	// Several sinks in one transaction: one etcd revision, several changes.
 	for i := uint64(1); i <= 3; i++ {
 		b.PutSink(statustest.SinkStatus("a", i))
