@@ -108,15 +108,18 @@ EOF2
 
 if [ "${DEMO_WATCH:-1}" = 1 ]; then
 	say "live status (Ctrl-C or q stops the demo)"
+	if [ -t 0 ]; then
+		# Ctrl-C on a terminal signals make too, and make then reports the
+		# demo as killed (exit 130) whatever this script does: read Ctrl-C
+		# as a key instead (set before the watch shows anything), so
+		# stopping the demo exits 0.
+		STTY=$(stty -g)
+		stty intr undef -echo -icanon
+	fi
 	"$BIN/confighubctl" status --watch &
 	WATCH=$!
 	PIDS+=("$WATCH")
 	if [ -t 0 ]; then
-		# Ctrl-C on a terminal signals make too, and make then reports the
-		# demo as killed (exit 130) whatever this script does: read Ctrl-C
-		# as a key instead, so stopping the demo exits 0.
-		STTY=$(stty -g)
-		stty intr undef -echo -icanon
 		while kill -0 "$WATCH" 2>/dev/null; do
 			if IFS= read -rsn1 -t 1 key; then
 				case "$key" in $'\x03' | q) break ;; esac
