@@ -1,7 +1,8 @@
 // Package engine fans each stream's newest configuration out to its sinks:
-// one goroutine and one latest-wins slot per sink, with hash skip, retries
-// with backoff, pacing, gating by waves, and a status broker
-// (internal/engine/status) that publishes every change as a revisioned event.
+// one goroutine (while it has work) and one latest-wins slot per sink, with
+// hash skip, retries with backoff, pacing, gating by waves, and a status
+// broker (internal/engine/status) that publishes every change as a
+// revisioned event.
 //
 // The hub calls Publish after a configuration is durably accepted, and
 // PutSink/DeleteSink for the sinks file and the admin RPCs; Publish never
@@ -11,7 +12,7 @@
 // line are made.
 //
 // Guarantees (engine_test.go unless noted):
-//   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks).
+//   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks); an idle sink holds no goroutine (idle_test.go TestIdleSinksHoldNoGoroutine).
 //   - Every branch of the slot machine has a table test (TestSlotMachineDecide, TestSlotMachineOffer, TestSlotMachineStart, TestSlotMachineOutcome, TestSlotMachineResyncAndReachable, TestSlotMachineStateChanges, TestSlotMachineRefusal).
 //   - One apply at a time per sink, never out of order (TestNoConcurrentAppliesPerSink, TestPropertyConvergence).
 //   - Latest wins: at most one pending generation per sink (TestCollapseWhileProcessing, TestBurstCoalesces).

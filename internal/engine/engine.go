@@ -620,8 +620,10 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	}
 	w.emit()
 	e.kickWaiters(st)
-	e.wg.Add(1)
-	go w.start()
+	if r, ok := w.s.(sink.Runner); ok {
+		w.goRun(func() { w.runRunner(r) })
+	}
+	w.wake()
 }
 
 // removeWorker unregisters w, stops its goroutines and closes its sink.
@@ -644,7 +646,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.kickWaiters(st)
 	e.mu.Unlock()
 	w.cancel()
-	<-w.done
+	w.active.Wait()
 	// Only once the worker is gone: an apply finishing meanwhile would
 	// re-create the series.
 	if removeStatus {

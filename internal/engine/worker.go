@@ -47,7 +47,8 @@ const (
 )
 
 // worker owns one sink: one goroutine that applies the newest generation of
-// its slot, plus the sink's Runner goroutine if it has one. Every field
+// its slot, running while the slot has work (an idle sink costs no
+// goroutine), plus the sink's Runner goroutine if it has one. Every field
 // below "under e.mu" is guarded by the engine's lock; the goroutine never
 // holds the lock while calling the sink.
 type worker struct {
@@ -73,7 +74,9 @@ type worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{}
-	done   chan struct{}
+	// active counts the worker's goroutines (the loop while it runs, and
+	// the Runner's).
+	active sync.WaitGroup
 
 	// under e.mu: m decides (machine.go); the rest is what the worker
 	// keeps to act on its decisions and to report them.
@@ -82,6 +85,7 @@ type worker struct {
 	health         string
 	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last DataPlane report
 	removed        bool
+	running        bool           // the loop's goroutine runs
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
 	record         *store.Applied // to be recorded by the goroutine
@@ -141,7 +145,6 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		ctx:    ctx,
 		cancel: cancel,
 		kick:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
 		m:      newSlotMachine(spec.GetStream(), opts),
 	}
 }
@@ -154,12 +157,47 @@ func (w *worker) scrubText(s string) string {
 	return w.scrub.Replace(s)
 }
 
-// wake signals the goroutine to look at its slot again; never blocks.
+// wake has the loop look at its slot again: it signals the loop's
+// goroutine, or starts one. Never blocks. e.mu is held.
 func (w *worker) wake() {
+	if w.running {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if w.removed || w.e.stopped || w.ctx.Err() != nil {
+		return
+	}
+	w.running = true
+	w.goRun(w.loop)
+}
+
+// goRun runs f in a goroutine of the worker. e.mu is held (or the worker
+// is not registered yet).
+func (w *worker) goRun(f func()) {
+	w.active.Add(1)
+	w.e.wg.Add(1)
+	go func() {
+		defer w.e.wg.Done()
+		defer w.active.Done()
+		f()
+	}()
+}
+
+// idle ends the loop's goroutine when no wake came since it decided there
+// is nothing to do until one; the next wake starts another.
+func (w *worker) idle() bool {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
 	select {
-	case w.kick <- struct{}{}:
+	case <-w.kick:
+		return false
 	default:
 	}
+	w.running = false
+	return true
 }
 
 // offer puts a new generation in the slot (latest wins). e.mu is held.
@@ -178,22 +216,6 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 		return
 	}
 	w.wake()
-}
-
-// start runs the worker's goroutines and closes done when both ended.
-func (w *worker) start() {
-	defer w.e.wg.Done()
-	defer close(w.done)
-	var wg sync.WaitGroup
-	if r, ok := w.s.(sink.Runner); ok {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.runRunner(r)
-		}()
-	}
-	w.loop()
-	wg.Wait()
 }
 
 func (w *worker) runRunner(r sink.Runner) {
@@ -242,12 +264,15 @@ func (w *worker) loop() {
 			rec := w.takeRecord()
 			e.mu.Unlock()
 			w.recordApplied(rec)
-			var wait time.Duration
-			if d.kind == actWait {
-				wait = d.until.Sub(now)
-			}
-			if d.kind != actSkip && !w.wait(wait) {
-				return
+			switch d.kind {
+			case actWait:
+				if !w.wait(d.until.Sub(now)) {
+					return
+				}
+			case actIdle, actGate:
+				if w.idle() {
+					return
+				}
 			}
 			continue
 		}

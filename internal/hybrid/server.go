@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -173,11 +174,12 @@ func New(opts Options) (*Server, error) {
 	}
 	// No subprotocol and no compression extension on /v1/outlet: a data
 	// plane's websocket client refuses RSV bits and fragments
-	// (lua-resty-websocket protocol.lua recv_frame). The write buffer is
-	// only taken during a write (reconfigure frames are prepared).
+	// (lua-resty-websocket protocol.lua recv_frame). A data plane sends
+	// pings of 32 bytes: a small read buffer. The write buffer is only
+	// taken during a write (reconfigure frames are prepared).
 	pool := &sync.Pool{}
-	s.up = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin}
-	s.upV2 = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin, Subprotocols: []string{rpcSubprotocol}}
+	s.up = websocket.Upgrader{ReadBufferSize: 256, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin}
+	s.upV2 = websocket.Upgrader{ReadBufferSize: 256, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin, Subprotocols: []string{rpcSubprotocol}}
 	return s, nil
 }
 
@@ -223,7 +225,8 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		// A refused handshake (no certificate, the wrong one) is logged
 		// with the address it came from.
-		ErrorLog: slog.NewLogLogger(s.log.With("listener", "cluster").Handler(), slog.LevelWarn),
+		ErrorLog:  slog.NewLogLogger(s.log.With("listener", "cluster").Handler(), slog.LevelWarn),
+		ConnState: handshakes(handshakesPerCPU * runtime.GOMAXPROCS(0)),
 	}
 	s.mu.Lock()
 	if s.done {
@@ -237,6 +240,29 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 		return nil
 	}
 	return err
+}
+
+// handshakesPerCPU bounds the TLS handshakes in flight per CPU.
+const handshakesPerCPU = 64
+
+// handshakes is a ConnState hook that bounds the TLS handshakes in flight
+// to n: net/http calls it with StateNew before a connection's handshake,
+// which waits for a slot (new connections wait in the kernel's backlog),
+// and frees the slot at the connection's next state. Thousands of data
+// planes redialling at once then get handshakes the CPU finishes within
+// their 5 s timeout (kong/clustering/utils.lua), not all of them started
+// and few finished, each holding its handshake's memory.
+func handshakes(n int) func(net.Conn, http.ConnState) {
+	slots := make(chan struct{}, n)
+	var held sync.Map
+	return func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			slots <- struct{}{}
+			held.Store(c, nil)
+		} else if _, ok := held.LoadAndDelete(c); ok {
+			<-slots
+		}
+	}
 }
 
 // Close stops accepting, closes every data plane's connection and waits
@@ -315,13 +341,23 @@ func (s *Server) outlet(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("data plane refused", "addr", r.RemoteAddr, "node_id", h.nodeID, "reason", err.Error())
 		return // Upgrade answered
 	}
-	sess := &session{conn: conn, closed: make(chan struct{})}
-	if !s.track(sess) {
-		sess.close()
+	addr := r.RemoteAddr
+	ss := s.track(conn)
+	if ss == nil {
 		return
 	}
-	defer s.untrack(sess)
-	s.serveSession(sess, h, r.RemoteAddr)
+	d := s.admit(ss, h, addr)
+	if d == nil {
+		s.untrack(ss)
+		return
+	}
+	// The read loop runs in a goroutine of its own: the handler's return
+	// frees what net/http keeps per connection (its buffers, the request)
+	// and the stack that the TLS handshake and the hello grew.
+	go func() {
+		defer s.untrack(ss)
+		s.readLoop(ss, d, addr)
+	}()
 }
 
 func (s *Server) sinkSpec(name string) *confighubv1.Sink {
@@ -334,15 +370,18 @@ func (s *Server) sinkSpec(name string) *confighubv1.Sink {
 	return sinks.Sink(name)
 }
 
-func (s *Server) track(ss *session) bool {
+// track makes conn a session Close ends (nil after Close).
+func (s *Server) track(conn *websocket.Conn) *session {
+	ss := &session{conn: conn, closed: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return false
+		ss.close()
+		return nil
 	}
 	s.open[ss] = struct{}{}
 	s.conns.Add(1)
-	return true
+	return ss
 }
 
 func (s *Server) untrack(ss *session) {
@@ -359,7 +398,9 @@ func closeWith(ss *session, code int, text string) {
 	ss.close()
 }
 
-func (s *Server) serveSession(ss *session, h hello, addr string) {
+// admit reads the data plane's basic_info, checks its version and puts its
+// sink; nil when the data plane is refused (the connection is closed).
+func (s *Server) admit(ss *session, h hello, addr string) *dataPlane {
 	conn := ss.conn
 	conn.SetReadLimit(int64(s.opts.MaxPayload))
 	_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
@@ -372,12 +413,12 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 			code = websocket.CloseMessageTooBig
 		}
 		closeWith(ss, code, "basic_info")
-		return
+		return nil
 	}
 	if typ != websocket.BinaryMessage {
 		log.Warn("data plane refused", "reason", "the first frame is not a binary basic_info frame")
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info must be a binary frame")
-		return
+		return nil
 	}
 	var raw struct {
 		Plugins json.RawMessage `json:"plugins"`
@@ -385,7 +426,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 	if err := json.Unmarshal(data, &h); err != nil || json.Unmarshal(data, &raw) != nil || h.Type != "basic_info" || len(raw.Plugins) == 0 || raw.Plugins[0] != '[' {
 		log.Warn("data plane refused", "reason", "the first frame is not {\"type\":\"basic_info\",\"plugins\":[...]}")
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info expected")
-		return
+		return nil
 	}
 	ss.plugins = s.pluginSet(h.Plugins)
 	h.Plugins = nil
@@ -402,18 +443,25 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 			d.refused(h, addr)
 		}
 		closeWith(ss, websocket.ClosePolicyViolation, SyncKongVersionIncompatible)
-		return
+		return nil
 	}
 	d, err := s.attach(h, stream, addr, ss)
 	if err != nil {
 		log.Warn("data plane refused", "reason", err.Error())
 		closeWith(ss, websocket.CloseInternalServerErr, "sink not put")
-		return
+		return nil
 	}
 	log.Info("data plane connected", "hostname", h.hostname, "version", h.version, "stream", stream)
+	return d
+}
+
+// readLoop serves a data plane's connection until it ends: pings (each
+// answered) and error frames.
+func (s *Server) readLoop(ss *session, d *dataPlane, addr string) {
+	conn := ss.conn
 	defer func() {
 		d.disconnect(ss)
-		log.Info("data plane disconnected")
+		s.log.Info("data plane disconnected", "addr", addr, "node_id", d.name)
 	}()
 	conn.SetPingHandler(func(p string) error {
 		if len(p) != 32 {
@@ -430,7 +478,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		if err != nil {
 			var ce *websocket.CloseError
 			if !errors.As(err, &ce) && !errors.Is(err, net.ErrClosed) {
-				log.Warn("data plane connection ended", "error", err)
+				s.log.Warn("data plane connection ended", "addr", addr, "node_id", d.name, "error", err)
 			}
 			return
 		}
@@ -438,7 +486,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		if typ != websocket.BinaryMessage || json.Unmarshal(data, &ef) != nil || ef.Type != "error" {
 			// Kong's control plane: "dps only send pings" (and error
 			// frames, in Konnect mode).
-			log.Warn("data plane closed", "reason", "a frame that is neither a ping nor an error frame")
+			s.log.Warn("data plane closed", "addr", addr, "node_id", d.name, "reason", "a frame that is neither a ping nor an error frame")
 			closeWith(ss, websocket.CloseUnsupportedData, "data planes only send pings")
 			return
 		}

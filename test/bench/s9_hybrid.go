@@ -118,6 +118,12 @@ func scenarioHybrid(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 	time.Sleep(2 * time.Second)
 	idle := procMiB(hub.cmd.Process.Pid, "VmRSS")
 	load := loadAvg()
+	// The peak row is the pushes' own: the high-water mark restarts here
+	// (5 to clear_refs resets VmHWM), not at the connections' handshakes.
+	peakFrom := "the pushes"
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", hub.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		peakFrom = "the hub's start (VmHWM not reset: " + err.Error() + ")"
+	}
 	const samples = 3
 	var hubT, baseT []time.Duration
 	for i := 0; i < samples; i++ {
@@ -155,7 +161,7 @@ func scenarioHybrid(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 	r.withSpread(hubT, baseT, load)
 	rows = append(rows, r,
 		Row{Scenario: fmt.Sprintf("9 hybrid: hub RSS, %d DPs idle", n), Unit: "MiB", Hub: idle, Target: "<= 300 MiB", OK: idle <= 300, Runs: 1, Load: load},
-		Row{Scenario: fmt.Sprintf("9 hybrid: hub peak RSS, %d DPs, during the pushes", n), Unit: "MiB", Hub: peak, Target: "<= 400 MiB", OK: peak <= 400, Runs: 1, Load: load},
+		Row{Scenario: fmt.Sprintf("9 hybrid: hub peak RSS, %d DPs, since %s", n, peakFrom), Unit: "MiB", Hub: peak, Target: "<= 400 MiB", OK: peak <= 400, Runs: 1, Load: load},
 		Row{Scenario: "9 hybrid: compressions per generation", Unit: "count", Hub: perGen, Target: "1", OK: perGen == 1, Runs: gens},
 		Row{Scenario: "9 hybrid: compression ratio over testdata/kic-golden (raw/gzip'd)", Unit: "x", Hub: math.Round(ratio*100) / 100, Info: true, OK: true, Runs: 1},
 	)
@@ -439,7 +445,13 @@ func runDPChild(addr, certFile, keyFile, prefix string, n int, in io.Reader, out
 	for i := range dps {
 		dps[i] = dataplane.Start(dataplane.Options{Addr: addr, Cert: pair, NodeID: fmt.Sprintf("%s%d", prefix, i), Shared: shared})
 		if i%100 == 99 {
-			time.Sleep(20 * time.Millisecond) // spread the handshakes over the accept queue
+			// A fleet that starts does not dial all at once: each hundred
+			// connects before the next starts (at most a minute).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			for _, d := range dps[i-99 : i+1] {
+				_ = d.WaitConnects(ctx, 1)
+			}
+			cancel()
 		}
 	}
 	defer func() {
