@@ -145,7 +145,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	)
 	ready := func() bool { return rep.Ready() }
 	guarded := cluster.Guard(st, ready, r.opTimeout)
-	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
+	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, log)
 	// One engine path in both modes: the engine keeps every sink and runs
 	// the ones the replica owns; statuses go to etcd through a writer that
 	// watches the engine's broker, and come back through the mirror, which
@@ -160,10 +160,8 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 		engine.WithNewStream(func(s string) { rep.Follow(s) }),
 	}, o.engineOptions()...)...)
 	defer eng.Stop()
-	rep = cluster.New(eng, place, st, cli, mem, prefix,
-		cluster.WithLogger(log),
-		cluster.WithOpTimeout(r.opTimeout),
-		cluster.WithReadiness(func(ok bool) {
+	rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
+		Ready: func(ok bool) {
 			s := health.Load()
 			if s == nil {
 				return
@@ -175,8 +173,7 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 			for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
 				s.Health.SetServingStatus(svc, status)
 			}
-		}),
-	)
+		}})
 	ports := hub.PortsOf(eng)
 	ports.Status = rep.View()
 	ports.Diagnostics = rep.Diagnostics()

@@ -307,7 +307,7 @@ func (d *dataPlane) Apply(ctx context.Context, cfg *config.Config) error {
 	started := d.s.clock.Now()
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(d.s.opts.WriteTimeout)
+		dl = time.Now().Add(writeTimeout)
 	}
 	if err := d.s.write(sess, f, dl); err != nil {
 		d.disconnect(sess)

@@ -54,9 +54,8 @@ const (
 	DefaultApplyBound = 60 * time.Second
 	// DefaultPurgeDelay is kong.conf's cluster_data_plane_purge_delay.
 	DefaultPurgeDelay = 14 * 24 * time.Hour
-	// DefaultWriteTimeout bounds a frame's write when the apply has no
-	// deadline.
-	DefaultWriteTimeout = 30 * time.Second
+	// writeTimeout bounds a frame's write when the apply has no deadline.
+	writeTimeout = 30 * time.Second
 )
 
 // Options configure the cluster listener.
@@ -72,9 +71,9 @@ type Options struct {
 	// PingTimeout closes a data plane silent for that long; ApplyBound is
 	// how long a data plane may go on pinging another hash after a send;
 	// PurgeDelay forgets a data plane disconnected for that long.
-	PingTimeout, ApplyBound, PurgeDelay, WriteTimeout time.Duration
-	Logger                                            *slog.Logger
-	Clock                                             clockwork.Clock
+	PingTimeout, ApplyBound, PurgeDelay time.Duration
+	Logger                              *slog.Logger
+	Clock                               clockwork.Clock
 }
 
 // Sinks is where the listener puts data planes' sinks: the engine, or on
@@ -90,13 +89,14 @@ type Sinks interface {
 // Server is the cluster listener: Kong data planes in hybrid mode dial it,
 // and each is a kong-dp sink. See the package doc.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
-	clock  clockwork.Clock
-	frames *frames
-	tls    *tls.Config
-	up     websocket.Upgrader
-	upV2   websocket.Upgrader
+	opts       Options
+	log        *slog.Logger
+	clock      clockwork.Clock
+	frames     *frames
+	tls        *tls.Config
+	handshakes *handshakes
+	up         websocket.Upgrader
+	upV2       websocket.Upgrader
 
 	mu    sync.Mutex
 	nodes map[string]*dataPlane
@@ -127,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&opts.PingTimeout, DefaultPingTimeout}, {&opts.ApplyBound, DefaultApplyBound}, {&opts.PurgeDelay, DefaultPurgeDelay}, {&opts.WriteTimeout, DefaultWriteTimeout}} {
+	}{{&opts.PingTimeout, DefaultPingTimeout}, {&opts.ApplyBound, DefaultApplyBound}, {&opts.PurgeDelay, DefaultPurgeDelay}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -138,10 +138,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
+	hs := &handshakes{slots: make(chan struct{}, handshakesPerCPU*runtime.GOMAXPROCS(0))}
 	tc := &tls.Config{
-		Certificates: []tls.Certificate{opts.Cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
+		Certificates:       []tls.Certificate{opts.Cert},
+		MinVersion:         tls.VersionTLS12,
+		NextProtos:         []string{"http/1.1"},
+		GetConfigForClient: hs.admit,
 	}
 	switch opts.Mode {
 	case ModeShared:
@@ -163,14 +165,15 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("hybrid: mtls mode %q: want shared or pki", opts.Mode)
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		frames:  newFrames(opts.MaxPayload, opts.Logger),
-		tls:     tc,
-		nodes:   map[string]*dataPlane{},
-		plugins: map[string]map[string]string{},
-		open:    map[*session]struct{}{},
+		handshakes: hs,
+		opts:       opts,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		frames:     newFrames(opts.MaxPayload, opts.Logger),
+		tls:        tc,
+		nodes:      map[string]*dataPlane{},
+		plugins:    map[string]map[string]string{},
+		open:       map[*session]struct{}{},
 	}
 	// No subprotocol and no compression extension on /v1/outlet: a data
 	// plane's websocket client refuses RSV bits and fragments
@@ -207,12 +210,6 @@ func (s *Server) Register(reg *sink.Registry) error {
 	}, sink.AsGateway(), sink.WithDefaults(&confighubv1.SinkOptions{Timeout: durationOf(DefaultApplyBound + DefaultPingTimeout)}))
 }
 
-// Compressions is how many times a reconfigure frame was gzip'd; with
-// BytesIn and BytesOut, what those runs read and wrote.
-func (s *Server) Compressions() (runs, bytesIn, bytesOut uint64) {
-	return s.frames.compressions.Load(), s.frames.bytesIn.Load(), s.frames.bytesOut.Load()
-}
-
 // Serve accepts data planes on lis (plain TCP: Serve runs TLS) until Close.
 func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 	mux := http.NewServeMux()
@@ -226,7 +223,7 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 		// A refused handshake (no certificate, the wrong one) is logged
 		// with the address it came from.
 		ErrorLog:  slog.NewLogLogger(s.log.With("listener", "cluster").Handler(), slog.LevelWarn),
-		ConnState: handshakes(handshakesPerCPU * runtime.GOMAXPROCS(0)),
+		ConnState: s.handshakes.done,
 	}
 	s.mu.Lock()
 	if s.done {
@@ -242,25 +239,41 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 	return err
 }
 
-// handshakesPerCPU bounds the TLS handshakes in flight per CPU.
-const handshakesPerCPU = 64
+// handshakes bounds the TLS handshakes in flight, so that thousands of
+// data planes redialling at once get handshakes the CPU finishes within
+// their 5 s timeout (kong/clustering/utils.lua) instead of all started and
+// few finished, each holding its memory. A connection waits for a slot
+// after its ClientHello (GetConfigForClient), before the costly steps; one
+// that waited handshakeWait is refused (its data plane gives up soon and
+// redials). The slot is freed at the connection's next state (ConnState).
+type handshakes struct {
+	slots chan struct{}
+	held  sync.Map // the raw connections holding a slot
+}
 
-// handshakes is a ConnState hook that bounds the TLS handshakes in flight
-// to n: net/http calls it with StateNew before a connection's handshake,
-// which waits for a slot (new connections wait in the kernel's backlog),
-// and frees the slot at the connection's next state. Thousands of data
-// planes redialling at once then get handshakes the CPU finishes within
-// their 5 s timeout (kong/clustering/utils.lua), not all of them started
-// and few finished, each holding its handshake's memory.
-func handshakes(n int) func(net.Conn, http.ConnState) {
-	slots := make(chan struct{}, n)
-	var held sync.Map
-	return func(c net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			slots <- struct{}{}
-			held.Store(c, nil)
-		} else if _, ok := held.LoadAndDelete(c); ok {
-			<-slots
+const (
+	handshakesPerCPU = 64
+	handshakeWait    = 3 * time.Second
+)
+
+func (h *handshakes) admit(hi *tls.ClientHelloInfo) (*tls.Config, error) {
+	t := time.NewTimer(handshakeWait)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		h.held.Store(hi.Conn, nil)
+		return nil, nil
+	case <-t.C:
+		return nil, errors.New("too many TLS handshakes in flight; the data plane redials")
+	case <-hi.Context().Done():
+		return nil, hi.Context().Err()
+	}
+}
+
+func (h *handshakes) done(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok && st != http.StateNew {
+		if _, ok := h.held.LoadAndDelete(tc.NetConn()); ok {
+			<-h.slots
 		}
 	}
 }
@@ -470,7 +483,7 @@ func (s *Server) readLoop(ss *session, d *dataPlane, addr string) {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
 		d.ping(ss, p)
 		// Every ping is answered (control_plane.lua queues an empty PONG).
-		_ = conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(s.opts.WriteTimeout))
+		_ = conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(writeTimeout))
 		return nil
 	})
 	for {

@@ -44,7 +44,7 @@ func (s *Server) outletV2(w http.ResponseWriter, r *http.Request) {
 	_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
 	conn.SetPingHandler(func(string) error {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
-		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(s.opts.WriteTimeout))
+		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(writeTimeout))
 	})
 	_, data, err := conn.ReadMessage()
 	var h rpcHello
@@ -58,7 +58,7 @@ func (s *Server) outletV2(w http.ResponseWriter, r *http.Request) {
 		id = json.RawMessage("null")
 	}
 	answer := `{"jsonrpc":"2.0","result":{"rpc_capabilities":[],"rpc_frame_encoding":"x-snappy-framed"},"id":` + string(id) + `}`
-	_ = conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err := conn.WriteMessage(websocket.BinaryMessage, []byte(answer)); err != nil {
 		return
 	}
