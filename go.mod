@@ -13,7 +13,7 @@ require (
 	github.com/kong/go-database-reconciler v1.31.6
 	github.com/kong/go-kong v0.78.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/tidwall/gjson v1.20.2
+	github.com/tidwall/gjson v1.20.2 // indirect
 	go.etcd.io/bbolt v1.5.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"sigs.k8s.io/yaml"
 )
 
@@ -24,24 +24,20 @@ const (
 	FormatYAML
 )
 
+var formatNames = [...]string{"unknown", "json", "yaml"}
+
 func (f Format) String() string {
-	switch f {
-	case FormatJSON:
-		return "json"
-	case FormatYAML:
-		return "yaml"
-	default:
+	if f < 0 || int(f) >= len(formatNames) {
 		return "unknown"
 	}
+	return formatNames[f]
 }
 
-// ParseFormat is the inverse of Format.String ("json", "yaml", "unknown"),
-// for stores that keep the format as text.
+// ParseFormat is the inverse of Format.String, for stores that keep the
+// format as text.
 func ParseFormat(s string) (Format, error) {
-	for _, f := range []Format{FormatJSON, FormatYAML, FormatUnknown} {
-		if f.String() == s {
-			return f, nil
-		}
+	if i := slices.Index(formatNames[:], s); i >= 0 {
+		return Format(i), nil
 	}
 	return FormatUnknown, fmt.Errorf("unknown format %q", s)
 }
@@ -50,8 +46,7 @@ func ParseFormat(s string) (Format, error) {
 const DefaultStream = "default"
 
 // StreamName is the stream that name designates: DefaultStream when name
-// is empty (the API's "empty means default"). The hub applies it where a
-// request enters and sink specs are checked, so nothing behind sees "".
+// is empty. The hub applies it where requests and sink specs enter.
 func StreamName(name string) string {
 	if name == "" {
 		return DefaultStream
@@ -62,9 +57,7 @@ func StreamName(name string) string {
 // SupportedFormatVersions are the _format_version values Kong 3.x accepts.
 var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
 
-// ErrInvalid is wrapped by every error Check returns. The hub keeps it in
-// the chain under its own ErrInvalid (errors.Is finds both), and the server
-// maps that to InvalidArgument.
+// ErrInvalid is wrapped by every error Check returns.
 var ErrInvalid = errors.New("invalid configuration")
 
 // Config is one accepted configuration of a stream, as the hub holds it,
@@ -83,9 +76,7 @@ type Config struct {
 	// Origin is who pushed it and how (set by the hub, kept by the store).
 	Origin Origin
 
-	// forms is shared by the copies WithGeneration makes, so that a form
-	// is made once for all of them.
-	forms *forms
+	forms *forms // shared by the copies WithGeneration and WithOrigin make
 }
 
 // Origin says where a configuration came from.
@@ -94,8 +85,7 @@ type Origin struct {
 	Pusher string
 	// Peer is the pusher's address.
 	Peer string
-	// RollbackOf is the generation whose bytes this one restores, 0
-	// otherwise.
+	// RollbackOf is the generation whose bytes this one restores, or 0.
 	RollbackOf uint64
 	// Entities counts the configuration's entities by type.
 	Entities map[string]int
@@ -103,8 +93,14 @@ type Origin struct {
 
 // WithOrigin returns c with origin o: the same bytes, labels and forms.
 func (c *Config) WithOrigin(o Origin) *Config {
-	n := *c
+	n := c.copy()
 	n.Origin = o
+	return n
+}
+
+// copy is a copy of c that shares its forms.
+func (c *Config) copy() *Config {
+	n := *c
 	if n.forms == nil {
 		n.forms = &forms{}
 	}
@@ -133,24 +129,18 @@ func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte,
 	return c
 }
 
-// WithGeneration returns c as generation gen (a store assigns the
-// generation when it commits c): the same bytes, labels and accept time,
-// and the JSON and YAML forms shared with c, made once for both.
+// WithGeneration returns c as generation gen (a store assigns it at the
+// commit), sharing everything else, the forms included.
 func (c *Config) WithGeneration(gen uint64) *Config {
-	n := *c
+	n := c.copy()
 	n.Generation = gen
-	if n.forms == nil {
-		n.forms = &forms{}
-	}
-	return &n
+	return n
 }
 
-// JSON returns the configuration as JSON, converting YAML once per Config;
-// every caller shares the same bytes.
+// JSON returns the configuration as JSON, converted once; callers share it.
 func (c *Config) JSON() ([]byte, error) { return c.form(FormatJSON) }
 
-// YAML returns the configuration as YAML, converting JSON once per Config;
-// every caller (each file or plugin sink that wants YAML) shares the bytes.
+// YAML returns the configuration as YAML, converted once; callers share it.
 func (c *Config) YAML() ([]byte, error) { return c.form(FormatYAML) }
 
 // form returns Raw in format to, made on first use.
@@ -177,8 +167,7 @@ func (c *Config) form(to Format) ([]byte, error) {
 func (c *Config) Size() int { return len(c.Raw) }
 
 // Hash returns the hex SHA-256 of b: in one call up to hashPiece bytes
-// (no digest to allocate, as for every small push), through a Hasher
-// above.
+// (no digest to allocate), through a Hasher above.
 func Hash(b []byte) string {
 	if len(b) <= hashPiece {
 		sum := sha256.Sum256(b)
@@ -189,25 +178,19 @@ func Hash(b []byte) string {
 	return h.Sum()
 }
 
-// hashPiece bounds the bytes one call into SHA-256 takes. Its assembly
-// cannot be preempted, so one call over a whole configuration (about 0.8
-// ms per MiB with SHA-NI) holds back any stop of the world the garbage
-// collector asks for meanwhile, and every goroutine of the process waits
-// with it; 64 KiB take about 50 us.
+// hashPiece bounds the bytes one call into SHA-256 takes: its assembly
+// cannot be preempted, and a stop of the world waits for the call in
+// progress with every goroutine (about 0.8 ms per MiB; 64 KiB take 50 us).
 const hashPiece = 64 << 10
 
-// Hasher computes Hash over bytes written in any number of calls. It feeds
-// SHA-256 at most 64 KiB per call: SHA-256's assembly cannot be preempted,
-// and a stop of the world the garbage collector asks for waits for the call
-// in progress, with every goroutine of the process (one call over 200 MiB
-// would hold them for about 160 ms).
+// Hasher computes Hash over bytes written in any number of calls, feeding
+// SHA-256 at most hashPiece bytes per call.
 type Hasher struct{ h hash.Hash }
 
 // NewHasher returns an empty Hasher.
 func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
 
-// Write adds b, at most hashPiece bytes per call into SHA-256
-// (TestHasherPieces). It never fails.
+// Write adds b (TestHasherPieces). It never fails.
 func (h *Hasher) Write(b []byte) (int, error) {
 	n := len(b)
 	for len(b) > hashPiece {
@@ -242,10 +225,10 @@ type Checked struct {
 }
 
 // Check validates raw as a Kong declarative configuration without decoding
-// JSON into Go values: well-formed, strict where parsers disagree (no key
-// twice in an object at any depth, UTF-8 strings, at most MaxDepth levels,
+// it into Go values: well-formed, strict where parsers disagree (no key
+// twice in an object at any depth, UTF-8 strings, at most 10,000 levels,
 // one YAML document), a top-level object, a supported _format_version. f
-// may be FormatUnknown to detect.
+// may be FormatUnknown to detect. YAML is converted to JSON once, here.
 func Check(raw []byte, f Format) (Checked, error) {
 	if len(raw) == 0 {
 		return Checked{}, fmt.Errorf("%w: the configuration is empty", ErrInvalid)
@@ -253,46 +236,29 @@ func Check(raw []byte, f Format) (Checked, error) {
 	if f == FormatUnknown {
 		f = Detect(raw)
 	}
-	if f == FormatJSON {
-		// One pass: the scan finds _format_version among the top-level
-		// keys as it goes.
-		fv, err := checkJSON(raw)
-		if err != nil {
-			return Checked{}, err
+	js, yamlRaw := raw, []byte(nil)
+	if f == FormatYAML {
+		var err error
+		if js, err = yamlToJSON(raw); err != nil {
+			return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
 		}
-		return Checked{Format: FormatJSON, JSON: raw, FormatVersion: fv}, nil
+		yamlRaw = raw
 	}
-	js, err := yamlToJSON(raw)
+	s, err := scan(js)
 	if err != nil {
-		return Checked{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+		return Checked{}, err
 	}
-	t := bytes.TrimLeft(js, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
-		return Checked{}, fmt.Errorf("%w: the top level must be a mapping (object), got %s", ErrInvalid, kindOf(t))
+	fv, err := s.verdict(yamlRaw)
+	if err != nil {
+		return Checked{}, err
 	}
-	fv := gjson.GetBytes(js, "_format_version")
-	if !fv.Exists() {
-		return Checked{}, fmt.Errorf("%w: _format_version is missing (Kong needs one of %v)", ErrInvalid, SupportedFormatVersions)
-	}
-	if fv.Type != gjson.String {
-		text := fv.Raw
-		if fv.Type == gjson.Number || fv.Type == gjson.True || fv.Type == gjson.False {
-			// The JSON form writes YAML's 3.0 as 3: quote the document.
-			text = yamlScalarText(raw, text)
-		}
-		return Checked{}, formatVersionNotString(text, fv.Raw[0])
-	}
-	if !supported(fv.Str) {
-		return Checked{}, fmt.Errorf("%w: _format_version %q is not supported (Kong accepts %v)", ErrInvalid, fv.Str, SupportedFormatVersions)
-	}
-	return Checked{Format: f, JSON: js, FormatVersion: fv.Str}, nil
+	return Checked{Format: f, JSON: js, FormatVersion: fv}, nil
 }
 
-// formatVersionNotString refuses a _format_version that is not a string.
-// text is the value as the document writes it (YAML's 3.0, not the 3 its
-// JSON form holds), first its first byte in JSON. A number or literal is
-// quoted, and when quoting it gives a version Kong accepts the message says
-// so: an unquoted YAML 3.0 is the usual slip.
+// formatVersionNotString refuses a _format_version that is not a string:
+// text as the document writes it, first its JSON kind. When quoting text
+// gives a version Kong accepts the message says so: an unquoted YAML 3.0
+// is the usual slip.
 func formatVersionNotString(text string, first byte) error {
 	kind := "a number"
 	switch first {
@@ -302,51 +268,8 @@ func formatVersionNotString(text string, first byte) error {
 	case 't', 'f':
 		kind = "a boolean"
 	}
-	if supported(text) {
+	if slices.Contains(SupportedFormatVersions, text) {
 		return fmt.Errorf("%w: _format_version must be a string, got %s (%s): quote it, %q", ErrInvalid, text, kind, text)
 	}
 	return fmt.Errorf("%w: _format_version must be a string (Kong accepts %v), got %s (%s)", ErrInvalid, SupportedFormatVersions, text, kind)
-}
-
-// scalarToken is the number or literal at the start of b (b may hold the
-// byte after it), "..." added when it was longer than what was kept.
-func scalarToken(b []byte, long bool) string {
-	n := 0
-	for n < len(b) && scalarByte(b[n]) {
-		n++
-	}
-	if long && n == len(b) {
-		return string(b) + "..."
-	}
-	return string(b[:n])
-}
-
-// scalarByte says whether c may be part of a JSON number or literal.
-func scalarByte(c byte) bool {
-	return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-'
-}
-
-func supported(v string) bool {
-	for _, s := range SupportedFormatVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-func kindOf(t []byte) string {
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string (bytes that are neither a JSON object nor a YAML mapping)"
-	case 'n':
-		return "null"
-	default:
-		return "a scalar (bytes that are neither a JSON object nor a YAML mapping)"
-	}
 }

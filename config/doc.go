@@ -2,7 +2,7 @@
 // it: the bytes as pushed, their SHA-256, the stream's generation, and the
 // checks that run before a push is acknowledged.
 //
-// Check runs one pass over JSON bytes (no decode into Go values) and finds
+// Check reads JSON with jsontext (no decode into Go values) and finds
 // _format_version on the way; YAML is converted to JSON once, there, and the
 // Config keeps that JSON for every sink to share. An upload's chunks are
 // checked as they arrive by a Scanner with the same verdict. Input is strict
@@ -15,7 +15,7 @@
 // DefaultStream (StreamName).
 //
 // Guarantees:
-//   - JSON accepted is exactly encoding/json.Valid's, UTF-8, with no key twice in an object (TestValidTable, TestValidMatchesStdlib, TestValidFixtures, FuzzValid).
+//   - JSON accepted is exactly encoding/json.Valid's that is UTF-8 (no lone surrogate escape) with no key twice in an object (TestValidTable, TestValidMatchesStdlib, TestValidFixtures, FuzzValid).
 //   - A refusal names the key path, the byte, the depth limit, and stays short (TestScanSaysWhatAndWhere, TestCheckRejectsWithClearMessage).
 //   - A _format_version that is not a string is quoted as written, with the fix (TestFormatVersionQuotesWhatWasWritten).
 //   - YAML is read as sigs.k8s.io/yaml reads it; duplicate keys and second documents are refused (TestCheckAcceptsEveryFixture, FuzzCheck).

@@ -13,17 +13,14 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 )
 
-// errSeveralDocuments: a YAML stream with more than one document. Kong's
-// parser and the hub's would not agree on which one counts.
+// errSeveralDocuments: Kong's parser and the hub's would not agree on which
+// document counts.
 var errSeveralDocuments = errors.New("the YAML stream holds more than one document (a second one follows '---'): push one configuration per stream")
 
-// yamlToJSON parses raw as exactly one YAML document (YAML 1.1, as
-// sigs.k8s.io/yaml.YAMLToJSON reads it, which is how Kong's libyaml-based
-// parser reads it too) and returns its JSON form, objects with sorted keys
-// like that function. Unlike it, a mapping that holds a key twice (at any
-// depth, compared as JSON keys) is an error naming the key's path, and so
-// is a second document. One parse: the mapping order and duplicates are
-// kept (yaml.MapSlice) only to be checked while the JSON form is built.
+// yamlToJSON parses raw as exactly one YAML document, as
+// sigs.k8s.io/yaml.YAMLToJSON (and Kong's libyaml) reads it, and returns
+// its JSON form as that function does; unlike it, a key twice in a mapping
+// (compared as JSON keys) and a second document are errors.
 func yamlToJSON(raw []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	var doc yamlDoc
@@ -32,7 +29,7 @@ func yamlToJSON(raw []byte) ([]byte, error) {
 			return []byte("null"), nil // only comments or nothing
 		}
 		if strings.Contains(err.Error(), "exceeded max depth") {
-			return nil, fmt.Errorf("the nesting is too deep: mappings and sequences may nest at most %d levels (%v)", MaxDepth, err)
+			return nil, fmt.Errorf("the nesting is too deep: mappings and sequences may nest at most %d levels (%v)", maxDepth, err)
 		}
 		return nil, err
 	}
@@ -62,37 +59,21 @@ func (d *yamlDoc) UnmarshalYAML(unmarshal func(any) error) error {
 	return unmarshal(&d.v)
 }
 
-// yamlPath is a path in a document being converted, innermost last.
-type yamlPath struct {
-	up   *yamlPath
-	part string
-}
-
-func (p *yamlPath) String() string {
-	var parts []string
-	for ; p != nil; p = p.up {
-		parts = append(parts, p.part)
-	}
-	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-		parts[i], parts[j] = parts[j], parts[i]
-	}
-	return joinPath(parts)
-}
-
-// jsonable converts a decoded YAML value to values encoding/json writes,
-// as sigs.k8s.io/yaml does, and refuses a mapping with a key twice.
-func jsonable(v any, at *yamlPath) (any, error) {
+// jsonable converts a decoded YAML value at path to values encoding/json
+// writes, as sigs.k8s.io/yaml does, and refuses a mapping with a key twice.
+func jsonable(v any, path []string) (any, error) {
+	at := func(part string) []string { return append(path[:len(path):len(path)], part) }
 	switch t := v.(type) {
 	case yaml.MapSlice:
 		m := make(map[string]any, len(t))
 		for _, it := range t {
 			k, err := yamlKey(it.Key)
 			if err != nil {
-				return nil, fmt.Errorf("%v (in %s)", err, at)
+				return nil, fmt.Errorf("%v (in %s)", err, joinPath(path))
 			}
-			p := &yamlPath{up: at, part: pathKey(k)}
+			p := at(pathKey(k))
 			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("duplicate key %s: a mapping may hold each key once", p)
+				return nil, fmt.Errorf("duplicate key %s: a mapping may hold each key once", joinPath(p))
 			}
 			if m[k], err = jsonable(it.Value, p); err != nil {
 				return nil, err
@@ -106,7 +87,7 @@ func jsonable(v any, at *yamlPath) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if m[ks], err = jsonable(e, &yamlPath{up: at, part: pathKey(ks)}); err != nil {
+			if m[ks], err = jsonable(e, at(pathKey(ks))); err != nil {
 				return nil, err
 			}
 		}
@@ -115,7 +96,7 @@ func jsonable(v any, at *yamlPath) (any, error) {
 		out := make([]any, len(t))
 		for i, e := range t {
 			var err error
-			if out[i], err = jsonable(e, &yamlPath{up: at, part: "[" + strconv.Itoa(i) + "]"}); err != nil {
+			if out[i], err = jsonable(e, at("["+strconv.Itoa(i)+"]")); err != nil {
 				return nil, err
 			}
 		}
@@ -165,9 +146,6 @@ func yamlScalarText(raw []byte, json string) string {
 	}
 	if err := yaml.Unmarshal(raw, &top); err != nil || top.FV == "" {
 		return json
-	}
-	if len(top.FV) > fvMax {
-		return top.FV[:fvMax] + "..."
 	}
 	return top.FV
 }

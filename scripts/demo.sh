@@ -53,7 +53,7 @@ wait_for() {
 }
 
 say "building confighub, confighubctl and kong-emulator"
-go build -o "$WORK/bin/" ./cmd/confighub ./cmd/confighubctl ./cmd/kong-emulator
+go build -o "$WORK/bin/" ./cmd/confighub ./cmd/confighubctl ./test/kongemu/cmd/kong-emulator
 BIN=$WORK/bin
 
 say "starting 3 emulated Kong gateways (an emulator, not Kong)"

@@ -1,38 +1,22 @@
 package sink
 
-// Code is why an apply failed, in one word a controller can act on. It is
-// status's last_error_code and the metrics' reason label. The set is closed:
-// the constants below are every value the hub reports (docs/api.md lists
-// them); ParseCode maps any other text, such as a plugin's own code, onto it.
+import "slices"
+
+// Code is why an apply failed (last_error_code, the metrics' reason label).
 type Code string
 
+// The closed set; rejected, invalid and too-large are permanent (not sent
+// again), unreachable is a health poll's finding, the rest are retried.
 const (
-	// CodeRejected: the destination refused this configuration. Permanent:
-	// the same generation is not sent again.
-	CodeRejected Code = "rejected"
-	// CodeInvalid: the configuration cannot be turned into what this
-	// destination takes (render, convert). Permanent.
-	CodeInvalid Code = "invalid"
-	// CodeTooLarge: the configuration is larger than the destination takes.
-	// Permanent.
-	CodeTooLarge Code = "too-large"
-	// CodeRateLimited: the destination asked to wait (Retry-After). Retried.
-	CodeRateLimited Code = "rate-limited"
-	// CodeTimeout: no answer within the sink's timeout, or the destination
-	// timed out itself (HTTP 408, 504). Retried.
-	CodeTimeout Code = "timeout"
-	// CodeUnavailable: the destination could not be reached or failed
-	// (connection refused, HTTP 5xx, a file that cannot be written). Retried.
-	CodeUnavailable Code = "unavailable"
-	// CodeUnreachable: the destination applied the generation, and its
-	// health poll (a Runner) has since found it down.
-	CodeUnreachable Code = "unreachable"
-	// CodeUnauthorized: the destination refused the credentials (HTTP 401,
-	// 403). Retried: fixing the credentials needs no new generation.
+	CodeRejected     Code = "rejected"
+	CodeInvalid      Code = "invalid" // cannot be rendered for the destination
+	CodeTooLarge     Code = "too-large"
+	CodeRateLimited  Code = "rate-limited"
+	CodeTimeout      Code = "timeout"     // no answer in time, or HTTP 408/504
+	CodeUnavailable  Code = "unavailable" // unreachable or failed: refused, 5xx, unwritable file
+	CodeUnreachable  Code = "unreachable" // applied, then found down
 	CodeUnauthorized Code = "unauthorized"
-	// CodeInternal: the sink failed on its own side (a panic, a local
-	// step of a diff sync). Retried.
-	CodeInternal Code = "internal"
+	CodeInternal     Code = "internal" // the sink's own failure (a panic)
 )
 
 // Codes is the closed set, in the order docs/api.md lists it.
@@ -40,19 +24,10 @@ var Codes = []Code{CodeRejected, CodeInvalid, CodeTooLarge, CodeRateLimited, Cod
 	CodeUnavailable, CodeUnreachable, CodeUnauthorized, CodeInternal}
 
 // Known reports whether c is one of Codes.
-func (c Code) Known() bool {
-	for _, k := range Codes {
-		if c == k {
-			return true
-		}
-	}
-	return false
-}
+func (c Code) Known() bool { return slices.Contains(Codes, c) }
 
-// ParseCode maps a free-form code (a plugin's) onto the closed set: a known
-// code is kept; an unknown one becomes CodeRejected when the failure is
-// permanent and CodeUnavailable when it is not. The caller keeps the
-// original text in the message.
+// ParseCode maps a free-form code onto the set: unknown ones become
+// CodeRejected when permanent, else CodeUnavailable.
 func ParseCode(s string, permanent bool) Code {
 	if c := Code(s); c.Known() {
 		return c

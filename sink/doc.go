@@ -1,9 +1,6 @@
-// Package sink defines what a destination of the hub is (the Sink
-// interface), the registry of sink kinds (a Registry value, no global
-// state), and the error a sink returns to tell the engine how to treat a
-// failure: an *Error that is Permanent (not retried until a new generation)
-// or carries RetryAfter; any other error is retried with backoff. Error.Code
-// is a closed set (codes.go, docs/api.md).
+// Package sink defines a destination of the hub (Sink), the registry of
+// sink kinds, and *Error, which tells the engine how to treat a failure
+// (any other error is retried with backoff).
 //
 // The engine gives every sink these guarantees:
 //   - One apply at a time per sink (engine TestNoConcurrentAppliesPerSink).

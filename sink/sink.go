@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,94 +16,65 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// Sink is one destination. See the package doc for the guarantees the engine
-// gives. Apply must return once its ctx ends (timeout, deletion, Stop): a
-// sink that ignores ctx keeps its own worker and one apply slot busy, and
-// DeleteSink, PutSink of its name and Stop wait for it.
+// Sink is one destination. Apply makes it hold cfg (nil: applied) and must
+// return once ctx ends: delete, replace and Stop wait for it.
 type Sink interface {
-	// Apply makes the destination hold cfg. Returning nil means applied.
 	Apply(ctx context.Context, cfg *config.Config) error
-	// Describe states the sink's capabilities.
 	Describe() Capabilities
 }
 
-// Capabilities describe a sink to the engine: only what the engine reads.
-// (A sink's own limits, such as a plugin's largest configuration or its
-// formats, are the sink's to enforce in Apply.)
+// Capabilities describe a sink to the engine.
 type Capabilities struct {
-	// Gateway marks a Kong gateway: it counts for GATE_ANY_GATEWAY and runs
-	// in the gateway apply pool.
+	// Gateway counts for GATE_ANY_GATEWAY and runs in the gateway apply pool.
 	Gateway bool
-	// NoApplySlot: an apply holds no resource of the hub of its own while
-	// it lasts (a Kong data plane in hybrid mode is written a frame every
-	// data plane of its stream shares, then the sink waits for its ping),
-	// so it takes no slot of the hub-wide limit of applies in flight.
+	// NoApplySlot: an apply holds no hub resource (a hybrid data plane is
+	// awaited), so it takes no slot of the hub-wide apply limit.
 	NoApplySlot bool
 }
 
-// Runner is implemented by a sink with background work (for example the
-// kong sink's GET /status poll). The engine runs Run in a goroutine it owns
-// and cancels ctx when the sink is deleted or the hub stops.
+// Runner is a sink with background work (kong's status poll), run in its
+// own goroutine until the sink is deleted or the hub stops.
 type Runner interface {
 	Run(ctx context.Context, n Notifier)
 }
 
 // Notifier lets a Runner talk to the engine.
 type Notifier interface {
-	// Resync asks the engine to apply the current generation again, even if
-	// its hash was applied (e.g. the gateway restarted empty).
+	// Resync applies the current generation again (the gateway restarted empty).
 	Resync(reason string)
-	// Health reports the destination's reachability as seen by the runner;
-	// err == nil means reachable.
+	// Health reports reachability; nil means reachable.
 	Health(err error)
-	// DataPlane reports what a destination that connects to the hub (a
-	// Kong data plane in hybrid mode) shows of itself; status shows the
-	// last report as data_plane. The runner passes a new message each
-	// time and does not change it afterwards.
+	// DataPlane reports a hybrid data plane's status; dp is not changed afterwards.
 	DataPlane(dp *confighubv1.DataPlaneStatus)
 }
 
-// Closer is implemented by a sink holding resources (connections) that must
-// be released when the sink is deleted or replaced.
-type Closer interface {
-	Close() error
-}
+// Closer is a sink whose resources are released when it is deleted or replaced.
+type Closer interface{ Close() error }
 
-// Deps are what a factory may use; pass them on, never use globals.
+// Deps are what a factory may use; Logger (maybe nil) names the sink already.
 type Deps struct {
-	// Logger names the sink and its kind on every line already (the engine
-	// adds sink= and kind=): a sink adds only attributes of its own, so no
-	// line carries a key twice. May be nil.
 	Logger *slog.Logger
 	Clock  clockwork.Clock
 }
 
-// Factory builds a sink from its spec. It must validate the spec and return
-// an error that names the problem; it must not do network I/O (the engine
-// calls it on PutSink).
+// Factory builds a sink from its proto-validated spec, validating the rest
+// without network I/O.
 type Factory func(spec *confighubv1.Sink, deps Deps) (Sink, error)
 
 // Kind is a registered sink kind.
 type Kind struct {
-	Name    string
-	Factory Factory
-	// Defaults fill unset options (e.g. konnect's min_interval of 30s).
-	Defaults *confighubv1.SinkOptions
-	// Validate checks the options after defaults (e.g. konnect's lowest
-	// min_interval of 10s). Optional.
+	Name     string
+	Factory  Factory
+	Defaults *confighubv1.SinkOptions // fill unset options
+	// Validate (optional) checks the options after defaults.
 	Validate func(spec *confighubv1.Sink) error
-	// Owns reports whether a spec carries this kind's settings (the spec
-	// oneof member of a built-in kind): a spec with no kind field gets the
-	// kind that owns it. Optional.
+	// Owns (optional) reports whether a spec sets this kind's oneof member.
 	Owns func(spec *confighubv1.Sink) bool
-	// Gateway says every sink of the kind is a gateway (Describe().Gateway)
-	// before one is built: a replica evaluates GATE_ANY_GATEWAY over the
-	// sinks other replicas run.
+	// Gateway: every sink of the kind is a gateway, known before one is built.
 	Gateway bool
 }
 
-// Registry maps kind names to factories. The zero value is not usable; use
-// NewRegistry.
+// Registry maps kind names to factories; make it with NewRegistry.
 type Registry struct {
 	mu    sync.RWMutex
 	kinds map[string]Kind
@@ -133,9 +105,7 @@ func (r *Registry) Register(kind string, f Factory, opts ...RegisterOption) erro
 type RegisterOption func(*Kind)
 
 // WithDefaults sets the options a sink of this kind gets when unset.
-func WithDefaults(o *confighubv1.SinkOptions) RegisterOption {
-	return func(k *Kind) { k.Defaults = o }
-}
+func WithDefaults(o *confighubv1.SinkOptions) RegisterOption { return func(k *Kind) { k.Defaults = o } }
 
 // WithValidate sets an extra check of a sink spec of this kind.
 func WithValidate(v func(*confighubv1.Sink) error) RegisterOption {
@@ -162,16 +132,10 @@ func (r *Registry) Lookup(kind string) (Kind, bool) {
 func (r *Registry) Kinds() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.kinds))
-	for k := range r.kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.kinds))
 }
 
-// KindOf returns the kind of a spec: its kind field, or the registered kind
-// whose spec is set.
+// KindOf returns a spec's kind field, or else its SpecKind.
 func (r *Registry) KindOf(s *confighubv1.Sink) string {
 	if s.GetKind() != "" {
 		return s.GetKind()
@@ -179,8 +143,7 @@ func (r *Registry) KindOf(s *confighubv1.Sink) string {
 	return r.SpecKind(s)
 }
 
-// SpecKind returns the registered kind that owns the spec set in s (see
-// WithSpec), or "" when none does.
+// SpecKind returns the registered kind that owns s's spec, or "".
 func (r *Registry) SpecKind(s *confighubv1.Sink) string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -200,20 +163,14 @@ var ErrInvalidSpec = errors.New("invalid sink spec")
 
 // Error tells the engine how to treat a failed apply.
 type Error struct {
-	// Code is one of the closed set (codes.go).
 	Code    Code
 	Message string
-	// Permanent: the destination rejected this configuration; do not retry
-	// it until a new generation.
-	Permanent bool
-	// RetryAfter: the destination asked to wait at least this long.
-	RetryAfter time.Duration
-	// EntityErrors are per-entity errors (Kong's flattened errors).
+	// Permanent: not retried until a new generation.
+	Permanent    bool
+	RetryAfter   time.Duration
 	EntityErrors []*confighubv1.EntityError
-	// Body is the raw answer of the destination, kept for diagnostics.
-	Body []byte
-	// Err is the underlying error, if any.
-	Err error
+	Body         []byte // the destination's raw answer
+	Err          error
 }
 
 func (e *Error) Error() string {
@@ -230,13 +187,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // AsError returns the *Error in err's chain, if any.
-func AsError(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
-	}
-	return nil, false
-}
+func AsError(err error) (*Error, bool) { return errors.AsType[*Error](err) }
 
 // Permanent marks err as a rejection of the configuration.
 func Permanent(code Code, err error) error {
@@ -249,18 +200,11 @@ func RetryAfter(d time.Duration, err error) error {
 }
 
 // Degraded is what Apply returns when the destination rejected cfg whole
-// and holds a fallback of it instead: cfg without some entities (a kong
-// sink with on_reject: ON_REJECT_FALLBACK). The engine shows the sink
-// DEGRADED: the generation is not applied, and not retried until a new
-// generation or a resync. It is not an *Error (AsError does not match it).
+// and holds a fallback without the Excluded entities (ON_REJECT_FALLBACK);
+// not retried until a new generation or a resync.
 type Degraded struct {
-	// Hash identifies the fallback configuration the destination holds.
-	Hash string
-	// Excluded are the entities the fallback leaves out or holds at their
-	// previous version.
-	Excluded []*confighubv1.ExcludedEntity
-	// Rejection is the destination's refusal of cfg whole (its entity
-	// errors included).
+	Hash      string // of the fallback
+	Excluded  []*confighubv1.ExcludedEntity
 	Rejection *Error
 }
 
@@ -269,10 +213,4 @@ func (d *Degraded) Error() string {
 }
 
 // AsDegraded returns the *Degraded in err's chain, if any.
-func AsDegraded(err error) (*Degraded, bool) {
-	var d *Degraded
-	if errors.As(err, &d) {
-		return d, true
-	}
-	return nil, false
-}
+func AsDegraded(err error) (*Degraded, bool) { return errors.AsType[*Degraded](err) }

@@ -18,21 +18,18 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// DefaultUnaryLimit is the size above which Push uploads in chunks. It sits
-// well under the hub's default message limit and grpc's default client
-// limit on the answer path.
-const DefaultUnaryLimit = 4 << 20
+const (
+	// DefaultUnaryLimit is the size above which Push uploads in chunks.
+	DefaultUnaryLimit = 4 << 20
+	// DefaultChunkBytes is the size of one upload chunk.
+	DefaultChunkBytes = 1 << 20
+)
 
-// DefaultChunkBytes is the size of one upload chunk.
-const DefaultChunkBytes = 1 << 20
-
-// StatusPageHeader is the response header of GetStatus and WatchStatus in
-// which a hub names the URL of its status page (absent when it serves none).
+// StatusPageHeader is the GetStatus/WatchStatus response header naming the hub's status page URL.
 const StatusPageHeader = "confighub-status-page"
 
 // BearerToken sends token with every call, as the hub's --auth-tokens
-// expects: grpc.WithPerRPCCredentials(hubclient.BearerToken(tok)). It also
-// works over plaintext (a loopback hub); over a network use TLS.
+// expects; it works over plaintext too (a loopback hub).
 func BearerToken(token string) credentials.PerRPCCredentials { return bearer(token) }
 
 type bearer string
@@ -59,9 +56,7 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUnaryLimit sets the size above which Push uses UploadConfig (0: Push
-// uploads every configuration, an empty one too: the hub refuses that
-// either way).
+// WithUnaryLimit sets the size above which Push uses UploadConfig (0: always).
 func WithUnaryLimit(n int) Option { return func(c *Client) { c.unaryLimit = n } }
 
 // WithChunkBytes sets the upload chunk size.
@@ -75,15 +70,8 @@ func WithWatchBackoff(min, max time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
 }
 
-// WithWatchState makes Watch (and Wait, built on it) tell f of its
-// connection, which its reconnects otherwise hide: f(err) each time the
-// stream breaks or a reconnect fails and Watch is about to retry, and
-// f(nil) once the hub answers a new stream after that (its header: the hub
-// sends it at once and then what was missed, or nothing if nothing
-// changed; a hub that does not send it early is reported at its first
-// event). An
-// error that ends Watch is returned, not passed to f. f runs on Watch's
-// goroutine, before the events that follow it.
+// WithWatchState makes Watch (and Wait) call f(err) on each break or failed
+// reconnect it retries, and f(nil) once the hub's header answers a new stream.
 func WithWatchState(f func(err error)) Option { return func(c *Client) { c.watchState = f } }
 
 // New returns a client on conn.
@@ -109,19 +97,12 @@ type Push struct {
 	Format             confighubv1.Format
 	ExpectedGeneration uint64
 	Labels             map[string]string
-	// Hash is Config's hash as the hub computes it (hex SHA-256), for a
-	// caller that already has it: an upload sends it as its expected_hash
-	// instead of hashing Config again, and the hub refuses the upload if
-	// Config does not hash to it. Empty: Push hashes Config. A push within
-	// the unary limit does not send it (PushConfig carries no hash).
+	// Hash is Config's hex SHA-256, if known: an upload sends it as expected_hash.
 	Hash string
 }
 
 // Push sends a configuration, by PushConfig or, above the unary limit, by
-// UploadConfig. Its errors are gRPC status errors (status.Code reads them,
-// also through the "open upload" wrapping), a ctx that ends included:
-// codes.Canceled or codes.DeadlineExceeded, not context.Canceled. A stale
-// ExpectedGeneration is codes.FailedPrecondition, and nothing is stored.
+// UploadConfig. Its errors are gRPC status errors, a ctx that ends included.
 func (c *Client) Push(ctx context.Context, p Push) (*confighubv1.PushConfigResponse, error) {
 	if c.unaryLimit > 0 && len(p.Config) <= c.unaryLimit {
 		return c.Hub.PushConfig(ctx, &confighubv1.PushConfigRequest{
@@ -153,7 +134,6 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 	}
 	for off := 0; off < len(p.Config); off += c.chunk {
 		end := min(off+c.chunk, len(p.Config))
-		// The chunk aliases p.Config: Send marshals before it returns.
 		if err := st.Send(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: p.Config[off:end]}}); err != nil {
 			return nil, c.uploadErr(st, err)
 		}
@@ -168,8 +148,7 @@ func (c *Client) upload(ctx context.Context, p Push) (*confighubv1.PushConfigRes
 	return &confighubv1.PushConfigResponse{Generation: res.GetGeneration(), Hash: res.GetHash(), Unchanged: res.GetUnchanged(), Sinks: res.Sinks}, nil
 }
 
-// uploadErr gets the server's real status when Send fails with io.EOF (the
-// server ended the stream early, e.g. too large).
+// uploadErr gets the server's status when Send fails with io.EOF.
 func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse], err error) error {
 	if errors.Is(err, io.EOF) {
 		if _, rerr := st.CloseAndRecv(); rerr != nil {
@@ -180,23 +159,46 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 }
 
 // Watch calls fn with every status event of a stream until ctx ends or fn
-// returns an error. After a broken stream it reconnects with backoff and
-// resumes from the last revision it saw (the hub sends a fresh snapshot if
-// that revision is gone); WithWatchState reports the breaks. Permanent
-// errors (NotFound, PermissionDenied, Unauthenticated, InvalidArgument,
-// Unimplemented) are returned.
+// fails; a broken stream resumes from the last revision after a backoff,
+// and permanent errors are returned.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
-	rev := fromRevision
-	wait := c.minBackoff
-	broken := false
-	for {
-		err := c.watchOnce(ctx, stream, &rev, fn, &wait, &broken)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	rev, wait, broken := fromRevision, c.minBackoff, false
+	var fnErr error
+	once := func() error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: rev})
+		if err != nil {
+			return err
 		}
-		var fnErr fnError
-		if errors.As(err, &fnErr) {
-			return fnErr.err
+		// The hub's header, not an open stream (a proxy opens one), says the watch is open.
+		if broken {
+			if md, err := st.Header(); err == nil && md != nil {
+				broken = false
+				c.watchState(nil)
+			}
+		}
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return err
+			}
+			wait = c.minBackoff // got data: the connection is healthy again
+			if ev.GetRevision() > rev || ev.GetSnapshot() != nil {
+				rev = ev.GetRevision()
+			}
+			if fnErr = fn(ev); fnErr != nil {
+				return fnErr
+			}
+		}
+	}
+	for {
+		err := once()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case fnErr != nil:
+			return fnErr
 		}
 		switch status.Code(err) {
 		case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
@@ -206,69 +208,25 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 			c.watchState(err)
 			broken = true
 		}
-		d := wait/2 + rand.N(wait/2+1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(d):
+		case <-time.After(wait/2 + rand.N(wait/2+1)):
 		}
 		wait = min(wait*2, c.maxBackoff)
 	}
 }
 
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-
-func (c *Client) watchOnce(ctx context.Context, stream string, rev *uint64, fn func(*confighubv1.WatchStatusResponse) error, wait *time.Duration, broken *bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := c.Hub.WatchStatus(ctx, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: *rev})
-	if err != nil {
-		return err
-	}
-	// The hub's header is its answer that the watch is open (it sends it
-	// at once: a resumed watch of a stream where nothing changed receives
-	// no event for a while). An open stream alone is not one: a proxy
-	// opens it too, and a refusal carries no header (nil md).
-	if *broken {
-		if md, err := st.Header(); err == nil && md != nil {
-			*broken = false
-			c.watchState(nil)
-		}
-	}
-	for {
-		ev, err := st.Recv()
-		if err != nil {
-			return err
-		}
-		*wait = c.minBackoff // got data: the connection is healthy again
-		if ev.GetRevision() > *rev || ev.GetSnapshot() != nil {
-			*rev = ev.GetRevision()
-		}
-		if err := fn(ev); err != nil {
-			return fnError{err}
-		}
-	}
-}
-
-// hashHex is the hub's config hash (hex SHA-256 of the bytes), computed here
-// so the client does not import the server's config package. It feeds
-// SHA-256 64 KiB per call, as the hub does: the assembly cannot be
-// preempted, and the caller's garbage collector would wait for one call
-// over a whole config (about 0.8 ms per MiB) with every goroutine of the
-// controller stopped.
+// hashHex is the hub's config hash (hex SHA-256), fed in pieces as the hub
+// does so that a GC never waits on one unpreemptible call over a whole config.
 func hashHex(b []byte) string {
 	h := sha256.New()
 	writePieces(h, b)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// hashPiece bounds the bytes one call into SHA-256 takes.
 const hashPiece = 64 << 10
 
-// writePieces writes b to w at most hashPiece bytes per call.
 func writePieces(w io.Writer, b []byte) {
 	for len(b) > hashPiece {
 		_, _ = w.Write(b[:hashPiece])

@@ -1,11 +1,5 @@
 // Package hubclient is the Go client a controller uses to talk to a
-// confighub: Push sends a configuration and switches on its own from
-// PushConfig to a chunked UploadConfig above the unary limit; Watch follows
-// a stream's status and resumes from the last revision it saw after a
-// disconnect; Wait, built on Watch, waits until every sink of a stream has
-// applied a generation.
-//
-// A controller's loop is push, wait, report:
+// confighub. A controller's loop is push, wait, report:
 //
 //	res, err := c.Push(ctx, hubclient.Push{Stream: "default", Config: kongYAML})
 //	_, err = c.Wait(ctx, "default", res.GetGeneration())
@@ -17,8 +11,7 @@
 //		}
 //	}
 //
-// Guarantees (tests against a real hub are in the root module's
-// test/hubclienttest, since this module must not import the server):
+// Guarantees (hubclienttest: tests against a real hub, in the root module):
 //   - Push above the unary limit uploads in chunks; a rejected upload returns the hub's status (hubclienttest.TestPushSwitchesToUploadAboveTheUnaryLimit).
 //   - An upload sends Push.Hash as its expected hash (hubclienttest.TestPushUploadsWithTheCallersHash).
 //   - Watch resumes from its last revision and ends on permanent errors (hubclienttest.TestWatchResumesAfterDisconnect, hubclienttest.TestWatchReturnsPermanentErrors).

@@ -1,7 +1,9 @@
 package hubclient
 
 import (
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
@@ -9,14 +11,11 @@ import (
 // Outcome is what a sink did with a generation.
 type Outcome int
 
-// The outcomes of OutcomeOf.
+// The outcomes of OutcomeOf: Applied covers a later generation too, and
+// Rejected a later one rejected before applying this one.
 const (
-	// Pending: neither applied nor rejected yet.
 	Pending Outcome = iota
-	// Applied: it applied the generation or a later one.
 	Applied
-	// Rejected: it rejected the generation, or a later one before applying
-	// it.
 	Rejected
 )
 
@@ -31,14 +30,9 @@ func OutcomeOf(st *confighubv1.SinkStatus, gen uint64) Outcome {
 	return Pending
 }
 
-// StatusView is one stream's status folded from its WatchStatus events
-// (Apply, in the order Watch delivers them): each sink's newest status,
-// each recent generation's, the stream's newest generation and the
-// revision of the last event; a snapshot replaces everything. It also
-// counts the sinks it follows by their Outcome for one generation (Counts)
-// as the events come, so a caller waiting for a fleet pays O(1) per event.
-// The statuses are the events' own messages, never modified. Not safe for
-// concurrent use.
+// StatusView is one stream's status folded from its WatchStatus events; it
+// counts the sinks by Outcome as events come, so a fleet wait is O(1) per
+// event. Not safe for concurrent use.
 type StatusView struct {
 	stream string
 	rev    uint64
@@ -53,15 +47,12 @@ type StatusView struct {
 	counts [3]int // by Outcome, of the sinks only accepts
 }
 
-// NewStatusView returns an empty view that counts the sinks for which
-// only is true (every sink when only is nil) by their Outcome for
-// generation gen.
+// NewStatusView returns an empty view counting the sinks of only (nil: all) for gen.
 func NewStatusView(gen uint64, only func(sink string) bool) *StatusView {
 	return &StatusView{sinks: map[string]*confighubv1.SinkStatus{}, target: gen, only: only}
 }
 
-// Target makes the view count for generation gen and the sinks of only
-// from now on (a recount of the sinks it holds).
+// Target recounts the view for generation gen and the sinks of only.
 func (v *StatusView) Target(gen uint64, only func(sink string) bool) {
 	v.target, v.only, v.counts = gen, only, [3]int{}
 	for _, st := range v.sinks {
@@ -121,8 +112,7 @@ func (v *StatusView) Apply(ev *confighubv1.WatchStatusResponse) {
 	}
 }
 
-// Ready says whether a snapshot came, so that the sinks are all the
-// stream's.
+// Ready says whether a snapshot came.
 func (v *StatusView) Ready() bool { return v.ready }
 
 // Revision is the revision of the last event applied.
@@ -136,22 +126,15 @@ func (v *StatusView) Sink(name string) *confighubv1.SinkStatus { return v.sinks[
 
 // Sinks returns every sink's newest status, sorted by name.
 func (v *StatusView) Sinks() []*confighubv1.SinkStatus {
-	out := make([]*confighubv1.SinkStatus, 0, len(v.sinks))
-	for _, st := range v.sinks {
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetSink() < out[j].GetSink() })
-	return out
+	return slices.SortedFunc(maps.Values(v.sinks), func(a, b *confighubv1.SinkStatus) int { return strings.Compare(a.GetSink(), b.GetSink()) })
 }
 
-// Counts returns how many of the sinks counted (see NewStatusView) applied,
-// rejected, or have done neither yet with the generation counted for.
+// Counts returns the counted sinks by Outcome for the target generation.
 func (v *StatusView) Counts() (applied, rejected, pending int) {
 	return v.counts[Applied], v.counts[Rejected], v.counts[Pending]
 }
 
-// Status is the view as GetStatus answers it: sinks sorted by name,
-// generations in the order they came.
+// Status is the view as GetStatus answers it.
 func (v *StatusView) Status() *confighubv1.GetStatusResponse {
 	return &confighubv1.GetStatusResponse{Revision: v.rev, Generation: v.gen, Hash: v.hash, Stream: v.stream,
 		Sinks: v.Sinks(), Generations: append([]*confighubv1.GenerationStatus(nil), v.gens...)}

@@ -9,17 +9,13 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// ErrRejected is what a *RejectedError wraps: errors.Is(err, ErrRejected)
-// tells a rejection from a broken connection or an ended context.
+// ErrRejected is what a *RejectedError wraps.
 var ErrRejected = errors.New("configuration rejected")
 
-// ErrNoSinks is returned by Wait when the stream has no sink: nothing would
-// ever apply the generation (a mistyped stream name is the usual cause).
+// ErrNoSinks is returned by Wait when the stream has no sink.
 var ErrNoSinks = errors.New("the stream has no sinks")
 
-// Result is the outcome of Wait: the status of every sink of the stream
-// when the wait ended, sorted by sink name, consistent with one revision
-// of the hub's status.
+// Result is the outcome of Wait: every sink's status at one revision, sorted by name.
 type Result struct {
 	Stream     string
 	Generation uint64
@@ -27,16 +23,11 @@ type Result struct {
 	Sinks      []*confighubv1.SinkStatus
 }
 
-// RejectedError is returned by Wait when a sink rejected the generation
-// (or a later one that replaced it before that sink applied it). Get it
-// with errors.As.
+// RejectedError is returned by Wait when a sink rejected the generation:
+// Rejected are those sinks, Result every sink at that point.
 type RejectedError struct {
-	// Rejected are the sinks that rejected it, sorted by name: GetSink,
-	// GetRejectedGeneration, GetLastErrorCode, GetLastError and
-	// GetEntityErrors say what and why.
 	Rejected []*confighubv1.SinkStatus
-	// Result holds every sink of the stream at that point.
-	Result *Result
+	Result   *Result
 }
 
 func (e *RejectedError) Error() string {
@@ -54,7 +45,7 @@ func (e *RejectedError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrRejected) true.
+// Unwrap returns ErrRejected.
 func (e *RejectedError) Unwrap() error { return ErrRejected }
 
 // EntityError is one entity a sink rejected, with the sink that said so.
@@ -63,8 +54,7 @@ type EntityError struct {
 	*confighubv1.EntityError
 }
 
-// EntityErrors returns every entity error of every rejecting sink, in sink
-// order and then in the order the destination reported them.
+// EntityErrors returns every entity error of every rejecting sink, in order.
 func (e *RejectedError) EntityErrors() []EntityError {
 	var out []EntityError
 	for _, st := range e.Rejected {
@@ -75,9 +65,7 @@ func (e *RejectedError) EntityErrors() []EntityError {
 	return out
 }
 
-// Tag returns the value of a "key:value" entity tag, such as the
-// k8s-kind, k8s-namespace and k8s-name tags the Kong Ingress Controller
-// puts on every entity it generates.
+// Tag returns the value of a "key:value" entity tag (such as KIC's k8s-name).
 func Tag(tags []string, key string) (string, bool) {
 	for _, t := range tags {
 		if v, ok := strings.CutPrefix(t, key+":"); ok {
@@ -87,14 +75,9 @@ func Tag(tags []string, key string) (string, bool) {
 	return "", false
 }
 
-// Wait follows the stream's status (by Watch, so it resumes after a
-// disconnect) until every sink of the stream has applied generation gen or
-// a later one, and returns each sink's status. It returns a *RejectedError
-// as soon as a sink rejected gen (or a later generation before applying
-// gen), ErrNoSinks when the stream has no sink, and ctx's error when ctx
-// ends first, then with each sink's status at that point (to name the
-// sinks still applying) once the watch had started. A sink added or
-// removed meanwhile is counted in or out.
+// Wait watches the stream until every sink applied gen (or later), and
+// returns each sink's status; a *RejectedError at the first rejection,
+// ErrNoSinks, or ctx's error with the statuses so far once watching began.
 func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, error) {
 	v := NewStatusView(gen, nil)
 	var res *Result
@@ -130,7 +113,6 @@ func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, 
 	case res != nil:
 		return res, nil
 	case v.Ready() && ctx.Err() != nil:
-		// What each sink had done when the time ran out.
 		return resultOf(v, gen), err
 	}
 	return nil, err

@@ -54,7 +54,7 @@ func TestLogLinesNameEachAttributeOnce(t *testing.T) {
 	}
 	e.Publish(config.New("default", 1, config.Hash(raw), ck.Format, raw, ck.JSON, nil, time.Now()))
 	harness.Eventually(t, 30*time.Second, func() bool {
-		st, _ := e.Status("default")
+		st, _ := e.View().Snapshot("default")
 		n := 0
 		for _, s := range st.GetSinks() {
 			if s.GetAppliedGeneration() == 1 {

@@ -1,7 +1,5 @@
-// Package file is the built-in "file" sink: it writes each generation of its
-// stream to one path under one root directory (Register's root; the hub's
-// --file-sink-root), replaced atomically (temporary file, fsync, rename,
-// directory fsync). Register it with Register(registry, root).
+// Package file is the "file" sink: it writes each generation to one path
+// under the hub's --file-sink-root, replaced atomically.
 //
 // Guarantees:
 //   - A path that leaves the root is an invalid spec; every write resolves it again inside the root (TestFactoryConfinesPaths, TestWriteRefusesLinkSwappedIn).

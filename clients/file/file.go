@@ -19,8 +19,7 @@ import (
 // Kind is the registered kind name.
 const Kind = "file"
 
-// Register adds the "file" kind to r: every file sink of r writes under
-// root (see Factory).
+// Register adds the "file" kind to r, its sinks confined to root.
 func Register(r *sink.Registry, root string) error {
 	f, err := Factory(root)
 	if err != nil {
@@ -38,11 +37,8 @@ type Sink struct {
 
 var _ sink.Sink = (*Sink)(nil)
 
-// Factory returns the factory of the "file" kind for sinks confined to the
-// directory root. A sink's file.path is relative to root, or an absolute
-// path inside it; a path that leaves root (../, an absolute path
-// elsewhere, or a symbolic link that resolves outside it) is
-// sink.ErrInvalidSpec.
+// Factory returns the factory of the "file" kind for sinks confined to root:
+// a file.path that leaves it, also through a link, is sink.ErrInvalidSpec.
 func Factory(root string) (sink.Factory, error) {
 	if root == "" {
 		return nil, errors.New("file sinks: the root directory is empty")
@@ -51,34 +47,18 @@ func Factory(root string) (sink.Factory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file sinks: root %s: %w", root, err)
 	}
-	return func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) { return newSink(abs, spec) }, nil
-}
-
-func newSink(root string, spec *confighubv1.Sink) (sink.Sink, error) {
-	fs := spec.GetFile()
-	if fs == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind file needs a file spec (file: {path: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
-	if fs.GetPath() == "" {
-		return nil, fmt.Errorf("%w: sink %q: file.path is empty", sink.ErrInvalidSpec, spec.GetName())
-	}
-	switch fs.GetFormat() {
-	case confighubv1.Format_FORMAT_UNSPECIFIED, confighubv1.Format_FORMAT_JSON, confighubv1.Format_FORMAT_YAML:
-	default:
-		return nil, fmt.Errorf("%w: sink %q: file.format %d is not a known format", sink.ErrInvalidSpec, spec.GetName(), fs.GetFormat())
-	}
-	rel, err := confine(root, fs.GetPath())
-	if err != nil {
-		return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
-	}
-	return &Sink{root: root, rel: rel, format: fs.GetFormat()}, nil
+	return func(spec *confighubv1.Sink, _ sink.Deps) (sink.Sink, error) {
+		fs := spec.GetFile()
+		rel, err := confine(abs, fs.GetPath())
+		if err != nil {
+			return nil, fmt.Errorf("%w: sink %q: file.path %q: %v", sink.ErrInvalidSpec, spec.GetName(), fs.GetPath(), err)
+		}
+		return &Sink{root: abs, rel: rel, format: fs.GetFormat()}, nil
+	}, nil
 }
 
 // confine returns path relative to root, or why it is not a file inside
-// root: lexically (../, an absolute path elsewhere), then on disk, where
-// os.Root follows symbolic links and refuses one that leaves root. A path
-// whose folders do not exist yet is accepted: the first write creates
-// them.
+// root, lexically and then on disk (os.Root); missing folders are accepted.
 func confine(root, path string) (string, error) {
 	rel, ok := filepath.Clean(path), true
 	if filepath.IsAbs(rel) {
@@ -89,7 +69,7 @@ func confine(root, path string) (string, error) {
 	}
 	r, err := os.OpenRoot(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rel, nil // nothing on disk to resolve yet
+		return rel, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("file sink root: %w", err)
@@ -100,7 +80,6 @@ func confine(root, path string) (string, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return rel, nil
 	case err != nil:
-		// "path escapes from parent": a link on the way leads out of root.
 		return "", fmt.Errorf("resolves outside the file sink root %s, or cannot be resolved: %w", root, err)
 	case fi.IsDir():
 		return "", fmt.Errorf("is a directory under the file sink root %s", root)
@@ -108,9 +87,7 @@ func confine(root, path string) (string, error) {
 	return rel, nil
 }
 
-// relativeTo returns abs relative to root, also when root's own path goes
-// through a symbolic link (abs may use either spelling); false when abs is
-// outside root.
+// relativeTo returns abs relative to root, or to root's link-free path.
 func relativeTo(root, abs string) (string, bool) {
 	if rel, err := filepath.Rel(root, abs); err == nil && filepath.IsLocal(rel) {
 		return rel, true
@@ -126,10 +103,9 @@ func relativeTo(root, abs string) (string, bool) {
 // Describe: a file takes any format and size.
 func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
-// Apply renders cfg and replaces the file atomically, creating the root
-// and any missing folder under it.
+// Apply renders cfg and replaces the file atomically.
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
-	b, err := Render(cfg, s.format)
+	b, err := render(cfg, s.format)
 	if err != nil {
 		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
@@ -146,8 +122,7 @@ func (s *Sink) write(b []byte) error {
 	if err := os.MkdirAll(s.root, 0o750); err != nil {
 		return fmt.Errorf("create the file sink root: %w", err)
 	}
-	// Every step resolves inside the root (os.Root): a folder swapped for
-	// a link out of it after PutSink fails the write instead of escaping.
+	// os.Root: a folder swapped for a link out of root fails the write.
 	r, err := os.OpenRoot(s.root)
 	if err != nil {
 		return fmt.Errorf("open the file sink root: %w", err)
@@ -156,32 +131,26 @@ func (s *Sink) write(b []byte) error {
 	return WriteAtomic(r, s.rel, b, 0o600)
 }
 
-// Render returns cfg in format f: JSON, YAML, or the bytes as pushed for
-// FORMAT_UNSPECIFIED. The result may share cfg's bytes: read only.
-func Render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
+// render returns cfg in format f, or as pushed for FORMAT_UNSPECIFIED.
+func render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
+	var b []byte
+	var err error
 	switch f {
 	case confighubv1.Format_FORMAT_JSON:
-		b, err := cfg.JSON()
-		if err != nil {
-			return nil, fmt.Errorf("render generation %d as JSON: %w", cfg.Generation, err)
-		}
-		return b, nil
+		b, err = cfg.JSON()
 	case confighubv1.Format_FORMAT_YAML:
-		b, err := cfg.YAML()
-		if err != nil {
-			return nil, fmt.Errorf("render generation %d as YAML: %w", cfg.Generation, err)
-		}
-		return b, nil
+		b, err = cfg.YAML()
 	default:
 		return cfg.Raw, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("render generation %d as %s: %w", cfg.Generation, strings.TrimPrefix(f.String(), "FORMAT_"), err)
+	}
+	return b, nil
 }
 
-// WriteAtomic replaces name (a path local to root) with b: missing
-// folders are created (each new entry's parent fsynced), then a temporary
-// file in the same folder is written, fsynced and renamed over name, and
-// the folder is fsynced (so the rename itself is durable). Nothing
-// resolves outside root.
+// WriteAtomic durably replaces name under root with b: missing folders,
+// then a temporary file fsynced and renamed over name, then a folder fsync.
 func WriteAtomic(root *os.Root, name string, b []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(name)
 	if err := mkdirAll(root, dir); err != nil {
@@ -216,8 +185,7 @@ func WriteAtomic(root *os.Root, name string, b []byte, perm os.FileMode) (err er
 	return syncDir(root, dir)
 }
 
-// mkdirAll creates the missing folders of dir under root, fsyncing the
-// parent of each one it creates so the new entry survives a power loss.
+// mkdirAll creates dir's missing folders, fsyncing each new one's parent.
 func mkdirAll(root *os.Root, dir string) error {
 	if dir == "." {
 		return nil
@@ -247,8 +215,7 @@ func syncDir(root *os.Root, dir string) error {
 	}
 	serr := d.Sync()
 	_ = d.Close()
-	// Some filesystems refuse fsync on a directory; the entry is written,
-	// so only a real I/O error is reported.
+	// Some filesystems refuse fsync on a directory.
 	if serr != nil && !errors.Is(serr, os.ErrInvalid) {
 		return fmt.Errorf("fsync folder %s: %w", dir, serr)
 	}

@@ -1,13 +1,7 @@
 // Package kong is the "kong" sink kind: one DB-less Kong gateway, configured
-// through its Admin API with POST /config (github.com/kong/go-kong).
-//
-// Apply sends cfg.JSON() (made once per generation and shared by every
-// gateway sink) with check_hash=1 and flatten_errors=1. Failures come back as
-// *sink.Error with a code of the closed set (classify.go); with
-// on_reject: ON_REJECT_FALLBACK a rejected generation is followed by a
-// fallback built by internal/kongraph (docs/fallback.md). The sink is a
-// sink.Runner: it polls GET /status and asks for a resync when the gateway
-// restarted empty.
+// with POST /config of its Admin API. With ON_REJECT_FALLBACK a rejection is
+// followed by a fallback built by internal/kongraph (docs/fallback.md); a
+// GET /status poll resyncs a gateway that restarted empty.
 //
 // Guarantees:
 //   - 201 and 304 are success (TestApply201Then304).

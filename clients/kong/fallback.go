@@ -12,22 +12,17 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// MaxFallbackRounds bounds the fallbacks tried for one rejection: a
-// fallback the gateway rejects with errors naming further entities is
-// rebuilt without them, at most this many times.
+// MaxFallbackRounds bounds the rebuilds of a fallback rejected for further entities.
 const MaxFallbackRounds = 3
 
-// runningFallback is the fallback the gateway holds for one generation.
 type runningFallback struct {
 	forHash string
 	body    []byte
 	result  *sink.Degraded
 }
 
-// applyFallback builds and applies the fallback of cfg after the gateway
-// rejected it whole with rejection. It returns a *sink.Degraded when the
-// gateway took a fallback, else the rejection (the message says why no
-// fallback ran).
+// applyFallback applies a fallback of cfg after the gateway rejected it
+// whole: a *sink.Degraded, or the rejection noting why no fallback ran.
 func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byte, rejection *sink.Error) error {
 	doc, err := kongraph.Parse(body)
 	if err != nil {
@@ -41,9 +36,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		prev, _ = kongraph.Parse(held) // unreadable: no previous versions
 	}
 	messages := map[int]string{}
-	// errTags are the tags the gateway gave for an entity, shown when the
-	// configuration's own entity has none.
-	errTags := map[int][]string{}
+	errTags := map[int][]string{} // the gateway's tags, shown when the entity has none
 	var rejected []int
 	add := func(errs []*confighubv1.EntityError) (added int, keptNamed bool) {
 		for _, ee := range errs {
@@ -52,8 +45,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 				continue
 			}
 			if _, seen := messages[i]; seen {
-				// A fallback's entity named again: its previous version
-				// was kept and is refused too.
+				// Named again: its kept previous version is refused too.
 				keptNamed = true
 				continue
 			}
@@ -84,8 +76,7 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 		last = err
 		se, ok := sink.AsError(err)
 		if !ok || se.Code != sink.CodeRejected {
-			// Not a refusal of the fallback (unreachable, timeout): the
-			// engine retries the generation.
+			// Unreachable or timeout: the engine retries the generation.
 			return err
 		}
 		added, keptNamed := add(se.EntityErrors)
@@ -99,7 +90,6 @@ func (s *Sink) applyFallback(ctx context.Context, cfg *config.Config, body []byt
 	return withNote(rejection, fmt.Sprintf("the gateway rejected its fallback too (%v)", last))
 }
 
-// withNote is a copy of e whose message ends with note.
 func withNote(e *sink.Error, note string) *sink.Error {
 	c := *e
 	c.Message = e.Message + "; " + note

@@ -2,24 +2,25 @@ package kong
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	gokong "github.com/kong/go-kong/kong"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
@@ -29,18 +30,17 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Kind is the registered kind name.
-const Kind = "kong"
-
-// DefaultStatusInterval is how often GET /status is polled by default.
-const DefaultStatusInterval = 10 * time.Second
-
-// emptyHash is the configuration_hash of a DB-less Kong with no
-// configuration (after a start or restart).
-const emptyHash = "00000000000000000000000000000000"
-
-// maxPollTimeout bounds one GET /status.
-const maxPollTimeout = 10 * time.Second
+const (
+	// Kind is the registered kind name.
+	Kind = "kong"
+	// DefaultStatusInterval is how often GET /status is polled by default.
+	DefaultStatusInterval = 10 * time.Second
+	// emptyHash is the configuration_hash of a DB-less Kong with no configuration.
+	emptyHash      = "00000000000000000000000000000000"
+	maxPollTimeout = 10 * time.Second
+	maxAnswerBytes = 8 << 20  // read of an error body or /status
+	maxDrain       = 64 << 20 // drained for connection reuse, else closed
+)
 
 // Register adds the "kong" kind to r.
 func Register(r *sink.Registry) error {
@@ -49,28 +49,19 @@ func Register(r *sink.Registry) error {
 
 // Sink pushes configurations to one DB-less Kong gateway with POST /config.
 type Sink struct {
-	name     string
 	address  string
-	client   *gokong.Client
 	http     *http.Client
+	headers  http.Header
 	interval time.Duration
 	clock    clockwork.Clock
 	logger   *slog.Logger
 
-	// fallback: a rejection with entity errors applies a fallback
-	// (on_reject: ON_REJECT_FALLBACK).
-	fallback bool
+	fallback bool // on_reject: ON_REJECT_FALLBACK
 
-	mu sync.Mutex
-	// held is the body the gateway last accepted (whole or a fallback): a
-	// fallback keeps its excluded entities' versions from it.
-	held []byte
-	// running is the fallback the gateway holds, nil when it holds a
-	// generation whole.
-	running *runningFallback
-	// appliedSinceResync is set by a successful Apply and cleared when a
-	// resync is asked for: an empty gateway after it means a restart.
-	appliedSinceResync bool
+	mu                 sync.Mutex
+	held               []byte           // the body last accepted, whose versions a fallback keeps
+	running            *runningFallback // the fallback held, nil for a whole generation
+	appliedSinceResync bool             // an empty gateway after it means a restart
 }
 
 var (
@@ -79,13 +70,9 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// New is the factory of the "kong" kind. It validates the spec, reads TLS
-// files and builds the client; it does no network I/O.
+// New is the factory of the "kong" kind.
 func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	ks := spec.GetKong()
-	if ks == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind kong needs a kong spec (kong: {address: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
 	u, err := url.Parse(ks.GetAddress())
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: sink %q: kong.address %q must be an http:// or https:// URL with a host", sink.ErrInvalidSpec, spec.GetName(), ks.GetAddress())
@@ -97,8 +84,6 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	// deps.Logger already names the sink and its kind (sink.Deps).
-
 	tlsCfg, err := tlsconfig.Build(ks.GetTls())
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, spec.GetName(), err)
@@ -112,41 +97,22 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		headers.Set(k, v)
 	}
 	interval := DefaultStatusInterval
-	if d := ks.GetStatusInterval(); d != nil {
-		if d.AsDuration() < 0 {
-			return nil, fmt.Errorf("%w: sink %q: kong.status_interval must not be negative", sink.ErrInvalidSpec, spec.GetName())
-		}
-		if d.AsDuration() > 0 {
-			interval = d.AsDuration()
-		}
+	if d := ks.GetStatusInterval().AsDuration(); d > 0 {
+		interval = d
 	}
-
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.TLSClientConfig = tlsCfg
-	// One idle connection: a sink sends at most two requests at once (an
-	// apply and a status poll), and a second connection kept idle after
-	// they overlap costs two transport goroutines and 8 KiB of buffers per
-	// gateway for nothing (1,000 sinks held 1,306 connections).
-	base.MaxIdleConnsPerHost = 1
-	// No client-wide timeout: every call is bounded by its ctx (the
-	// engine's per-attempt timeout for Apply, the poll timeout for status).
-	hc := &http.Client{Transport: &transport{base: base, headers: headers}}
-	addr := strings.TrimRight(u.String(), "/")
-	client, err := gokong.NewClient(&addr, hc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: sink %q: kong client: %w", sink.ErrInvalidSpec, spec.GetName(), err)
-	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	// A second idle connection would cost two goroutines and 8 KiB per gateway.
+	tr.MaxIdleConnsPerHost = 1
 	return &Sink{
-		name: spec.GetName(), address: addr, client: client, http: hc,
+		address: strings.TrimRight(u.String(), "/"), http: &http.Client{Transport: tr}, headers: headers,
 		interval: interval, clock: clock, logger: logger,
 		fallback: ks.GetOnReject() == confighubv1.OnReject_ON_REJECT_FALLBACK,
 	}, nil
 }
 
-// Describe: a Kong gateway, reporting Kong's per-entity errors.
-func (s *Sink) Describe() sink.Capabilities {
-	return sink.Capabilities{Gateway: true}
-}
+// Describe: a Kong gateway.
+func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{Gateway: true} }
 
 // Close releases idle connections.
 func (s *Sink) Close() error {
@@ -154,8 +120,7 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-// Apply sends cfg with POST /config?check_hash=1&flatten_errors=1. The body
-// is cfg.JSON(): converted once per generation and shared by every sink.
+// Apply sends cfg.JSON() (shared by every sink) with POST /config.
 func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	body, err := cfg.JSON()
 	if err != nil {
@@ -166,8 +131,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	run := s.running
 	s.mu.Unlock()
 	if run != nil && run.forHash == cfg.Hash {
-		// The gateway runs (or ran, before a restart) this generation's
-		// fallback: send it again, not the whole it rejected.
+		// Resend this generation's fallback, not the whole it rejected.
 		if err := s.post(ctx, run.body); err != nil {
 			return err
 		}
@@ -186,55 +150,69 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	return s.applyFallback(ctx, cfg, body, se)
 }
 
-// post sends one body with POST /config.
-func (s *Sink) post(ctx context.Context, body []byte) error {
-	rec := &answer{}
-	err := s.client.ReloadDeclarativeRawConfig(withAnswer(ctx, rec), bytes.NewReader(body), true, true)
-	if err == nil {
-		return nil
+func (s *Sink) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.address+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
-	return s.mapError(ctx, err, rec, len(body))
+	maps.Copy(req.Header, s.headers)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return s.http.Do(req)
 }
 
-// accepted records what the gateway now holds.
+// closeBody drains an answer, bounded, so its connection is reused (a 201
+// lists every loaded entity: drained, never read).
+func closeBody(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+	_ = resp.Body.Close()
+}
+
+func (s *Sink) post(ctx context.Context, body []byte) error {
+	resp, err := s.do(ctx, http.MethodPost, "/config?check_hash=1&flatten_errors=1", body)
+	if err != nil {
+		return transportError(ctx, s.address, err)
+	}
+	defer closeBody(resp)
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		return nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return transportError(ctx, s.address, err)
+	}
+	return s.mapError(resp.StatusCode, raw, resp.Header.Get("Retry-After"), len(body))
+}
+
 func (s *Sink) accepted(body []byte, run *runningFallback) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appliedSinceResync = true
 	if s.fallback {
-		// Only a fallback reads it: without one, holding the body would
-		// keep an old generation alive.
 		s.held = body
 	}
 	s.running = run
 }
 
-// mapError turns a failed POST /config into a *sink.Error.
-func (s *Sink) mapError(ctx context.Context, err error, rec *answer, size int) error {
-	var apiErr *gokong.APIError
-	if !errors.As(err, &apiErr) {
-		return transportError(ctx, s.address, err)
-	}
-	status, raw := apiErr.Code(), apiErr.Raw()
+// mapError turns Kong's refusal of POST /config into a *sink.Error.
+func (s *Sink) mapError(status int, raw []byte, retryAfter string, size int) error {
 	kongMsg := kongMessage(raw)
 	code, permanent := kongapi.Classify(status)
-	e := &sink.Error{Code: code, Permanent: permanent, Body: raw, Err: err,
+	e := &sink.Error{Code: code, Permanent: permanent, Body: raw,
 		Message: fmt.Sprintf("gateway %s answered HTTP %d: %s", s.address, status, kongMsg)}
 	switch code {
 	case sink.CodeRejected:
 		if status == http.StatusBadRequest {
 			ents, msg := ParseFlattenedErrors(raw)
-			if msg == "" {
-				msg = kongMsg
-			}
 			e.EntityErrors = ents
-			e.Message = fmt.Sprintf("gateway %s rejected the configuration (HTTP 400): %s", s.address, msg)
+			e.Message = fmt.Sprintf("gateway %s rejected the configuration (HTTP 400): %s", s.address, cmp.Or(msg, kongMsg))
 		}
 	case sink.CodeTooLarge:
 		e.Message = fmt.Sprintf("the configuration body (%d bytes) is too large for the gateway %s (HTTP 413: %s); raise its nginx_admin_client_max_body_size or its LMDB map size", size, s.address, kongMsg)
 	case sink.CodeRateLimited:
-		e.RetryAfter = parseRetryAfter(rec.retryAfter(), s.clock.Now())
-		e.Message = fmt.Sprintf("gateway %s is busy (HTTP 429: %s), Retry-After %q", s.address, kongMsg, rec.retryAfter())
+		e.RetryAfter = parseRetryAfter(retryAfter, s.clock.Now())
+		e.Message = fmt.Sprintf("gateway %s is busy (HTTP 429: %s), Retry-After %q", s.address, kongMsg, retryAfter)
 	case sink.CodeTimeout:
 		e.Message = fmt.Sprintf("gateway %s timed out loading the configuration (HTTP %d: %s)", s.address, status, kongMsg)
 	case sink.CodeUnauthorized:
@@ -258,8 +236,7 @@ func transportError(ctx context.Context, address string, err error) error {
 	}
 }
 
-// kongMessage is the "message" of a Kong error body, or the body itself
-// (trimmed) when it has none.
+// kongMessage is a Kong error body's "message", or the body trimmed.
 func kongMessage(raw []byte) string {
 	var m struct {
 		Message string `json:"message"`
@@ -272,15 +249,10 @@ func kongMessage(raw []byte) string {
 	if len(t) > 200 {
 		s += "..."
 	}
-	if s == "" {
-		s = "no body"
-	}
-	return s
+	return cmp.Or(s, "no body")
 }
 
-// flattened is Kong's 400 body for an invalid declarative configuration.
-// flattened_errors is a list, or {} when empty (Kong 3.9 encodes an empty
-// table as an object; 3.10 as []).
+// flattened is Kong's 400 body; flattened_errors is a list, or {} when empty (Kong 3.9).
 type flattened struct {
 	Message         string          `json:"message"`
 	Fields          map[string]any  `json:"fields"`
@@ -299,12 +271,8 @@ type flatEntity struct {
 	} `json:"errors"`
 }
 
-// ParseFlattenedErrors reads Kong's flattened_errors from a 400 body into
-// entity errors, and returns Kong's message. Kong's flattening leaves the
-// reference errors ("invalid reference ...") of a collection the
-// configuration gives only nested in fields, keyed by the entity's name or
-// id: those become entity errors too (without tags: Kong does not give
-// them). A body that is not Kong's gives no entity errors.
+// ParseFlattenedErrors reads a 400 body's flattened_errors, and the reference
+// errors Kong leaves nested in fields, into entity errors; it returns Kong's message.
 func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	var f flattened
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -336,26 +304,15 @@ func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	return out, f.Message
 }
 
-// referenceErrors reads fields' {collection: {name or id: [messages]}}
-// sections, which is how Kong keys its reference errors.
+// referenceErrors reads fields' {collection: {name or id: [messages]}} sections.
 func referenceErrors(fields map[string]any) []*confighubv1.EntityError {
 	var out []*confighubv1.EntityError
-	colls := make([]string, 0, len(fields))
-	for c := range fields {
-		colls = append(colls, c)
-	}
-	sort.Strings(colls)
-	for _, coll := range colls {
+	for _, coll := range slices.Sorted(maps.Keys(fields)) {
 		byKey, ok := fields[coll].(map[string]any)
 		if !ok {
 			continue
 		}
-		keys := make([]string, 0, len(byKey))
-		for k := range byKey {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(maps.Keys(byKey)) {
 			msgs, ok := byKey[key].([]any)
 			if !ok {
 				continue
@@ -381,18 +338,14 @@ func referenceErrors(fields map[string]any) []*confighubv1.EntityError {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// parseRetryAfter reads a Retry-After value: seconds or an HTTP date.
-// Missing or unreadable gives 0 (the engine's backoff applies).
+// parseRetryAfter reads Retry-After seconds or an HTTP date; 0 if neither.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
+		return time.Duration(max(n, 0)) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -402,152 +355,62 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// --- transport: headers and the Retry-After of the answer ----------------
-
-// transport adds the configured headers to every request and records the
-// Retry-After header of the answer for the caller (go-kong's raw /config
-// call returns only the status and body).
-type transport struct {
-	base    http.RoundTripper
-	headers http.Header
-}
-
-type answerKey struct{}
-
-// answer holds what the transport saw of one call's response.
-type answer struct {
-	mu    sync.Mutex
-	after string
-}
-
-func (a *answer) retryAfter() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.after
-}
-
-func withAnswer(ctx context.Context, a *answer) context.Context {
-	return context.WithValue(ctx, answerKey{}, a)
-}
-
-func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range t.headers {
-			req.Header[k] = v
-		}
-	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return resp, err
-	}
-	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
-		a.mu.Lock()
-		a.after = resp.Header.Get("Retry-After")
-		a.mu.Unlock()
-	}
-	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/config") && resp.StatusCode/100 == 2 {
-		// Kong answers a 201 with every loaded entity (about the size of
-		// the configuration) and go-kong reads it all only to drop it.
-		resp.Body = &discardBody{rc: resp.Body}
-	} else {
-		resp.Body = &limitBody{r: io.LimitReader(resp.Body, maxAnswerBytes), rc: resp.Body}
-	}
-	return resp, err
-}
-
-// maxAnswerBytes bounds how much of an Admin API answer is read (a Kong
-// error body, the /status document).
-const maxAnswerBytes = 8 << 20
-
-// maxDrain bounds how much of an unread answer is drained so that its
-// connection can be reused; beyond it the connection is closed.
-const maxDrain = 64 << 20
-
-// discardBody reads as empty; Close drains the answer (bounded) through a
-// small pooled buffer so the connection stays reusable.
-type discardBody struct{ rc io.ReadCloser }
-
-func (b *discardBody) Read([]byte) (int, error) { return 0, io.EOF }
-
-func (b *discardBody) Close() error {
-	_, _ = io.CopyN(io.Discard, b.rc, maxDrain)
-	return b.rc.Close()
-}
-
-// limitBody reads at most maxAnswerBytes of the answer.
-type limitBody struct {
-	r  io.Reader
-	rc io.ReadCloser
-}
-
-func (b *limitBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *limitBody) Close() error               { return b.rc.Close() }
-
-// --- liveness: GET /status ------------------------------------------------
-
-// Run polls GET /status every status interval (on the injected clock). A
-// gateway that reports the all-zeros configuration_hash after it was given
-// a configuration (or at the first poll after the hub started) restarted
-// empty: the engine is asked to resync. An unreachable gateway is reported
-// with Health(err) at every failed poll, and Health(nil) when it answers
-// again.
+// Run polls GET /status: an empty hash after an apply (or at the first poll)
+// means a restart, so it resyncs; every failed poll reports Health(err),
+// since an apply in between clears the engine's view.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()
-	p := poller{s: s, n: n}
+	lastHash, health := "", 0 // the previous poll's hash; health 1 reachable, -1 not, 0 unknown
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.Chan():
-			p.poll(ctx)
 		}
+		pctx, cancel := context.WithTimeout(ctx, min(s.interval, maxPollTimeout))
+		h, err := s.status(pctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if health != -1 {
+				s.logger.Warn("gateway unreachable", "address", s.address, "err", err)
+				health = -1
+			}
+			n.Health(fmt.Errorf("GET %s/status: %w", s.address, err))
+			continue
+		case health != 1:
+			n.Health(nil)
+			health = 1
+		}
+		if h == emptyHash {
+			s.mu.Lock()
+			applied := s.appliedSinceResync
+			s.appliedSinceResync = false
+			s.mu.Unlock()
+			if lastHash != emptyHash || applied {
+				s.logger.Info("gateway has no configuration (restarted); resync", "address", s.address)
+				n.Resync("gateway restarted empty")
+			}
+		}
+		lastHash = h
 	}
 }
 
-type poller struct {
-	s *Sink
-	n sink.Notifier
-	// lastHash is the hash seen at the previous successful poll ("" unknown).
-	lastHash string
-	// health: 0 unknown, 1 reachable, -1 unreachable.
-	health int
-}
-
-func (p *poller) poll(ctx context.Context) {
-	timeout := min(p.s.interval, maxPollTimeout)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	st, err := p.s.client.Status(pctx)
-	if ctx.Err() != nil {
-		return
-	}
+func (s *Sink) status(ctx context.Context) (string, error) {
+	resp, err := s.do(ctx, http.MethodGet, "/status", nil)
 	if err != nil {
-		if p.health != -1 {
-			p.s.logger.Warn("gateway unreachable", "address", p.s.address, "err", err)
-			p.health = -1
-		}
-		// Reported at every failed poll, not once: a successful apply
-		// in between clears the engine's view (the gateway answered it),
-		// and a gateway down again must show again.
-		p.n.Health(fmt.Errorf("GET %s/status: %w", p.s.address, err))
-		return
+		return "", err
 	}
-	if p.health != 1 {
-		p.n.Health(nil)
-		p.health = 1
+	defer closeBody(resp)
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	h := st.ConfigurationHash
-	if h == emptyHash {
-		p.s.mu.Lock()
-		applied := p.s.appliedSinceResync
-		p.s.appliedSinceResync = false
-		p.s.mu.Unlock()
-		if p.lastHash != emptyHash || applied {
-			p.s.logger.Info("gateway has no configuration (restarted); resync", "address", p.s.address)
-			p.n.Resync("gateway restarted empty")
-		}
+	var st struct {
+		Hash string `json:"configuration_hash"`
 	}
-	p.lastHash = h
+	err = json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&st)
+	return st.Hash, err
 }

@@ -637,7 +637,7 @@ func TestOneIdleConnectionPerGateway(t *testing.T) {
 	applied := make(chan error, 1)
 	go func() { applied <- s.Apply(ctx, cfgOf(t, []byte(`{"_format_version":"3.0"}`))) }()
 	<-applying
-	if _, err := s.client.Status(ctx); err != nil {
+	if _, err := s.status(ctx); err != nil {
 		t.Fatal(err)
 	}
 	close(polled)
@@ -649,7 +649,7 @@ func TestOneIdleConnectionPerGateway(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("both connections kept idle after the overlap")
 	}
-	if _, err := s.client.Status(ctx); err != nil {
+	if _, err := s.status(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -23,12 +23,6 @@ func Register(r *sink.Registry) error {
 // New is the factory of the "kong-db" kind.
 func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	ks := spec.GetKongDb()
-	if ks == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind kong-db needs a kong_db spec (kong_db: {address: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
-	if ks.GetAddress() == "" {
-		return nil, fmt.Errorf("%w: sink %q: kong_db.address is empty", sink.ErrInvalidSpec, spec.GetName())
-	}
 	tlsCfg, err := tlsconfig.Build(ks.GetTls())
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: kong_db.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
@@ -43,8 +37,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: kong_db: %v", sink.ErrInvalidSpec, spec.GetName(), err)
 	}
-	logger := deps.Logger // already names the sink and its kind (sink.Deps)
-	tlsconfig.WarnInsecure(logger, ks.GetTls(), ks.GetAddress())
-	syncer := diffsync.New(client, diffsync.WithConcurrency(conc), diffsync.WithLogger(logger))
-	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}), nil
+	tlsconfig.WarnInsecure(deps.Logger, ks.GetTls(), ks.GetAddress())
+	syncer := diffsync.New(client, diffsync.Options{Concurrency: conc, Logger: deps.Logger})
+	return diffsync.NewSink(syncer, sink.Capabilities{Gateway: true}, tr, deps, nil), nil
 }

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -35,8 +35,7 @@ const (
 	PathPrefix = "/kic/api/control-planes/"
 )
 
-// Register adds the "konnect" kind to r, with its default options and
-// their check.
+// Register adds the "konnect" kind to r.
 func Register(r *sink.Registry) error {
 	return r.Register(Kind, New,
 		sink.WithDefaults(&confighubv1.SinkOptions{
@@ -71,9 +70,6 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return fmt.Errorf("%w: sink %q: konnect: %s", sink.ErrInvalidSpec, spec.GetName(), fmt.Sprintf(format, a...))
 	}
 	ks := spec.GetKonnect()
-	if ks == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind konnect needs a konnect spec (konnect: {control_plane_id: ...})", sink.ErrInvalidSpec, spec.GetName())
-	}
 	cp := ks.GetControlPlaneId()
 	if cp == "" || strings.ContainsAny(cp, "/?# ") {
 		return nil, bad("control_plane_id %q must be a non-empty ID without '/', '?', '#' or spaces", cp)
@@ -88,14 +84,14 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if ks.GetToken() != "" && ks.GetTokenFile() != "" {
 		return nil, bad("set token or token_file, not both")
 	}
-	hasCert := tlsCfg != nil && len(tlsCfg.Certificates) > 0
-	tok := &token{value: ks.GetToken(), file: ks.GetTokenFile()}
+	tok := &token{file: ks.GetTokenFile()}
+	tok.value.Store(new(ks.GetToken()))
 	if tok.file != "" {
 		if err := tok.reload(); err != nil {
 			return nil, bad("%v", err)
 		}
 	}
-	if !hasCert && tok.value == "" {
+	if (tlsCfg == nil || len(tlsCfg.Certificates) == 0) && *tok.value.Load() == "" {
 		return nil, bad("needs a client certificate (tls.cert_pem/key_pem or cert_file/key_file) or a token (token or token_file)")
 	}
 	conc := int(ks.GetConcurrency())
@@ -103,7 +99,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		conc = DefaultConcurrency
 	}
 	opts := diffsync.ClientOptions{BaseURL: BaseURL(ks.GetAddress(), cp), TLS: tlsCfg, MaxConns: conc}
-	if tok.value != "" {
+	if *tok.value.Load() != "" {
 		opts.Auth = tok.header
 	}
 	client, tr, err := diffsync.NewClient(opts)
@@ -112,27 +108,22 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	}
 	logger := deps.Logger
 	if logger != nil {
-		// The sink and its kind are named already (sink.Deps).
 		logger = logger.With("control_plane", cp)
 	}
 	tlsconfig.WarnInsecure(logger, ks.GetTls(), opts.BaseURL)
-	syncer := diffsync.New(client,
-		diffsync.WithKonnect(cp),
-		diffsync.WithConcurrency(conc),
-		diffsync.WithDropConsumers(ks.GetDropConsumers()),
-		diffsync.WithLogger(logger))
-	var sopts []diffsync.SinkOption
+	syncer := diffsync.New(client, diffsync.Options{ControlPlane: cp, Concurrency: conc, DropConsumers: ks.GetDropConsumers(), Logger: logger})
+	var before func() error
 	if tok.file != "" {
-		sopts = append(sopts, diffsync.BeforeApply(tok.reload))
+		before = tok.reload
 	}
-	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, sink.Deps{Logger: logger, Clock: deps.Clock}, sopts...), nil
+	deps.Logger = logger
+	return diffsync.NewSink(syncer, sink.Capabilities{}, tr, deps, before), nil
 }
 
 // token is a bearer token, inline or from a file re-read before each apply.
 type token struct {
 	file  string
-	mu    sync.Mutex
-	value string
+	value atomic.Pointer[string]
 }
 
 func (t *token) reload() error {
@@ -144,14 +135,8 @@ func (t *token) reload() error {
 	if v == "" {
 		return errors.New("token_file is empty")
 	}
-	t.mu.Lock()
-	t.value = v
-	t.mu.Unlock()
+	t.value.Store(&v)
 	return nil
 }
 
-func (t *token) header() (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return "Bearer " + t.value, nil
-}
+func (t *token) header() (string, error) { return "Bearer " + *t.value.Load(), nil }

@@ -1,9 +1,6 @@
-// Package plugin is the built-in "plugin" sink: the hub as a gRPC client of
-// an external sink implementing confighub.sink.v1.SinkPluginService, in any
-// language. The factory does no network I/O; the connection is made lazily
-// and grpc reconnects with backoff (WithBackoff). Each generation is one
-// client-streaming Apply: a header, then the bytes in the plugin's chunk
-// size (1 MiB by default). Each sink has its own connection.
+// Package plugin is the "plugin" sink: the hub as a gRPC client of an
+// external confighub.sink.v1.SinkPluginService, one connection per sink.
+// Each generation is one client-streaming Apply: a header, then chunks.
 //
 // Guarantees:
 //   - Describe is cached per connection (TestDescribeCachedPerConnection).

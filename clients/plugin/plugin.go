@@ -1,11 +1,13 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,59 +30,35 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Kind is the registered kind name.
-const Kind = "plugin"
+const (
+	// Kind is the registered kind name.
+	Kind = "plugin"
+	// DefaultChunkBytes is the chunk size when the plugin names none.
+	DefaultChunkBytes = 1 << 20
+	// DefaultBackoffMax caps the engine's retry backoff at grpc's reconnect cap.
+	DefaultBackoffMax = 30 * time.Second
+	describeTimeout   = 10 * time.Second
+)
 
-// DefaultChunkBytes is the chunk size when the plugin names none.
-const DefaultChunkBytes = 1 << 20
-
-// DefaultBackoffMax is the kind's default cap of the engine's retry backoff.
-const DefaultBackoffMax = 30 * time.Second
-
-// describeTimeout bounds the Describe that Run makes on a new connection.
-const describeTimeout = 10 * time.Second
-
-// Option configures the plugin kind.
-type Option func(*options)
-
-type options struct {
-	backoff     backoff.Config
-	minConnect  time.Duration
-	dialOptions []grpc.DialOption
+// Options tune the kind's connections (zero: backoff capped at 30s, 5s connect timeout).
+type Options struct {
+	Backoff           backoff.Config
+	MinConnectTimeout time.Duration
 }
 
-// WithBackoff sets grpc's reconnect backoff (default: 1s base, x1.6, 0.2
-// jitter, 30s cap).
-func WithBackoff(b backoff.Config) Option { return func(o *options) { o.backoff = b } }
+// Register adds the "plugin" kind to r.
+func Register(r *sink.Registry) error { return RegisterWith(r, Options{}) }
 
-// WithMinConnectTimeout sets the shortest time a connection attempt gets
-// (default 5s).
-func WithMinConnectTimeout(d time.Duration) Option { return func(o *options) { o.minConnect = d } }
-
-// WithDialOptions adds grpc dial options (e.g. interceptors for metrics).
-func WithDialOptions(d ...grpc.DialOption) Option {
-	return func(o *options) { o.dialOptions = append(o.dialOptions, d...) }
-}
-
-// Register adds the "plugin" kind to r with the default settings.
-func Register(r *sink.Registry) error { return RegisterWith(r) }
-
-// RegisterWith adds the "plugin" kind to r with options.
-func RegisterWith(r *sink.Registry, opts ...Option) error {
-	o := options{
-		backoff:    backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second},
-		minConnect: 5 * time.Second,
+// RegisterWith adds the "plugin" kind to r with o.
+func RegisterWith(r *sink.Registry, o Options) error {
+	if o.Backoff == (backoff.Config{}) {
+		o.Backoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second}
 	}
-	for _, f := range opts {
-		f(&o)
-	}
+	o.MinConnectTimeout = cmp.Or(o.MinConnectTimeout, 5*time.Second)
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
-	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }), sink.WithDefaults(&confighubv1.SinkOptions{
-		// A plugin that was down is retried at least every 30s (grpc's own
-		// reconnect cap), so a restarted plugin catches up soon.
-		Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)},
-	}))
+	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }),
+		sink.WithDefaults(&confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Max: durationpb.New(DefaultBackoffMax)}}))
 }
 
 // Sink is one external plugin.
@@ -92,11 +70,9 @@ type Sink struct {
 	conn     *grpc.ClientConn
 	client   sinkv1.SinkPluginServiceClient
 
-	// epoch counts transport connections made (a stats handler sees each
-	// one); the cached Describe is valid for the epoch it was made in.
-	epoch atomic.Uint64
-	// describeLock serialises Describe calls (Run and Apply) and can be
-	// given up on ctx, unlike a mutex.
+	// epoch counts transport connections; desc is valid for its epoch.
+	// describeLock, unlike a mutex, is given up on ctx.
+	epoch        atomic.Uint64
 	describeLock chan struct{}
 	desc         atomic.Pointer[described]
 }
@@ -112,19 +88,13 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
+func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
 	ps := spec.GetPlugin()
-	if ps == nil {
-		return nil, fmt.Errorf("%w: sink %q of kind plugin needs a plugin spec (plugin: {address: host:port})", sink.ErrInvalidSpec, spec.GetName())
-	}
-	if ps.GetAddress() == "" {
-		return nil, fmt.Errorf("%w: sink %q: plugin.address is empty", sink.ErrInvalidSpec, spec.GetName())
-	}
 	log := deps.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("plugin", ps.GetAddress()) // the sink is named already (sink.Deps)
+	log = log.With("plugin", ps.GetAddress())
 	creds := insecure.NewCredentials()
 	if ps.GetTls() != nil {
 		tc, err := tlsconfig.Build(ps.GetTls())
@@ -134,22 +104,12 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 		tlsconfig.WarnInsecure(log, ps.GetTls(), ps.GetAddress())
 		creds = credentials.NewTLS(tc)
 	}
-	s := &Sink{
-		name:         spec.GetName(),
-		address:      ps.GetAddress(),
-		settings:     ps.GetSettings(),
-		log:          log,
-		describeLock: make(chan struct{}, 1),
-	}
-	dopts := append([]grpc.DialOption{
+	s := &Sink{name: spec.GetName(), address: ps.GetAddress(), settings: ps.GetSettings(), log: log, describeLock: make(chan struct{}, 1)}
+	conn, err := grpc.NewClient(ps.GetAddress(),
 		grpc.WithTransportCredentials(creds),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.backoff, MinConnectTimeout: o.minConnect}),
-		// Stay connected while the sink exists, so Run sees a lost plugin
-		// at once and its health is current.
-		grpc.WithIdleTimeout(0),
-		grpc.WithStatsHandler(connCounter{&s.epoch}),
-	}, o.dialOptions...)
-	conn, err := grpc.NewClient(ps.GetAddress(), dopts...)
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: o.Backoff, MinConnectTimeout: o.MinConnectTimeout}),
+		grpc.WithIdleTimeout(0), // stay connected so Run sees a lost plugin at once
+		grpc.WithStatsHandler(connCounter{&s.epoch}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: plugin.address %q: %v", sink.ErrInvalidSpec, spec.GetName(), ps.GetAddress(), err)
 	}
@@ -158,8 +118,7 @@ func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 	return s, nil
 }
 
-// Describe: a plugin is never a gateway. Its own limits (largest
-// configuration, formats) are enforced by Apply once Describe told them.
+// Describe: a plugin is never a gateway; Apply enforces its own limits.
 func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 
 // Close releases the connection.
@@ -169,46 +128,27 @@ func (s *Sink) Close() error { return s.conn.Close() }
 // health, and asks for a resync after the plugin came back.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	lost := false
-	for {
-		st := s.conn.GetState()
+	_ = s.follow(ctx, func(st connectivity.State) bool {
 		switch st {
-		case connectivity.Idle:
-			s.conn.Connect()
 		case connectivity.Ready:
 			dctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			_, err := s.described(dctx)
 			cancel()
 			if err != nil {
 				n.Health(fmt.Errorf("plugin %s: describe: %w", s.address, err))
-			} else {
-				n.Health(nil)
-				if lost {
-					lost = false
-					n.Resync("plugin reconnected")
-				}
+			} else if n.Health(nil); lost {
+				n.Resync("plugin reconnected")
 			}
+			lost = true // the next state is a lost connection
 		case connectivity.TransientFailure:
 			lost = true
 			n.Health(fmt.Errorf("plugin %s is unreachable", s.address))
-		case connectivity.Shutdown:
-			return
 		}
-		if st == connectivity.Ready {
-			// Any change from READY means the connection went away.
-			if !s.conn.WaitForStateChange(ctx, st) {
-				return
-			}
-			lost = true
-			continue
-		}
-		if !s.conn.WaitForStateChange(ctx, st) {
-			return
-		}
-	}
+		return true
+	})
 }
 
-// described returns the plugin's Describe for the current connection,
-// calling it when the connection changed.
+// described returns the plugin's Describe for the current connection.
 func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) {
 	select {
 	case s.describeLock <- struct{}{}:
@@ -219,9 +159,7 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 	if d := s.desc.Load(); d != nil && d.epoch == s.epoch.Load() {
 		return d.resp, nil
 	}
-	// Connect first, so the Describe is recorded against the connection it
-	// runs on (the client connects lazily, during the first call). A
-	// plugin that is down is not waited for: the call fails at once.
+	// Connect first, so the Describe is recorded against the connection it runs on.
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -233,8 +171,6 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 	if err != nil {
 		return nil, err
 	}
-	// A reconnect during the call records an older epoch: one extra
-	// Describe later, never a stale one.
 	s.desc.Store(&described{epoch: ep, resp: resp})
 	s.log.Debug("plugin described", "name", resp.GetName(), "version", resp.GetVersion(),
 		"formats", resp.GetFormats(), "max_config_bytes", resp.GetMaxConfigBytes(), "chunk_bytes", resp.GetChunkBytes())
@@ -243,15 +179,24 @@ func (s *Sink) described(ctx context.Context) (*sinkv1.DescribeResponse, error) 
 
 // connect waits, bounded by ctx, while the connection is being made.
 func (s *Sink) connect(ctx context.Context) error {
+	return s.follow(ctx, func(st connectivity.State) bool {
+		return st != connectivity.Ready && st != connectivity.TransientFailure
+	})
+}
+
+// follow passes each state of the connection, made when idle, to fn until
+// fn returns false, ctx ends or the connection shuts down.
+func (s *Sink) follow(ctx context.Context, fn func(connectivity.State) bool) error {
 	for {
 		st := s.conn.GetState()
 		switch st {
-		case connectivity.Ready, connectivity.TransientFailure:
-			return nil
 		case connectivity.Shutdown:
 			return errors.New("the plugin sink is closed")
 		case connectivity.Idle:
 			s.conn.Connect()
+		}
+		if !fn(st) {
+			return nil
 		}
 		if !s.conn.WaitForStateChange(ctx, st) {
 			return ctx.Err()
@@ -265,7 +210,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return transportError("describe", err)
 	}
-	body, f, err := render(cfg, accepted(d))
+	body, f, err := render(cfg, d)
 	if err != nil {
 		return &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err}
 	}
@@ -277,7 +222,6 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	if chunk <= 0 {
 		chunk = DefaultChunkBytes
 	}
-	// A child context ends the stream on every early return.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.client.Apply(sctx)
@@ -293,7 +237,6 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	for off := 0; off < len(body); off += chunk {
 		end := min(off+chunk, len(body))
-		// The chunk aliases the shared bytes; grpc only reads it.
 		if err := stream.Send(&sinkv1.ApplyRequest{Msg: &sinkv1.ApplyRequest_Chunk{Chunk: body[off:end]}}); err != nil {
 			return s.sendFailed(stream, err)
 		}
@@ -305,22 +248,18 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 	return responseError(resp)
 }
 
-// sendFailed gets the real status: a failed Send returns io.EOF when the
-// server ended the stream, and the status comes from RecvMsg.
+// sendFailed gets the plugin's answer or status when Send fails with io.EOF.
 func (s *Sink) sendFailed(stream grpc.ClientStreamingClient[sinkv1.ApplyRequest, sinkv1.ApplyResponse], err error) error {
 	if errors.Is(err, io.EOF) {
 		resp, rerr := stream.CloseAndRecv()
 		if rerr != nil {
 			return transportError("apply", rerr)
 		}
-		// The plugin answered before reading everything (e.g. an early
-		// rejection).
 		return responseError(resp)
 	}
 	return transportError("apply", err)
 }
 
-// responseError maps the plugin's answer to the engine's error.
 func responseError(r *sinkv1.ApplyResponse) error {
 	if r.GetApplied() {
 		return nil
@@ -332,8 +271,6 @@ func responseError(r *sinkv1.ApplyResponse) error {
 	if e.Message == "" {
 		e.Message = "the plugin did not apply the configuration"
 	}
-	// The plugin's own code maps onto the closed set; a code of its own
-	// stays visible in the message.
 	own := r.GetCode()
 	e.Code = sink.ParseCode(own, e.Permanent)
 	switch {
@@ -359,8 +296,7 @@ func entityError(ee *sinkv1.EntityError) *confighubv1.EntityError {
 	return out
 }
 
-// transportError maps a gRPC failure: every one is retryable (the plugin
-// may come back or be fixed), with a code that says what happened.
+// transportError maps a gRPC failure to a retryable error.
 func transportError(op string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -376,9 +312,8 @@ func transportError(op string, err error) error {
 	return &sink.Error{Code: code, Message: fmt.Sprintf("plugin %s: gRPC %s: %s", op, strings.ToLower(codeName(st.Code())), st.Message()), Err: err}
 }
 
+// codeName is c's name in kebab-case.
 func codeName(c codes.Code) string {
-	// codes.Code.String gives "Unavailable", "ResourceExhausted", ...: turn
-	// CamelCase into kebab-case.
 	var b strings.Builder
 	for i, r := range c.String() {
 		if i > 0 && r >= 'A' && r <= 'Z' {
@@ -389,49 +324,37 @@ func codeName(c codes.Code) string {
 	return b.String()
 }
 
-// accepted is the plugin's list of formats; empty means JSON.
-func accepted(d *sinkv1.DescribeResponse) []sinkv1.Format {
-	if len(d.GetFormats()) == 0 {
-		return []sinkv1.Format{sinkv1.Format_FORMAT_JSON}
+// render picks the bytes to send: as pushed if the plugin takes that format
+// (default JSON), else the Config's shared conversion.
+func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Format, error) {
+	formats := d.GetFormats()
+	if len(formats) == 0 {
+		formats = []sinkv1.Format{sinkv1.Format_FORMAT_JSON}
 	}
-	return d.GetFormats()
-}
-
-// render picks the bytes to send: as pushed when the plugin takes that
-// format, else converted (JSON via the Config's shared conversion).
-func render(cfg *config.Config, formats []sinkv1.Format) ([]byte, sinkv1.Format, error) {
 	own := sinkv1.Format_FORMAT_JSON
 	if cfg.Format == config.FormatYAML {
 		own = sinkv1.Format_FORMAT_YAML
 	}
-	takes := func(f sinkv1.Format) bool {
-		for _, x := range formats {
-			if x == f {
-				return true
-			}
-		}
-		return false
-	}
+	var b []byte
+	var err error
+	f := sinkv1.Format_FORMAT_JSON
 	switch {
-	case takes(own):
+	case slices.Contains(formats, own):
 		return cfg.Raw, own, nil
-	case takes(sinkv1.Format_FORMAT_JSON):
-		b, err := cfg.JSON()
-		if err != nil {
-			return nil, 0, fmt.Errorf("convert generation %d to JSON: %w", cfg.Generation, err)
-		}
-		return b, sinkv1.Format_FORMAT_JSON, nil
-	case takes(sinkv1.Format_FORMAT_YAML):
-		b, err := cfg.YAML()
-		if err != nil {
-			return nil, 0, fmt.Errorf("convert generation %d to YAML: %w", cfg.Generation, err)
-		}
-		return b, sinkv1.Format_FORMAT_YAML, nil
+	case slices.Contains(formats, f):
+		b, err = cfg.JSON()
+	case slices.Contains(formats, sinkv1.Format_FORMAT_YAML):
+		f = sinkv1.Format_FORMAT_YAML
+		b, err = cfg.YAML()
+	default:
+		return nil, 0, fmt.Errorf("the plugin accepts none of JSON or YAML (formats %v)", formats)
 	}
-	return nil, 0, fmt.Errorf("the plugin accepts none of JSON or YAML (formats %v)", formats)
+	if err != nil {
+		return nil, 0, fmt.Errorf("convert generation %d to %s: %w", cfg.Generation, f, err)
+	}
+	return b, f, nil
 }
 
-// connCounter counts new transport connections.
 type connCounter struct{ n *atomic.Uint64 }
 
 func (c connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }

@@ -125,9 +125,9 @@ func serve(t *testing.T, addr string, p *fakePlugin) (string, func()) {
 func newSink(t *testing.T, addr string, settings *structpb.Struct) *plugin.Sink {
 	t.Helper()
 	r := sink.NewRegistry()
-	if err := plugin.RegisterWith(r,
-		plugin.WithBackoff(backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}),
-		plugin.WithMinConnectTimeout(time.Second)); err != nil {
+	if err := plugin.RegisterWith(r, plugin.Options{
+		Backoff:           backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond},
+		MinConnectTimeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	k, _ := r.Lookup("plugin")
@@ -423,8 +423,6 @@ func TestFactoryRejectsBadSpecs(t *testing.T) {
 		t.Errorf("default backoff max %v, want %v", got, plugin.DefaultBackoffMax)
 	}
 	for name, spec := range map[string]*confighubv1.Sink{
-		"no spec":      {Name: "p", Kind: "plugin"},
-		"no address":   {Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{}}},
 		"bad CA":       {Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{Address: "127.0.0.1:1", Tls: &confighubv1.TLS{CaPem: "nope"}}}},
 		"missing file": {Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{Address: "127.0.0.1:1", Tls: &confighubv1.TLS{CaFile: "/no/such/ca.pem"}}}},
 		"cert no key":  {Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{Address: "127.0.0.1:1", Tls: &confighubv1.TLS{CertPem: "x"}}}},

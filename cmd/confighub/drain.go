@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -10,28 +11,19 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// drainer ends the server-streaming calls (WatchStatus) when a shutdown
-// starts. A status watch never ends on its own, and a controller always has
-// one open, so without this a graceful stop waited the whole
-// --shutdown-timeout for it and then cut every call in flight, pushes
-// included. Watchers get Unavailable and reconnect (hubclient resumes from
-// their last revision, on this hub after a restart or on another replica).
+// drainer ends the server-streaming calls (WatchStatus), which never end
+// on their own, with Unavailable once drain is called (a shutdown starts).
 type drainer struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx   context.Context
+	drain context.CancelFunc
 }
 
 func newDrainer() *drainer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &drainer{ctx: ctx, cancel: cancel}
+	return &drainer{ctx: ctx, drain: cancel}
 }
 
-// drain ends every server-streaming call now and every one started later.
-func (d *drainer) drain() { d.cancel() }
-
-// interceptor gives each server-streaming call a context that also ends
-// when drain is called. Client-streaming calls (UploadConfig) are left to
-// finish: they end on their own.
+// interceptor gives each server-only-streaming call a context that drain ends.
 func (d *drainer) interceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if info.IsClientStream || !info.IsServerStream {
@@ -41,17 +33,12 @@ func (d *drainer) interceptor() grpc.StreamServerInterceptor {
 		defer cancel()
 		stop := context.AfterFunc(d.ctx, cancel)
 		defer stop()
-		err := handler(srv, &drainStream{ServerStream: ss, ctx: ctx})
+		ws := middleware.WrapServerStream(ss)
+		ws.WrappedContext = ctx
+		err := handler(srv, ws)
 		if d.ctx.Err() != nil && ss.Context().Err() == nil {
 			return status.Error(codes.Unavailable, server.ShutdownMessage)
 		}
 		return err
 	}
 }
-
-type drainStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s *drainStream) Context() context.Context { return s.ctx }

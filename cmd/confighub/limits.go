@@ -19,11 +19,9 @@ import (
 // limitFlags are the bounds on what clients can make the hub hold, and
 // the Go memory limit.
 type limitFlags struct {
-	hub hub.Limits
-	// connStreams is --max-concurrent-streams (per client connection).
-	connStreams int
-	// memoryLimit is --memory-limit as given ("auto", "0" or a size).
-	memoryLimit string
+	hub         hub.Limits
+	connStreams int    // --max-concurrent-streams
+	memoryLimit string // as given: "auto", "0" or a size
 }
 
 func addLimitFlags(fs *flag.FlagSet, l *limitFlags) {
@@ -35,7 +33,6 @@ func addLimitFlags(fs *flag.FlagSet, l *limitFlags) {
 	fs.StringVar(&l.memoryLimit, "memory-limit", "auto", "soft limit of the Go runtime's memory (debug.SetMemoryLimit), in bytes or with a KiB, MiB or GiB suffix: the garbage collector works harder as the hub nears it; auto: 90% of the cgroup's memory limit when there is one (cgroup v2 memory.max, v1 memory.limit_in_bytes), else none; 0: none")
 }
 
-// check refuses bounds that contradict each other.
 func (l limitFlags) check(maxConfig int64) error {
 	for name, v := range map[string]int{"--max-streams": l.hub.MaxStreams, "--max-sinks": l.hub.MaxSinks, "--max-watchers": l.hub.MaxWatchers} {
 		if v < 0 {
@@ -54,8 +51,7 @@ func (l limitFlags) check(maxConfig int64) error {
 	return nil
 }
 
-// parseSize reads a byte count: digits with an optional KiB, MiB or GiB
-// suffix.
+// parseSize reads digits with an optional KiB, MiB or GiB suffix.
 func parseSize(s string) (int64, error) {
 	mult := int64(1)
 	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
@@ -71,13 +67,10 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// cgroupRoot is where the cgroup file systems are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
-// cgroupMemoryLimit reads the memory limit of the hub's cgroup under
-// root: cgroup v2's memory.max, else v1's memory/memory.limit_in_bytes.
-// It returns 0 when there is no limit ("max", or v1's page-rounded
-// MaxInt64), and the file it read.
+// cgroupMemoryLimit reads the cgroup v2 or v1 memory limit under root (0:
+// none) and the file it read.
 func cgroupMemoryLimit(root string) (int64, string, error) {
 	for _, f := range []string{filepath.Join(root, "memory.max"), filepath.Join(root, "memory", "memory.limit_in_bytes")} {
 		b, err := os.ReadFile(f)
@@ -104,14 +97,11 @@ func cgroupMemoryLimit(root string) (int64, string, error) {
 	return 0, "", nil
 }
 
-// autoMemoryShare is the part of the cgroup's limit that --memory-limit
-// auto gives the Go runtime: the rest is for what the runtime does not
-// count (thread stacks, the page cache of the store's files that the
-// cgroup charges) before the kernel's OOM killer acts.
+// autoMemoryShare of the cgroup's limit goes to the Go runtime; the rest
+// is for what it does not count (thread stacks, the store's page cache).
 const autoMemoryShare = 0.9
 
-// memoryLimit is the soft limit --memory-limit asks for under the cgroup
-// root, and where it comes from ("flag", "cgroup FILE" or "none").
+// memoryLimit is the soft limit --memory-limit asks for, and its source.
 func memoryLimit(flagValue, root string) (int64, string, error) {
 	if flagValue != "auto" {
 		n, err := parseSize(flagValue)
@@ -136,8 +126,7 @@ func memoryLimit(flagValue, root string) (int64, string, error) {
 	return int64(float64(n) * autoMemoryShare), fmt.Sprintf("%.0f%% of %s (%d bytes)", autoMemoryShare*100, file, n), nil
 }
 
-// applyMemoryLimit sets the Go runtime's soft memory limit from
-// --memory-limit and logs it with its source.
+// applyMemoryLimit sets and logs the Go runtime's soft memory limit.
 func applyMemoryLimit(flagValue, root string, log *slog.Logger) error {
 	n, source, err := memoryLimit(flagValue, root)
 	if err != nil {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/confighub/confighub/clients/builtin"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/sinksfile"
@@ -42,24 +45,14 @@ func main() {
 }
 
 type flags struct {
-	listen          string
-	dataDir         string
-	fileSinkRoot    string
-	storeKind       string
-	sinks           string
-	logLevel        string
-	logFormat       string
-	maxMsg          int
-	maxConfig       int64
-	uploadBudget    int64
-	maxConcurrent   int
-	history         int
-	historyBytes    int64
-	shutdownTimeout time.Duration
-	limits          limitFlags   // bounds and --memory-limit (limits.go)
-	replica         replicaFlags // --store etcd (replicated.go)
-	cluster         clusterFlags // --cluster-* (cluster.go)
-	ops             opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
+	listen, dataDir, fileSinkRoot, storeKind, sinks, logLevel, logFormat string
+	maxMsg, maxConcurrent, history                                       int
+	maxConfig, uploadBudget, historyBytes                                int64
+	shutdownTimeout                                                      time.Duration
+	limits                                                               limitFlags   // bounds and --memory-limit (limits.go)
+	replica                                                              replicaFlags // --store etcd (replicated.go)
+	cluster                                                              clusterFlags // --cluster-* (cluster.go)
+	ops                                                                  opsFlags     // auth, TLS, metrics, diagnostics (ops.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -113,28 +106,12 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, nil
 }
 
-// retention is --history and --history-bytes.
 func (f flags) retention() store.Retention {
 	return store.Retention{History: f.history, Bytes: f.historyBytes}
 }
 
-// hubOptions are the hub's options from the flags.
-func (f flags) hubOptions(log *slog.Logger, secrets hub.SinkSecrets) []hub.Option {
-	return []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
-		hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
-}
-
-// serverOptions are the gRPC server's options from the flags.
-func (f flags) serverOptions(log *slog.Logger) []server.Option {
-	return []server.Option{server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg), server.WithMaxConcurrentStreams(f.limits.connStreams)}
-}
-
-// fileSinkRootDir is --file-sink-root, by default <data-dir>/out.
 func (f flags) fileSinkRootDir() string {
-	if f.fileSinkRoot != "" {
-		return f.fileSinkRoot
-	}
-	return filepath.Join(f.dataDir, "out")
+	return cmp.Or(f.fileSinkRoot, filepath.Join(f.dataDir, "out"))
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -152,25 +129,55 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func openStore(f flags) (store.Store, error) {
+// storeMode is what a --store mode gives serve: its store, the hub's ports
+// on the engine, a failed start's name and bound (0: none), and serving,
+// run once the server exists; its stop runs before the engine stops.
+type storeMode struct {
+	store        store.Store
+	log          *slog.Logger
+	engine       []engine.Option
+	ports        func(eng *engine.Engine) hub.Ports
+	what         string
+	startTimeout time.Duration
+	serving      func(ctx context.Context, srv *server.Server) (stop func())
+	attrs        []any // on the "confighub serving" line
+	close        func()
+	dataPlanes   hybrid.Sinks // who takes connected data planes; nil: the engine
+}
+
+// openStore opens --store bolt or memory: one hub on its own store.
+func openStore(f flags, log *slog.Logger) (*storeMode, error) {
+	var st store.Store
+	attrs := []any{"store", f.storeKind}
 	switch f.storeKind {
 	case "bolt":
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 		}
-		return bolt.Open(filepath.Join(f.dataDir, "confighub.db"), bolt.WithRetention(f.retention()))
+		b, err := bolt.Open(filepath.Join(f.dataDir, "confighub.db"), bolt.WithRetention(f.retention()))
+		if err != nil {
+			return nil, err
+		}
+		st, attrs = b, append(attrs, "data_dir", f.dataDir)
 	case "memory":
-		return memory.New(memory.WithRetention(f.retention())), nil
+		st = memory.New(memory.WithRetention(f.retention()))
+	default:
+		return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
 	}
-	return nil, fmt.Errorf("--store %q: want bolt, etcd or memory", f.storeKind)
+	what := "start"
+	if f.sinks != "" {
+		what = "start (sinks file " + f.sinks + ")"
+	}
+	return &storeMode{store: st, log: log, what: what, attrs: attrs,
+		ports:   func(eng *engine.Engine) hub.Ports { return hub.PortsOf(eng) },
+		serving: func(context.Context, *server.Server) func() { return func() {} },
+		close:   func() { _ = st.Close() }}, nil
 }
 
-// sinkSecrets keys the fingerprints of sink secrets with the store's key
-// (created at the first start), so that they stay the same across
-// restarts and replicas.
+// sinkSecrets keys sink secret fingerprints with the store's key, stable across restarts and replicas.
 func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, error) {
 	fresh := make([]byte, redact.FingerprintKeyBytes)
-	_, _ = rand.Read(fresh) // never fails (crypto/rand)
+	_, _ = rand.Read(fresh)
 	key, err := st.FingerprintKey(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("read the fingerprint key of sink secrets: %w", err)
@@ -210,7 +217,6 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 		seed = s
 	}
 	reg := sink.NewRegistry()
-	// The root is created by the first file sink write.
 	if err := builtin.Register(reg, f.fileSinkRootDir()); err != nil {
 		return err
 	}
@@ -229,53 +235,67 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := applyMemoryLimit(f.limits.memoryLimit, cgroupRoot, log); err != nil {
 		return err
 	}
+	open := openStore
 	if f.storeKind == "etcd" {
-		return serveReplicated(ctx, f, log, seed, reg, o, cl)
+		open = openReplicated
 	}
-	st, err := openStore(f)
+	m, err := open(f, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	eng := engine.New(reg, append([]engine.Option{
+	defer m.close()
+	log = m.log
+	eng := engine.New(reg, slices.Concat([]engine.Option{
 		engine.WithLogger(log),
-		engine.WithRecorder(st),
+		engine.WithRecorder(m.store),
 		engine.WithMaxConcurrentApplies(f.maxConcurrent),
-	}, o.engineOptions()...)...)
+	}, m.engine, o.engineOptions())...)
 	defer eng.Stop()
 	defer cl.close(log) // before the engine stops: Apply waits on the connections
-	secrets, err := sinkSecrets(ctx, st)
-	if err != nil {
-		return err
+	ports := m.ports(eng)
+	sctx := ctx
+	if m.startTimeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, m.startTimeout)
+		defer cancel()
 	}
-	h := hub.New(st, hub.PortsOf(eng), append(f.hubOptions(log, secrets), o.hubOptions()...)...)
-	if err := h.Start(ctx, seed); err != nil {
-		if f.sinks != "" {
-			return fmt.Errorf("start (sinks file %s): %w", f.sinks, err)
+	var h *hub.Hub
+	secrets, err := sinkSecrets(sctx, m.store)
+	if err == nil {
+		hopts := []hub.Option{hub.WithLogger(log), hub.WithMaxConfigBytes(f.maxConfig), hub.WithSinkSecrets(secrets),
+			hub.WithUploadBudgetBytes(f.uploadBudget), hub.WithLimits(f.limits.hub)}
+		if o.metrics != nil {
+			hopts = append(hopts, hub.WithRefusals(o.metrics.Bounds))
 		}
-		return fmt.Errorf("start: %w", err)
+		h = hub.New(m.store, ports, hopts...)
+		err = h.Start(sctx, seed)
 	}
-	releaseStartGarbage()
-	cl.serve(eng, log)
-	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.what, err)
+	}
+	// Return the memory of reading the store to the OS now.
+	debug.FreeOSMemory()
+	srv, err := server.New(h, append(o.serverOptions(), server.WithLogger(log), server.WithMaxMessageBytes(f.maxMsg),
+		server.WithMaxConcurrentStreams(f.limits.connStreams))...)
 	if err != nil {
 		return err
 	}
-	o.exportBounds(h, srv)
-	attrs := []any{"store", f.storeKind}
-	if f.storeKind == "bolt" { // the memory store has no data dir
-		attrs = append(attrs, "data_dir", f.dataDir)
+	if o.metrics != nil {
+		o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
 	}
+	stop := m.serving(ctx, srv)
+	defer stop()
+	dp := m.dataPlanes
+	if dp == nil {
+		dp = eng
+	}
+	cl.serve(dp, log)
 	o.page = h
-	return listenAndServe(ctx, f, log, o, srv, append(attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
+	return listenAndServe(ctx, f, log, o, srv, append(m.attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }
 
-// listenAndServe serves gRPC on --listen until ctx ends, then shuts down:
-// stop accepting, end the status watches (they never end on their own),
-// let unary calls and uploads finish within --shutdown-timeout. The
-// caller's deferred stops follow (fan-out, engine, store). attrs go on the
-// "confighub serving" line.
+// listenAndServe serves gRPC on --listen until ctx ends, then ends the
+// status watches and lets other calls finish within --shutdown-timeout.
 func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv *server.Server, attrs ...any) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -305,10 +325,3 @@ func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv 
 	}
 	return nil
 }
-
-// releaseStartGarbage gives the memory the start freed back to the OS at
-// once: opening the store reads every record (to verify it), then every
-// stream's configuration again, and without this an idle hub kept about
-// twice its configurations in RSS until the runtime's scavenger caught up
-// (two 200 MiB streams: 828 MiB idle).
-func releaseStartGarbage() { debug.FreeOSMemory() }

@@ -20,17 +20,14 @@ import (
 
 	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
-	"github.com/confighub/confighub/internal/hub"
 	"github.com/confighub/confighub/internal/metrics"
 	"github.com/confighub/confighub/internal/redact"
 	"github.com/confighub/confighub/internal/server"
 	"github.com/confighub/confighub/internal/statuspage"
 )
 
-// defaultMetricsListen is where /metrics is served unless told otherwise.
 const defaultMetricsListen = "127.0.0.1:9464"
 
-// opsFlags are the security, metrics and diagnostics flags.
 type opsFlags struct {
 	authTokens        string
 	tlsCert           string
@@ -38,15 +35,12 @@ type opsFlags struct {
 	tlsClientCA       string
 	insecureListenAny bool
 	metricsListen     string
-	// metricsListenSet: --metrics-listen was given, even with the default
-	// value: an address the operator chose must be served or the start fails.
-	metricsListenSet bool
-	includeSecrets   bool
-	profiling        bool
+	metricsListenSet  bool // given, even with the default value
+	includeSecrets    bool
+	profiling         bool
 }
 
-// metricsRequired: the metrics listener must bind or the start fails,
-// when --metrics-listen was given or --profiling asks for what it serves.
+// metricsRequired: the metrics listener must bind or the start fails.
 func (o opsFlags) metricsRequired() bool { return o.metricsListenSet || o.profiling }
 
 func addOpsFlags(fs *flag.FlagSet, o *opsFlags) {
@@ -67,69 +61,49 @@ type ops struct {
 	auth    *auth.Authenticator
 	tls     *auth.ServerTLS
 	redact  bool
-	// drain ends the status watches when a shutdown starts (drain.go).
-	drain *drainer
-
-	msrv *metrics.Server
-	// page is the status view the status page reads (the hub); set before
-	// serve. pageURL is the page's address once its listener is bound.
-	page    statuspage.Source
-	pageURL atomic.Pointer[string]
+	drain   *drainer
+	msrv    *metrics.Server
+	page    statuspage.Source      // set before serve
+	pageURL atomic.Pointer[string] // "" until its listener is bound
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	// hup receives SIGHUP from startOps on: a SIGHUP while the store
-	// opens or the hub starts (up to 30 s on etcd) would otherwise kill
-	// the process (its default action); it is handled once serving.
-	hup chan os.Signal
+	hup     chan os.Signal // from startOps on, so SIGHUP never kills a starting hub
 }
 
-// startOps checks the listen policy and loads tokens, TLS and the metric
-// registry. Nothing listens yet.
+// startOps checks the listen policy and loads tokens, TLS and metrics; nothing listens yet.
 func startOps(f flags, log *slog.Logger) (*ops, error) {
 	o := &ops{log: log, redact: !f.ops.includeSecrets, drain: newDrainer(), hup: make(chan os.Signal, 1)}
-	signal.Notify(o.hup, syscall.SIGHUP)
-	ok := false
-	defer func() {
-		if !ok {
-			signal.Stop(o.hup)
-		}
-	}()
 	if err := checkListenPolicy(f); err != nil {
 		return nil, err
 	}
+	var err error
 	if f.ops.authTokens != "" {
-		a, err := auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log))
-		if err != nil {
+		if o.auth, err = auth.NewFromFile(f.ops.authTokens, auth.WithLogger(log)); err != nil {
 			return nil, fmt.Errorf("--auth-tokens: %w", err)
 		}
-		o.auth = a
 	}
 	if f.ops.tlsCert != "" || f.ops.tlsKey != "" || f.ops.tlsClientCA != "" {
-		t, err := auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA)
-		if err != nil {
+		if o.tls, err = auth.NewServerTLS(f.ops.tlsCert, f.ops.tlsKey, f.ops.tlsClientCA); err != nil {
 			return nil, err
 		}
-		o.tls = t
 	}
 	if f.ops.metricsListen != "" {
-		m, err := metrics.New()
-		if err != nil {
+		if o.metrics, err = metrics.New(); err != nil {
 			return nil, err
 		}
-		o.metrics = m
 	}
 	if f.ops.includeSecrets {
 		log.Warn("--diagnostics-include-secrets: GetConfig shows credentials and private keys to every reader")
 	}
 	log.Info("security", "auth", o.auth != nil, "tls", o.tls != nil, "mtls", o.tls != nil && o.tls.MTLS(),
 		"redact_diagnostics", o.redact, "insecure_listen_any", f.ops.insecureListenAny)
-	ok = true
+	o.pageURL.Store(new(string))
+	signal.Notify(o.hup, syscall.SIGHUP)
 	return o, nil
 }
 
 // checkListenPolicy refuses a non-loopback --listen or --metrics-listen
-// without --auth-tokens, unless --insecure-listen-any: one rule for every
-// port the hub opens.
+// without --auth-tokens, unless --insecure-listen-any.
 func checkListenPolicy(f flags) error {
 	if f.ops.authTokens != "" || f.ops.insecureListenAny {
 		return nil
@@ -143,61 +117,32 @@ func checkListenPolicy(f flags) error {
 	return requireLoopback("--metrics-listen", f.ops.metricsListen, "read every stream name, sink name, kind and state from /metrics, and every sink's errors from the status page")
 }
 
-// requireLoopback refuses addr (the value of flag) when it is not on the
-// loopback interface: without tokens anyone who reaches the port could do
-// what risk says.
+// requireLoopback refuses addr (flag's value) unless it is loopback.
 func requireLoopback(flag, addr, risk string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
-	refuse := fmt.Errorf("%s %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could %s; "+
-		"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", flag, addr, risk)
-	if host == "" {
-		return refuse
-	}
 	if host == "localhost" {
 		return nil
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		if !ip.IsLoopback() {
-			return refuse
+	ips := []net.IP{net.ParseIP(host)} // nil for "": every interface
+	if host != "" && ips[0] == nil {
+		if ips, err = net.LookupIP(host); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, addr, err)
 		}
-		return nil
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	for _, ip := range ips {
 		if !ip.IsLoopback() {
-			return refuse
+			return fmt.Errorf("%s %s is not a loopback address and no --auth-tokens is set: anyone who reaches it could %s; "+
+				"set --auth-tokens FILE (see docs/operations.md), or --insecure-listen-any to accept that risk", flag, addr, risk)
 		}
 	}
 	return nil
 }
 
-// hubOptions count the refusals of the hub's bounds.
-func (o *ops) hubOptions() []hub.Option {
-	if o.metrics == nil {
-		return nil
-	}
-	return []hub.Option{hub.WithRefusals(o.metrics.Bounds)}
-}
-
-// exportBounds makes /metrics show the bounds of h and srv.
-func (o *ops) exportBounds(h *hub.Hub, srv *server.Server) {
-	if o.metrics == nil {
-		return
-	}
-	o.metrics.Bounds.SetSource(func() []hub.Usage { return append(h.Usage(), srv.ConnectionUsage()) })
-}
-
-// engineOptions adds the Prometheus engine metrics.
 func (o *ops) engineOptions() []engine.Option {
-	// Secrets a destination quotes in its errors never reach status or
-	// logs, whatever --diagnostics-include-secrets says (that flag is about
-	// GetConfig's configurations and raw bodies).
+	// Secrets quoted in errors never reach status or logs, whatever --diagnostics-include-secrets says.
 	opts := []engine.Option{engine.WithMessageRedactor(redact.Message), engine.WithSecretValues(redact.SecretValues)}
 	if o.metrics != nil {
 		opts = append(opts, engine.WithMetrics(o.metrics.Engine))
@@ -205,9 +150,8 @@ func (o *ops) engineOptions() []engine.Option {
 	return opts
 }
 
-// serverOptions adds TLS, the drain of status watches at shutdown, the
-// metric interceptors (before auth, so denied calls are counted too), the
-// auth interceptors and the redactor.
+// serverOptions adds TLS, the drain, the metric interceptors (before auth,
+// to count denied calls), auth and the redactor.
 func (o *ops) serverOptions() []server.Option {
 	var (
 		opts   []server.Option
@@ -222,7 +166,7 @@ func (o *ops) serverOptions() []server.Option {
 	if o.auth != nil {
 		unary, stream = append(unary, o.auth.UnaryInterceptor()), append(stream, o.auth.StreamInterceptor())
 	}
-	opts = append(opts, server.WithInterceptors(unary, stream), server.WithStatusPageURL(o.statusPageURL))
+	opts = append(opts, server.WithInterceptors(unary, stream), server.WithStatusPageURL(func() string { return *o.pageURL.Load() }))
 	if o.tls != nil {
 		opts = append(opts, server.WithServerOptions(grpc.Creds(credentials.NewTLS(o.tls.Config()))))
 	}
@@ -232,16 +176,7 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// statusPageURL is the status page's URL, "" while none is served.
-func (o *ops) statusPageURL() string {
-	if u := o.pageURL.Load(); u != nil {
-		return *u
-	}
-	return ""
-}
-
-// pageURLFor is the URL a user opens for the listener bound at addr: an
-// unspecified host (0.0.0.0, ::) becomes this machine's name.
+// pageURLFor is the URL of the listener at addr, an unspecified host as this machine's name.
 func pageURLFor(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -257,8 +192,7 @@ func pageURLFor(addr string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// serve starts /metrics with the status page and the SIGHUP reloader;
-// close stops both.
+// serve starts /metrics with the status page and the SIGHUP reloader.
 func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	rctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
@@ -270,27 +204,19 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			if o.auth != nil {
 				popts = append(popts, statuspage.WithAuth(o.auth))
 			}
-			// The page's event streams end with rctx, before the
-			// listener's Shutdown waits for its requests.
 			page = statuspage.New(rctx, o.page, popts...)
 		}
-		// Running profiles end with rctx too: Shutdown never ends a
-		// request's context.
+		// Event streams and profiles end with rctx: Shutdown never ends a request's context.
 		lopts := []metrics.ListenOption{metrics.WithBaseContext(rctx)}
 		if f.ops.profiling {
-			var c metrics.Authorizer // nil: as open as /metrics (loopback unless --insecure-listen-any)
-			if o.auth != nil {
-				c = o.auth
-			}
-			lopts = append(lopts, metrics.WithProfiling(c))
+			// Without tokens as open as /metrics (loopback unless --insecure-listen-any).
+			lopts = append(lopts, metrics.WithProfiling(o.auth))
 		}
 		ms, err := o.metrics.Listen(f.ops.metricsListen, o.log, page, lopts...)
 		if err != nil {
 			if f.ops.metricsRequired() {
 				return err
 			}
-			// The default port, not asked for, is taken (another hub on
-			// this machine): serve gRPC anyway and say so.
 			o.log.Warn("metrics disabled: the default --metrics-listen is in use; set --metrics-listen", "error", err)
 		} else {
 			o.msrv = ms
@@ -305,9 +231,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 			}
 		}
 	}
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
+	o.wg.Go(func() {
 		for {
 			select {
 			case <-rctx.Done():
@@ -316,12 +240,11 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 				o.reload()
 			}
 		}
-	}()
+	})
 	return nil
 }
 
-// reload re-reads the token file and the TLS certificate (SIGHUP). A
-// failure keeps what is in force.
+// reload re-reads the token file and the TLS certificate; a failure keeps the old.
 func (o *ops) reload() {
 	if o.auth == nil && o.tls == nil {
 		o.log.Info("SIGHUP: nothing to reload (no --auth-tokens, no --tls-cert)")
@@ -333,9 +256,9 @@ func (o *ops) reload() {
 	if o.tls != nil {
 		if err := o.tls.Reload(); err != nil {
 			o.log.Error("TLS certificate reload failed; keeping the previous one", "error", err)
-		} else {
-			o.log.Info("TLS certificate reloaded")
+			return
 		}
+		o.log.Info("TLS certificate reloaded")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -23,18 +24,14 @@ import (
 	"github.com/confighub/confighub/internal/cluster"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
-	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/server"
 	etcdstore "github.com/confighub/confighub/internal/store/etcd"
-	"github.com/confighub/confighub/sink"
 )
 
+// On replicas, GetConfig of a sink is answered from etcd and the store.
 var (
-	// On replicas, GetConfig of a sink is answered from etcd and the store.
 	_ hub.Diagnostics = (*cluster.Diagnostics)(nil)
 	_ cluster.Store   = (*etcdstore.Store)(nil)
-	// Data planes' sinks are claimed by the replica they connect to.
-	_ hybrid.Sinks = (*cluster.Replica)(nil)
 )
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
@@ -81,25 +78,17 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	if r.opTimeout <= 0 {
 		return clientv3.Config{}, fmt.Errorf("--etcd-op-timeout %s: must be positive", r.opTimeout)
 	}
-	password := r.password
-	if password == "" {
-		password = os.Getenv("CONFIGHUB_ETCD_PASSWORD")
-	}
 	cfg := clientv3.Config{
 		Endpoints:   eps,
 		DialTimeout: 5 * time.Second,
-		// Keepalive pings find a dead connection within a TTL, so the
-		// readiness probe and the lease react to it.
+		// Keepalive pings find a dead connection within a TTL.
 		DialKeepAliveTime:    r.leaseTTL / 2,
 		DialKeepAliveTimeout: r.leaseTTL / 2,
 		Username:             r.username,
-		Password:             password,
-		// The hub logs what matters (lease lost, etcd unreachable); the
-		// client's own retry chatter stays out of it.
-		Logger: zap.NewNop(),
+		Password:             cmp.Or(r.password, os.Getenv("CONFIGHUB_ETCD_PASSWORD")),
+		Logger:               zap.NewNop(), // the hub logs what matters
 		// Reconnect to a restarted etcd within a second, not after gRPC's
-		// default backoff of up to two minutes: the replicas serve again
-		// within about a probe interval of etcd being back.
+		// default backoff of up to two minutes.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: r.opTimeout,
@@ -120,23 +109,22 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	return cfg, nil
 }
 
-// serveReplicated runs this hub as one replica of several sharing etcd:
-// any replica accepts pushes, each runs the workers of the sinks it owns,
-// and every replica serves every sink's status (package cluster).
-func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*confighubv1.Sink, reg *sink.Registry, o *ops, cl *clusterListener) error {
+// openReplicated opens --store etcd: this hub is one replica of several
+// sharing etcd; any replica accepts pushes, each runs the workers of the
+// sinks it owns, and every replica serves every sink's status (package
+// cluster).
+func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	r := f.replica
 	ccfg, err := r.clientConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cli, err := clientv3.New(ccfg)
 	if err != nil {
-		return fmt.Errorf("etcd client (%s): %w", r.endpoints, err)
+		return nil, fmt.Errorf("etcd client (%s): %w", r.endpoints, err)
 	}
-	defer cli.Close()
 	prefix := strings.TrimSuffix(r.prefix, "/")
 	st := etcdstore.New(cli, etcdstore.WithPrefix(prefix+"/"), etcdstore.WithRetention(f.retention()))
-	defer st.Close()
 	log = log.With("replica", r.replicaID)
 
 	var (
@@ -146,66 +134,48 @@ func serveReplicated(ctx context.Context, f flags, log *slog.Logger, seed []*con
 	ready := func() bool { return rep.Ready() }
 	guarded := cluster.Guard(st, ready, r.opTimeout)
 	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, log)
-	// One engine path in both modes: the engine keeps every sink and runs
-	// the ones the replica owns; statuses go to etcd through a writer that
-	// watches the engine's broker, and come back through the mirror, which
-	// is the status view every replica serves.
+	// The engine keeps every sink and runs the ones the replica owns;
+	// statuses go to etcd and come back through the replica's mirror, the
+	// status view every replica serves.
 	place := cluster.NewPlacement(r.replicaID)
-	eng := engine.New(reg, append([]engine.Option{
-		engine.WithLogger(log),
-		engine.WithRecorder(guarded),
-		engine.WithMaxConcurrentApplies(f.maxConcurrent),
-		engine.WithOwnership(place),
-		// Set before the engine gets its first stream (hub.Start).
-		engine.WithNewStream(func(s string) { rep.Follow(s) }),
-	}, o.engineOptions()...)...)
-	defer eng.Stop()
-	rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
-		Ready: func(ok bool) {
-			s := health.Load()
-			if s == nil {
-				return
-			}
-			status := healthpb.HealthCheckResponse_NOT_SERVING
-			if ok {
-				status = healthpb.HealthCheckResponse_SERVING
-			}
-			for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
-				s.Health.SetServingStatus(svc, status)
-			}
-		}})
-	ports := hub.PortsOf(eng)
-	ports.Status = rep.View()
-	ports.Diagnostics = rep.Diagnostics()
-	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-	secrets, err := sinkSecrets(sctx, st)
-	if err != nil {
-		scancel()
-		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
+	m := &storeMode{store: guarded, log: log, what: "start (etcd " + r.endpoints + ")", startTimeout: 30 * time.Second,
+		engine: []engine.Option{
+			engine.WithOwnership(place),
+			// Set before the engine gets its first stream (hub.Start).
+			engine.WithNewStream(func(s string) { rep.Follow(s) }),
+		},
+		attrs: []any{"store", "etcd", "etcd_endpoints", r.endpoints, "etcd_prefix", prefix, "lease_ttl", r.leaseTTL},
+		close: func() { _ = st.Close(); _ = cli.Close() },
 	}
-	h := hub.New(guarded, ports, append(f.hubOptions(log, secrets), o.hubOptions()...)...)
-	err = h.Start(sctx, seed)
-	scancel()
-	if err != nil {
-		return fmt.Errorf("start (etcd %s): %w", r.endpoints, err)
+	m.ports = func(eng *engine.Engine) hub.Ports {
+		rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
+			Ready: func(ok bool) {
+				s := health.Load()
+				if s == nil {
+					return
+				}
+				status := healthpb.HealthCheckResponse_NOT_SERVING
+				if ok {
+					status = healthpb.HealthCheckResponse_SERVING
+				}
+				for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
+					s.Health.SetServingStatus(svc, status)
+				}
+			}})
+		m.dataPlanes = rep // a data plane is claimed by the replica it connects to
+		ports := hub.PortsOf(eng)
+		ports.Status = rep.View()
+		ports.Diagnostics = rep.Diagnostics()
+		return ports
 	}
-	releaseStartGarbage()
-	srv, err := server.New(h, append(f.serverOptions(log), o.serverOptions()...)...)
-	if err != nil {
-		return err
+	// On every exit the replica leaves the membership (the others take
+	// the sinks at once) before the engine stops.
+	m.serving = func(ctx context.Context, srv *server.Server) func() {
+		health.Store(srv)
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { rep.Run(ctx) })
+		return func() { cancel(); wg.Wait() }
 	}
-	o.exportBounds(h, srv)
-	health.Store(srv)
-	runCtx, runCancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { rep.Run(runCtx) })
-	// On every exit: leave the membership (the others take the sinks at
-	// once) before the engine stops.
-	defer func() { runCancel(); wg.Wait() }()
-	cl.serve(rep, log)
-	defer cl.close(log)
-
-	o.page = h
-	return listenAndServe(ctx, f, log, o, srv, "store", "etcd", "etcd_endpoints", r.endpoints,
-		"etcd_prefix", prefix, "lease_ttl", r.leaseTTL, "sink_kinds", reg.Kinds())
+	return m, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -20,26 +19,10 @@ import (
 // maxRecv bounds answers (config get of a large configuration).
 const maxRecv = 512 << 20
 
-// reconnectBackoff is grpc's default but for its longest wait.
-var reconnectBackoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectWait}
-
-// maxReconnectWait bounds the wait between two connection attempts, and
-// between two watch retries: a watch follows the hub within about twice
-// this after the hub came back.
+// maxReconnectWait bounds the wait between connection attempts and watch retries.
 const maxReconnectWait = 5 * time.Second
 
-// dial connects to the hub as the globals say.
-func dial(g *globals, opts ...hubclient.Option) (*hubclient.Client, func(), error) {
-	cc, err := dialConn(g)
-	if err != nil {
-		return nil, nil, err
-	}
-	return hubclient.New(cc, opts...), func() { _ = cc.Close() }, nil
-}
-
-// dialConn is dial's connection, for a command that needs more than one
-// client on it (push retries with other upload settings).
-func dialConn(g *globals) (*grpc.ClientConn, error) {
+func dial(g *globals) (*grpc.ClientConn, error) {
 	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""
 	if useTLS && g.insecure {
 		return nil, usagef("--insecure and --tls-* flags exclude each other")
@@ -52,13 +35,11 @@ func dialConn(g *globals) (*grpc.ClientConn, error) {
 		}
 		creds = credentials.NewTLS(c)
 	}
+	retry := backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectWait}
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)),
-		// grpc's reconnects back off up to 2 minutes by default: after a
-		// long outage status --watch would go on failing that long with the
-		// hub back. A single operator's client can afford to try sooner.
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 20 * time.Second}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: retry, MinConnectTimeout: 20 * time.Second}),
 	}
 	if g.token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(hubclient.BearerToken(g.token)))
@@ -82,11 +63,10 @@ func clientTLS(g *globals) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", g.tlsCA)
 		}
-		c.RootCAs = pool
 	}
 	if (g.tlsCert == "") != (g.tlsKey == "") {
 		return nil, usagef("--tls-cert and --tls-key go together")
@@ -99,29 +79,4 @@ func clientTLS(g *globals) (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{pair}
 	}
 	return c, nil
-}
-
-// listCall is the common body of a command that reads one answer: it takes
-// no positional argument, checks --output, dials the hub and runs call
-// within --timeout. Errors of call are the command's (cliError).
-func listCall[T any](ctx context.Context, g *globals, name string, pos []string, call func(context.Context, *hubclient.Client) (T, error)) (T, error) {
-	var zero T
-	if len(pos) > 0 {
-		return zero, usagef("%s: unexpected argument %q", name, pos[0])
-	}
-	if err := checkOutput(g); err != nil {
-		return zero, err
-	}
-	c, closeConn, err := dial(g)
-	if err != nil {
-		return zero, err
-	}
-	defer closeConn()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	res, err := call(ctx, c)
-	if err != nil {
-		return zero, &cliError{name, err}
-	}
-	return res, nil
 }

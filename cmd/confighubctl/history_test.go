@@ -48,7 +48,7 @@ func TestHistoryDiffRollback(t *testing.T) {
 	if strings.Contains(diff, "\x1b[") {
 		t.Errorf("colour when not on a terminal:\n%q", diff)
 	}
-	if c := mustCtl(t, append(g, "diff", "--color", "always", "1", "2")...); !strings.Contains(c, ansiYellow+"updating service") {
+	if c := mustCtl(t, append(g, "diff", "--color", "always", "1", "2")...); !strings.Contains(c, "\x1b[33mupdating service") {
 		t.Errorf("diff --color always:\n%q", c)
 	}
 	js := mustCtl(t, append(g, "--output", "json", "diff", "1", "2")...)

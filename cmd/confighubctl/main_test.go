@@ -539,7 +539,7 @@ func TestOutageNotice(t *testing.T) {
 	}
 	snap := &confighubv1.GetStatusResponse{Stream: "default", Generation: 1, Sinks: []*confighubv1.SinkStatus{
 		{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLIED, AppliedGeneration: 1, DesiredGeneration: 1}}}
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap}})
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: snap}})
 	table := renderStatus(snap, t0, 0)
 	if v.connection(refused, t0.Add(time.Second)) {
 		t.Error("the same error again asks for a redraw")
@@ -553,7 +553,7 @@ func TestOutageNotice(t *testing.T) {
 	if got := v.render(t0, 40); !strings.HasPrefix(got, "hub unreachable since 03:04:05, retryi…\n") {
 		t.Errorf("the notice is not cut to the width: %q", got)
 	}
-	if !v.connection(nil, t0.Add(3*time.Second)) || v.render(t0, 0) != table || v.outage() != nil {
+	if !v.connection(nil, t0.Add(3*time.Second)) || v.render(t0, 0) != table || v.down != nil {
 		t.Fatalf("connected again: %q", v.render(t0, 0))
 	}
 	if v.connection(nil, t0.Add(4*time.Second)) {
@@ -628,13 +628,13 @@ func TestWatchRendererPlain(t *testing.T) {
 // events on top of the snapshot.
 func TestViewFolding(t *testing.T) {
 	v := newStatusView()
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: &confighubv1.GetStatusResponse{
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 1, Event: &confighubv1.WatchStatusResponse_Snapshot{Snapshot: &confighubv1.GetStatusResponse{
 		Stream: "default", Generation: 1, Sinks: []*confighubv1.SinkStatus{{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLIED, AppliedGeneration: 1, DesiredGeneration: 1}, {Sink: "b"}},
 	}}})
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 2, Event: &confighubv1.WatchStatusResponse_Generation{Generation: &confighubv1.GenerationStatus{Generation: 2, Hash: "ff", SinksTotal: 2}}})
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 3, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLYING, AppliedGeneration: 1, DesiredGeneration: 2}}})
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 4, Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: "b"}})
-	v.apply(&confighubv1.WatchStatusResponse{Revision: 5, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "c", State: confighubv1.SinkState_SINK_STATE_PENDING, DesiredGeneration: 2}}})
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 2, Event: &confighubv1.WatchStatusResponse_Generation{Generation: &confighubv1.GenerationStatus{Generation: 2, Hash: "ff", SinksTotal: 2}}})
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 3, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "a", State: confighubv1.SinkState_SINK_STATE_APPLYING, AppliedGeneration: 1, DesiredGeneration: 2}}})
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 4, Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: "b"}})
+	v.fold.Apply(&confighubv1.WatchStatusResponse{Revision: 5, Event: &confighubv1.WatchStatusResponse_Sink{Sink: &confighubv1.SinkStatus{Sink: "c", State: confighubv1.SinkState_SINK_STATE_PENDING, DesiredGeneration: 2}}})
 	got := v.render(time.Now(), 0)
 	for _, want := range []string{"generation 2 (ff)  applied by 0/2 sinks", "a     ", "APPLYING", "1/2", "c  ", "PENDING"} {
 		if !strings.Contains(got, want) {

@@ -2,67 +2,62 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
+	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/sinksfile"
 )
 
-func cmdSinks(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fmt.Fprintln(errw, "Usage: confighubctl sinks list [--stream s] | put -f FILE.yaml | delete NAME")
-			return nil
-		}
-		return usagef("sinks: want list, put -f FILE or delete NAME")
-	}
-	switch args[0] {
-	case "list", "ls":
-		return sinksList(ctx, g, args[1:], out, errw)
-	case "put", "apply":
-		return sinksPut(ctx, g, args[1:], out, errw)
-	case "delete", "rm":
-		return sinksDelete(ctx, g, args[1:], out, errw)
-	}
-	return usagef("sinks: unknown subcommand %q (want list, put or delete)", args[0])
-}
-
-func sinksList(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("sinks list", g, errw, "sinks list [--stream s]")
+func sinksList(fs *flag.FlagSet) func(*invocation, []string) error {
 	stream := fs.String("stream", "", "only the sinks of this stream")
-	pos, err := parseSub(fs, args)
-	if err != nil {
-		return err
+	return func(x *invocation, _ []string) error {
+		res, err := call(x, x.name, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListSinksResponse, error) {
+			return c.Admin.ListSinks(ctx, &confighubv1.ListSinksRequest{Stream: *stream})
+		})
+		if err != nil {
+			return err
+		}
+		return x.print(res, func() string {
+			sinks := res.GetSinks()
+			sort.Slice(sinks, func(i, j int) bool { return sinks[i].GetName() < sinks[j].GetName() })
+			return table("NAME\tKIND\tSTREAM\tTARGET", len(sinks), func(i int) []any {
+				s := sinks[i]
+				return []any{s.GetName(), s.GetKind(), s.GetStream(), target(s)}
+			})
+		})
 	}
-	res, err := listCall(ctx, g, "sinks list", pos, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListSinksResponse, error) {
-		return c.Admin.ListSinks(ctx, &confighubv1.ListSinksRequest{Stream: *stream})
-	})
-	if err != nil {
-		return err
-	}
-	if g.output == "json" {
-		return printJSON(out, res)
-	}
-	sinks := res.GetSinks()
-	sort.Slice(sinks, func(i, j int) bool { return sinks[i].GetName() < sinks[j].GetName() })
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTREAM\tTARGET")
-	for _, s := range sinks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.GetName(), s.GetKind(), s.GetStream(), target(s))
-	}
-	return tw.Flush()
 }
 
-// target is where a sink writes, for the list.
+// table is a tab-aligned table: a header, then n rows of cells.
+func table(header string, n int, row func(i int) []any) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i := range n {
+		for j, cell := range row(i) {
+			if j > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
 func target(s *confighubv1.Sink) string {
 	switch {
 	case s.GetKong() != nil:
@@ -79,118 +74,160 @@ func target(s *confighubv1.Sink) string {
 	return "-"
 }
 
-func sinksPut(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("sinks put", g, errw, "sinks put -f FILE.yaml")
+func sinksPut(fs *flag.FlagSet) func(*invocation, []string) error {
 	file := fs.String("f", "", "YAML or JSON file: one sink or a list (the shape of PutSink's sink); - reads standard input")
-	pos, err := parseSub(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("sinks put: unexpected argument %q (the file goes in -f)", pos[0])
-	}
-	if *file == "" {
-		return usagef("sinks put: -f FILE is required")
-	}
-	if err := checkOutput(g); err != nil {
-		return err
-	}
-	var raw []byte
-	if *file == "-" {
-		raw, err = io.ReadAll(os.Stdin)
-	} else {
-		raw, err = os.ReadFile(*file)
-	}
-	if err != nil {
-		return &cliError{"sinks put", err}
-	}
-	sinks, err := parseSinks(raw)
-	if err != nil {
-		return &cliError{"sinks put", fmt.Errorf("%s: %w", *file, err)}
-	}
-	c, closeConn, err := dial(g)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	// With --output json one sink is one object and several are one array
-	// (printed even when a later put fails, so the output stays valid
-	// JSON and says which were done).
-	var done []proto.Message
-	defer func() {
-		if g.output == "json" && len(done) > 0 {
-			_ = printJSONs(out, done, len(sinks) > 1)
+	return func(x *invocation, _ []string) error {
+		if *file == "" {
+			return usagef("sinks put: -f FILE is required")
 		}
-	}()
-	for _, s := range sinks {
-		rctx, cancel := context.WithTimeout(ctx, g.timeout)
-		res, err := c.Admin.PutSink(rctx, &confighubv1.PutSinkRequest{Sink: s})
-		cancel()
+		raw, err := readInput(*file)
 		if err != nil {
-			return &cliError{"sinks put " + s.GetName(), err}
+			return &cliError{"sinks put", err}
 		}
-		if g.output == "json" {
-			done = append(done, res)
-			continue
+		sinks, err := sinksfile.ParseOneOrMany(raw)
+		if err == nil && len(sinks) == 0 {
+			err = fmt.Errorf("no sink in the file")
 		}
-		verb := "updated"
-		if res.GetCreated() {
-			verb = "created"
+		if err != nil {
+			return &cliError{"sinks put", fmt.Errorf("%s: %w", *file, err)}
 		}
-		fmt.Fprintf(out, "sink %s %s\n", res.GetSink().GetName(), verb)
-	}
-	return nil
-}
-
-// parseSinks reads one sink (a mapping) or a list of them.
-func parseSinks(raw []byte) ([]*confighubv1.Sink, error) {
-	sinks, err := sinksfile.ParseOneOrMany(raw) // errors point at the user's lines
-	if err != nil {
-		return nil, err
-	}
-	if len(sinks) == 0 {
-		return nil, fmt.Errorf("no sink in the file")
-	}
-	return sinks, nil
-}
-
-func sinksDelete(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("sinks delete", g, errw, "sinks delete NAME...")
-	pos, err := parseSub(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usagef("sinks delete: want the NAME of a sink")
-	}
-	c, closeConn, err := dial(g)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	var deleted []map[string]string
-	defer func() {
-		if g.output == "json" && len(deleted) > 0 {
-			var v any = deleted
-			if len(pos) == 1 {
-				v = deleted[0]
+		return x.each(len(sinks), func(i int) (proto.Message, string, error) {
+			res, err := call(x, "sinks put "+sinks[i].GetName(), func(ctx context.Context, c *hubclient.Client) (*confighubv1.PutSinkResponse, error) {
+				return c.Admin.PutSink(ctx, &confighubv1.PutSinkRequest{Sink: sinks[i]})
+			})
+			verb := "updated"
+			if res.GetCreated() {
+				verb = "created"
 			}
-			b, _ := json.MarshalIndent(v, "", "  ")
-			fmt.Fprintf(out, "%s\n", b)
-		}
-	}()
-	for _, name := range pos {
-		rctx, cancel := context.WithTimeout(ctx, g.timeout)
-		_, err := c.Admin.DeleteSink(rctx, &confighubv1.DeleteSinkRequest{Name: name})
-		cancel()
-		if err != nil {
-			return &cliError{"sinks delete " + name, err}
-		}
-		if g.output == "json" {
-			deleted = append(deleted, map[string]string{"deleted": name})
-		} else {
-			fmt.Fprintf(out, "sink %s deleted\n", name)
+			return res, fmt.Sprintf("sink %s %s\n", res.GetSink().GetName(), verb), err
+		})
+	}
+}
+
+// deleteCmd deletes the named sinks, or one stream (kind "stream").
+func deleteCmd(kind, want string) func(*flag.FlagSet) func(*invocation, []string) error {
+	return func(*flag.FlagSet) func(*invocation, []string) error {
+		return func(x *invocation, names []string) error {
+			if len(names) == 0 || kind == "stream" && len(names) != 1 {
+				return usagef("%ss delete: want the NAME of %s", kind, want)
+			}
+			return x.each(len(names), func(i int) (proto.Message, string, error) {
+				_, err := call(x, kind+"s delete "+names[i], func(ctx context.Context, c *hubclient.Client) (proto.Message, error) {
+					if kind == "stream" {
+						return c.Admin.DeleteStream(ctx, &confighubv1.DeleteStreamRequest{Name: names[i]})
+					}
+					return c.Admin.DeleteSink(ctx, &confighubv1.DeleteSinkRequest{Name: names[i]})
+				})
+				return &structpb.Struct{Fields: map[string]*structpb.Value{"deleted": structpb.NewStringValue(names[i])}}, kind + " " + names[i] + " deleted\n", err
+			})
 		}
 	}
-	return nil
+}
+
+func streamsList(*flag.FlagSet) func(*invocation, []string) error {
+	return func(x *invocation, _ []string) error {
+		res, err := call(x, x.name, func(ctx context.Context, c *hubclient.Client) (*confighubv1.ListStreamsResponse, error) {
+			return c.Admin.ListStreams(ctx, &confighubv1.ListStreamsRequest{})
+		})
+		if err != nil {
+			return err
+		}
+		return x.print(res, func() string {
+			streams := res.GetStreams()
+			return table("NAME\tGENERATION\tBYTES\tSINKS\tACCEPTED\tHASH", len(streams), func(i int) []any {
+				s := streams[i]
+				if s.GetGeneration() == 0 {
+					return []any{s.GetName(), "-", "-", s.GetSinks(), "-", "-"}
+				}
+				return []any{s.GetName(), s.GetGeneration(), s.GetConfigBytes(), s.GetSinks(),
+					s.GetAcceptTime().AsTime().UTC().Format(time.RFC3339), short(s.GetHash())}
+			})
+		})
+	}
+}
+
+const configSynopsis = "config get [--stream s] [--generation n] [--sink NAME] [--failed] [-o FILE]"
+
+func configGet(fs *flag.FlagSet) func(*invocation, []string) error {
+	stream := fs.String("stream", config.DefaultStream, "stream (ignored with --sink)")
+	sinkName := fs.String("sink", "", "what this sink last applied")
+	gen := fs.Uint64("generation", 0, "a retained generation of the stream instead of the current one")
+	failed := fs.Bool("failed", false, "with --sink: the last configuration the sink failed to apply, with the error and the destination's answer")
+	outFile := fs.String("o", "", "write the configuration to this file instead of standard output")
+	return func(x *invocation, _ []string) error {
+		if *gen > 0 && *sinkName != "" {
+			return usagef("config get: --generation is of a stream, not of --sink")
+		}
+		if *failed && *sinkName == "" {
+			return usagef("config get: --failed needs --sink NAME")
+		}
+		res, err := call(x, x.name, func(ctx context.Context, c *hubclient.Client) (*confighubv1.GetConfigResponse, error) {
+			return c.Hub.GetConfig(ctx, &confighubv1.GetConfigRequest{Stream: *stream, Sink: *sinkName, Failed: *failed, Generation: *gen})
+		})
+		if err != nil {
+			return err
+		}
+		if x.g.output == "json" {
+			return printJSON(x.out, false, res)
+		}
+		// The summary goes to stderr: stdout is the configuration alone.
+		what := "stream " + res.GetStream()
+		if res.GetSink() != "" {
+			what = "sink " + res.GetSink() + " (stream " + res.GetStream() + ") last " + map[bool]string{false: "applied", true: "failed"}[*failed]
+		}
+		red := ""
+		if res.GetRedacted() {
+			red = ", credentials redacted"
+		}
+		fmt.Fprintf(x.errw, "# %s: generation %d, hash %s, %s%s\n", what, res.GetGeneration(), short(res.GetHash()), humanBytes(int64(len(res.GetConfig()))), red)
+		if res.GetError() != "" {
+			fmt.Fprintf(x.errw, "# error: %s\n", res.GetError())
+		}
+		if len(res.GetErrorBody()) > 0 {
+			fmt.Fprintf(x.errw, "# destination's answer:\n%s\n", res.GetErrorBody())
+		}
+		if *outFile != "" {
+			if err := os.WriteFile(*outFile, res.GetConfig(), 0o600); err != nil {
+				return &cliError{"config get", err}
+			}
+			return nil
+		}
+		_, err = x.out.Write(res.GetConfig())
+		return err
+	}
+}
+
+// clusterCert writes a cluster certificate and key as `kong hybrid gen_cert` does.
+func clusterCert(fs *flag.FlagSet) func(*invocation, []string) error {
+	certFile := fs.String("cert", "cluster.crt", "certificate file to write (PEM)")
+	keyFile := fs.String("key", "cluster.key", "key file to write (PEM, mode 0600)")
+	days := fs.Int("days", 3*365, "validity in days (kong hybrid gen_cert's default is 3 years)")
+	return func(x *invocation, args []string) error {
+		if len(args) > 0 || *days < 1 {
+			return usagef("cluster-cert takes no arguments and --days of at least 1")
+		}
+		certPEM, keyPEM, err := hybrid.GenerateClusterCert(time.Now(), time.Duration(*days)*24*time.Hour)
+		if err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			path string
+			b    []byte
+			mode os.FileMode
+		}{{*keyFile, keyPEM, 0o600}, {*certFile, certPEM, 0o644}} {
+			fh, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
+			if err != nil {
+				return fmt.Errorf("%w (an existing file is not overwritten)", err)
+			}
+			_, err = fh.Write(f.b)
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(x.out, "wrote %s and %s: the hub's --cluster-cert/--cluster-cert-key and every data plane's cluster_cert/cluster_cert_key\n", *certFile, *keyFile)
+		return nil
+	}
 }

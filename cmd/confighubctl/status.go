@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -21,158 +20,113 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-func cmdStatus(ctx context.Context, g *globals, args []string, out, errw io.Writer) error {
-	fs := subFlags("status", g, errw, "status [--stream s] [--watch] [--redraw d]")
+func statusCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	stream := fs.String("stream", config.DefaultStream, "stream")
 	watch := fs.Bool("watch", false, "follow changes: redraw the table in place on a terminal, append tables otherwise (Ctrl-C stops); while the hub is unreachable a line above the table says since when and the error of the last retry (with --output json: on stderr)")
 	interval := fs.Duration("redraw", 200*time.Millisecond, "with --watch: the shortest time between two redraws")
-	pos, err := parseSub(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("status: unexpected argument %q", pos[0])
-	}
-	if err := checkOutput(g); err != nil {
-		return err
-	}
-	// The watch's reconnects are otherwise silent: a table redrawn from
-	// the last state looks healthy while the hub is down.
-	view := newStatusView()
-	changed := make(chan struct{}, 1)
-	state := hubclient.WithWatchState(func(err error) {
-		if view.connection(err, time.Now()) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
+	return func(x *invocation, _ []string) error {
+		if *watch {
+			return watchStatus(x, *stream, *interval)
 		}
-	})
-	c, closeConn, err := dial(g, state, hubclient.WithWatchBackoff(100*time.Millisecond, maxReconnectWait))
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	if !*watch {
-		rctx, cancel := context.WithTimeout(ctx, g.timeout)
-		defer cancel()
 		var md metadata.MD
-		st, err := c.Hub.GetStatus(rctx, &confighubv1.GetStatusRequest{Stream: *stream}, grpc.Header(&md))
+		st, err := call(x, x.name, func(ctx context.Context, c *hubclient.Client) (*confighubv1.GetStatusResponse, error) {
+			return c.Hub.GetStatus(ctx, &confighubv1.GetStatusRequest{Stream: *stream}, grpc.Header(&md))
+		})
 		if err != nil {
-			return &cliError{"status", err}
+			return err
 		}
-		if g.output == "json" {
-			return printJSON(out, st)
-		}
-		text := renderStatus(st, time.Now(), 0)
-		// The hub names its status page when it serves one.
-		if u := md.Get(hubclient.StatusPageHeader); len(u) > 0 && u[0] != "" {
-			text += "status page: " + u[0] + "\n"
-		}
-		_, err = io.WriteString(out, text)
+		return x.print(st, func() string {
+			text := renderStatus(st, time.Now(), 0)
+			if u := md.Get(hubclient.StatusPageHeader); len(u) > 0 && u[0] != "" {
+				text += "status page: " + u[0] + "\n"
+			}
+			return text
+		})
+	}
+}
+
+// watchStatus follows a stream: a table redrawn as sinks apply (and every
+// second on a terminal, for AGE), or JSON events; an outage is a notice
+// above the table, or a line on stderr at its start and end.
+func watchStatus(x *invocation, stream string, interval time.Duration) error {
+	ctx, cancel := context.WithCancel(x.ctx)
+	defer cancel()
+	events, states := make(chan *confighubv1.WatchStatusResponse), make(chan error)
+	c, err := x.client(hubclient.WithWatchBackoff(100*time.Millisecond, maxReconnectWait),
+		hubclient.WithWatchState(func(err error) { _ = send(ctx, states, err) }))
+	if err != nil {
 		return err
 	}
-	if g.output == "json" {
-		// One event per line, as the hub sends them; the outages go to
-		// stderr, one line at each start and end.
-		line := protojson.MarshalOptions{}
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		errc := make(chan error, 1)
-		go func() {
-			errc <- c.Watch(wctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
-				b, err := line.Marshal(ev)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(out, string(b))
-				return err
-			})
-		}()
-		down := false
-		for {
-			select {
-			case err := <-errc:
-				return watchEnd(ctx, err)
-			case <-changed:
-				o := view.outage()
-				switch {
-				case o != nil && !down:
-					fmt.Fprintf(errw, "confighubctl: status: %s\n", o.notice(false))
-				case o == nil && down:
-					fmt.Fprintf(errw, "confighubctl: status: hub reachable again at %s\n", time.Now().Format(time.TimeOnly))
-				}
-				down = o != nil // the state the lines above told of
-			}
-		}
-	}
-	r := &watchRenderer{w: out, ansi: isTerminal(out), width: terminalWidth(out)}
-	dirty := make(chan struct{}, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Watch(wctx, *stream, 0, func(ev *confighubv1.WatchStatusResponse) error {
-			view.apply(ev)
-			select {
-			case dirty <- struct{}{}:
-			default:
-			}
-			return nil
-		})
+		errc <- c.Watch(ctx, stream, 0, func(ev *confighubv1.WatchStatusResponse) error { return send(ctx, events, ev) })
 	}()
-	// Redraw when something changed (at most every interval), and every
-	// second on a terminal so the AGE column moves.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	asJSON := x.g.output == "json"
+	v := newStatusView()
+	r := &watchRenderer{w: x.out, now: time.Now}
+	r.ansi, r.width = terminal(x.out)
 	var last time.Time
+	dirty := false
+	draw := func() {
+		last, dirty = time.Now(), false
+		r.draw(v.render(last, r.width))
+	}
+	tick := time.NewTicker(max(interval, time.Millisecond))
+	defer tick.Stop()
 	for {
 		select {
 		case err := <-errc:
-			if view.seen() {
-				r.draw(view.render(time.Now(), r.width))
+			if !asJSON && v.seen() {
+				draw()
 			}
-			return watchEnd(ctx, err)
-		case <-tick.C:
-			if r.ansi && view.seen() {
-				r.draw(view.render(time.Now(), r.width))
+			if x.ctx.Err() != nil || err == nil || errors.Is(err, context.Canceled) {
+				return nil // Ctrl-C is a normal end
 			}
-		case <-changed:
-			// An outage's start, a new error or its end draws a frame at
-			// once, also when no table came yet (the hub down from the
-			// start).
-			r.draw(view.render(time.Now(), r.width))
-		case <-dirty:
-			if wait := *interval - time.Since(last); wait > 0 {
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-					cancel()
-					continue
+			return &cliError{"status", err}
+		case ev := <-events:
+			if asJSON {
+				b, err := protojson.Marshal(ev)
+				if err == nil {
+					_, err = fmt.Fprintln(x.out, string(b))
 				}
+				if err != nil {
+					return &cliError{"status", err}
+				}
+				continue
 			}
-			last = time.Now()
-			r.draw(view.render(last, r.width))
+			v.fold.Apply(ev)
+			if dirty = true; time.Since(last) >= interval {
+				draw()
+			}
+		case err := <-states:
+			was := v.down != nil
+			switch {
+			case !v.connection(err, time.Now()):
+			case !asJSON:
+				draw()
+			case v.down != nil && !was:
+				fmt.Fprintf(x.errw, "confighubctl: status: %s\n", v.down.notice(false))
+			case v.down == nil:
+				fmt.Fprintf(x.errw, "confighubctl: status: hub reachable again at %s\n", time.Now().Format(time.TimeOnly))
+			}
+		case now := <-tick.C:
+			if dirty || r.ansi && v.seen() && now.Sub(last) >= time.Second {
+				draw()
+			}
 		}
 	}
 }
 
-// watchEnd turns the end of a watch into the command's result: Ctrl-C is
-// a normal end.
-func watchEnd(ctx context.Context, err error) error {
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+func send[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
 		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if err != nil {
-		return &cliError{"status", err}
-	}
-	return nil
 }
 
-// statusView is the watcher's picture of one stream, built from events,
-// and of the watch's connection.
 type statusView struct {
-	mu   sync.Mutex
 	fold *hubclient.StatusView
 	down *outage // nil while the watch is connected
 }
@@ -183,8 +137,7 @@ type outage struct {
 	err   error
 }
 
-// notice is the line status --watch shows while the hub is unreachable,
-// above the table (which stopped following the hub) when there is one.
+// notice is the line shown while the hub is unreachable.
 func (o *outage) notice(aboveTable bool) string {
 	note := ""
 	if aboveTable {
@@ -195,18 +148,10 @@ func (o *outage) notice(aboveTable bool) string {
 
 func newStatusView() *statusView { return &statusView{fold: hubclient.NewStatusView(0, nil)} }
 
-func (v *statusView) seen() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.fold.Ready() || v.down != nil
-}
+func (v *statusView) seen() bool { return v.fold.Ready() || v.down != nil }
 
-// connection records what hubclient.WithWatchState reports at now: err
-// when the watch broke or a retry failed, nil when it is connected again.
-// It says whether the notice changed.
+// connection records what WithWatchState reports, and says whether the notice changed.
 func (v *statusView) connection(err error, now time.Time) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	switch {
 	case err == nil:
 		was := v.down != nil
@@ -221,28 +166,8 @@ func (v *statusView) connection(err error, now time.Time) bool {
 	return !same
 }
 
-// outage is the current outage, nil while connected.
-func (v *statusView) outage() *outage {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.down == nil {
-		return nil
-	}
-	o := *v.down
-	return &o
-}
-
-// apply folds one event into the view.
-func (v *statusView) apply(ev *confighubv1.WatchStatusResponse) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.fold.Apply(ev)
-}
-
 // render is the notice of an outage, if any, above the table, if any.
 func (v *statusView) render(now time.Time, width int) string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	var text string
 	if v.down != nil {
 		text = cutLines(v.down.notice(v.fold.Ready())+"\n", width)
@@ -253,8 +178,7 @@ func (v *statusView) render(now time.Time, width int) string {
 	return text
 }
 
-// renderStatus is the status table. width > 0 cuts every line to it (a
-// redrawn table must not wrap).
+// renderStatus is the status table, every line cut to width > 0.
 func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stream %s  generation %d", st.GetStream(), st.GetGeneration())
@@ -273,17 +197,14 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	b.WriteString("\n")
 	sinks := append([]*confighubv1.SinkStatus(nil), st.GetSinks()...)
 	sort.Slice(sinks, func(i, j int) bool { return sinks[i].GetSink() < sinks[j].GetSink() })
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SINK\tKIND\tSTATE\tGENERATION\tATTEMPTS\tAGE\tLAST ERROR")
-	for _, s := range sinks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n",
-			s.GetSink(), s.GetKind(), stateName(s), s.GetAppliedGeneration(), s.GetDesiredGeneration(),
-			s.GetAttempts(), age(s, now), lastError(s, now))
-	}
+	b.WriteString(table("SINK\tKIND\tSTATE\tGENERATION\tATTEMPTS\tAGE\tLAST ERROR", len(sinks), func(i int) []any {
+		s := sinks[i]
+		return []any{s.GetSink(), s.GetKind(), stateName(s), fmt.Sprintf("%d/%d", s.GetAppliedGeneration(), s.GetDesiredGeneration()),
+			s.GetAttempts(), age(s, now), lastError(s, now)}
+	}))
 	if len(sinks) == 0 {
-		fmt.Fprintln(tw, "(no sinks)")
+		b.WriteString("(no sinks)\n")
 	}
-	_ = tw.Flush()
 	for _, s := range sinks {
 		writeExcluded(&b, s)
 	}
@@ -291,7 +212,6 @@ func renderStatus(st *confighubv1.GetStatusResponse, now time.Time, width int) s
 	return cutLines(b.String(), width)
 }
 
-// cutLines cuts every line of text to width (none when width <= 0).
 func cutLines(text string, width int) string {
 	if width <= 0 {
 		return text
@@ -319,8 +239,7 @@ func stateName(s *confighubv1.SinkStatus) string {
 	return name
 }
 
-// writeExcluded lists the entities a DEGRADED sink's fallback leaves out,
-// one a line, named as the controller's objects when they carry k8s-* tags.
+// writeExcluded lists the entities a DEGRADED sink's fallback leaves out.
 func writeExcluded(b *strings.Builder, s *confighubv1.SinkStatus) {
 	ex := s.GetExcludedEntities()
 	if len(ex) == 0 {
@@ -349,20 +268,11 @@ func writeExcluded(b *strings.Builder, s *confighubv1.SinkStatus) {
 	}
 }
 
-// k8sObject names the Kubernetes object of KIC's k8s-* tags: "Ingress
-// default/echo"; "" without them.
+// k8sObject names the object of KIC's k8s-* tags: "Ingress default/echo".
 func k8sObject(tags []string) string {
-	var kind, ns, name string
-	for _, t := range tags {
-		switch {
-		case strings.HasPrefix(t, "k8s-kind:"):
-			kind = strings.TrimPrefix(t, "k8s-kind:")
-		case strings.HasPrefix(t, "k8s-namespace:"):
-			ns = strings.TrimPrefix(t, "k8s-namespace:")
-		case strings.HasPrefix(t, "k8s-name:"):
-			name = strings.TrimPrefix(t, "k8s-name:")
-		}
-	}
+	kind, _ := hubclient.Tag(tags, "k8s-kind")
+	ns, _ := hubclient.Tag(tags, "k8s-namespace")
+	name, _ := hubclient.Tag(tags, "k8s-name")
 	if name == "" {
 		return ""
 	}
@@ -372,7 +282,6 @@ func k8sObject(tags []string) string {
 	return strings.TrimSpace(kind + " " + name)
 }
 
-// age is the time since the sink last applied a configuration.
 func age(s *confighubv1.SinkStatus, now time.Time) string {
 	t := s.GetLastAppliedTime()
 	if t == nil {
@@ -391,7 +300,6 @@ func lastError(s *confighubv1.SinkStatus, now time.Time) string {
 	}
 	if nr := s.GetNextRetryTime(); nr != nil && s.GetState() == confighubv1.SinkState_SINK_STATE_BACKOFF {
 		if d := nr.AsTime().Sub(now); d > 0 {
-			// First, so a table cut to the terminal width still shows it.
 			msg = fmt.Sprintf("[retry in %s] %s", roundDur(d), msg)
 		}
 	}
@@ -413,9 +321,7 @@ func roundDur(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// watchRenderer draws successive frames: on a terminal each frame replaces
-// the previous one in place (cursor up over the old frame, clear to the end
-// of the screen); otherwise frames are appended, each under a time stamp.
+// watchRenderer draws frames in place on a terminal, else appended under time stamps.
 type watchRenderer struct {
 	w     io.Writer
 	ansi  bool
@@ -426,7 +332,7 @@ type watchRenderer struct {
 
 func (r *watchRenderer) draw(frame string) {
 	if frame == "" && !r.ansi {
-		return // an appended frame of nothing says nothing
+		return
 	}
 	var b strings.Builder
 	if r.ansi {
@@ -437,16 +343,47 @@ func (r *watchRenderer) draw(frame string) {
 		b.WriteString(frame)
 		r.prev = strings.Count(frame, "\n")
 	} else {
-		now := time.Now
-		if r.now != nil {
-			now = r.now
-		}
 		if r.prev > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "--- %s\n", now().Format(time.RFC3339))
+		fmt.Fprintf(&b, "--- %s\n", r.now().Format(time.RFC3339))
 		b.WriteString(frame)
 		r.prev++
 	}
 	_, _ = io.WriteString(r.w, b.String())
+}
+
+func writeDataPlanes(b *strings.Builder, sinks []*confighubv1.SinkStatus, now time.Time) {
+	var dps []*confighubv1.SinkStatus
+	for _, s := range sinks {
+		if s.GetDataPlane() != nil {
+			dps = append(dps, s)
+		}
+	}
+	if len(dps) == 0 {
+		return
+	}
+	b.WriteString("data planes:\n")
+	text := table("  SINK\tHOSTNAME\tVERSION\tADDRESS\tCONNECTION\tLAST PING\tRUNS\tSYNC\tLABELS", len(dps), func(i int) []any {
+		dp := dps[i].GetDataPlane()
+		conn := "disconnected"
+		if t := dp.GetDisconnectedSince(); !dp.GetConnected() && t != nil {
+			conn += " " + roundDur(now.Sub(t.AsTime())) + " ago"
+		}
+		if t := dp.GetConnectedSince(); dp.GetConnected() && t != nil {
+			conn = "connected " + roundDur(now.Sub(t.AsTime()))
+		}
+		ping := "-"
+		if t := dp.GetLastPing(); t != nil {
+			ping = roundDur(now.Sub(t.AsTime())) + " ago"
+		}
+		labels := make([]string, 0, len(dp.GetLabels()))
+		for k, v := range dp.GetLabels() {
+			labels = append(labels, k+":"+v)
+		}
+		sort.Strings(labels)
+		return []any{"  " + dps[i].GetSink(), dash(dp.GetHostname()), dash(dp.GetVersion()), dash(dp.GetAddress()), conn, ping,
+			dash(short(dp.GetConfigHash())), dash(dp.GetSyncStatus()), dash(strings.Join(labels, ","))}
+	})
+	b.WriteString(text)
 }

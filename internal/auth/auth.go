@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Policy is the role each full gRPC method name needs. Methods under
-// OpenServices need none; any other method needs RoleAdmin.
+// Policy is the role each full gRPC method name needs; methods under
+// OpenServices need none, any other RoleAdmin.
 var Policy = map[string]Role{
 	"/confighub.v1.ConfigHubService/GetConfig":       RoleRead,
 	"/confighub.v1.ConfigHubService/GetStatus":       RoleRead,
@@ -34,8 +34,8 @@ var Policy = map[string]Role{
 	"/confighub.v1.SinkAdminService/DeleteStream":    RoleAdmin,
 }
 
-// OpenServices need no token: probes and `grpcurl list/describe` work
-// without one. Reflection exposes the schema only, no data.
+// OpenServices need no token, so probes and `grpcurl list/describe` work
+// (reflection exposes the schema only).
 var OpenServices = []string{
 	"/grpc.health.v1.Health/",
 	"/grpc.reflection.v1.ServerReflection/",
@@ -67,8 +67,7 @@ type Authenticator struct {
 	path   string
 	log    *slog.Logger
 	tokens atomic.Pointer[Tokens]
-	// reload serialises reloads (two SIGHUPs in a row).
-	reload sync.Mutex
+	reload sync.Mutex // serialises reloads (two SIGHUPs in a row)
 }
 
 // New returns an Authenticator with a fixed token set (tests, embedding).
@@ -95,8 +94,8 @@ func NewFromFile(path string, opts ...Option) (*Authenticator, error) {
 }
 
 // warnPermissions warns when anyone but the owner and its group may read
-// or write the tokens. Group read is allowed: that is how Kubernetes
-// mounts a Secret for a non-root pod (fsGroup).
+// or write the tokens (group read is how Kubernetes mounts a Secret for a
+// non-root pod).
 func warnPermissions(log *slog.Logger, path string) {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o027 != 0 {
 		log.Warn("auth tokens file is writable by its group or open to others; chmod 600 (or 640) it", "file", path, "mode", fi.Mode().Perm().String())
@@ -150,22 +149,24 @@ var (
 )
 
 // Check looks token up and checks its role against need, for callers that
-// are not gRPC (the status page's HTTP API). Errors wrap ErrUnknownToken or
-// ErrPermissionDenied and never quote the token.
+// are not gRPC. Errors wrap ErrUnknownToken or ErrPermissionDenied (with
+// the token's name and role) and never quote the token.
 func (a *Authenticator) Check(token string, need Role) (Principal, error) {
 	role, name := a.tokens.Load().Lookup(token)
-	if role == RoleNone {
+	p := Principal{Name: name, Role: role}
+	switch {
+	case role == RoleNone:
 		return Principal{}, ErrUnknownToken
+	case role < need:
+		return p, fmt.Errorf("%w: needs role %s; the token %q has role %s", ErrPermissionDenied, need, name, role)
 	}
-	if role < need {
-		return Principal{}, fmt.Errorf("%w: needs role %s; the token %q has role %s", ErrPermissionDenied, need, name, role)
-	}
-	return Principal{Name: name, Role: role}, nil
+	return p, nil
 }
 
-// Authorize checks the bearer token of ctx against the role fullMethod
-// needs. It is the go-grpc-middleware AuthFunc, given the method.
-func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (context.Context, error) {
+// authorize is the grpcauth.AuthFunc: it checks the bearer token of ctx
+// against the role of its method (grpc.Method).
+func (a *Authenticator) authorize(ctx context.Context) (context.Context, error) {
+	fullMethod, _ := grpc.Method(ctx)
 	need := Required(fullMethod)
 	if need == RoleNone {
 		return ctx, nil
@@ -174,34 +175,24 @@ func (a *Authenticator) Authorize(ctx context.Context, fullMethod string) (conte
 	if err != nil {
 		return nil, status.Errorf(codes.Unauthenticated, "%s needs a bearer token (metadata \"authorization: Bearer <token>\")", fullMethod)
 	}
-	role, name := a.tokens.Load().Lookup(tok)
-	if role == RoleNone {
+	p, err := a.Check(tok, need)
+	switch {
+	case errors.Is(err, ErrUnknownToken):
 		a.log.Warn("rejected an unknown token", "method", fullMethod)
 		return nil, status.Errorf(codes.Unauthenticated, "%s: unknown token", fullMethod)
+	case err != nil:
+		a.log.Warn("permission denied", "method", fullMethod, "token", p.Name, "role", p.Role.String(), "needs", need.String())
+		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, p.Name, p.Role)
 	}
-	if role < need {
-		a.log.Warn("permission denied", "method", fullMethod, "token", name, "role", role.String(), "needs", need.String())
-		return nil, status.Errorf(codes.PermissionDenied, "%s needs role %s; the token %q has role %s", fullMethod, need, name, role)
-	}
-	return NewContext(ctx, Principal{Name: name, Role: role}), nil
-}
-
-// authFunc adapts Authorize to grpcauth.AuthFunc: the server puts the
-// method into every handler context (grpc.Method).
-func (a *Authenticator) authFunc(ctx context.Context) (context.Context, error) {
-	m, ok := grpc.Method(ctx)
-	if !ok {
-		return nil, status.Error(codes.Internal, "auth: no method in the call context")
-	}
-	return a.Authorize(ctx, m)
+	return NewContext(ctx, p), nil
 }
 
 // UnaryInterceptor enforces the policy on unary calls.
 func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
-	return grpcauth.UnaryServerInterceptor(a.authFunc)
+	return grpcauth.UnaryServerInterceptor(a.authorize)
 }
 
 // StreamInterceptor enforces the policy on streaming calls.
 func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
-	return grpcauth.StreamServerInterceptor(a.authFunc)
+	return grpcauth.StreamServerInterceptor(a.authorize)
 }

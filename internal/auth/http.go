@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 )
@@ -11,13 +12,11 @@ import (
 // header.
 var ErrNoToken = errors.New("no bearer token")
 
-// CheckRequest checks the bearer token of an HTTP request against need,
-// for the hub's HTTP endpoints (the status page's API, the
-// profiles). On a refusal it returns the status to answer and an error
-// that never quotes the token: 401 for no token (ErrNoToken) or an unknown
-// one (ErrUnknownToken), with WWW-Authenticate set on w; 403 for a role
-// below need (ErrPermissionDenied). The caller writes the body in its own
-// format and logs.
+// CheckRequest checks the bearer token of an HTTP request against need. On
+// a refusal it returns the status to answer and an error that never quotes
+// the token: 401 for no token (ErrNoToken) or an unknown one
+// (ErrUnknownToken), with WWW-Authenticate set on w; 403 for a role below
+// need (ErrPermissionDenied).
 func (a *Authenticator) CheckRequest(w http.ResponseWriter, r *http.Request, need Role) (Principal, int, error) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
@@ -33,4 +32,26 @@ func (a *Authenticator) CheckRequest(w http.ResponseWriter, r *http.Request, nee
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="confighub"`)
 	return Principal{}, http.StatusUnauthorized, err
+}
+
+// Require serves next only to requests that CheckRequest lets through,
+// with the caller in the request's context (FromContext). A refusal is
+// logged as "<what>: token refused" (not for a missing token) and answered
+// by refuse in the caller's own format. A nil Authenticator lets every
+// request through.
+func (a *Authenticator) Require(need Role, log *slog.Logger, what string, refuse func(http.ResponseWriter, int, error), next http.Handler) http.Handler {
+	if a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, code, err := a.CheckRequest(w, r, need)
+		if err != nil {
+			if !errors.Is(err, ErrNoToken) {
+				log.Warn(what+": token refused", "path", r.URL.Path, "error", err)
+			}
+			refuse(w, code, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -16,55 +17,42 @@ import (
 // Role is what a token may do. Each role implies the ones below it.
 type Role int
 
+// The roles, each implying those before it (Policy lists their methods).
 const (
-	// RoleNone is no role: an unknown token.
-	RoleNone Role = iota
-	// RoleRead may read configurations and status (GetConfig, GetStatus,
-	// WatchStatus, ListSinks).
-	RoleRead
-	// RolePush may also push configurations (PushConfig, UploadConfig).
-	RolePush
-	// RoleAdmin may also change sinks (PutSink, DeleteSink).
-	RoleAdmin
+	RoleNone  Role = iota // an unknown token
+	RoleRead              // configurations, status, history
+	RolePush              // also pushes and rollbacks
+	RoleAdmin             // also sinks and stream deletion
 )
 
+// roleNames are the roles' names, by Role.
+var roleNames = []string{RoleNone: "none", RoleRead: "read", RolePush: "push", RoleAdmin: "admin"}
+
 func (r Role) String() string {
-	switch r {
-	case RoleRead:
-		return "read"
-	case RolePush:
-		return "push"
-	case RoleAdmin:
-		return "admin"
+	if r < RoleNone || int(r) >= len(roleNames) {
+		return roleNames[RoleNone]
 	}
-	return "none"
+	return roleNames[r]
 }
 
 // ParseRole reads "read", "push" or "admin".
 func ParseRole(s string) (Role, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "read":
-		return RoleRead, nil
-	case "push":
-		return RolePush, nil
-	case "admin":
-		return RoleAdmin, nil
+	if r := slices.Index(roleNames, strings.ToLower(strings.TrimSpace(s))); r > int(RoleNone) {
+		return Role(r), nil
 	}
 	return RoleNone, fmt.Errorf("unknown role %q: want read, push or admin", s)
 }
 
-// Token is one entry of a token file.
+// Token is one entry of a token file: its name (logged in place of the
+// token), role and the token's SHA-256.
 type Token struct {
-	// Name identifies the token in logs (the token itself is never logged).
 	Name string
 	Role Role
 	sum  [sha256.Size]byte
 }
 
 // Tokens is an immutable set of tokens.
-type Tokens struct {
-	list []Token
-}
+type Tokens struct{ list []Token }
 
 // Len is the number of tokens.
 func (t *Tokens) Len() int {
@@ -87,9 +75,8 @@ func (t *Tokens) Counts() map[string]int {
 }
 
 // Lookup returns the role and name of token, or RoleNone. It compares the
-// token's SHA-256 with every entry's in constant time and never stops at a
-// match: hashing first makes the comparison independent of the token's
-// length, and visiting every entry makes it independent of the position.
+// token's SHA-256 with every entry's in constant time and visits every
+// entry, so the time tells neither the token's length nor its position.
 func (t *Tokens) Lookup(token string) (Role, string) {
 	if t == nil || token == "" {
 		return RoleNone, ""
@@ -121,15 +108,11 @@ type tokenFile struct {
 	} `yaml:"tokens"`
 }
 
-// ParseTokens reads a token file. Three forms are accepted:
-//
-//   - YAML with names: a "tokens" list of {name, token, role};
-//   - a YAML mapping token: role;
-//   - plain lines "TOKEN ROLE" ('#' starts a comment, blank lines skipped).
-//
-// A file with no token, an empty token, a token with spaces, a duplicate
-// token or an unknown role is an error that names the entry (never the
-// token itself).
+// ParseTokens reads a token file in one of three forms: YAML with names (a
+// "tokens" list of {name, token, role}), a YAML mapping token: role, or
+// lines "TOKEN ROLE" ('#' starts a comment). No token, an empty token, one
+// with spaces, a duplicate or an unknown role is an error naming the entry,
+// never the token.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var (
 		entries []Token

@@ -189,9 +189,7 @@ func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Memb
 	// mirror is the view every replica serves, and tells the engine what
 	// the sinks run elsewhere did.
 	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, append(common, etcdstatus.WithFailures(eng))...)
-	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common,
-		etcdstatus.WithOnSink(func(_, name string, st *confighubv1.SinkStatus) { eng.ObserveSink(name, st) }),
-		etcdstatus.WithOnGeneration(eng.ObserveGeneration))...)
+	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common, etcdstatus.WithObserver(eng))...)
 	return r
 }
 

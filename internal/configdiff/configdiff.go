@@ -2,12 +2,13 @@ package configdiff
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/confighub/confighub/internal/kongraph"
@@ -26,16 +27,14 @@ const (
 // Entity names one entity for people. None of its fields is a secret: a
 // key-auth credential, identified by its key, shows no name.
 type Entity struct {
-	// Type is Kong's entity type ("service", "route", "plugin",
-	// "keyauth_credential", ...).
+	// Type is Kong's entity type ("service", "keyauth_credential", ...).
 	Type string `json:"type"`
 	// Name is the entity's endpoint key (a name, a consumer's username, a
 	// target's target, an ACL's group), or "" when it has none to show.
 	Name string `json:"name,omitempty"`
 	ID   string `json:"id,omitempty"`
 	// Parent is what the entity belongs to ("service echo" for a route,
-	// "route r1" for a plugin, "consumer alice" for a credential), "" for
-	// an entity of its own.
+	// "consumer alice" for a credential), "" for an entity of its own.
 	Parent string `json:"parent,omitempty"`
 	// Tags are the entity's k8s-* tags, which name its Kubernetes object.
 	Tags []string `json:"tags,omitempty"`
@@ -74,21 +73,17 @@ type Change struct {
 	Entity Entity `json:"entity"`
 	// Fields are an update's changed fields, sorted by path.
 	Fields []Field `json:"fields,omitempty"`
-	// Object is a created entity as it is created (flattened: without its
-	// nested entities, with the foreign key its nesting stood for),
-	// redacted.
+	// Object is a created entity as it is created (flattened), redacted.
 	Object json.RawMessage `json:"object,omitempty"`
 
-	// key is the entity's identity (see flatten); it may derive from a
-	// secret and is never shown.
+	// key is the entity's identity: it may derive from a secret.
 	key string
 }
 
 // Diff is what changed from one configuration to another.
 type Diff struct {
-	// Changes are sorted by entity type (in the order Kong's entities
-	// depend on one another: certificates before the SNIs, services before
-	// routes, plugins last), then by name.
+	// Changes are sorted by entity type (what an entity refers to first:
+	// see order), then by name.
 	Changes []Change `json:"changes"`
 }
 
@@ -107,8 +102,7 @@ func (d *Diff) Counts() (created, updated, deleted int) {
 	return created, updated, deleted
 }
 
-// Configs compares two configurations in their JSON form (config.Config's
-// JSON) entity by entity.
+// Configs compares two configurations in their JSON form entity by entity.
 func Configs(from, to []byte) (*Diff, error) {
 	a, err := flatten(from)
 	if err != nil {
@@ -121,17 +115,13 @@ func Configs(from, to []byte) (*Diff, error) {
 	return compare(a, b)
 }
 
-// Count returns how many entities of each type a configuration holds, as
-// Configs counts them (TestCountAsTheDiffCounts). raw is the JSON form of
-// a configuration config.Check accepted: Count does not check it again,
-// and reads it in one pass without decoding it into Go values (the hub
-// counts every push; BenchmarkCount20MiB), finding entities where
-// kongraph.Walk finds them: in the top-level collections and under the
-// keys where their parents nest them.
+// Count returns how many entities of each type raw, the JSON form of a
+// configuration config.Check accepted, holds, as Configs counts them, in
+// one pass without decoding it (the hub counts every push).
 func Count(raw []byte) map[string]int {
 	type frame struct {
 		obj bool
-		// typ is, for an object, the entity type it is ("" for none; root
+		// typ is, for an object, the kongraph type it is ("" for none; root
 		// for the document), for a list the type of its entities.
 		typ string
 	}
@@ -147,7 +137,7 @@ func Count(raw []byte) map[string]int {
 				f.typ = root
 			} else if top := stack[n-1]; !top.obj && top.typ != "" {
 				f.typ = top.typ
-				out[typeName(top.typ)]++
+				out[strings.TrimSuffix(top.typ, "s")]++
 			}
 			stack = append(stack, f)
 		case '[':
@@ -155,7 +145,7 @@ func Count(raw []byte) map[string]int {
 			if n := len(stack); n > 0 && stack[n-1].obj && key != nil {
 				switch parent := stack[n-1].typ; {
 				case parent == root:
-					f.typ, _ = kongraph.CollectionType(string(key))
+					f.typ = kongraph.CollectionType(string(key))
 				case parent != "" && slices.Contains(kongraph.NestedKeys(parent), string(key)):
 					f.typ = kongraph.ChildType(parent, string(key))
 				}
@@ -205,13 +195,6 @@ func stringEnd(raw []byte, from int) int {
 	}
 }
 
-func typeName(kt string) string {
-	if t, ok := types[kt]; ok {
-		return t
-	}
-	return kt
-}
-
 func compare(a, b *set) (*Diff, error) {
 	d := &Diff{}
 	for _, e := range a.list {
@@ -241,15 +224,8 @@ func compare(a, b *set) (*Diff, error) {
 		}
 		d.Changes = append(d.Changes, Change{Action: Create, Entity: n.show(), Object: obj, key: n.key})
 	}
-	sort.SliceStable(d.Changes, func(i, j int) bool {
-		x, y := d.Changes[i], d.Changes[j]
-		if rx, ry := rank(x.Entity.Type), rank(y.Entity.Type); rx != ry {
-			return rx < ry
-		}
-		if sx, sy := x.Entity.String(), y.Entity.String(); sx != sy {
-			return sx < sy
-		}
-		return x.key < y.key
+	slices.SortStableFunc(d.Changes, func(x, y Change) int {
+		return cmp.Or(cmp.Compare(rank(x.Entity.Type), rank(y.Entity.Type)), strings.Compare(x.Entity.String(), y.Entity.String()), strings.Compare(x.key, y.key))
 	})
 	return d, nil
 }
@@ -257,7 +233,7 @@ func compare(a, b *set) (*Diff, error) {
 // changedFields reads the values at paths in both versions, redacted.
 func changedFields(old, cur *entity, paths [][]string) ([]Field, error) {
 	ro, rn := redact.Entity(old.typ, old.own()), redact.Entity(cur.typ, cur.own())
-	sort.Slice(paths, func(i, j int) bool { return strings.Join(paths[i], "\x00") < strings.Join(paths[j], "\x00") })
+	slices.SortFunc(paths, slices.Compare)
 	out := make([]Field, 0, len(paths))
 	for _, p := range paths {
 		f := Field{Path: p}
@@ -309,7 +285,7 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
 	if !okA || !okB {
-		if !equal(a, b) {
+		if !reflect.DeepEqual(a, b) {
 			*out = append(*out, append([]string(nil), path...))
 		}
 		return
@@ -329,48 +305,6 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	}
 }
 
-// equal compares two values as encoding/json decodes them with UseNumber
-// (numbers by their text).
-func equal(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equal(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	return false
-}
-
 // order is the order of entity types in a diff: what an entity refers to
 // comes before it.
 var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "vault",
@@ -380,21 +314,19 @@ var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "
 	"plugin", "filter_chain", "degraphql_route"}
 
 func rank(typ string) int {
-	for i, t := range order {
-		if t == typ {
-			return i
-		}
+	if i := slices.Index(order, typ); i >= 0 {
+		return i
 	}
 	return len(order)
 }
 
 // entity is one flattened entity of a configuration.
 type entity struct {
-	typ string
+	// typ is Kong's entity type, kt kongraph's (plural for credentials).
+	typ, kt string
 	// key is the entity's identity within its configuration (see key).
 	key string
-	// obj is the entity as decoded. Its own fields (own) leave out the
-	// nested keys and add parentRef as parentField: they are compared in
+	// obj is the entity as decoded; its own fields (own) are compared in
 	// place, and copied only to be shown.
 	obj         map[string]any
 	nested      []string
@@ -435,20 +367,19 @@ func (e *entity) sameAs(o *entity) bool {
 			continue
 		}
 		w, ok := o.get(k)
-		if !ok || !equal(v, w) {
+		if !ok || !reflect.DeepEqual(v, w) {
 			return false
 		}
 	}
 	if e.parentRef != nil {
 		w, ok := o.get(e.parentField)
-		return ok && equal(e.parentRef, w)
+		return ok && reflect.DeepEqual(e.parentRef, w)
 	}
 	return true
 }
 
-// own is the entity's own fields, flattened as the reconciler's file
-// reader flattens it: without its nested entities, with the foreign key
-// its nesting stands for (the parent's id, else its name).
+// own is the entity's own fields, flattened as the reconciler's file reader
+// flattens it: without nested entities, with parentRef as parentField.
 func (e *entity) own() map[string]any {
 	if len(e.nested) == 0 && e.parentRef == nil {
 		return e.obj
@@ -479,10 +410,9 @@ func (e *entity) show() Entity {
 		parts = append(parts, e.parent.label())
 	}
 	if e.typ != "service" && e.typ != "upstream" {
-		kt := kgType(e.typ)
-		for _, f := range kongraph.ForeignKeys(kt) {
+		for _, f := range kongraph.ForeignKeys(e.kt) {
 			for _, v := range e.refs[f] {
-				parts = append(parts, kongraph.ForeignKey(kt, f)+" "+v)
+				parts = append(parts, kongraph.ForeignKey(e.kt, f)+" "+v)
 			}
 		}
 	}
@@ -502,26 +432,9 @@ func (e *entity) label() string {
 	return e.typ + " " + n
 }
 
-// name is the entity's endpoint key when it is not a secret.
+// name is the entity's endpoint key (kongraph's) when it is not a secret.
 func (e *entity) name() string {
 	switch e.typ {
-	case "consumer":
-		if u := str(e.obj["username"]); u != "" {
-			return u
-		}
-		return str(e.obj["custom_id"])
-	case "target":
-		return str(e.obj["target"])
-	case "basicauth_credential", "hmacauth_credential":
-		return str(e.obj["username"])
-	case "jwt_secret":
-		return str(e.obj["key"])
-	case "acl":
-		return str(e.obj["group"])
-	case "oauth2_credential":
-		return str(e.obj["client_id"])
-	case "vault":
-		return str(e.obj["prefix"])
 	case "mtls_auth_credential":
 		return str(e.obj["subject_name"])
 	case "degraphql_route":
@@ -529,25 +442,7 @@ func (e *entity) name() string {
 	case "keyauth_credential", "certificate", "ca_certificate":
 		return ""
 	}
-	return str(e.obj["name"])
-}
-
-// types maps kongraph's names of the types that differ to Kong's entity
-// types (its flattened errors' entity_type).
-var types = map[string]string{
-	"keyauth_credentials": "keyauth_credential", "basicauth_credentials": "basicauth_credential",
-	"hmacauth_credentials": "hmacauth_credential", "jwt_secrets": "jwt_secret", "acls": "acl",
-	"mtls_auth_credentials": "mtls_auth_credential", "oauth2_credentials": "oauth2_credential",
-	"degraphql_routes": "degraphql_route",
-}
-
-func kgType(typ string) string {
-	for k, v := range types {
-		if v == typ {
-			return k
-		}
-	}
-	return typ
+	return kongraph.Identify(e.kt, e.obj).Name
 }
 
 // set is the flattened entities of one configuration.
@@ -557,17 +452,8 @@ type set struct {
 }
 
 // flatten decodes a configuration and lists its entities, nested ones
-// beside their parents, each with its identity: the key Kong's reconciler
-// (go-database-reconciler's state) finds it by. An entity with an id is
-// found by its id; otherwise services, routes, upstreams, consumer groups,
-// key sets, keys, SNIs and filter chains by name; consumers by username
-// (else custom_id); plugins by name and scope (service, route, consumer,
-// consumer group); targets by upstream and target; certificates by cert
-// and key, CA certificates by cert; credentials by their key field
-// (key-auth and JWT key, basic-auth and HMAC username, OAuth2 client_id)
-// and ACLs by consumer and group; vaults by prefix. Two entities with the
-// same identity (a configuration Kong refuses) are told apart by their
-// order.
+// beside their parents, each with its identity (index.key); two with the
+// same identity (a configuration Kong refuses) are told apart by order.
 func flatten(raw []byte) (*set, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -580,11 +466,8 @@ func flatten(raw []byte) (*set, error) {
 	}
 	s := &set{byKey: map[string]*entity{}}
 	kongraph.Walk(root, func(kt string, obj map[string]any, parent *entity, parentField string) *entity {
-		typ := kt
-		if t, ok := types[kt]; ok {
-			typ = t
-		}
-		e := &entity{typ: typ, parent: parent, obj: obj}
+		// Kong's entity types are kongraph's, singular.
+		e := &entity{typ: strings.TrimSuffix(kt, "s"), kt: kt, parent: parent, obj: obj}
 		for _, k := range kongraph.NestedKeys(kt) {
 			if _, ok := obj[k]; ok {
 				e.nested = append(e.nested, k)
@@ -595,25 +478,11 @@ func flatten(raw []byte) (*set, error) {
 				e.parentField, e.parentRef = parentField, parent.ref()
 			}
 		}
-		for _, f := range kongraph.ForeignKeys(kt) {
-			if f == parentField && parent != nil {
-				continue
-			}
-			if v := kongraph.RefValues(obj[f]); len(v) > 0 {
-				if e.refs == nil {
-					e.refs = map[string][]string{}
-				}
-				e.refs[f] = v
-			}
+		var parentKT string
+		if parent != nil {
+			parentKT = parent.kt
 		}
-		if kt == "consumer_group_consumer" && parent != nil {
-			// A membership nested in one side names the other one.
-			other := "consumer_group"
-			if parent.typ == "consumer_group" {
-				other = "consumer"
-			}
-			e.refs = map[string][]string{other: kongraph.RefValues(obj)}
-		}
+		e.refs = kongraph.Refs(kt, obj, parentKT, parentField)
 		s.list = append(s.list, e)
 		return e
 	})
@@ -646,8 +515,7 @@ func (e *entity) ref() map[string]any {
 	return map[string]any{"name": str(e.obj["name"])}
 }
 
-// index finds an entity by its type and its id or endpoint key, to
-// resolve a foreign key to the identity of what it names.
+// index finds an entity by its type and its id or endpoint key.
 type index map[typed]*entity
 
 type typed struct{ typ, value string }
@@ -666,11 +534,8 @@ func newIndex(list []*entity) index {
 	return idx
 }
 
-// resolve is the identity of what typ ref names: the referenced entity's,
-// or the reference as written when it names none. The entities a foreign
-// key names (services, routes, upstreams, consumers, consumer groups,
-// certificates, key sets) have an identity of their own, with no foreign
-// key in it.
+// resolve is the identity of what typ ref names: the referenced entity's
+// (which holds no foreign key), or the reference as written.
 func (idx index) resolve(typ, ref string) string {
 	if e := idx[typed{typ, ref}]; e != nil {
 		return idx.key(e)
@@ -691,7 +556,9 @@ func (idx index) scope(e *entity, typ, field string) string {
 	return strings.Join(out, ",")
 }
 
-// key is e's identity (see flatten).
+// key is e's identity, the key Kong's reconciler (go-database-reconciler's
+// state) finds it by: its id, else its endpoint key, within its scope
+// (plugins, targets, ACLs, ...); a secret (a key-auth key) as a digest.
 func (idx index) key(e *entity) string {
 	if id := str(e.obj["id"]); id != "" {
 		return e.typ + ":id:" + id

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -176,7 +177,7 @@ func TestApplyingTheDiffGivesTheTarget(t *testing.T) {
 		}
 		got, want := entities(t, a), entities(t, b)
 		apply(t, got, d)
-		if !equal(toAny(got), toAny(want)) {
+		if !reflect.DeepEqual(toAny(got), toAny(want)) {
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(want)
 			t.Fatalf("diff applied to a:\n%s\nb:\n%s\ndiff: %+v", gj, wj, d.Changes)
@@ -205,11 +206,11 @@ func TestApplyCanFail(t *testing.T) {
 	}
 	got := entities(t, a)
 	apply(t, got, &Diff{})
-	if equal(toAny(got), toAny(entities(t, b))) {
+	if reflect.DeepEqual(toAny(got), toAny(entities(t, b))) {
 		t.Fatal("an empty diff applied gives b")
 	}
 	apply(t, got, d)
-	if !equal(toAny(got), toAny(entities(t, b))) {
+	if !reflect.DeepEqual(toAny(got), toAny(entities(t, b))) {
 		t.Fatal(fmt.Sprint("the diff applied does not give b: ", got))
 	}
 }

@@ -96,13 +96,13 @@ func TestOneRouteChangeSendsOnlyItsWrites(t *testing.T) {
 			}
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				e := newEnv(t)
-				base, cp, opts := e.url, "", []Option{}
+				base, cp, opts := e.url, "", Options{}
 				if konnect {
 					cp = "cp-1"
 					base = e.url + kongemu.KonnectPrefix + cp
-					opts = append(opts, WithKonnect(cp), WithConcurrency(4))
+					opts.ControlPlane, opts.Concurrency = cp, 4
 				}
-				s := e.syncer(t, base, opts...)
+				s := e.syncer(t, base, opts)
 				first, err := s.Sync(ctxT(t), loadConfig(t, tc.raw, 1))
 				if err != nil {
 					t.Fatal(err)
@@ -144,7 +144,7 @@ func TestDropConsumers(t *testing.T) {
 	e := newEnv(t)
 	base := e.url + kongemu.KonnectPrefix + "cp-1"
 	cfg := loadConfig(t, fixture(t, name), 1)
-	full := e.syncer(t, base, WithKonnect("cp-1"))
+	full := e.syncer(t, base, Options{ControlPlane: "cp-1"})
 	if _, err := full.Sync(ctxT(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestDropConsumers(t *testing.T) {
 		t.Fatal("fixture should create consumers and basic-auths without the option")
 	}
 
-	drop := e.syncer(t, base, WithKonnect("cp-1"), WithDropConsumers(true))
+	drop := e.syncer(t, base, Options{ControlPlane: "cp-1", DropConsumers: true})
 	if _, err := drop.Sync(ctxT(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestDropConsumers(t *testing.T) {
 
 	// From empty: no consumer request is written at all.
 	e2 := newEnv(t)
-	s2 := e2.syncer(t, e2.url+kongemu.KonnectPrefix+"cp-2", WithKonnect("cp-2"), WithDropConsumers(true))
+	s2 := e2.syncer(t, e2.url+kongemu.KonnectPrefix+"cp-2", Options{ControlPlane: "cp-2", DropConsumers: true})
 	if _, err := s2.Sync(ctxT(t), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestDropConsumers(t *testing.T) {
 // of the waits the engine would do, not on wall time).
 func TestRateLimitedCarriesRetryAfter(t *testing.T) {
 	e := newEnv(t)
-	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", WithKonnect("cp"))
+	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", Options{ControlPlane: "cp"})
 	cfg := loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1)
 
 	// The storm answers the services listing of each of the first attempts
@@ -230,7 +230,7 @@ func TestRateLimitedCarriesRetryAfter(t *testing.T) {
 // configuration and names the entity with its k8s tags.
 func TestRejectedEntityIsPermanentWithTags(t *testing.T) {
 	e := newEnv(t)
-	s := e.syncer(t, e.url)
+	s := e.syncer(t, e.url, Options{})
 	raw := mustJSON(t, fixture(t, "ingress-v1-single-service-in-multiple-ingresses__default.yaml"))
 	route := "foo-namespace.foo-2.foo-svc.example.com.80"
 	e.api.RejectEntity("routes", route, http.StatusBadRequest, "schema violation (paths: invalid)")
@@ -263,7 +263,7 @@ func contains(l []string, s string) bool {
 func TestUnavailableIsRetryable(t *testing.T) {
 	for _, f := range []kongemu.EntityFault{{Status: http.StatusServiceUnavailable}, {Drop: true}, {Status: http.StatusUnauthorized}} {
 		e := newEnv(t)
-		s := e.syncer(t, e.url)
+		s := e.syncer(t, e.url, Options{})
 		e.api.PushFaults(f)
 		_, err := s.Sync(ctxT(t), loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
 		se, ok := sink.AsError(err)
@@ -285,7 +285,7 @@ func TestTemplatesAreLiteral(t *testing.T) {
 	raw := []byte(`{"_format_version":"3.0","services":[{"name":"s","host":"h","port":80,"protocol":"http",` +
 		`"plugins":[{"name":"request-termination","config":{"message":` + mustMarshal(msg) + `}}]}]}`)
 	e := newEnv(t)
-	s := e.syncer(t, e.url)
+	s := e.syncer(t, e.url, Options{})
 	if _, err := s.Sync(ctxT(t), loadConfig(t, raw, 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func BenchmarkOneRouteChange(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			e := newEnv(b)
-			s := e.syncer(b, e.url)
+			s := e.syncer(b, e.url, Options{})
 			raw := bigConfig(n)
 			orig, changed := loadConfig(b, raw, 1), loadConfig(b, changeFirstRoute(b, raw), 2)
 			ctx := context.Background()

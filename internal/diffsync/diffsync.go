@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/kong/go-database-reconciler/pkg/crud"
@@ -33,85 +33,41 @@ import (
 // syncing a Konnect control plane, which reports none.
 var KonnectKongVersion = semver.MustParse("3.9.0")
 
+// Options configure a Syncer; the zero value syncs a Kong Admin API.
+type Options struct {
+	Concurrency int // entity operations at once (0: 10)
+	// ControlPlane is the Konnect control plane to sync, whose Admin API
+	// is the client's base URL; the reconciler then asks Konnect for
+	// schemas and skips what Konnect does not support.
+	ControlPlane string
+	// DropConsumers leaves consumers, their credentials and the plugins
+	// scoped to a consumer out of the target.
+	DropConsumers bool
+	Logger        *slog.Logger // nil: discard
+	TempDir       string       // for the per-sync temporary file ("": the system's)
+}
+
 // Syncer syncs configurations to one destination. Sync must not be called
 // concurrently (the engine applies one generation at a time per sink).
 type Syncer struct {
-	client        *kong.Client
-	concurrency   int
-	controlPlane  string
-	dropConsumers bool
-	version       *semver.Version
-	logger        *slog.Logger
-	tempDir       string
-
-	mu          sync.Mutex
-	seenVersion *semver.Version
-}
-
-// Option configures a Syncer.
-type Option func(*Syncer)
-
-// WithConcurrency sets how many entity operations run at once (default 10).
-func WithConcurrency(n int) Option {
-	return func(s *Syncer) {
-		if n > 0 {
-			s.concurrency = n
-		}
-	}
-}
-
-// WithKonnect syncs a Konnect control plane: the client's base URL must be
-// the control plane's Admin API (<address>/kic/api/control-planes/<id>).
-// Entity schemas then come from Konnect's /v1/schemas/json/<type>, and the
-// reconciler skips what Konnect does not support (e.g. OAuth2 credentials).
-func WithKonnect(controlPlaneID string) Option {
-	return func(s *Syncer) { s.controlPlane = controlPlaneID }
-}
-
-// WithDropConsumers leaves consumers, their credentials and the plugins
-// scoped to a consumer out of the target.
-func WithDropConsumers(drop bool) Option {
-	return func(s *Syncer) { s.dropConsumers = drop }
-}
-
-// WithKongVersion renders the target for version v instead of asking the
-// destination (GET /) or, for Konnect, KonnectKongVersion.
-func WithKongVersion(v semver.Version) Option {
-	return func(s *Syncer) { s.version = &v }
-}
-
-// WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Syncer) {
-		if l != nil {
-			s.logger = l
-		}
-	}
-}
-
-// WithTempDir sets where the per-sync temporary file goes (default: the
-// system temporary directory).
-func WithTempDir(dir string) Option {
-	return func(s *Syncer) { s.tempDir = dir }
+	client      *kong.Client
+	o           Options
+	seenVersion *semver.Version // the destination's, once asked
 }
 
 // New returns a Syncer that talks to the destination through client.
-func New(client *kong.Client, opts ...Option) *Syncer {
-	s := &Syncer{
-		client:      client,
-		concurrency: 10,
-		logger:      slog.New(slog.DiscardHandler),
+func New(client *kong.Client, o Options) *Syncer {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
 	}
-	for _, o := range opts {
-		o(s)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return s
+	return &Syncer{client: client, o: o}
 }
 
 // Result counts the operations a Sync sent.
-type Result struct {
-	Created, Updated, Deleted int
-}
+type Result struct{ Created, Updated, Deleted int }
 
 // Sync makes the destination hold cfg. It returns a *sink.Error (see the
 // package doc) on failure.
@@ -125,11 +81,11 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		return Result{}, &sink.Error{Code: sink.CodeInvalid, Message: err.Error(), Permanent: true, Err: err,
 			EntityErrors: validationEntityErrors(err)}
 	}
-	if s.dropConsumers {
+	if s.o.DropConsumers {
 		dropConsumers(content)
 	}
 
-	dumpCfg := dump.Config{KonnectControlPlane: s.controlPlane}
+	dumpCfg := dump.Config{KonnectControlPlane: s.o.ControlPlane}
 	rawCurrent, err := dump.Get(ctx, s.client, dumpCfg)
 	if err != nil {
 		return Result{}, classify("reading the current entities", err)
@@ -157,7 +113,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		TargetState:         target,
 		KongClient:          s.client,
 		SilenceWarnings:     true,
-		IsKonnect:           s.controlPlane != "",
+		IsKonnect:           s.o.ControlPlane != "",
 		EnableEntityActions: true,
 	})
 	if err != nil {
@@ -174,38 +130,28 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 			if a.Error != nil {
 				failed = append(failed, a)
 			} else {
-				s.logger.Debug("entity synced", "action", a.Action, "entity_kind", a.Entity.Kind, "entity_name", a.Entity.Name) // kind= is the sink's
+				s.o.Logger.Debug("entity synced", "action", a.Action, "entity_kind", a.Entity.Kind, "entity_name", a.Entity.Name) // kind= is the sink's
 			}
 		}
 	}()
-	stats, errs, _ := syncer.Solve(ctx, s.concurrency, false, false)
+	stats, errs, _ := syncer.Solve(ctx, s.o.Concurrency, false, false)
 	<-done
 
-	res := Result{
-		Created: int(stats.CreateOps.Count()),
-		Updated: int(stats.UpdateOps.Count()),
-		Deleted: int(stats.DeleteOps.Count()),
-	}
+	res := Result{int(stats.CreateOps.Count()), int(stats.UpdateOps.Count()), int(stats.DeleteOps.Count())}
 	if len(errs) == 0 && len(failed) == 0 {
 		return res, nil
 	}
 	return res, solveError(ctx, errs, failed)
 }
 
-// kongVersion is the version the target is rendered for: the option, the
-// Konnect default, or the destination's GET / (asked once per Syncer).
+// kongVersion is the version the target is rendered for: the Konnect
+// default, or the destination's GET / (asked once per Syncer).
 func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
-	if s.version != nil {
-		return *s.version, nil
-	}
-	if s.controlPlane != "" {
+	if s.o.ControlPlane != "" {
 		return KonnectKongVersion, nil
 	}
-	s.mu.Lock()
-	seen := s.seenVersion
-	s.mu.Unlock()
-	if seen != nil {
-		return *seen, nil
+	if s.seenVersion != nil {
+		return *s.seenVersion, nil
 	}
 	info, err := s.client.Info.Get(ctx)
 	if err != nil {
@@ -218,18 +164,14 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	if err != nil {
 		return semver.Version{}, fmt.Errorf("parsing Kong version %q: %w", info.Version, err)
 	}
-	s.mu.Lock()
 	s.seenVersion = &v
-	s.mu.Unlock()
 	return v, nil
 }
 
-// deckForm rewrites the two collections of Kong's DB-less format that
-// deck's file format spells differently, so the reconciler's reader takes
-// a controller's configuration as is: consumer_group_consumers (a flat list
-// of {consumer, consumer_group}) become each consumer's groups, and
-// degraphql_routes become custom_entities of type degraphql_routes. Anything else, and a configuration it cannot
-// read as a JSON object, is returned unchanged (the reader reports it).
+// deckForm rewrites the two collections Kong's DB-less format spells unlike
+// deck's file format: consumer_group_consumers become each consumer's
+// groups, degraphql_routes custom_entities. What it cannot read is
+// returned unchanged (the reader reports it).
 func deckForm(raw []byte) []byte {
 	if !bytes.Contains(raw, []byte(`"consumer_group_consumers"`)) && !bytes.Contains(raw, []byte(`"degraphql_routes"`)) {
 		return raw
@@ -323,7 +265,7 @@ func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	if bytes.Contains(body, []byte(templateDelim)) {
 		body = bytes.ReplaceAll(body, []byte(templateDelim), []byte(escapedDelim))
 	}
-	dir, err := os.MkdirTemp(s.tempDir, "confighub-diffsync-")
+	dir, err := os.MkdirTemp(s.o.TempDir, "confighub-diffsync-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
@@ -365,8 +307,7 @@ func (e *readError) Error() string { return e.msg }
 func (e *readError) Unwrap() error { return e.err }
 
 // validationEntityErrors turns the reader's JSON-schema errors into entity
-// errors: each names the offending object (with its tags, which carry KIC's
-// k8s-* references) and the field the schema wants.
+// errors naming the object (with its k8s-* tags) and the field wanted.
 func validationEntityErrors(err error) []*confighubv1.EntityError {
 	var out []*confighubv1.EntityError
 	var walk func(error)
@@ -425,21 +366,9 @@ func dropConsumers(c *file.Content) {
 	for i := range c.ConsumerGroups {
 		c.ConsumerGroups[i].Consumers = nil
 	}
-	keep := c.Plugins[:0]
-	for _, p := range c.Plugins {
-		if p.Consumer == nil {
-			keep = append(keep, p)
-		}
-	}
-	c.Plugins = keep
+	c.Plugins = slices.DeleteFunc(c.Plugins, func(p file.FPlugin) bool { return p.Consumer != nil })
 	filter := func(ps []*file.FPlugin) []*file.FPlugin {
-		out := ps[:0]
-		for _, p := range ps {
-			if p.Consumer == nil {
-				out = append(out, p)
-			}
-		}
-		return out
+		return slices.DeleteFunc(ps, func(p *file.FPlugin) bool { return p.Consumer != nil })
 	}
 	for i := range c.Services {
 		c.Services[i].Plugins = filter(c.Services[i].Plugins)
@@ -531,8 +460,8 @@ func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *
 	return out
 }
 
-// entityError describes a failed operation. The reconciler's entities are
-// go-kong structs (embedded in its state types) with ID and Tags fields.
+// entityError describes a failed operation; the reconciler's entities
+// embed go-kong structs with ID and Tags fields.
 func entityError(a diff.EntityAction) *confighubv1.EntityError {
 	subj := a.Entity.New
 	if subj == nil || reflect.ValueOf(subj).IsNil() {
@@ -548,9 +477,8 @@ func entityError(a diff.EntityAction) *confighubv1.EntityError {
 		return ee
 	}
 	if f := v.FieldByName("ID"); f.IsValid() {
-		if id, ok := f.Interface().(*string); ok && id != nil {
-			ee.EntityId = *id
-		}
+		id, _ := f.Interface().(*string)
+		ee.EntityId = kong.StringValue(id)
 	}
 	if f := v.FieldByName("Tags"); f.IsValid() {
 		if tags, ok := f.Interface().([]*string); ok {

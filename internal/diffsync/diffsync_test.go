@@ -33,7 +33,7 @@ func newEnv(t testing.TB, opts ...kongemu.EntityOption) *env {
 	return &env{api: api, url: srv.URL}
 }
 
-func (e *env) syncer(t testing.TB, base string, opts ...Option) *Syncer {
+func (e *env) syncer(t testing.TB, base string, o Options) *Syncer {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -41,7 +41,10 @@ func (e *env) syncer(t testing.TB, base string, opts ...Option) *Syncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(c, append([]Option{WithTempDir(t.TempDir())}, opts...)...)
+	if o.TempDir == "" {
+		o.TempDir = t.TempDir()
+	}
+	return New(c, o)
 }
 
 func loadConfig(t testing.TB, raw []byte, gen uint64) *config.Config {
@@ -71,7 +74,7 @@ func ctxT(t *testing.T) context.Context {
 // rejects HMAC and JWT credentials without a secret before any request.
 func TestCredentialsWithoutSecretsArePermanent(t *testing.T) {
 	e := newEnv(t)
-	s := e.syncer(t, e.url)
+	s := e.syncer(t, e.url, Options{})
 	_, err := s.Sync(ctxT(t), loadConfig(t, fixture(t, "credentials__default.yaml"), 1))
 	se, ok := sink.AsError(err)
 	if !ok || !se.Permanent || se.Code != "invalid" {
@@ -122,12 +125,12 @@ func TestFixtureSequenceConverges(t *testing.T) {
 			// The expression-routes fixtures need a Kong whose router
 			// flavor is "expressions" (Konnect always has the fields).
 			e := newEnv(t, kongemu.WithExpressionsRouter())
-			base, cp, opts := e.url, "", []Option{}
+			base, cp, opts := e.url, "", Options{}
 			if konnect {
 				cp = "cp-seq"
-				base, opts = e.url+kongemu.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+				base, opts = e.url+kongemu.KonnectPrefix+cp, Options{ControlPlane: cp}
 			}
-			s := e.syncer(t, base, opts...)
+			s := e.syncer(t, base, opts)
 			var gen uint64
 			for _, p := range harness.Fixtures(t) {
 				name := filepath.Base(p)
@@ -166,7 +169,7 @@ func TestHungDestinationTimesOut(t *testing.T) {
 	e := newEnv(t)
 	release := e.api.Hang()
 	defer release()
-	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", WithKonnect("cp"))
+	s := e.syncer(t, e.url+kongemu.KonnectPrefix+"cp", Options{ControlPlane: "cp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := s.Sync(ctx, loadConfig(t, fixture(t, "httproute-example__default.yaml"), 1))
@@ -188,7 +191,7 @@ func TestBehindGateway(t *testing.T) {
 	defer gw.Close()
 	e := &env{api: api, url: url}
 	cfg := loadConfig(t, fixture(t, "ingress-v1-rule-with-tls-and-consumer__default.yaml"), 1)
-	if _, err := e.syncer(t, url).Sync(ctxT(t), cfg); err != nil {
+	if _, err := e.syncer(t, url, Options{}).Sync(ctxT(t), cfg); err != nil {
 		t.Fatal(err)
 	}
 	js, _ := cfg.JSON()

@@ -18,6 +18,6 @@
 //   - A configuration the reader rejects is Permanent "invalid" with entity errors, and sends nothing (TestCredentialsWithoutSecretsArePermanent).
 //   - 429 carries Retry-After; 401/403 are retryable; 5xx and timeouts retried; other 4xx permanent (TestRateLimitedCarriesRetryAfter, TestUnavailableIsRetryable, TestHungDestinationTimesOut).
 //   - Every failed operation is an entity error with its tags (TestRejectedEntityIsPermanentWithTags).
-//   - WithDropConsumers removes consumers as KIC does (TestDropConsumers).
+//   - Options.DropConsumers removes consumers as KIC does (TestDropConsumers).
 //   - The temporary file goes on every path; "${{ }}" templates are literal (TestTempFileRemovedOnEveryPath, TestTemplatesAreLiteral).
 package diffsync

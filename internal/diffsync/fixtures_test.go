@@ -87,12 +87,12 @@ func TestEveryFixtureResyncsWithoutWrites(t *testing.T) {
 					opts = append(opts, kongemu.WithExpressionsRouter())
 				}
 				e := newEnv(t, opts...)
-				base, cp, sopts := e.url, "", []Option{}
+				base, cp, sopts := e.url, "", Options{}
 				if konnect {
 					cp = "cp"
-					base, sopts = e.url+kongemu.KonnectPrefix+cp, []Option{WithKonnect(cp)}
+					base, sopts = e.url+kongemu.KonnectPrefix+cp, Options{ControlPlane: cp}
 				}
-				s := e.syncer(t, base, sopts...)
+				s := e.syncer(t, base, sopts)
 
 				_, err := s.Sync(ctxT(t), loadConfig(t, raw, 1))
 				row.first = len(e.api.Writes())
@@ -186,7 +186,7 @@ func refusal(name string, konnect bool, msg string) string {
 // consumer groups and custom entities, instead of a reader error.
 func TestDBLessCollectionsReadAsDeck(t *testing.T) {
 	e := newEnv(t)
-	s := e.syncer(t, e.url)
+	s := e.syncer(t, e.url, Options{})
 	raw := mustJSON(t, harness.Fixture(t, "consumer-group-example-ee__default.yaml"))
 	content, err := s.readContent(deckForm(raw))
 	if err != nil {

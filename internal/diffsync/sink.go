@@ -17,24 +17,18 @@ import (
 
 // ClientOptions describe the HTTP side of a destination.
 type ClientOptions struct {
-	// BaseURL is the Admin API root (for Konnect, the control plane's).
-	BaseURL string
-	// TLS may be nil for defaults.
-	TLS *tls.Config
-	// Headers are set on every request (e.g. Kong-Admin-Token).
-	Headers map[string]string
-	// Auth, when set, returns an Authorization header value per request
-	// (e.g. "Bearer <token>", re-read so a rotated token file is used).
-	Auth func() (string, error)
-	// MaxConns bounds connections to the destination (the concurrency).
-	MaxConns int
-	// Workspace is a Kong Enterprise workspace; empty for the default.
-	Workspace string
+	BaseURL string            // the Admin API root (for Konnect, the control plane's)
+	TLS     *tls.Config       // nil: defaults
+	Headers map[string]string // set on every request (e.g. Kong-Admin-Token)
+	// Auth, when set, gives each request's Authorization header (re-read:
+	// a rotated token file is used).
+	Auth      func() (string, error)
+	MaxConns  int    // bounds connections to the destination (the concurrency)
+	Workspace string // a Kong Enterprise workspace; "" for the default
 }
 
-// NewClient returns a go-kong client for o and the transport to close with
-// the sink. The client has no overall timeout: each apply's context bounds
-// it.
+// NewClient returns a go-kong client for o (no overall timeout: each
+// apply's context bounds it) and the transport to close with the sink.
 func NewClient(o ClientOptions) (*kong.Client, *http.Transport, error) {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -105,24 +99,16 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// SinkOption configures a Sink.
-type SinkOption func(*Sink)
-
-// BeforeApply runs f before each apply (e.g. to re-read a token file); an
-// error fails the apply (retryable).
-func BeforeApply(f func() error) SinkOption { return func(s *Sink) { s.before = f } }
-
-// NewSink wraps syncer; tr (may be nil) is closed by Close.
-func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, opts ...SinkOption) *Sink {
-	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now}
+// NewSink wraps syncer; tr (may be nil) is closed by Close. before, when
+// set, runs before each apply (e.g. to re-read a token file); its error
+// fails the apply (retryable).
+func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, before func() error) *Sink {
+	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now, before: before}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Clock != nil {
 		s.clock = deps.Clock.Now
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	return s
 }

@@ -12,7 +12,7 @@ import (
 func TestTempFileRemovedOnEveryPath(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	s := e.syncer(t, e.url, WithTempDir(dir))
+	s := e.syncer(t, e.url, Options{TempDir: dir})
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {

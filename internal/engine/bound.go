@@ -10,10 +10,8 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Bounds of what a sink's error puts into status: a configuration with
-// many bad entities, or a destination that answers at length, must not make
-// GetStatus or a WatchStatus snapshot exceed the message limit (1,000
-// failing sinks of one stream stay under about 40 MiB).
+// Bounds of a sink's error in status, so a snapshot of 1,000 failing sinks
+// stays about 40 MiB.
 const (
 	maxErrorText       = 4 << 10  // last_error
 	maxEntityErrors    = 100      // entity_errors per sink
@@ -25,9 +23,7 @@ const (
 	maxErrorBodyStored = 8 << 20  // the raw answer kept for GetConfig
 )
 
-// boundError returns se with its texts cut and at most maxEntityErrors
-// entity errors (maxEntityBytes in all), and how many entity errors were
-// left out. se is not modified.
+// boundError cuts a copy of se to the bounds, counting entity errors left out.
 func boundError(se *sink.Error) (*sink.Error, uint32) {
 	out := *se
 	out.Message = CutText(se.Message, maxErrorText)
@@ -37,39 +33,21 @@ func boundError(se *sink.Error) (*sink.Error, uint32) {
 	if len(out.Body) > maxErrorBodyStored {
 		out.Body = out.Body[:maxErrorBodyStored]
 	}
-	var (
-		kept []*confighubv1.EntityError
-		size int
-	)
+	var kept []*confighubv1.EntityError
+	size := 0
 	for _, ee := range se.EntityErrors {
-		if len(kept) == maxEntityErrors {
-			break
-		}
 		b := boundEntityError(ee)
-		if n := proto.Size(b); size+n <= maxEntityBytes {
-			kept, size = append(kept, b), size+n
-		} else {
+		if size += proto.Size(b); len(kept) == maxEntityErrors || size > maxEntityBytes {
 			break
 		}
+		kept = append(kept, b)
 	}
 	out.EntityErrors = kept
 	return &out, uint32(len(se.EntityErrors) - len(kept))
 }
 
-// boundEntityError returns ee itself when it is within the bounds, else a
-// cut copy.
+// boundEntityError returns a copy of ee cut to the bounds.
 func boundEntityError(ee *confighubv1.EntityError) *confighubv1.EntityError {
-	within := len(ee.GetEntityType()) <= maxEntityText && len(ee.GetEntityName()) <= maxEntityText &&
-		len(ee.GetEntityId()) <= maxEntityText && len(ee.GetEntityTags()) <= maxEntityTags && len(ee.GetErrors()) <= maxFieldErrors
-	for _, t := range ee.GetEntityTags() {
-		within = within && len(t) <= maxEntityText
-	}
-	for _, fe := range ee.GetErrors() {
-		within = within && len(fe.GetType()) <= maxEntityText && len(fe.GetField()) <= maxEntityText && len(fe.GetMessage()) <= maxEntityMessage
-	}
-	if within {
-		return ee
-	}
 	c := &confighubv1.EntityError{
 		EntityType: CutText(ee.GetEntityType(), maxEntityText),
 		EntityName: CutText(ee.GetEntityName(), maxEntityText),
@@ -91,8 +69,7 @@ func boundEntityError(ee *confighubv1.EntityError) *confighubv1.EntityError {
 	return c
 }
 
-// CutText cuts s to at most n bytes (at a UTF-8 boundary) and says how
-// much was cut: how status and error messages stay bounded.
+// CutText cuts s to n bytes at a UTF-8 boundary, saying how much was cut.
 func CutText(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -91,7 +91,7 @@ func TestRestoredConvergenceKeepsItsTime(t *testing.T) {
 	h.e.Publish(cfg)
 	h.put("a", kindTest, nil)
 	h.awaitApplied("a", 7)
-	snap, _ := h.e.Status("default")
+	snap, _ := h.e.View().Snapshot("default")
 	g := snap.GetGenerations()[0]
 	if d := g.GetConvergeTime().AsTime().Sub(g.GetAcceptTime().AsTime()); d != 42*time.Millisecond {
 		t.Fatalf("converged in %v after the restart, want 42ms", d)
@@ -109,7 +109,7 @@ func TestRestoredConvergenceWithoutRecord(t *testing.T) {
 	h.e.Publish(restarted(h))
 	h.put("a", kindTest, nil)
 	h.awaitApplied("a", 7)
-	snap, _ := h.e.Status("default")
+	snap, _ := h.e.View().Snapshot("default")
 	g := snap.GetGenerations()[0]
 	if d := g.GetConvergeTime().AsTime().Sub(g.GetAcceptTime().AsTime()); d != 42*time.Millisecond {
 		t.Fatalf("converged in %v after the restart, want 42ms (the restored apply)", d)

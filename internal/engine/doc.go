@@ -1,15 +1,8 @@
-// Package engine fans each stream's newest configuration out to its sinks:
-// one goroutine (while it has work) and one latest-wins slot per sink, with
-// hash skip, retries with backoff, pacing, gating by waves, and a status
-// broker (internal/engine/status) that publishes every change as a
-// revisioned event.
-//
-// The hub calls Publish after a configuration is durably accepted, and
-// PutSink/DeleteSink for the sinks file and the admin RPCs; Publish never
-// waits for a sink. The slot's decisions are a pure state machine
-// (machine.go) that the worker (worker.go) carries out; every attempt ends in
-// one apply-outcome event (outcome.go) from which status, metrics and the log
-// line are made.
+// Package engine fans each stream's newest configuration, published by the
+// hub once durable, out to its sinks: one goroutine (while it has work) and
+// latest-wins slot per sink, decided by a pure state machine (machine.go),
+// each attempt ending in one outcome event for status, metrics and logs
+// (outcome.go). Status goes to a revisioned broker (internal/engine/status).
 //
 // Guarantees (engine_test.go unless noted):
 //   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks); an idle sink holds no goroutine (idle_test.go TestIdleSinksHoldNoGoroutine).
@@ -32,7 +25,7 @@
 //   - Concurrent applies are limited in two pools, gateways and the rest (TestSlotPool, TestMaxConcurrentApplies, TestApplySlotQueue, TestNonGatewaySinksHaveTheirOwnApplySlots).
 //   - A sink whose applies hold nothing of the hub's (Capabilities.NoApplySlot: a Kong data plane) takes no slot (TestNoApplySlotSinksTakeNoSlot).
 //   - Gating by any gateway or by waves; a rejection stops later waves (TestGateAnyGateway, TestGateWaves, TestGateWaveMinApplied, TestWaveRejectionStopsLaterWaves).
-//   - Dynamic sinks get the current generation; delete, stop and replace behave (TestNewSinkGetsCurrentGeneration, TestDeleteSinkStopsAndCloses, TestStopSinkIsNotADelete, TestReplaceSink, TestValidateSink).
+//   - Dynamic sinks get the current generation; delete and replace behave (TestNewSinkGetsCurrentGeneration, TestDeleteSinkStopsAndCloses, TestDeleteSinkIsLogged, TestReplaceSink, TestValidateSink).
 //   - Specs are read without copying them all; SpecBytes is O(1) (TestSinkAndSpecBytes, TestSpecBytesTotalFollowsEveryChange).
 //   - A Runner's Health shows as "unreachable" (TestHealthReflectedInStatus).
 //   - Success, or a skip back to the applied hash, clears the last error (TestRecoveryClearsLastError, TestSkipBackClearsRejection).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +25,11 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// DefaultMaxConcurrentApplies is the hub-wide limit of applies in flight,
-// per pool: gateway sinks (Describe().Gateway) share one pool, every other
-// sink (konnect, file, plugins, ...) another of the same size.
+// DefaultMaxConcurrentApplies is the limit of applies in flight per pool (gateways, others).
 const DefaultMaxConcurrentApplies = 64
+
+// DefaultStatusDispatchWindow is how long a status change waits for its round.
+const DefaultStatusDispatchWindow = 5 * time.Millisecond
 
 // ErrSinkNotFound is returned for an unknown sink name.
 var ErrSinkNotFound = errors.New("sink not found")
@@ -35,10 +37,10 @@ var ErrSinkNotFound = errors.New("sink not found")
 // ErrStopped is returned by PutSink and DeleteSink after Stop.
 var ErrStopped = errors.New("engine stopped")
 
-// Recorder stores what a sink applied, and when a generation converged,
-// so that a restarted hub shows the time it observed (see
-// RestoreConverged) instead of observing it again; store.Store satisfies
-// it.
+// ErrStreamHasSinks is returned by DeleteStream while sinks read the stream.
+var ErrStreamHasSinks = errors.New("stream has sinks")
+
+// Recorder stores what a sink applied and when a generation converged.
 type Recorder interface {
 	RecordApplied(ctx context.Context, a store.Applied) error
 	RecordConverged(ctx context.Context, c store.Converged) error
@@ -55,94 +57,41 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
-// WithMessageRedactor sets how the text of a sink's error (its message and
-// its entity errors' messages) is cleaned before it reaches status, logs
-// and GetConfig: destinations quote secrets in their errors (Kong names a
-// duplicate key-auth key in full). The raw body is kept as it was. Default:
-// the text as it is.
+// WithMessageRedactor cleans a sink's error texts (not its raw body).
 func WithMessageRedactor(f func(string) string) Option {
 	return func(e *Engine) { e.redactMsg = f }
 }
 
-// WithSecretValues sets how the secrets of a sink's spec are found (a
-// Konnect token, a Kong header value): a destination or plugin that quotes
-// one in an error, or in what its Runner reports, has it replaced by
-// "<redacted>" before status, logs and GetConfig see the text. Default:
-// none.
+// WithSecretValues finds a spec's secrets, redacted in its sink's errors and reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
 	return func(e *Engine) { e.secrets = f }
 }
 
-// minScrubbed is the shortest secret value scrubbed from error texts:
-// replacing every "a" of a message would leave nothing to read.
-const minScrubbed = 4
-
-// scrubber returns what replaces spec's secret values in a text, nil when
-// it has none.
-func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
-	if e.secrets == nil {
-		return nil
-	}
-	vals := slices.DeleteFunc(e.secrets(spec), func(v string) bool { return len(v) < minScrubbed })
-	if len(vals) == 0 {
-		return nil
-	}
-	// Longest first: a value that contains another is replaced whole.
-	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, "<redacted>")
-	}
-	return strings.NewReplacer(pairs...)
-}
-
-// WithMaxConcurrentApplies sets the hub-wide limit of applies in flight of
-// each pool (gateway sinks; every other sink).
+// WithMaxConcurrentApplies sets the limit of applies in flight per pool.
 func WithMaxConcurrentApplies(n int) Option {
-	return func(e *Engine) {
-		if n > 0 {
-			e.maxApplies = n
-		}
-	}
+	return func(e *Engine) { e.maxApplies = cmp.Or(max(n, 0), e.maxApplies) }
 }
 
-// WithRecorder sets where applied generations are recorded.
+// WithRecorder sets where applied generations and convergences are recorded.
 func WithRecorder(r Recorder) Option { return func(e *Engine) { e.recorder = r } }
 
 // WithMetrics sets the metrics sink.
-func WithMetrics(m Metrics) Option {
-	return func(e *Engine) {
-		if m != nil {
-			e.metrics = m
-		}
-	}
-}
+func WithMetrics(m Metrics) Option { return func(e *Engine) { e.metrics = cmp.Or(m, e.metrics) } }
 
 // WithWatchBuffer sets each status watcher's buffer.
 func WithWatchBuffer(n int) Option {
 	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithWatchBuffer(n)) }
 }
 
-// DefaultStatusDispatchWindow is how long a status change waits for the
-// others of its round before it is sent to the watchers (see
-// status.WithDispatchWindow).
-const DefaultStatusDispatchWindow = 5 * time.Millisecond
-
-// WithStatusDispatchWindow sets the status fan-out's batching window; 0
-// sends every change at once.
+// WithStatusDispatchWindow sets the status batching window (real time; 0: none).
 func WithStatusDispatchWindow(d time.Duration) Option {
-	return func(e *Engine) { e.dispatchWindow = d }
+	return func(e *Engine) { e.brokerOpts = append(e.brokerOpts, status.WithDispatchWindow(d)) }
 }
 
-// WithNewStream sets a function called with the name of each stream the
-// engine gets (by Publish or a sink of it), once, when it first appears: a
-// replica's status writer follows the stream from then on, whichever
-// replica accepted its push. It is called with the engine's lock held and
-// must not call the engine.
+// WithNewStream sets a func called per new stream under the lock; it must not call e.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
 
-// WithRandom sets the source of backoff jitter: a function returning a
-// uniform value in [0,1). Tests pass a constant.
+// WithRandom sets the source of backoff jitter, uniform in [0,1).
 func WithRandom(f func() float64) Option {
 	return func(e *Engine) {
 		if f != nil {
@@ -151,103 +100,54 @@ func WithRandom(f func() float64) Option {
 	}
 }
 
-// Engine fans each stream's newest configuration out to its sinks. See the
-// package doc for its guarantees.
-//
-// Status semantics: desired_generation is the generation the sink last took
-// up (the stream's newest is in GenerationStatus), so the event rate follows
-// the sinks' work, not the push rate. A Retry-After applies to any
-// generation (the destination asked the hub to wait); backoff of one
-// generation is dropped when a newer one arrives. A permanently rejected
-// generation is not retried even on Resync. Replacing a sink with a changed
-// spec starts it afresh; putting an identical spec changes nothing.
-//
-// Memory: one *config.Config per stream is shared by every sink; per sink the
-// engine keeps constant state plus pointers to the configs in its slot, last
-// applied and last failed (dropped once a newer generation is applied).
-// Status history is bounded by status.DefaultHistory, generations by the
-// last 16 per stream.
-//
-// Replicas (WithOwnership): every sink is known, a worker runs only for the
-// owned ones; the others are peers followed through ObserveSink. Gates and
-// generation counts run over every sink of the stream; only the stream's
-// leader records the convergence metric, so each generation counts once over
-// replicas.
+// Engine fans each stream's newest configuration out to its sinks (package doc).
 type Engine struct {
-	reg       *sink.Registry
-	specs     *sinkspec.Checker
-	clock     clockwork.Clock
-	log       *slog.Logger
-	redactMsg func(string) string
-	// secrets finds a sink's secrets (scrubbed from its error texts).
+	specs      *sinkspec.Checker
+	clock      clockwork.Clock
+	log        *slog.Logger
+	redactMsg  func(string) string
 	secrets    func(*confighubv1.Sink) []string
 	metrics    Metrics
 	recorder   Recorder
 	maxApplies int
-	// gatewaySlots limit the applies in flight of gateway sinks, slots
-	// those of every other sink: a hung Konnect holds none of the
-	// gateways' slots. Guarded by mu.
-	gatewaySlots, slots *slotPool
-	rnd                 func() float64
-	// deps are the options every worker takes (made once by New).
-	deps       *workerDeps
+	rnd        func() float64
 	own        Ownership
 	brokerOpts []status.Option
 	newStream  func(string)
 	broker     *status.Broker
-	// dispatchWindow batches the status fan-out (real time: it delays
-	// delivery and schedules no sink work, so a fake engine clock must not
-	// hold status back).
-	dispatchWindow time.Duration
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// ops counts the PutSink and DeleteSink calls under way; Stop waits for
-	// them. Added to under mu while not stopped.
-	ops      sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	ops      sync.WaitGroup // PutSink and DeleteSink calls under way
 	stopOnce sync.Once
 
-	mu      sync.Mutex
-	streams map[string]*stream
-	sinks   map[string]*worker
-	// peers are the sinks other replicas run (see Ownership), remote the
-	// newest shared status of every sink (ObserveSink).
-	peers    map[string]*peer
-	remote   map[string]*confighubv1.SinkStatus
-	restored map[string]store.Applied
-	// restoredConv are the convergences recorded before a restart, by
-	// stream, until Publish gives them to their generation.
-	restoredConv map[string]store.Converged
-	// conv holds convergences not yet recorded, by stream (the newest
-	// wins); convKick wakes the goroutine that records them off mu.
-	conv        map[string]store.Converged
-	convKick    chan struct{}
-	convRunning bool
-	// specBytes is the encoded size of every spec of sinks and peers,
-	// kept as they come and go, so that SpecBytes (asked on every PutSink)
-	// does not size them all.
-	specBytes int
-	// ownedLogged is the set of sinks run here last logged (replicas).
-	ownedLogged string
-	// names serialises PutSink and DeleteSink per sink name: they wait for
-	// the old worker outside mu, and a sink that ignores its ctx must hold
-	// up the calls for its own name only.
-	names   map[string]*nameLock
-	stopped bool
-	// held counts the streams with a configuration and their bytes.
-	held held
+	mu sync.Mutex
+	// Gateway sinks have their own pool: a hung Konnect holds no gateway's slot.
+	gatewaySlots, slots *slotPool
+	streams             map[string]*stream
+	sinks               map[string]*member                 // run here or by another replica
+	remote              map[string]*confighubv1.SinkStatus // newest shared status (ObserveSink)
+	restored            map[string]store.Applied
+	restoredConv        map[string]store.Converged // by stream, until Publish
+	conv                map[string]store.Converged // not yet recorded, by stream
+	convKick            chan struct{}
+	convRunning         bool
+	specBytes           int                  // sum of the specs' sizes
+	ownedLogged         string               // the sinks run here, as last logged
+	names               map[string]*nameLock // admin locks: a stuck sink holds up its own name only
+	stopped             bool
+	heldStreams         int   // streams holding a configuration
+	heldBytes           int64 // their Raw bytes
 }
 
-// nameLock is one sink name's admin lock; refs counts its holders and
-// waiters, so that it is dropped when unused.
+// nameLock is one sink name's admin lock, dropped when refs is 0.
 type nameLock struct {
 	mu   sync.Mutex
 	refs int
 }
 
-// admin starts a PutSink or DeleteSink of name: it fails after Stop, else
-// it holds name's lock until the returned func is called.
+// admin holds name's lock (ErrStopped after Stop) until done is called.
 func (e *Engine) admin(name string) (func(), error) {
 	e.mu.Lock()
 	if e.stopped {
@@ -276,15 +176,11 @@ func (e *Engine) admin(name string) (func(), error) {
 
 // stream is one config channel and its sinks. Guarded by Engine.mu.
 type stream struct {
-	name  string
-	cur   *config.Config
-	sinks map[string]*worker
-	peers map[string]*peer
-	// waves counts the sinks (run here or not) per wave, so a wave-0 sink
-	// checks its gate in O(1).
-	waves map[uint32]int
-	gens  []*genTrack
-	// waiters are workers whose gate depends on the other sinks' progress.
+	name    string
+	cur     *config.Config
+	sinks   map[string]*member
+	waves   map[uint32]int // sinks per wave: a wave-0 gate is O(1)
+	gens    []*genTrack    // ascending
 	waiters map[*worker]struct{}
 }
 
@@ -295,23 +191,14 @@ type genTrack struct {
 	accept   time.Time
 	labels   map[string]string
 	applied  uint32
-	total    uint32
 	converge time.Time
-	// counted: the convergence was observed (or restored) by the stream's
-	// leader, here or, as the shared view shows, on another replica.
-	// unled: it was observed here live while another replica led the
-	// stream; if this replica takes the lead before the leader's status
-	// arrives, it counts it (see countUnled).
-	counted bool
-	unled   bool
+	// counted: by the leader; unled: seen here unled (Reown counts it).
+	counted, unled bool
 }
-
-const keepGenerations = status.DefaultGenerations
 
 // New returns an engine. It starts no goroutine until sinks are put.
 func New(reg *sink.Registry, opts ...Option) *Engine {
 	e := &Engine{
-		reg:          reg,
 		specs:        sinkspec.New(reg),
 		clock:        clockwork.NewRealClock(),
 		log:          slog.New(slog.DiscardHandler),
@@ -319,8 +206,7 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		maxApplies:   DefaultMaxConcurrentApplies,
 		rnd:          rand.Float64,
 		streams:      map[string]*stream{},
-		sinks:        map[string]*worker{},
-		peers:        map[string]*peer{},
+		sinks:        map[string]*member{},
 		remote:       map[string]*confighubv1.SinkStatus{},
 		own:          ownAll{},
 		restored:     map[string]store.Applied{},
@@ -328,31 +214,24 @@ func New(reg *sink.Registry, opts ...Option) *Engine {
 		conv:         map[string]store.Converged{},
 		convKick:     make(chan struct{}, 1),
 		names:        map[string]*nameLock{},
-
-		dispatchWindow: DefaultStatusDispatchWindow,
 	}
 	for _, o := range opts {
 		o(e)
 	}
-	e.deps = &workerDeps{clock: e.clock, log: e.log, metrics: e.metrics, recorder: e.recorder, rnd: e.rnd, redact: e.redactError}
 	e.gatewaySlots = newSlotPool("gateway", e.maxApplies)
 	e.slots = newSlotPool("non-gateway", e.maxApplies)
-	// Revisions start at the clock's nanoseconds, so a restarted hub never
-	// hands out a revision a watcher saw before the restart.
-	first := status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0)))
-	window := status.WithDispatchWindow(e.dispatchWindow)
-	e.broker = status.New(append([]status.Option{first, window}, append(e.brokerOpts, status.WithGenerations(keepGenerations))...)...)
+	// Revisions start at the clock's nanoseconds, fresh across restarts.
+	e.broker = status.New(append([]status.Option{status.WithFirstRevision(uint64(max(e.clock.Now().UnixNano(), 0))),
+		status.WithDispatchWindow(DefaultStatusDispatchWindow)}, e.brokerOpts...)...)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e
 }
 
-// stream returns the named stream, made on first use. Names are resolved
-// at the edge (the hub gives a push without a stream config.DefaultStream,
-// sinkspec a sink without one): the engine takes them as they are.
+// stream returns the named stream, made on first use.
 func (e *Engine) stream(name string) *stream {
 	st := e.streams[name]
 	if st == nil {
-		st = &stream{name: name, sinks: map[string]*worker{}, peers: map[string]*peer{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
+		st = &stream{name: name, sinks: map[string]*member{}, waves: map[uint32]int{}, waiters: map[*worker]struct{}{}}
 		e.streams[name] = st
 		if e.newStream != nil {
 			e.newStream(name)
@@ -361,9 +240,7 @@ func (e *Engine) stream(name string) *stream {
 	return st
 }
 
-// Restore seeds the applied generation and hash of sinks from a store, so a
-// restarted hub skips what the destinations already hold. Call it before
-// the sinks are put.
+// Restore seeds the sinks' applied generation and hash (before PutSink).
 func (e *Engine) Restore(applied []store.Applied) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -372,9 +249,7 @@ func (e *Engine) Restore(applied []store.Applied) {
 	}
 }
 
-// RestoreConverged seeds when generations converged before a restart: a
-// generation Publish makes current with a recorded convergence keeps that
-// time, and is neither logged nor observed again. Call it before Publish.
+// RestoreConverged seeds recorded convergence times (before Publish).
 func (e *Engine) RestoreConverged(cs []store.Converged) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -383,9 +258,8 @@ func (e *Engine) RestoreConverged(cs []store.Converged) {
 	}
 }
 
-// Publish makes cfg its stream's newest configuration and offers it to every
-// sink of the stream. It never waits for a sink. A generation not newer than
-// the stream's current one is ignored.
+// Publish makes cfg its stream's newest configuration and offers it to the
+// sinks run here, never waiting. An older generation is tracked, not offered.
 func (e *Engine) Publish(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -393,71 +267,48 @@ func (e *Engine) Publish(cfg *config.Config) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.stream(cfg.Stream)
-	if st.cur != nil && cfg.Generation <= st.cur.Generation {
-		e.trackSuperseded(st, cfg)
-		return
-	}
-	e.held.replace(st.cur, cfg)
-	st.cur = cfg
-	g := e.newGenTrack(st, cfg)
-	if c, ok := e.restoredConv[st.name]; ok {
-		delete(e.restoredConv, st.name)
-		if c.Generation == g.gen {
-			g.converge, g.counted = c.Time, true
-		}
-	}
-	st.gens = append(st.gens, g)
-	if len(st.gens) > keepGenerations {
-		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
-		clear(st.gens[n:])
-		st.gens = st.gens[:n]
-	}
-	e.metrics.StreamGeneration(st.name, cfg.Generation)
-	// Sinks that have it already applied it before a restart.
-	e.checkConverged(st, g, false)
-	e.broker.PutGeneration(st.name, g.proto())
-	now := e.clock.Now()
-	for _, w := range st.sinks {
-		w.offer(cfg, now)
-	}
-}
-
-// newGenTrack starts counting cfg's generation over the stream's sinks and
-// peers. e.mu is held.
-func (e *Engine) newGenTrack(st *stream, cfg *config.Config) *genTrack {
-	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels, total: uint32(len(st.sinks) + len(st.peers))}
-	for _, w := range st.sinks {
-		if w.m.appliedGen >= g.gen {
-			g.applied++
-		}
-	}
-	for _, p := range st.peers {
-		if p.appliedGen() >= g.gen {
-			g.applied++
-		}
-	}
-	return g
-}
-
-// trackSuperseded records a generation published after a newer one of its
-// stream: two pushes acked together publish from their own goroutines, in
-// either order. The older one is never offered to a sink (latest wins), but
-// it was acknowledged, so its generation status is kept and published like
-// any other. e.mu is held.
-func (e *Engine) trackSuperseded(st *stream, cfg *config.Config) {
 	i := sort.Search(len(st.gens), func(i int) bool { return st.gens[i].gen >= cfg.Generation })
-	if (i < len(st.gens) && st.gens[i].gen == cfg.Generation) || (i == 0 && len(st.gens) >= keepGenerations) {
+	if st.cur != nil && cfg.Generation <= st.cur.Generation {
+		if (i == len(st.gens) || st.gens[i].gen != cfg.Generation) && (i > 0 || len(st.gens) < status.Generations) {
+			e.track(st, i, cfg)
+		}
 		return
 	}
-	g := e.newGenTrack(st, cfg)
-	st.gens = slices.Insert(st.gens, i, g)
-	if len(st.gens) > keepGenerations {
-		n := copy(st.gens, st.gens[len(st.gens)-keepGenerations:])
-		clear(st.gens[n:])
-		st.gens = st.gens[:n]
+	if st.cur == nil {
+		e.heldStreams++
+	} else {
+		e.heldBytes -= int64(len(st.cur.Raw))
 	}
-	e.checkConverged(st, g, false)
-	e.broker.PutGeneration(st.name, g.proto())
+	e.heldBytes += int64(len(cfg.Raw))
+	st.cur = cfg
+	e.metrics.StreamGeneration(st.name, cfg.Generation)
+	e.track(st, i, cfg)
+	delete(e.restoredConv, st.name)
+	now := e.clock.Now()
+	for _, m := range st.sinks {
+		if m.w != nil {
+			m.w.offer(cfg, now)
+		}
+	}
+}
+
+// track starts counting cfg's generation at index i. e.mu is held.
+func (e *Engine) track(st *stream, i int, cfg *config.Config) {
+	g := &genTrack{gen: cfg.Generation, hash: cfg.Hash, accept: cfg.AcceptTime, labels: cfg.Labels}
+	for _, m := range st.sinks {
+		if m.appliedGen() >= g.gen {
+			g.applied++
+		}
+	}
+	if c, ok := e.restoredConv[st.name]; ok && c.Generation == g.gen {
+		g.converge, g.counted = c.Time, true
+	}
+	st.gens = slices.Insert(st.gens, i, g)
+	if n := len(st.gens) - status.Generations; n > 0 {
+		st.gens = slices.Delete(st.gens, 0, n)
+	}
+	e.checkConverged(st, g, false) // applied before a restart
+	e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 }
 
 // Current returns a stream's newest configuration, nil if none.
@@ -470,16 +321,21 @@ func (e *Engine) Current(streamName string) *config.Config {
 	return nil
 }
 
-// PutSink validates spec, builds the sink with its kind's factory and starts
-// its worker. A sink of the same name is replaced (its worker stopped and the
-// sink closed first) unless the normalised spec is unchanged. A new sink
-// gets the stream's current generation at once.
-//
-// With an Ownership, a sink not owned here is kept as a peer. A change of
-// ownership during the call (Reown may have looked before the sink was
-// registered) is caught by deciding again once it is registered.
+// ValidateSink normalises a copy of spec (errors: sink.ErrUnknownKind, ErrInvalidSpec).
+func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error) {
+	s, _, err := e.specs.Normalise(spec)
+	return s, err
+}
+
+// PutSink validates spec, builds the sink and starts its worker, replacing
+// a sink of that name unless its spec is unchanged. A sink not owned here is
+// a peer; ownership is checked again after registering.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
-	norm, kind, opts, err := e.validate(spec)
+	norm, kind, err := e.specs.Normalise(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, err := sinkspec.Resolve(norm)
 	if err != nil {
 		return nil, false, err
 	}
@@ -500,19 +356,21 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 		return nil, false, false, err
 	}
 	defer done()
+	out := proto.Clone(norm).(*confighubv1.Sink)
 
 	e.mu.Lock()
 	owned := e.own.OwnsSink(norm.GetName())
 	old := e.sinks[norm.GetName()]
-	prevPeer := e.peers[norm.GetName()]
-	if (owned && old != nil && proto.Equal(old.spec, norm)) || (!owned && prevPeer != nil && proto.Equal(prevPeer.spec, norm)) {
+	if old != nil && (old.w != nil) == owned && proto.Equal(old.spec, norm) {
 		e.mu.Unlock()
-		return proto.Clone(norm).(*confighubv1.Sink), false, owned, nil
+		return out, false, owned, nil
 	}
 	e.mu.Unlock()
 	if !owned {
-		out, created, err := e.putPeer(norm, opts, kind, old)
-		return out, created, owned, err
+		if err := e.putPeer(norm, opts, kind, old); err != nil {
+			return nil, false, owned, err
+		}
+		return out, old == nil, owned, nil
 	}
 
 	s, err := kind.Factory(proto.Clone(norm).(*confighubv1.Sink), sink.Deps{Logger: e.log.With("sink", norm.GetName(), "kind", norm.GetKind()), Clock: e.clock})
@@ -522,14 +380,10 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 		}
 		return nil, false, owned, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, norm.GetName(), err)
 	}
-	if old != nil {
-		// The new worker's first status replaces the old one, unless the
-		// sink moves to another stream.
-		e.removeWorker(old, old.st.name != norm.GetStream())
+	if old != nil && old.w != nil {
+		e.removeWorker(old.w, old.st.name != norm.GetStream())
 	}
-
-	// No sink method runs under e.mu: Publish (the push path) takes it.
-	caps := s.Describe()
+	caps := s.Describe() // no sink method runs under e.mu
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -538,31 +392,18 @@ func (e *Engine) putSink(norm *confighubv1.Sink, opts sinkspec.Options, kind sin
 	}
 	w := newWorker(e, norm, opts, s, caps)
 	var seed *confighubv1.SinkStatus
-	if p := e.peers[w.name]; p != nil {
-		// Taken over from another replica: resume from its last status
-		// when the store's record is older.
-		e.removePeer(p, p.st.name != w.st.name)
-		seed = p.status
+	if p := e.sinks[w.name]; p != nil { // taken over from another replica
+		e.unregister(p, p.st.name != w.st.name)
+		seed = p.shared
 	}
 	e.addWorker(w, seed)
 	e.mu.Unlock()
-	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil || prevPeer != nil)
-	return proto.Clone(norm).(*confighubv1.Sink), old == nil && prevPeer == nil, owned, nil
+	e.log.Info("sink started", "sink", w.name, "kind", w.kind, "stream", w.st.name, "replaced", old != nil)
+	return out, old == nil, owned, nil
 }
 
 // DeleteSink stops a sink's goroutines, closes it and removes its status.
 func (e *Engine) DeleteSink(name string) error {
-	return e.deleteSink(name, "sink deleted", slog.LevelInfo)
-}
-
-// StopSink is DeleteSink for a sink that goes on elsewhere (a replica
-// hands it over): the same stop, logged at debug only, since the caller
-// logs where the sink went and "sink deleted" would be false.
-func (e *Engine) StopSink(name string) error {
-	return e.deleteSink(name, "sink stopped here", slog.LevelDebug)
-}
-
-func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	defer e.logOwned()
 	done, err := e.admin(name)
 	if err != nil {
@@ -570,24 +411,23 @@ func (e *Engine) deleteSink(name, msg string, level slog.Level) error {
 	}
 	defer done()
 	e.mu.Lock()
-	w := e.sinks[name]
-	if p := e.peers[name]; p != nil {
-		e.removePeer(p, true)
+	m := e.sinks[name]
+	if m != nil && m.w == nil {
+		e.unregister(m, true)
 		e.mu.Unlock()
-		e.log.Info("sink deleted", "sink", name, "stream", p.st.name, "run_here", false)
+		e.log.Info("sink deleted", "sink", name, "stream", m.st.name, "run_here", false)
 		return nil
 	}
 	e.mu.Unlock()
-	if w == nil {
+	if m == nil {
 		return fmt.Errorf("%w: %q", ErrSinkNotFound, name)
 	}
-	e.removeWorker(w, true)
-	e.log.Log(context.Background(), level, msg, "sink", name, "kind", w.kind, "stream", w.st.name)
+	e.removeWorker(m.w, true)
+	e.log.Info("sink deleted", "sink", name, "kind", m.w.kind, "stream", m.st.name)
 	return nil
 }
 
-// addWorker registers w and starts it, seeded with its restored record or
-// seed (its last shared status), whichever is newer. e.mu is held.
+// addWorker starts w from its newest known apply (restored or seed). e.mu is held.
 func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	st := w.st
 	if a, ok := e.restored[w.name]; ok {
@@ -604,55 +444,56 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 		}
 	}
 	if !w.lastAppliedTime.IsZero() {
-		// The last success is known (status shows it): staleness alerts
-		// on the metric see no gap until the sink's next apply.
 		e.metrics.LastSuccess(w.name, w.kind, w.lastAppliedTime)
 	}
-	e.sinks[w.name] = w
-	w.specSize = proto.Size(w.spec)
-	e.specBytes += w.specSize
-	st.sinks[w.name] = w
-	st.waves[w.opts.Wave]++
-	e.join(st, w.m.appliedGen)
 	if st.cur != nil {
-		// A new sink gets the current generation at once: no debounce.
-		w.m.desired = st.cur
+		w.m.desired = st.cur // at once: no debounce
 	}
+	e.register(w.member)
 	w.emit()
-	e.kickWaiters(st)
 	if r, ok := w.s.(sink.Runner); ok {
 		w.goRun(func() { w.runRunner(r) })
 	}
 	w.wake()
 }
 
-// removeWorker unregisters w, stops its goroutines and closes its sink.
-// w's name lock is held, e.mu is not.
+// removeWorker stops w and closes its sink; its name lock is held, e.mu not.
 func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.mu.Lock()
-	st := w.st
 	w.removed = true
-	delete(e.sinks, w.name)
-	e.specBytes -= w.specSize
-	delete(st.sinks, w.name)
-	delete(st.waiters, w)
-	if st.waves[w.opts.Wave]--; st.waves[w.opts.Wave] == 0 {
-		delete(st.waves, w.opts.Wave)
-	}
-	e.leave(st, w.m.appliedGen)
-	if removeStatus {
-		e.broker.RemoveSink(st.name, w.name)
-	}
-	e.kickWaiters(st)
+	delete(w.st.waiters, w)
+	e.unregister(w.member, removeStatus)
 	e.mu.Unlock()
 	w.cancel()
-	w.active.Wait()
-	// Only once the worker is gone: an apply finishing meanwhile would
-	// re-create the series.
+	w.active.Wait() // an apply finishing meanwhile would re-create the series
 	if removeStatus {
 		e.metrics.SinkRemoved(w.name, w.kind)
 	}
 	closeSink(e.log, w.name, w.s)
+}
+
+// register counts m in the engine and its stream. e.mu is held.
+func (e *Engine) register(m *member) {
+	e.sinks[m.name] = m
+	m.specSize = proto.Size(m.spec)
+	e.specBytes += m.specSize
+	m.st.sinks[m.name] = m
+	m.st.waves[m.opts.Wave]++
+	e.recount(m.st, 1, 0, m.appliedGen())
+}
+
+// unregister takes m out (and its status, with removeStatus). e.mu is held.
+func (e *Engine) unregister(m *member, removeStatus bool) {
+	delete(e.sinks, m.name)
+	e.specBytes -= m.specSize
+	delete(m.st.sinks, m.name)
+	if m.st.waves[m.opts.Wave]--; m.st.waves[m.opts.Wave] == 0 {
+		delete(m.st.waves, m.opts.Wave)
+	}
+	e.recount(m.st, -1, m.appliedGen(), 0)
+	if removeStatus {
+		e.broker.RemoveSink(m.st.name, m.name)
+	}
 }
 
 func closeSink(log *slog.Logger, name string, s sink.Sink) {
@@ -667,65 +508,47 @@ func closeSink(log *slog.Logger, name string, s sink.Sink) {
 func (e *Engine) SinkCount(streamName string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := e.streams[streamName]
-	if st == nil {
-		return 0
+	if st := e.streams[streamName]; st != nil {
+		return len(st.sinks)
 	}
-	return len(st.sinks) + len(st.peers)
+	return 0
 }
 
-// Sink returns a copy of one sink's normalised spec (run here or not), nil
-// if there is none.
+// Sink returns a copy of a sink's normalised spec, nil if none.
 func (e *Engine) Sink(name string) *confighubv1.Sink {
 	e.mu.Lock()
-	var spec *confighubv1.Sink
-	if w := e.sinks[name]; w != nil {
-		spec = w.spec
-	} else if p := e.peers[name]; p != nil {
-		spec = p.spec
-	}
+	m := e.sinks[name]
 	e.mu.Unlock()
-	if spec == nil {
+	if m == nil {
 		return nil
 	}
-	return proto.Clone(spec).(*confighubv1.Sink)
+	return proto.Clone(m.spec).(*confighubv1.Sink)
 }
 
-// HasSink tells whether a sink of that name exists (run here or not),
-// without copying its spec as Sink does.
+// HasSink tells whether a sink of that name exists.
 func (e *Engine) HasSink(name string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.sinks[name] != nil || e.peers[name] != nil
+	return e.sinks[name] != nil
 }
 
-// SpecBytes is the encoded size of every sink's spec but except's, in
-// O(1): the running total less except's size.
+// SpecBytes is the encoded size of every sink's spec but except's, in O(1).
 func (e *Engine) SpecBytes(except string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n := e.specBytes
-	if w := e.sinks[except]; w != nil {
-		n -= w.specSize
-	} else if p := e.peers[except]; p != nil {
-		n -= p.specSize
+	if m := e.sinks[except]; m != nil {
+		return e.specBytes - m.specSize
 	}
-	return n
+	return e.specBytes
 }
 
-// ListSinks returns the normalised specs of a stream's sinks ("" = all),
-// sorted by name.
+// ListSinks returns copies of a stream's sink specs ("" = all), by name.
 func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	e.mu.Lock()
 	out := make([]*confighubv1.Sink, 0, len(e.sinks))
-	for _, w := range e.sinks {
-		if streamName == "" || w.st.name == streamName {
-			out = append(out, w.spec)
-		}
-	}
-	for _, p := range e.peers {
-		if streamName == "" || p.st.name == streamName {
-			out = append(out, p.spec)
+	for _, m := range e.sinks {
+		if streamName == "" || m.st.name == streamName {
+			out = append(out, m.spec)
 		}
 	}
 	e.mu.Unlock()
@@ -736,79 +559,106 @@ func (e *Engine) ListSinks(streamName string) []*confighubv1.Sink {
 	return out
 }
 
-// Status returns a consistent snapshot of a stream's status at one broker
-// revision; false when the stream has neither a config nor a sink.
-func (e *Engine) Status(streamName string) (*confighubv1.GetStatusResponse, bool) {
-	return e.broker.Snapshot(streamName)
+// Held is how many streams hold a configuration, and its bytes in all.
+func (e *Engine) Held() (streams int, bytes int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.heldStreams, e.heldBytes
 }
 
-// Watch streams a stream's status: a snapshot (reason "start") or the
-// changes after fromRevision (a snapshot with reason "resume-gap" when they
-// are no longer buffered or fromRevision is from before a restart), then
-// every change. A watcher whose buffer fills
-// gets a fresh snapshot (reason "slow-watcher") instead of what it missed;
-// the engine never waits for it. The channel is closed when ctx ends or the
-// engine stops. Messages are shared: read only.
-func (e *Engine) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
-	return e.broker.Watch(ctx, streamName, fromRevision)
+// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks
+// while sinks read it.
+func (e *Engine) DeleteStream(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.streams[name]
+	if st == nil {
+		return nil
+	}
+	if n := len(st.sinks); n > 0 {
+		return fmt.Errorf("%w: %d sink(s) read stream %q", ErrStreamHasSinks, n, name)
+	}
+	if st.cur != nil {
+		e.heldStreams--
+		e.heldBytes -= int64(len(st.cur.Raw))
+	}
+	delete(e.streams, name)
+	delete(e.restoredConv, name)
+	delete(e.conv, name)
+	e.metrics.StreamDeleted(name)
+	e.broker.RemoveStream(name)
+	return nil
 }
 
-// LastApplied returns the configuration a sink last applied (or found
-// already applied by hash).
+// SinkTotal is how many sinks the engine knows, run here or not.
+func (e *Engine) SinkTotal() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sinks)
+}
+
+// Streams returns every stream's current configuration (shared), by name.
+func (e *Engine) Streams() []*config.Config {
+	e.mu.Lock()
+	out := make([]*config.Config, 0, e.heldStreams)
+	for _, st := range e.streams {
+		if st.cur != nil {
+			out = append(out, st.cur)
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
+	return out
+}
+
+// View is the engine's status broker.
+func (e *Engine) View() status.View { return e.broker }
+
+// LastApplied returns the configuration a sink run here last applied or skipped to.
 func (e *Engine) LastApplied(sinkName string) (*config.Config, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.sinks[sinkName]
-	if w == nil {
-		// A peer's: a replica answers for every sink from the shared
-		// status and the store (cluster.Diagnostics).
+	m := e.sinks[sinkName]
+	if m == nil || m.w == nil {
 		return nil, false
 	}
-	if w.lastAppliedCfg != nil {
-		return w.lastAppliedCfg, true
+	if m.w.lastAppliedCfg != nil {
+		return m.w.lastAppliedCfg, true
 	}
-	// Restored after a restart: the bytes are the current config's when the
-	// hashes match.
-	if cur := w.st.cur; cur != nil && w.m.appliedHash != "" && cur.Hash == w.m.appliedHash {
-		return cur, true
+	if h := m.w.m.appliedHash; h != "" && m.st.cur != nil && m.st.cur.Hash == h {
+		return m.st.cur, true
 	}
 	return nil, false
 }
 
-// LastFailed returns the configuration and error of a sink's last failed
-// apply (the error keeps the destination's raw Body), for a sink run here
-// only: a replica answers for every sink from etcd, where each owner copies
-// its sinks' (cluster.Diagnostics).
+// LastFailed returns the configuration and error of a sink's last failed apply.
 func (e *Engine) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	w := e.sinks[sinkName]
-	if w == nil || w.lastFailedCfg == nil {
+	m := e.sinks[sinkName]
+	if m == nil || m.w == nil || m.w.lastFailedCfg == nil {
 		return nil, nil, false
 	}
-	return w.lastFailedCfg, w.lastFailedErr, true
+	return m.w.lastFailedCfg, m.w.lastFailedErr, true
 }
 
-// Stop cancels every worker and runner, waits for their goroutines, closes
-// the sinks and every status watcher.
-// A second call waits for the first.
+// Stop stops every goroutine, closes the sinks and the status watchers.
 func (e *Engine) Stop() { e.stopOnce.Do(e.stop) }
-
 func (e *Engine) stop() {
 	e.mu.Lock()
 	e.stopped = true
 	e.mu.Unlock()
 	e.cancel()
-	// PutSink and DeleteSink calls under way finish (closing what they
-	// removed); after them the sinks no longer change.
-	e.ops.Wait()
+	e.ops.Wait() // then the sinks no longer change
+	e.wg.Wait()
 	e.mu.Lock()
-	workers := make([]*worker, 0, len(e.sinks))
-	for _, w := range e.sinks {
-		workers = append(workers, w)
+	var workers []*worker
+	for _, m := range e.sinks {
+		if m.w != nil {
+			workers = append(workers, m.w)
+		}
 	}
 	e.mu.Unlock()
-	e.wg.Wait()
 	for _, w := range workers {
 		closeSink(e.log, w.name, w.s)
 	}
@@ -818,29 +668,18 @@ func (e *Engine) stop() {
 	e.broker.Close()
 }
 
-// checkConverged sets a generation's converge time once every sink of the
-// stream (run here or not) applied it; the stream's leader observes and
-// records it. Observed: the last apply is news, now; otherwise the sink
-// that completed it joined having applied it already (restored after a
-// restart, or a peer's status), so it converged before and was counted
-// then: it is not counted again. e.mu is held.
+// checkConverged sets g's converge time once every sink applied it: now
+// when observed, else the last known apply (it converged before). e.mu is held.
 func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
-	if !g.converge.IsZero() || g.total == 0 || g.applied < g.total {
+	if !g.converge.IsZero() || len(st.sinks) == 0 || int(g.applied) < len(st.sinks) {
 		return
 	}
 	if observed {
 		g.converge = e.clock.Now()
 	} else {
-		// Without a record of it (lost in a crash, or a hub that kept
-		// none), the last known apply is the best estimate.
 		g.converge = g.accept
-		for _, w := range st.sinks {
-			if w.m.appliedGen >= g.gen && w.lastAppliedTime.After(g.converge) {
-				g.converge = w.lastAppliedTime
-			}
-		}
-		for _, p := range st.peers {
-			if t := p.status.GetLastAppliedTime().AsTime(); p.appliedGen() >= g.gen && t.After(g.converge) {
+		for _, m := range st.sinks {
+			if t := m.lastApplied(); m.appliedGen() >= g.gen && t.After(g.converge) {
 				g.converge = t
 			}
 		}
@@ -852,42 +691,30 @@ func (e *Engine) checkConverged(st *stream, g *genTrack, observed bool) {
 	e.countConverged(st, g, observed)
 }
 
-// countConverged observes (when observed live) and records g's
-// convergence on the stream's leader. e.mu is held.
+// countConverged counts g's convergence on the stream's leader. e.mu is held.
 func (e *Engine) countConverged(st *stream, g *genTrack, observed bool) {
 	g.counted = true
 	d := g.converge.Sub(g.accept)
 	if observed {
 		e.metrics.StreamConverged(st.name, g.gen, d)
-		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation converged", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	} else {
-		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", g.total, "since_accept", d)
+		e.log.Info("generation had converged before the restart", "stream", st.name, "generation", g.gen, "sinks", len(st.sinks), "since_accept", d)
 	}
-	e.recordConverged(store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge})
-}
-
-// recordConverged queues c for the recorder's goroutine, started with the
-// first. e.mu is held.
-func (e *Engine) recordConverged(c store.Converged) {
 	if e.recorder == nil {
 		return
 	}
-	e.conv[c.Stream] = c
+	// Recorded off e.mu by convergedWriter; the newest of a stream wins.
+	e.conv[st.name] = store.Converged{Stream: st.name, Generation: g.gen, Time: g.converge}
 	if !e.convRunning && !e.stopped {
 		e.convRunning = true
-		e.wg.Add(1)
-		go e.convergedWriter()
+		e.wg.Go(e.convergedWriter)
 	}
-	select {
-	case e.convKick <- struct{}{}:
-	default:
-	}
+	kick(e.convKick)
 }
 
-// convergedWriter records the queued convergences off e.mu (a store write
-// waits for the disk) until the engine stops; Stop records what is left.
+// convergedWriter records queued convergences until Stop, which flushes the rest.
 func (e *Engine) convergedWriter() {
-	defer e.wg.Done()
 	for {
 		select {
 		case <-e.convKick:
@@ -910,49 +737,29 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// join counts a sink that applied generation applied into the stream's
-// generations; leave takes it out. e.mu is held.
-func (e *Engine) join(st *stream, applied uint64)  { e.count(st, applied, 1) }
-func (e *Engine) leave(st *stream, applied uint64) { e.count(st, applied, -1) }
-
-func (e *Engine) count(st *stream, applied uint64, d int) {
+// recount counts a sink joining (total 1), leaving (-1) or moving from prev
+// to cur, and wakes the gated workers. e.mu is held.
+func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
-		g.total = uint32(int(g.total) + d)
-		if applied >= g.gen {
-			g.applied = uint32(int(g.applied) + d)
-		}
-		// A joining sink completes a generation only with an apply from
-		// before it joined; one leaving may complete it now.
-		e.checkConverged(st, g, d < 0)
-		e.broker.PutGeneration(st.name, g.proto())
-	}
-}
-
-// appliedMoved updates the generation counts after a sink's applied
-// generation moved from prev to cur. e.mu is held.
-func (e *Engine) appliedMoved(st *stream, prev, cur uint64) {
-	for _, g := range st.gens {
-		switch {
-		case prev < g.gen && g.gen <= cur:
-			g.applied++
-		case cur < g.gen && g.gen <= prev:
-			g.applied-- // a peer's status went back (its new owner re-seeded it)
-		default:
+		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)
+		if total == 0 && d == 0 {
 			continue
 		}
-		e.checkConverged(st, g, true)
-		e.broker.PutGeneration(st.name, g.proto())
+		g.applied = uint32(int(g.applied) + d)
+		e.checkConverged(st, g, total <= 0)
+		e.broker.PutGeneration(st.name, g.proto(len(st.sinks)))
 	}
+	e.kickWaiters(st)
 }
 
-// appliedChanged updates the generation counts and the gates after w's
-// applied generation moved from prev. e.mu is held.
-func (e *Engine) appliedChanged(w *worker, prev uint64) {
-	e.appliedMoved(w.st, prev, w.m.appliedGen)
-	e.kickWaiters(w.st)
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
-// kickWaiters wakes the workers whose gate may have changed. e.mu is held.
+// kickWaiters wakes the gated workers. e.mu is held.
 func (e *Engine) kickWaiters(st *stream) {
 	for w := range st.waiters {
 		w.wake()
@@ -960,14 +767,8 @@ func (e *Engine) kickWaiters(st *stream) {
 	}
 }
 
-func (g *genTrack) proto() *confighubv1.GenerationStatus {
-	p := &confighubv1.GenerationStatus{
-		Generation:   g.gen,
-		Hash:         g.hash,
-		SinksApplied: g.applied,
-		SinksTotal:   g.total,
-		Labels:       g.labels,
-	}
+func (g *genTrack) proto(total int) *confighubv1.GenerationStatus {
+	p := &confighubv1.GenerationStatus{Generation: g.gen, Hash: g.hash, SinksApplied: g.applied, SinksTotal: uint32(total), Labels: g.labels}
 	if !g.accept.IsZero() {
 		p.AcceptTime = timestamppb.New(g.accept)
 	}
@@ -977,9 +778,24 @@ func (g *genTrack) proto() *confighubv1.GenerationStatus {
 	return p
 }
 
-// redactError returns se with its messages passed through the redactor
-// and scrubbed of the sink's secrets (scrub may be nil): a copy, so the
-// sink's own value is left alone. The raw body is scrubbed too.
+// scrubber replaces spec's secrets of 4 bytes or more, nil when none.
+func (e *Engine) scrubber(spec *confighubv1.Sink) *strings.Replacer {
+	if e.secrets == nil {
+		return nil
+	}
+	vals := slices.DeleteFunc(e.secrets(spec), func(v string) bool { return len(v) < 4 })
+	if len(vals) == 0 {
+		return nil
+	}
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "<redacted>")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// redactError returns se with its texts redacted and scrubbed, its body scrubbed.
 func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Error {
 	if e.redactMsg == nil && scrub == nil {
 		return se
@@ -995,12 +811,11 @@ func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Erro
 	}
 	out := *se
 	out.Message, out.Err = clean(se.Error()), nil
+	if se.Code != "" { // Error() prefixes the code; Message is kept without it
+		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
+	}
 	if scrub != nil && len(se.Body) > 0 {
 		out.Body = []byte(scrub.Replace(string(se.Body)))
-	}
-	if se.Code != "" {
-		// Error() prefixes the code; keep Message without it.
-		out.Message = strings.TrimPrefix(out.Message, string(se.Code)+": ")
 	}
 	out.EntityErrors = make([]*confighubv1.EntityError, len(se.EntityErrors))
 	for i, ee := range se.EntityErrors {
@@ -1012,7 +827,3 @@ func (e *Engine) redactError(se *sink.Error, scrub *strings.Replacer) *sink.Erro
 	}
 	return &out
 }
-
-// View is the engine's status broker as a status.View (the hub's status
-// port on one node).
-func (e *Engine) View() status.View { return e.broker }

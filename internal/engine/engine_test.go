@@ -41,7 +41,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 	if got := h.e.Current("default"); got != last {
 		t.Fatalf("current = %d, want %d", got.Generation, last.Generation)
 	}
-	snap, _ := h.e.Status("default")
+	snap, _ := h.e.View().Snapshot("default")
 	if snap.GetGeneration() != last.Generation {
 		t.Fatalf("status generation = %d, want %d", snap.GetGeneration(), last.Generation)
 	}
@@ -60,7 +60,7 @@ func TestHungSinkDoesNotDelayOthers(t *testing.T) {
 	ok := h.put("ok", kindTest, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	watch := h.e.Watch(ctx, "default", 0)
+	watch := h.e.View().Watch(ctx, "default", 0)
 	<-watch // snapshot
 	for i := 1; i <= 20; i++ {
 		cfg := h.pushN(1)
@@ -216,7 +216,7 @@ func TestRestoreSeedsHashSkip(t *testing.T) {
 	if got, ok := h.e.LastApplied("a"); !ok || got != cfg {
 		t.Fatalf("LastApplied = %v %v", got, ok)
 	}
-	snap, _ := h.e.Status("default")
+	snap, _ := h.e.View().Snapshot("default")
 	if g := snap.GetGenerations()[0]; g.GetSinksApplied() != 1 || g.GetConvergeTime() == nil {
 		t.Fatalf("generation status %v, want converged", g)
 	}
@@ -510,7 +510,7 @@ func TestGateWaveMinApplied(t *testing.T) {
 	a.Set(enginetest.Behavior{Block: true})
 	h.pushN(1)
 	h.awaitApplied("c", 1) // b alone opens the gate
-	st, _ := h.e.Status("default")
+	st, _ := h.e.View().Snapshot("default")
 	if sinkOf(st, "a").GetAppliedGeneration() != 0 {
 		t.Fatal("a applied while blocked")
 	}
@@ -560,12 +560,12 @@ func TestDeleteSinkStopsAndCloses(t *testing.T) {
 	started(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	watch := h.e.Watch(ctx, "default", h.mustRevision())
+	watch := h.e.View().Watch(ctx, "default", h.mustRevision())
 	must(t, h.e.DeleteSink("a"))
 	if !s.Closed() {
 		t.Fatal("deleted sink not closed")
 	}
-	st, _ := h.e.Status("default")
+	st, _ := h.e.View().Snapshot("default")
 	if sinkOf(st, "a") != nil || len(h.e.ListSinks("")) != 1 {
 		t.Fatalf("deleted sink still listed: %v", st)
 	}
@@ -580,7 +580,7 @@ func TestDeleteSinkStopsAndCloses(t *testing.T) {
 }
 
 func (h *harness) mustRevision() uint64 {
-	st, ok := h.e.Status("default")
+	st, ok := h.e.View().Snapshot("default")
 	if !ok {
 		h.t.Fatal("no status")
 	}
@@ -619,7 +619,7 @@ func TestReplaceSink(t *testing.T) {
 	spec.Stream = "other"
 	must(t, errOf(h.e.PutSink(spec)))
 	h.await("other", "a in stream other", func(r *confighubv1.GetStatusResponse) bool { return sinkOf(r, "a") != nil })
-	if st, _ := h.e.Status("default"); sinkOf(st, "a") != nil {
+	if st, _ := h.e.View().Snapshot("default"); sinkOf(st, "a") != nil {
 		t.Fatalf("status of a still in stream default: %v", st)
 	}
 }
@@ -633,7 +633,7 @@ func TestStopClosesEverything(t *testing.T) {
 	s.Set(enginetest.Behavior{Hang: true})
 	h.pushN(1)
 	started(t, s)
-	watch := h.e.Watch(context.Background(), "default", 0)
+	watch := h.e.View().Watch(context.Background(), "default", 0)
 	h.e.Stop()
 	for range watch {
 	}
@@ -737,7 +737,7 @@ func TestSlowWatcherDoesNotBlockEngine(t *testing.T) {
 	s := h.put("a", kindTest, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stalled := h.e.Watch(ctx, "default", 0) // never read until the end
+	stalled := h.e.View().Watch(ctx, "default", 0) // never read until the end
 	for i := 1; i <= 50; i++ {
 		h.pushN(1)
 		h.awaitApplied("a", uint64(i))
@@ -898,7 +898,7 @@ func TestWatchResumeAfterRestart(t *testing.T) {
 	h2.awaitApplied("b", 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ev := <-h2.e.Watch(ctx, "default", seen)
+	ev := <-h2.e.View().Watch(ctx, "default", seen)
 	if ev.GetSnapshotReason() != "resume-gap" || len(ev.GetSnapshot().GetSinks()) != 2 {
 		t.Fatalf("resume from revision %d of the previous run: got %v, want a resume-gap snapshot", seen, ev)
 	}
@@ -1061,7 +1061,7 @@ func TestApplySlotQueue(t *testing.T) {
 	// The changes from here on, read below as the history replays them
 	// to a resume (live watchers get an apply's APPLYING and APPLIED
 	// coalesced when they fall in one round).
-	before, _ := h.e.Status("default")
+	before, _ := h.e.View().Snapshot("default")
 	b := h.put("b", kindTest, nil)
 	h.awaitState("b", pending, 1)
 	c := h.put("c", kindTest, nil)
@@ -1082,11 +1082,11 @@ func TestApplySlotQueue(t *testing.T) {
 	// Read the changes up to now: b's PENDING for a slot was reported
 	// once (not again for generations 2 and 3), and b
 	// started before c (FIFO).
-	final, _ := h.e.Status("default")
+	final, _ := h.e.View().Snapshot("default")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pendingB, order := 0, []string{}
-	for ev := range h.e.Watch(ctx, "default", before.GetRevision()) {
+	for ev := range h.e.View().Watch(ctx, "default", before.GetRevision()) {
 		if s := ev.GetSink(); s != nil {
 			if s.GetSink() == "b" && s.GetState() == pending && strings.Contains(s.GetReason(), "apply slot") {
 				pendingB++
@@ -1129,30 +1129,17 @@ func TestErrorTextRedacted(t *testing.T) {
 	}
 }
 
-// TestStopSinkIsNotADelete: StopSink (a replica handing a sink over) stops
-// it as DeleteSink does, but logs it at debug as stopped here, never as
-// "sink deleted" (the caller logs where it went); DeleteSink still says
-// "sink deleted".
-func TestStopSinkIsNotADelete(t *testing.T) {
+// TestDeleteSinkIsLogged: DeleteSink logs "sink deleted" with the sink's
+// kind and stream, and closes the sink.
+func TestDeleteSinkIsLogged(t *testing.T) {
 	rec := ihar.NewLogRecorder(t, slog.LevelDebug)
 	h := newHarness(t, engine.WithLogger(rec.Logger()))
-	a := h.put("a", kindTest, nil)
-	h.put("b", kindTest, nil)
-	h.pushN(1)
-	h.awaitApplied("a", 1)
-	must(t, h.e.StopSink("a"))
-	if !a.Closed() {
-		t.Fatal("stopped sink not closed")
-	}
-	if st, _ := h.e.Status("default"); sinkOf(st, "a") != nil {
-		t.Fatalf("stopped sink still in the status: %v", st)
-	}
+	b := h.put("b", kindTest, nil)
 	must(t, h.e.DeleteSink("b"))
-	lines := strings.Join(rec.Lines(), "\n")
-	if !strings.Contains(lines, "DEBUG sink stopped here sink=a kind=test stream=default") || strings.Contains(lines, "sink deleted sink=a") {
-		t.Errorf("StopSink logged as a deletion, or not at debug:\n%s", lines)
+	if !b.Closed() {
+		t.Fatal("deleted sink not closed")
 	}
-	if !strings.Contains(lines, "INFO sink deleted sink=b kind=test stream=default") {
+	if lines := strings.Join(rec.Lines(), "\n"); !strings.Contains(lines, "INFO sink deleted sink=b kind=test stream=default") {
 		t.Errorf("DeleteSink not logged as a deletion:\n%s", lines)
 	}
 }

@@ -17,7 +17,11 @@ func HeldConfigs(e *Engine) (distinct, perSinkMax int) {
 	for _, st := range e.streams {
 		add(st.cur)
 	}
-	for _, w := range e.sinks {
+	for _, m := range e.sinks {
+		w := m.w
+		if w == nil {
+			continue
+		}
 		mine := map[*config.Config]struct{}{}
 		for _, c := range []*config.Config{w.m.desired, w.lastAppliedCfg, w.lastFailedCfg} {
 			if c != nil {

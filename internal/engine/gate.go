@@ -2,93 +2,67 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// gate says whether w may apply generation gen now (gateVerdict), over
-// every sink of the stream: the ones run here and, on replicas, the peers
-// as the shared status view has them. e.mu is held.
+// gate says whether w may apply generation gen now, over every sink of the
+// stream (run here or not). e.mu is held.
 func (e *Engine) gate(w *worker, gen uint64) gateVerdict {
 	switch w.opts.Gate {
 	case confighubv1.Gate_GATE_NONE:
 		return gateOpen
 	case confighubv1.Gate_GATE_ANY_GATEWAY:
-		return e.gateAnyGateway(w, gen)
+		return gateAnyGateway(w, gen)
 	default:
-		return e.gateWave(w, gen)
+		return gateWave(w, gen)
 	}
 }
 
-func (e *Engine) gateAnyGateway(w *worker, gen uint64) gateVerdict {
-	var gateways, refused []string
-	for _, s := range w.st.sinks {
-		if s == w || !s.caps.Gateway {
+func gateAnyGateway(w *worker, gen uint64) gateVerdict {
+	var gateways int
+	var refused []string
+	for _, m := range w.st.sinks {
+		if m.w == w || !m.gateway {
 			continue
 		}
-		if s.m.appliedGen >= gen {
+		if m.appliedGen() >= gen {
 			return gateOpen
 		}
-		gateways = append(gateways, s.name)
-		if r := s.m.refusal(s.name, gen); r != "" {
+		gateways++
+		if r := m.refusal(gen); r != "" {
 			refused = append(refused, r)
 		}
 	}
-	for _, p := range w.st.peers {
-		if !p.gateway {
-			continue
-		}
-		if p.appliedGen() >= gen {
-			return gateOpen
-		}
-		gateways = append(gateways, p.name)
-		if r := p.rejecter(gen); r != "" {
-			refused = append(refused, r)
-		}
-	}
-	if len(gateways) == 0 {
+	switch {
+	case gateways == 0:
 		return gateOpen // no gateway to wait for
+	case len(refused) == gateways:
+		r := slices.Min(refused)
+		return gateVerdict{skipBy: r, reason: fmt.Sprintf("generation %d was rejected by sink %q (every gateway sink of stream %q refused it)", gen, r, w.st.name)}
 	}
-	if len(refused) == len(gateways) {
-		sort.Strings(refused)
-		return gateVerdict{skipBy: refused[0], reason: fmt.Sprintf("generation %d was rejected by sink %q (every gateway sink of stream %q refused it)", gen, refused[0], w.st.name)}
-	}
-	return gateVerdict{reason: fmt.Sprintf("gated: waiting for a gateway sink of stream %q to apply generation %d (%d gateway sinks)", w.st.name, gen, len(gateways))}
+	return gateVerdict{reason: fmt.Sprintf("gated: waiting for a gateway sink of stream %q to apply generation %d (%d gateway sinks)", w.st.name, gen, gateways)}
 }
 
-func (e *Engine) gateWave(w *worker, gen uint64) gateVerdict {
+func gateWave(w *worker, gen uint64) gateVerdict {
 	lowerWaves := false
 	for wave := range w.st.waves {
-		if wave < w.opts.Wave {
-			lowerWaves = true
-			break
-		}
+		lowerWaves = lowerWaves || wave < w.opts.Wave
 	}
 	if !lowerWaves {
 		return gateOpen
 	}
 	var lower, applied int
 	var refused []string
-	for _, s := range w.st.sinks {
-		if s.opts.Wave >= w.opts.Wave {
+	for _, m := range w.st.sinks {
+		if m.opts.Wave >= w.opts.Wave {
 			continue
 		}
 		lower++
-		if s.m.appliedGen >= gen {
+		if m.appliedGen() >= gen {
 			applied++
-		} else if r := s.m.refusal(s.name, gen); r != "" {
-			refused = append(refused, r)
-		}
-	}
-	for _, p := range w.st.peers {
-		if p.opts.Wave >= w.opts.Wave {
-			continue
-		}
-		lower++
-		if p.appliedGen() >= gen {
-			applied++
-		} else if r := p.rejecter(gen); r != "" {
+		} else if r := m.refusal(gen); r != "" {
 			refused = append(refused, r)
 		}
 	}
@@ -100,8 +74,8 @@ func (e *Engine) gateWave(w *worker, gen uint64) gateVerdict {
 		return gateOpen
 	}
 	if lower-len(refused) < need {
-		sort.Strings(refused)
-		return gateVerdict{skipBy: refused[0], reason: fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, refused[0], w.opts.Wave)}
+		r := slices.Min(refused)
+		return gateVerdict{skipBy: r, reason: fmt.Sprintf("generation %d was rejected by sink %q in an earlier wave; it does not reach wave %d", gen, r, w.opts.Wave)}
 	}
 	return gateVerdict{reason: fmt.Sprintf("gated: waiting for %d of %d sinks of waves below %d to apply generation %d (%d applied)", need, lower, w.opts.Wave, gen, applied)}
 }

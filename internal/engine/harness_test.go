@@ -104,10 +104,10 @@ func (h *harness) await(stream, what string, pred func(*confighubv1.GetStatusRes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ch := h.e.Watch(ctx, stream, 0)
+	ch := h.e.View().Watch(ctx, stream, 0)
 	var last *confighubv1.GetStatusResponse
 	for {
-		if snap, ok := h.e.Status(stream); ok {
+		if snap, ok := h.e.View().Snapshot(stream); ok {
 			last = snap
 			if pred(snap) {
 				return snap

@@ -9,40 +9,32 @@ import (
 	"github.com/confighub/confighub/internal/sinkspec"
 )
 
-// slotMachine is the decision of one sink's latest-wins slot: which
-// generation to apply and when (newest pending, hash skip, gate, backoff,
-// Retry-After, min_interval, debounce), and what an attempt's outcome
-// changes. It is pure: no I/O, no lock, no clock (the time is passed in),
-// so every branch has a table test (machine_test.go). The worker owns one,
-// guarded by Engine.mu, and does what it decides: calls the sink, waits,
-// reports status, metrics and logs.
+// slotMachine decides one sink's latest-wins slot: what to apply, when, and
+// what an outcome changes. It is pure (no I/O, lock or clock) so every branch
+// has a table test; the worker owns one under Engine.mu.
 type slotMachine struct {
-	stream string // the sink's stream, named in a reason
+	stream string // named in a reason
 	opts   sinkspec.Options
 
-	// The slot.
-	desired   *config.Config // the newest generation
-	desiredAt time.Time      // when it arrived (debounce)
-	// firstWaitAt is when the oldest generation not yet attempted arrived
-	// (max_delay); zero when none waits.
-	firstWaitAt      time.Time
+	desired     *config.Config // the newest generation
+	desiredAt   time.Time      // when it arrived (debounce)
+	firstWaitAt time.Time      // when the oldest unattempted one arrived (max_delay)
+
 	attemptedGen     uint64
 	coalescedPending uint64 // replaced before an attempt, counted at the next decision
 	resync           bool
 	resyncReason     string
 
-	// Scheduling.
 	applyingGen uint64 // in flight; 0: none
 	lastStart   time.Time
 	streak      int // consecutive failures, for the backoff exponent
 	retryGen    uint64
 	retryAt     time.Time
 	notBefore   time.Time // Retry-After asked by the destination
-	blockedGen  uint64    // generation skipped because a lower wave rejected it
+	blockedGen  uint64    // skipped because a lower wave rejected it
 	blockedBy   string
 	panicked    bool // the last failure was a recovered panic: FAILED while retried
 
-	// What status shows of the decisions.
 	state       state
 	reason      string
 	desiredGen  uint64
@@ -55,9 +47,7 @@ type slotMachine struct {
 	nextRetry   time.Time
 	fallback    fallbackState // DEGRADED: the fallback the destination runs
 
-	// changes are the state changes since the worker last took them
-	// (eachChange), for the metrics.
-	changes []stateChange
+	changes []stateChange // since eachChange
 }
 
 // fallbackState is the fallback a DEGRADED sink's destination runs.
@@ -67,59 +57,39 @@ type fallbackState struct {
 	excluded []*confighubv1.ExcludedEntity
 }
 
-// stateChange is one change of a sink's state.
 type stateChange struct{ from, to state }
 
 func newSlotMachine(streamName string, opts sinkspec.Options) slotMachine {
 	return slotMachine{stream: streamName, opts: opts, state: statePending}
 }
 
-// actionKind is what the worker does after a decision: a closed set.
+// actionKind is what the worker does after a decision.
 type actionKind uint8
 
 const (
-	// actIdle: nothing to do until woken (no configuration yet, the
-	// generation is applied, or it was rejected).
-	actIdle actionKind = iota
-	// actSkip: the generation's hash is already applied; it counts as
-	// applied without calling the sink. Decide again at once.
-	actSkip
-	// actGate: the gate is closed; wait until the stream's other sinks
-	// progress.
-	actGate
-	// actWait: wait until the decision's time (backoff, Retry-After,
-	// min_interval, debounce) or a wake-up.
-	actWait
-	// actApply: apply the decision's config now (once an apply slot is
-	// free).
-	actApply
+	actIdle  actionKind = iota // nothing until woken (no config, applied or rejected)
+	actSkip                    // the hash is applied already: counts as applied; decide again
+	actGate                    // wait until the stream's other sinks progress
+	actWait                    // wait until the decision's time, or a wake-up
+	actApply                   // apply cfg (once an apply slot is free)
 )
 
-// decision is the result of slotMachine.decide.
+// decision is the result of decide.
 type decision struct {
-	kind actionKind
-	// cfg is the generation to apply (actApply) or found applied (actSkip).
-	cfg *config.Config
-	// until is when to decide again (actWait).
-	until time.Time
-	// prevApplied is the applied generation before a hash skip (actSkip).
-	prevApplied uint64
-	// blocked: the gate closed for good on this generation (a lower wave
-	// rejected it), newly: the later waves waiting on this sink must look
-	// again (actGate).
-	blocked bool
+	kind        actionKind
+	cfg         *config.Config // to apply (actApply) or found applied (actSkip)
+	until       time.Time      // actWait
+	prevApplied uint64         // the applied generation before a hash skip
+	blocked     bool           // a lower wave's rejection newly closed the gate
 }
 
-// gateVerdict is whether a sink may apply a generation now, over every
-// sink of its stream (Engine.gate). When it may not, skipBy names the sink
-// whose rejection means the generation never passes (the sink skips it),
-// or is empty (the sink waits); reason is the status reason.
+// gateVerdict is whether a sink may apply a generation now; if not, skipBy
+// names the rejecting sink (skip it) or is empty (wait).
 type gateVerdict struct {
 	open           bool
 	skipBy, reason string
 }
 
-// gateOpen is the verdict of an open gate.
 var gateOpen = gateVerdict{open: true}
 
 // setState sets the state and reason, noting a change for the metrics.
@@ -130,9 +100,7 @@ func (m *slotMachine) setState(s state, reason string) {
 	m.state, m.reason = s, reason
 }
 
-// eachChange passes each state change since the last call to f, then
-// forgets them. The machine reuses its buffer (no allocation per report on
-// the fan-out path), so no slice of it leaves the machine.
+// eachChange passes each state change since the last call to f.
 func (m *slotMachine) eachChange(f func(stateChange)) {
 	for _, c := range m.changes {
 		f(c)
@@ -145,9 +113,8 @@ func (m *slotMachine) seed(gen uint64, hash string) {
 	m.appliedGen, m.appliedHash = gen, hash
 }
 
-// offer puts cfg in the slot (latest wins). It reports whether a
-// generation not yet attempted was replaced (coalesced) and whether the
-// apply in flight is to be cancelled (options.cancel_in_flight).
+// offer puts cfg in the slot, reporting whether an unattempted generation
+// was replaced and whether to cancel the apply in flight.
 func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cancelInFlight bool) {
 	if old := m.desired; old != nil && old.Generation > m.attemptedGen && old.Generation > m.appliedGen && old.Generation != m.blockedGen {
 		m.coalescedPending++
@@ -161,22 +128,19 @@ func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cance
 	return coalesced, m.applyingGen != 0 && m.applyingGen < cfg.Generation && m.opts.CancelInFlight
 }
 
-// requestResync forces the next apply (a Runner's Resync) and ends a
-// backoff wait; a destination's Retry-After still holds.
+// requestResync forces the next apply and ends a backoff wait (not Retry-After).
 func (m *slotMachine) requestResync(reason string) {
 	m.resync = true
 	m.resyncReason = reason
 	m.retryGen, m.retryAt = 0, time.Time{}
 }
 
-// reachable ends a backoff wait: the destination is back (a Runner's
-// Health), so a retry scheduled while it was down is tried now.
+// reachable ends a backoff wait: the destination is back.
 func (m *slotMachine) reachable() {
 	m.retryGen, m.retryAt = 0, time.Time{}
 }
 
-// decide looks at the slot and says what to do at now. gate is asked only
-// when the generation would otherwise be applied.
+// decide says what to do at now; gate is asked only before an apply.
 func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) decision {
 	if m.coalescedPending > 0 {
 		m.coalesced += m.coalescedPending
@@ -191,9 +155,8 @@ func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) d
 		m.desiredGen, m.desiredHash = cfg.Generation, cfg.Hash
 		m.attempts = 0
 	}
-	// A rejected generation stays FAILED until a newer one arrives.
-	// A degraded one too (it runs a fallback), unless a resync asks to
-	// send that fallback again.
+	// A rejected or degraded generation stays so until a newer one (or, for
+	// a fallback, a resync).
 	if cfg.Generation == m.rejectedGen && !(m.fallback.gen == cfg.Generation && m.resync) {
 		m.setRejectedState()
 		return decision{kind: actIdle}
@@ -280,52 +243,34 @@ func (m *slotMachine) start(cfg *config.Config, now time.Time) {
 	m.setState(stateApplying, reason)
 }
 
-// outcomeKind is how an attempt ended, as the machine sees it: a closed
-// set.
+// outcomeKind is how an attempt ended, as the machine sees it.
 type outcomeKind uint8
 
 const (
-	// outAbandoned: the worker stops (deleted, replaced, engine stopped);
-	// the outcome no longer matters.
-	outAbandoned outcomeKind = iota
-	// outApplied: the sink applied the generation.
-	outApplied
-	// outDegraded: the destination rejected the generation and runs a
-	// fallback of it (sink.Degraded).
-	outDegraded
-	// outSuperseded: a newer generation cancelled the attempt.
-	outSuperseded
-	// outFailed: an error; retryable unless permanent.
-	outFailed
+	outAbandoned  outcomeKind = iota // the worker stops: the outcome no longer matters
+	outApplied                       // the sink applied the generation
+	outDegraded                      // rejected; the destination runs a fallback (sink.Degraded)
+	outSuperseded                    // a newer generation cancelled the attempt
+	outFailed                        // an error; retryable unless permanent
 )
 
 // attemptOutcome is what the worker tells the machine of an attempt.
 type attemptOutcome struct {
-	kind outcomeKind
-	cfg  *config.Config
-	// outFailed: not retried (rejected) when permanent; retryAfter is the
-	// destination's Retry-After; panicked: a recovered panic.
-	permanent  bool
-	retryAfter time.Duration
-	panicked   bool
-	// outDegraded: the fallback the destination runs.
-	fallback fallbackState
-	// jitter is a uniform value in [0,1) for the backoff.
-	jitter float64
+	kind       outcomeKind
+	cfg        *config.Config
+	permanent  bool          // outFailed: not retried (rejected)
+	retryAfter time.Duration // outFailed
+	panicked   bool          // outFailed
+	fallback   fallbackState // outDegraded
+	jitter     float64       // in [0,1), for the backoff
 }
 
 // transition is what an outcome changed, for the worker to report.
 type transition struct {
-	result Result
-	// prevApplied is the applied generation before; the stream's counts
-	// and gates change when it differs from appliedGen.
-	prevApplied uint64
-	// retryIn and nextAttempt: the backoff of a retryable failure.
-	retryIn     time.Duration
-	nextAttempt time.Time
-	// kickWaiters: later waves and gated sinks must look again (the
-	// generation was rejected).
-	kickWaiters bool
+	result      Result
+	prevApplied uint64        // the applied generation before
+	retryIn     time.Duration // the backoff of a retryable failure
+	kickWaiters bool          // rejected: gated sinks look again
 }
 
 // outcome applies the outcome of the attempt in flight at now.
@@ -343,11 +288,8 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.setState(stateApplied, "")
 		t.result = ResultApplied
 	case outDegraded:
-		// The generation counts as rejected (not converged, later waves
-		// skip it, not retried until a new generation or a resync), and
-		// applied_hash is the fallback's, so a later generation is never
-		// skipped as already applied while the destination holds a part
-		// of another.
+		// Counts as rejected; applied_hash is the fallback's, so no later
+		// generation is skipped as applied.
 		m.fallback = o.fallback
 		m.fallback.gen = gen
 		m.rejectedGen = gen
@@ -377,14 +319,12 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.retryGen, m.retryAt = gen, now.Add(d)
 		m.nextRetry = m.retryAt
 		m.setState(m.retryState(), "")
-		t.result, t.retryIn, t.nextAttempt = ResultFailed, d, m.retryAt
+		t.result, t.retryIn = ResultFailed, d
 	}
 	return t
 }
 
-// retryState is the state while waiting to retry: BACKOFF, or FAILED after
-// a panic (the sink is broken, not the destination busy), retried all the
-// same.
+// retryState is BACKOFF, or FAILED after a panic (the sink is broken).
 func (m *slotMachine) retryState() state {
 	if m.panicked {
 		return stateFailed
@@ -392,8 +332,7 @@ func (m *slotMachine) retryState() state {
 	return stateBackoff
 }
 
-// setRejectedState shows a rejected desired generation: DEGRADED when the
-// destination runs its fallback, else FAILED.
+// setRejectedState is DEGRADED when a fallback runs, else FAILED.
 func (m *slotMachine) setRejectedState() {
 	if m.fallback.gen != 0 && m.fallback.gen == m.rejectedGen {
 		m.setState(stateDegraded, fmt.Sprintf("running a fallback of generation %d without %d entities (hash %s)",
@@ -403,8 +342,7 @@ func (m *slotMachine) setRejectedState() {
 	m.setState(stateFailed, "")
 }
 
-// refusal names the sink at the origin of this sink's refusal of gen, if
-// it rejected gen (self) or skipped it because of a rejection.
+// refusal names the sink whose rejection made this one refuse gen, if any.
 func (m *slotMachine) refusal(self string, gen uint64) string {
 	if m.rejectedGen == gen {
 		return self

@@ -344,8 +344,8 @@ func TestSlotMachineOutcome(t *testing.T) {
 			}
 			if c.next > 0 {
 				at := mt0.Add(c.next)
-				if tr.retryIn != c.next || !tr.nextAttempt.Equal(at) || !m.nextRetry.Equal(at) || m.retryGen != 1 || !m.retryAt.Equal(at) {
-					t.Errorf("retry in %v at %v (machine %v, gen %d), want %v", tr.retryIn, tr.nextAttempt, m.nextRetry, m.retryGen, c.next)
+				if tr.retryIn != c.next || !m.nextRetry.Equal(at) || m.retryGen != 1 || !m.retryAt.Equal(at) {
+					t.Errorf("retry in %v at %v (gen %d), want %v", tr.retryIn, m.nextRetry, m.retryGen, c.next)
 				}
 				// The decision waits for it, then applies.
 				if d := m.decide(mt0, func(uint64) gateVerdict { return gateOpen }); d.kind != actWait || !d.until.Equal(at) {
@@ -354,8 +354,8 @@ func TestSlotMachineOutcome(t *testing.T) {
 				if d := m.decide(at, func(uint64) gateVerdict { return gateOpen }); d.kind != actApply {
 					t.Errorf("decision at the retry: %+v", d)
 				}
-			} else if tr.retryIn != 0 || !tr.nextAttempt.IsZero() {
-				t.Errorf("retry in %v at %v, want none", tr.retryIn, tr.nextAttempt)
+			} else if tr.retryIn != 0 || !m.nextRetry.IsZero() {
+				t.Errorf("retry in %v at %v, want none", tr.retryIn, m.nextRetry)
 			}
 			if c.check != nil {
 				c.check(t, m, tr)

@@ -6,68 +6,48 @@ import (
 	"log/slog"
 	"time"
 
-	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 	"github.com/confighub/confighub/sink"
 )
 
-// applyOutcome is what one apply attempt (or hash skip) of a sink came to:
-// the one event the sink's status (worker.show), the metrics (measure) and
-// the log line (logTo) are made from, so that no branch updates them by
-// hand.
+// applyOutcome is one attempt's (or hash skip's) event for status, metrics and logs.
 type applyOutcome struct {
 	sink, kind, stream string
 	cfg                *config.Config
 	result             Result
-	// attempt is the sink's attempt count for the generation (0 for a
-	// hash skip); duration that of the call, at when it ended.
-	attempt  uint32
-	duration time.Duration
-	at       time.Time
-
-	// ResultFailed, ResultRejected, ResultDegraded: the error, its text
-	// cleaned and bounded (entityErrorsOmitted counts the entity errors
-	// left out) and its code mapped onto the closed set; message is the
-	// text status shows (with the sink's own code, when it set one
-	// outside the set).
-	err                 *sink.Error
-	code                sink.Code
-	message             string
-	entityErrorsOmitted uint32
-	// ResultFailed: when the next attempt is due.
-	retryIn     time.Duration
-	nextAttempt time.Time
-	// ResultDegraded: the fallback the destination runs.
-	fallbackHash string
-	excluded     []*confighubv1.ExcludedEntity
+	attempt            uint32        // for the generation; 0: a hash skip
+	duration           time.Duration // of the call, ended at at
+	at                 time.Time
+	failure                          // ResultFailed, ResultRejected, ResultDegraded
+	retryIn            time.Duration // ResultFailed: the backoff
+	nextAttempt        time.Time
+	fallback           fallbackState // ResultDegraded
 }
 
-// failure is an error of an attempt as status shows it.
+// failure is an attempt's error as status shows it: redacted, scrubbed and
+// bounded (omitted: entity errors left out).
 type failure struct {
 	err     *sink.Error
-	code    sink.Code // of the closed set
+	code    sink.Code
 	message string
 	omitted uint32
 }
 
-// classify turns the end of an attempt into what the machine needs to
-// know of it and, for an error, the error status shows: redacted, scrubbed
-// of the sink's secrets, bounded, its code mapped onto the closed set.
+// classify turns an attempt's end into the machine's outcome and a failure.
 func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() float64) (attemptOutcome, *failure) {
-	if err == nil && cause == errAttemptTimeout {
-		// The sink ignored the timeout but claims success: trust it.
-		cause = nil
-	}
-	if err == nil {
+	if err == nil { // even past its timeout
 		return attemptOutcome{kind: outApplied, cfg: cfg}, nil
 	}
 	if d, ok := sink.AsDegraded(err); ok {
 		rej := d.Rejection
 		if rej == nil {
-			// The sink did not say why: say what happened, so an operator
-			// reading last_error knows the destination runs a fallback.
-			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fallbackMessage(cfg.Generation, len(d.Excluded))}
+			noun := "entities"
+			if len(d.Excluded) == 1 {
+				noun = "entity"
+			}
+			rej = &sink.Error{Code: sink.CodeRejected, Permanent: true, Message: fmt.Sprintf(
+				"the destination rejected generation %d and applied a fallback that excludes %d %s", cfg.Generation, len(d.Excluded), noun)}
 		}
 		f := w.failure(rej)
 		f.code = sink.CodeRejected
@@ -84,90 +64,60 @@ func (w *worker) classify(cfg *config.Config, err, cause error, jitter func() fl
 		se = &sink.Error{Code: sink.CodeTimeout, Message: fmt.Sprintf("apply timed out after %s: %v", w.opts.Timeout, err), Err: err, Body: se.Body, EntityErrors: se.EntityErrors}
 	}
 	f := w.failure(se)
-	// Status reports a code of the closed set whatever the sink (a user's
-	// in-process one included) set; the sink's own code stays in the text.
+	// A code of the closed set; the sink's own code stays in the text.
 	f.code = sink.ParseCode(string(se.Code), se.Permanent)
 	f.err.Code = f.code
 	return attemptOutcome{kind: outFailed, cfg: cfg, permanent: se.Permanent, retryAfter: se.RetryAfter,
 		panicked: errors.Is(err, errSinkPanicked), jitter: jitter()}, f
 }
 
-// fallbackMessage is the error text of a degraded apply whose sink gave no
-// rejection of its own.
-func fallbackMessage(generation uint64, excluded int) string {
-	noun := "entities"
-	if excluded == 1 {
-		noun = "entity"
-	}
-	return fmt.Sprintf("the destination rejected generation %d and applied a fallback that excludes %d %s", generation, excluded, noun)
-}
-
-// failure cleans and bounds se for status, logs and LastFailed (a copy:
-// the sink's own value is left alone).
+// failure cleans and bounds a copy of se for status, logs and LastFailed.
 func (w *worker) failure(se *sink.Error) *failure {
-	se, omitted := boundError(w.deps.redact(se, w.scrub))
+	se, omitted := boundError(w.e.redactError(se, w.scrub))
 	return &failure{err: se, message: se.Error(), omitted: omitted}
 }
 
 // outcomeOf is the event of an attempt the machine took as t.
 func (w *worker) outcomeOf(o attemptOutcome, t transition, f *failure, dur time.Duration, now time.Time) applyOutcome {
-	ev := applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: o.cfg, result: t.result,
-		attempt: w.m.attempts, duration: dur, at: now, retryIn: t.retryIn, nextAttempt: t.nextAttempt}
+	ev := applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: o.cfg, result: t.result, attempt: w.m.attempts,
+		duration: dur, at: now, retryIn: t.retryIn, nextAttempt: w.m.nextRetry, fallback: o.fallback}
 	if f != nil {
-		ev.err, ev.code, ev.message, ev.entityErrorsOmitted = f.err, f.code, f.message, f.omitted
-	}
-	if o.kind == outDegraded {
-		ev.fallbackHash, ev.excluded = o.fallback.hash, o.fallback.excluded
+		ev.failure = *f
 	}
 	return ev
 }
 
-// show updates the status fields the machine does not decide. e.mu is
-// held.
+// show updates the status fields the machine does not decide. e.mu is held.
 func (w *worker) show(ev applyOutcome) {
 	switch ev.result {
-	case ResultSkipped:
+	case ResultSkipped, ResultApplied:
 		w.lastAppliedCfg = ev.cfg
-		w.dropFailed()
-		// The destination runs the desired configuration already (a push
-		// back to what it applied after a rejected one): the failure
-		// shown is over, and status keeps it as previous. An
-		// "unreachable" from the Runner stays: nothing was sent.
-		if w.applyErr != "" {
-			w.prevErr, w.prevErrCode = w.applyErr, w.applyErrCode
+		if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
+			w.lastFailedCfg, w.lastFailedErr = nil, nil // the failure is over
 		}
-		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
-	case ResultApplied:
-		w.lastAppliedCfg = ev.cfg
-		w.dropFailed()
-		w.lastAppliedTime = ev.at
-		w.appliesTotal++
-		// The destination just answered: whatever was shown as the
-		// current failure (an apply error, or unreachable from the
-		// Runner's last check) is over; status keeps it as previous.
-		if msg, code := w.shownError(); msg != "" {
+		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: ev.cfg.Generation, Hash: ev.cfg.Hash, Time: ev.at}
+		// The failure shown becomes previous; a skip keeps a Runner's unreachable.
+		msg, code := w.applyErr, w.applyErrCode
+		if ev.result == ResultApplied {
+			msg, code = w.shownError()
+			w.lastAppliedTime = ev.at
+			w.appliesTotal++
+			w.health = ""
+		}
+		if msg != "" {
 			w.prevErr, w.prevErrCode = msg, code
 		}
 		w.applyErr, w.applyErrCode, w.entityErrors, w.entityErrorsOmitted = "", "", nil, 0
-		w.health = ""
-	case ResultDegraded:
-		// The destination answered and took a fallback: applied in part.
-		w.lastAppliedTime = ev.at
-		w.appliesTotal++
-		w.health = ""
-		w.showFailure(ev)
-	case ResultFailed, ResultRejected:
-		w.showFailure(ev)
+	case ResultDegraded, ResultFailed, ResultRejected:
+		if ev.result == ResultDegraded { // the destination took a fallback: applied in part
+			w.lastAppliedTime = ev.at
+			w.appliesTotal++
+			w.health = ""
+		}
+		w.lastFailedCfg, w.lastFailedErr = ev.cfg, ev.err
+		w.applyErr, w.applyErrCode = ev.message, string(ev.code)
+		w.entityErrors, w.entityErrorsOmitted = ev.err.EntityErrors, ev.omitted
 	}
-	if ev.result == ResultSkipped || ev.result == ResultApplied {
-		w.record = &store.Applied{Sink: w.name, Stream: w.st.name, Generation: ev.cfg.Generation, Hash: ev.cfg.Hash, Time: ev.at}
-	}
-}
-
-func (w *worker) showFailure(ev applyOutcome) {
-	w.lastFailedCfg, w.lastFailedErr = ev.cfg, ev.err
-	w.applyErr, w.applyErrCode = ev.message, string(ev.code)
-	w.entityErrors, w.entityErrorsOmitted = ev.err.EntityErrors, ev.entityErrorsOmitted
 }
 
 // measure passes ev to the metrics.
@@ -190,15 +140,13 @@ func (ev applyOutcome) measure(m Metrics) {
 		m.ExcludedEntities(ev.sink, ev.kind, 0)
 	case ResultDegraded:
 		m.EntityErrors(ev.sink, ev.kind, len(ev.err.EntityErrors))
-		m.ExcludedEntities(ev.sink, ev.kind, len(ev.excluded))
+		m.ExcludedEntities(ev.sink, ev.kind, len(ev.fallback.excluded))
 	case ResultFailed, ResultRejected:
 		m.EntityErrors(ev.sink, ev.kind, len(ev.err.EntityErrors))
 	}
 }
 
-// logTo writes ev's log line: one per apply; a failure's names the error,
-// the next retry and that a new configuration is tried at once. The result
-// is given as a constant: a variable would be boxed on every apply.
+// logTo writes ev's log line; results are constants, so not boxed.
 func (ev applyOutcome) logTo(l *slog.Logger) {
 	gen := ev.cfg.Generation
 	if ev.result == ResultSkipped {
@@ -212,7 +160,7 @@ func (ev applyOutcome) logTo(l *slog.Logger) {
 	case ResultCancelled:
 		l.Info("apply", "result", ResultCancelled, "reason", "superseded by a newer generation")
 	case ResultDegraded:
-		l.Warn("apply", "result", ResultDegraded, "excluded", len(ev.excluded), "fallback_hash", short(ev.fallbackHash),
+		l.Warn("apply", "result", ResultDegraded, "excluded", len(ev.fallback.excluded), "fallback_hash", short(ev.fallback.hash),
 			"error", ev.err.Error(), "note", "the destination runs this generation without the excluded entities; a new configuration is tried whole at once")
 	case ResultRejected:
 		l.Warn("apply", "result", ResultRejected, "code", string(ev.code), "error", ev.err.Error(), "entity_errors", len(ev.err.EntityErrors),

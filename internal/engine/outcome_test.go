@@ -104,10 +104,10 @@ func TestApplyOutcomeEvent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			met := &outcomeMetrics{}
-			deps := &workerDeps{metrics: met, log: slog.New(slog.NewTextHandler(&buf, nil)), redact: (&Engine{}).redactError}
+			e := &Engine{metrics: met, log: slog.New(slog.NewTextHandler(&buf, nil))}
 			opts := mtOpt
 			opts.Timeout = 30 * time.Second
-			w := &worker{e: &Engine{}, deps: deps, name: "a", kind: "kong", opts: opts, st: &stream{name: "s", waiters: map[*worker]struct{}{}}, m: newSlotMachine("s", opts)}
+			w := &worker{member: &member{name: "a", opts: opts, st: &stream{name: "s", waiters: map[*worker]struct{}{}}}, e: e, kind: "kong", m: newSlotMachine("s", opts)}
 			w.health = "was down"
 			w.m.offer(cfg, mt0)
 			w.m.decide(mt0, func(uint64) gateVerdict { return gateOpen })
@@ -163,7 +163,7 @@ func TestApplyOutcomeBoundsDegradedRejection(t *testing.T) {
 	for i := range ees {
 		ees[i] = &confighubv1.EntityError{EntityType: "route", EntityName: fmt.Sprintf("r%d", i)}
 	}
-	w := &worker{deps: &workerDeps{redact: (&Engine{}).redactError}, name: "a", m: newSlotMachine("s", mtOpt)}
+	w := &worker{member: &member{name: "a"}, e: &Engine{}, m: newSlotMachine("s", mtOpt)}
 	cfg := &config.Config{Stream: "s", Generation: 1}
 	o, f := w.classify(cfg, &sink.Degraded{Hash: "fb", Rejection: &sink.Error{Code: sink.CodeRejected, Message: strings.Repeat("x", 1<<20), EntityErrors: ees}}, nil, nil)
 	if o.kind != outDegraded || len(f.err.EntityErrors) > maxEntityErrors || int(f.omitted)+len(f.err.EntityErrors) != len(ees) || len(f.message) > maxErrorText+100 {

@@ -61,7 +61,7 @@ func twoReplicas(t *testing.T, p *placement) (a, b replica) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	relay := func(from, to *engine.Engine) {
-		ch := from.Watch(ctx, "default", 0)
+		ch := from.View().Watch(ctx, "default", 0)
 		wg.Go(func() {
 			for ev := range ch {
 				sinks := ev.GetSnapshot().GetSinks()

@@ -147,7 +147,7 @@ func BenchmarkFanout1000(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
-		ch := h.e.Watch(ctx, "default", 0)
+		ch := h.e.View().Watch(ctx, "default", 0)
 		<-ch // the snapshot
 		cfg := h.push("", fmt.Sprintf("fanout-%d", i))
 		for ev := range ch {

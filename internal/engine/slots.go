@@ -1,31 +1,22 @@
 package engine
 
-// slotPool is one hub-wide limit of applies in flight. Every field is
-// guarded by Engine.mu. It only decides (no I/O, no wake-up of its own):
-// the worker whose release hands a slot on wakes the one it names
-// (TestSlotPool).
-//
-// A worker that finds the pool full joins a FIFO queue and sleeps; a
-// release hands the slot straight to the first queued worker and wakes
-// that one only. So a publish to 1,000 sinks wakes each worker once
-// (to queue, reporting PENDING once), and each freed slot wakes exactly
-// one worker, instead of every waiter racing for the engine lock each
-// time a slot frees.
+import "slices"
+
+// slotPool limits applies in flight, guarded by Engine.mu. A release hands
+// the slot to the first queued worker, waking one, not all (TestSlotPool).
 type slotPool struct {
 	name  string
 	max   int
 	free  int
-	queue []*worker
-	head  int
+	queue []*worker // FIFO
 }
 
 func newSlotPool(name string, n int) *slotPool {
 	return &slotPool{name: name, max: n, free: n}
 }
 
-// acquire gives w a slot, or queues it (once) and returns false; w is
-// woken when a release hands it a slot. A nil pool (a sink whose applies
-// take no slot) always gives one. e.mu is held.
+// acquire gives w a slot, or queues it once and returns false; a nil pool
+// always gives one. e.mu is held.
 func (p *slotPool) acquire(w *worker) bool {
 	if p == nil || w.slotHeld {
 		return true
@@ -33,7 +24,7 @@ func (p *slotPool) acquire(w *worker) bool {
 	if w.slotQueued {
 		return false
 	}
-	if p.free > 0 && p.waiting() == 0 {
+	if p.free > 0 && len(p.queue) == 0 {
 		p.free--
 		w.slotHeld = true
 		return true
@@ -43,59 +34,23 @@ func (p *slotPool) acquire(w *worker) bool {
 	return false
 }
 
-// waiting is the number of queued workers. e.mu is held.
-func (p *slotPool) waiting() int { return len(p.queue) - p.head }
-
-// release gives up w's slot, or takes w out of the queue. A freed slot
-// goes to the first queued worker, returned to be woken. e.mu is held.
+// release gives up w's slot or queue place, returning the worker to wake.
 func (p *slotPool) release(w *worker) (wake *worker) {
-	if p == nil {
-		return nil
-	}
 	switch {
+	case p == nil:
+	case w.slotHeld && len(p.queue) == 0:
+		w.slotHeld = false
+		p.free++
 	case w.slotHeld:
 		w.slotHeld = false
-		return p.handOver()
+		next := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:] // append reallocates from the live part
+		next.slotQueued, next.slotHeld = false, true
+		return next
 	case w.slotQueued:
 		w.slotQueued = false
-		for i := p.head; i < len(p.queue); i++ {
-			if p.queue[i] == w {
-				p.queue = append(p.queue[:i], p.queue[i+1:]...)
-				break
-			}
-		}
-		p.compact()
+		p.queue = slices.DeleteFunc(p.queue, func(q *worker) bool { return q == w })
 	}
 	return nil
-}
-
-// handOver gives a free slot to the first queued worker, returned to be
-// woken, or returns it to the pool. e.mu is held.
-func (p *slotPool) handOver() *worker {
-	if p.waiting() == 0 {
-		p.free++
-		return nil
-	}
-	next := p.queue[p.head]
-	p.queue[p.head] = nil
-	p.head++
-	p.compact()
-	next.slotQueued = false
-	next.slotHeld = true
-	return next
-}
-
-// compact drops the consumed front of the queue once it is most of it, so
-// the backing array does not grow for ever. e.mu is held.
-func (p *slotPool) compact() {
-	if p.head == len(p.queue) {
-		clear(p.queue)
-		p.queue, p.head = p.queue[:0], 0
-		return
-	}
-	if p.head > 64 && p.head*2 > len(p.queue) {
-		n := copy(p.queue, p.queue[p.head:])
-		clear(p.queue[n:])
-		p.queue, p.head = p.queue[:n], 0
-	}
 }

@@ -40,7 +40,7 @@ func TestHeldAndDeleteStream(t *testing.T) {
 	if got := h.e.Streams(); len(got) != 1 || got[0].Stream != "b" {
 		t.Errorf("Streams() after the deletion: %v", got)
 	}
-	if _, ok := h.e.Status("a"); ok {
+	if _, ok := h.e.View().Snapshot("a"); ok {
 		t.Error("the deleted stream still has a status")
 	}
 	a3 := h.push("a", "again")

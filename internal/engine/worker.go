@@ -1,16 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -21,19 +20,14 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
+// Causes of an attempt's end, and the mark of a recovered panic in Apply.
 var (
-	// errSuperseded cancels an apply in flight when a newer generation
-	// arrives and the sink has cancel_in_flight.
-	errSuperseded = errors.New("superseded by a newer generation")
-	// errAttemptTimeout cancels an apply that ran past options.timeout.
-	errAttemptTimeout = errors.New("apply timed out")
-	// errSinkPanicked marks the error of a recovered panic in Apply.
-	errSinkPanicked = errors.New("the sink panicked")
+	errSuperseded     = errors.New("superseded by a newer generation") // cancel_in_flight
+	errAttemptTimeout = errors.New("apply timed out")                  // options.timeout
+	errSinkPanicked   = errors.New("the sink panicked")
 )
 
-type (
-	state = confighubv1.SinkState
-)
+type state = confighubv1.SinkState
 
 const (
 	statePending  = confighubv1.SinkState_SINK_STATE_PENDING
@@ -46,81 +40,49 @@ const (
 	stateDegraded = confighubv1.SinkState_SINK_STATE_DEGRADED
 )
 
-// worker owns one sink: one goroutine that applies the newest generation of
-// its slot, running while the slot has work (an idle sink costs no
-// goroutine), plus the sink's Runner goroutine if it has one. Every field
-// below "under e.mu" is guarded by the engine's lock; the goroutine never
-// holds the lock while calling the sink.
+// worker owns one sink run here: a goroutine applying its slot's newest
+// generation while the slot has work (an idle sink holds none), plus the
+// Runner's. Fields after ctx are guarded by Engine.mu, never held while
+// calling the sink.
 type worker struct {
-	// e is the engine: its lock, and the stream-wide gate, counts and
-	// waiters; deps the rest the worker takes from its options.
-	e    *Engine
-	deps *workerDeps
-	name string
-	kind string
-	spec *confighubv1.Sink
-	opts sinkspec.Options
-	s    sink.Sink
-	caps sink.Capabilities
-	st   *stream
-	// pool is the apply-slot pool of the sink: gateways' or the others';
-	// nil for a sink whose applies take no slot (Capabilities.NoApplySlot).
-	pool *slotPool
-	// scrub replaces the spec's secrets in error texts; nil when none.
-	scrub *strings.Replacer
-	// specSize is proto.Size(spec), as counted in Engine.specBytes.
-	specSize int
+	*member
+	e     *Engine
+	kind  string
+	s     sink.Sink
+	pool  *slotPool         // nil: Capabilities.NoApplySlot
+	scrub *strings.Replacer // nil: no secrets
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{}
-	// active counts the worker's goroutines (the loop while it runs, and
-	// the Runner's).
-	active sync.WaitGroup
+	active sync.WaitGroup // the loop's goroutine while it runs, the Runner's
 
-	// under e.mu: m decides (machine.go); the rest is what the worker
-	// keeps to act on its decisions and to report them.
 	m              slotMachine
 	cancelApply    context.CancelCauseFunc
 	health         string
-	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last DataPlane report
+	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last report
 	removed        bool
 	running        bool           // the loop's goroutine runs
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
-	record         *store.Applied // to be recorded by the goroutine
+	record         *store.Applied // to record off the lock
 	lastAppliedCfg *config.Config
 	lastFailedCfg  *config.Config
 	lastFailedErr  *sink.Error
 
-	// under e.mu: the status fields the machine does not decide.
-	applyErr     string
-	applyErrCode string
-	entityErrors []*confighubv1.EntityError
-	// entityErrorsOmitted: entity errors beyond those kept (boundError).
-	entityErrorsOmitted uint32
+	applyErr            string
+	applyErrCode        string
+	entityErrors        []*confighubv1.EntityError
+	entityErrorsOmitted uint32 // beyond those kept (boundError)
 	lastDur             time.Duration
 	lastAppliedTime     time.Time
 	appliesTotal        uint64
-	prevErr             string // the error the last successful apply cleared
+	prevErr             string // the error the last success cleared
 	prevErrCode         string
 	published           *confighubv1.SinkStatus
 }
 
-// workerDeps are what every worker takes from its engine's options: the
-// same for all, made once by New.
-type workerDeps struct {
-	clock    clockwork.Clock
-	log      *slog.Logger
-	metrics  Metrics
-	recorder Recorder
-	rnd      func() float64
-	// redact cleans a sink's error text (Engine.redactError).
-	redact func(*sink.Error, *strings.Replacer) *sink.Error
-}
-
-// newWorker builds the worker of s; caps is s.Describe(), asked before
-// e.mu was taken. e.mu is held.
+// newWorker builds the worker of s. e.mu is held.
 func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.Sink, caps sink.Capabilities) *worker {
 	ctx, cancel := context.WithCancel(e.ctx)
 	pool := e.slots
@@ -130,23 +92,20 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 	case caps.Gateway:
 		pool = e.gatewaySlots
 	}
-	return &worker{
-		scrub:  e.scrubber(spec),
-		pool:   pool,
+	w := &worker{
+		member: &member{name: spec.GetName(), spec: spec, opts: opts, gateway: caps.Gateway, st: e.stream(spec.GetStream())},
 		e:      e,
-		deps:   e.deps,
-		name:   spec.GetName(),
 		kind:   spec.GetKind(),
-		spec:   spec,
-		opts:   opts,
 		s:      s,
-		caps:   caps,
-		st:     e.stream(spec.GetStream()),
+		pool:   pool,
+		scrub:  e.scrubber(spec),
 		ctx:    ctx,
 		cancel: cancel,
 		kick:   make(chan struct{}, 1),
 		m:      newSlotMachine(spec.GetStream(), opts),
 	}
+	w.member.w = w
+	return w
 }
 
 // scrubText replaces the sink's secrets in s.
@@ -158,36 +117,27 @@ func (w *worker) scrubText(s string) string {
 }
 
 // wake has the loop look at its slot again: it signals the loop's
-// goroutine, or starts one. Never blocks. e.mu is held.
+// goroutine, or starts one. e.mu is held.
 func (w *worker) wake() {
 	if w.running {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
-		return
+		kick(w.kick)
+	} else if !w.removed && !w.e.stopped && w.ctx.Err() == nil {
+		w.running = true
+		w.goRun(w.loop)
 	}
-	if w.removed || w.e.stopped || w.ctx.Err() != nil {
-		return
-	}
-	w.running = true
-	w.goRun(w.loop)
 }
 
-// goRun runs f in a goroutine of the worker. e.mu is held (or the worker
-// is not registered yet).
+// goRun runs f in a goroutine of the worker. e.mu is held.
 func (w *worker) goRun(f func()) {
 	w.active.Add(1)
-	w.e.wg.Add(1)
-	go func() {
-		defer w.e.wg.Done()
+	w.e.wg.Go(func() {
 		defer w.active.Done()
 		f()
-	}()
+	})
 }
 
-// idle ends the loop's goroutine when no wake came since it decided there
-// is nothing to do until one; the next wake starts another.
+// idle ends the loop's goroutine unless a wake came since it decided there
+// was nothing to do; the next wake starts another.
 func (w *worker) idle() bool {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
@@ -195,33 +145,37 @@ func (w *worker) idle() bool {
 	case <-w.kick:
 		return false
 	default:
+		w.running = false
+		return true
 	}
-	w.running = false
-	return true
+}
+
+// kick signals c without blocking.
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // offer puts a new generation in the slot (latest wins). e.mu is held.
 func (w *worker) offer(cfg *config.Config, now time.Time) {
 	coalesced, cancelInFlight := w.m.offer(cfg, now)
 	if coalesced {
-		w.deps.metrics.Coalesced(w.name, w.kind)
+		w.e.metrics.Coalesced(w.name, w.kind)
 	}
 	if cancelInFlight && w.cancelApply != nil {
 		w.cancelApply(errSuperseded)
 	}
-	if w.slotQueued {
-		// Queued for an apply slot: it decides again, with the newest
-		// generation, when the slot is handed to it. Waking it now would
-		// only make it take the lock to find it still queued.
-		return
+	if !w.slotQueued { // a queued worker decides again when handed the slot
+		w.wake()
 	}
-	w.wake()
 }
 
 func (w *worker) runRunner(r sink.Runner) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.deps.log.Error("sink runner panicked", "sink", w.name, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			w.e.log.Error("sink runner panicked", "sink", w.name, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			notifier{w}.Health(fmt.Errorf("runner panicked: %v", p))
 		}
 	}()
@@ -231,7 +185,6 @@ func (w *worker) runRunner(r sink.Runner) {
 func (w *worker) loop() {
 	e := w.e
 	defer func() {
-		// Hand a held slot on (or leave the queue) whatever the exit.
 		e.mu.Lock()
 		w.releaseSlot()
 		e.mu.Unlock()
@@ -241,18 +194,11 @@ func (w *worker) loop() {
 			return
 		}
 		e.mu.Lock()
-		now := w.deps.clock.Now()
+		now := e.clock.Now()
 		d := w.decide(now)
-		if d.kind == actApply && !w.pool.acquire(w) {
-			// Queued: PENDING once, then sleep until a release hands
-			// this worker the slot (or a Resync, Health or stop wakes
-			// it), and decide again.
-			w.m.queued(w.pool.name, w.pool.max, w.pool.waiting())
-			w.reportState()
-			w.emit()
-			rec := w.takeRecord()
-			e.mu.Unlock()
-			w.recordApplied(rec)
+		if d.kind == actApply && !w.pool.acquire(w) { // queued: sleep until handed the slot
+			w.m.queued(w.pool.name, w.pool.max, len(w.pool.queue))
+			w.unlock()
 			if !w.wait(0) {
 				return
 			}
@@ -260,16 +206,13 @@ func (w *worker) loop() {
 		}
 		if d.kind != actApply {
 			w.releaseSlot()
-			w.emit()
-			rec := w.takeRecord()
-			e.mu.Unlock()
-			w.recordApplied(rec)
+			w.unlock()
 			switch d.kind {
 			case actWait:
 				if !w.wait(d.until.Sub(now)) {
 					return
 				}
-			case actIdle, actGate:
+			case actIdle, actGate: // until woken
 				if w.idle() {
 					return
 				}
@@ -279,15 +222,13 @@ func (w *worker) loop() {
 		cfg := d.cfg
 		attemptCtx, cancelAttempt := context.WithCancelCause(w.ctx)
 		w.cancelApply = cancelAttempt
-		w.m.start(cfg, w.deps.clock.Now())
-		w.reportState()
-		w.emit()
-		e.mu.Unlock()
+		w.m.start(cfg, e.clock.Now())
+		w.unlock()
 
-		timer := w.deps.clock.AfterFunc(w.opts.Timeout, func() { cancelAttempt(errAttemptTimeout) })
-		start := w.deps.clock.Now()
+		timer := e.clock.AfterFunc(w.opts.Timeout, func() { cancelAttempt(errAttemptTimeout) })
+		start := e.clock.Now()
 		err := w.apply(attemptCtx, cfg)
-		dur := w.deps.clock.Since(start)
+		dur := e.clock.Since(start)
 		timer.Stop()
 		cause := context.Cause(attemptCtx)
 		cancelAttempt(nil)
@@ -295,28 +236,38 @@ func (w *worker) loop() {
 		e.mu.Lock()
 		w.releaseSlot()
 		w.finish(cfg, err, cause, dur)
-		w.reportState()
-		w.emit()
-		rec := w.takeRecord()
-		e.mu.Unlock()
-		w.recordApplied(rec)
+		w.unlock()
 	}
 }
 
-// releaseSlot gives up w's apply slot (or its place in the queue) and
-// wakes the worker the slot goes to. e.mu is held.
+// unlock reports state and status, releases e.mu, then records what the
+// sink applied (a failure is recorded again by the next apply).
+func (w *worker) unlock() {
+	w.reportState()
+	w.emit()
+	a := w.record
+	w.record = nil
+	w.e.mu.Unlock()
+	if a == nil || w.e.recorder == nil {
+		return
+	}
+	if err := w.e.recorder.RecordApplied(w.ctx, *a); err != nil && w.ctx.Err() == nil {
+		w.e.log.Warn("recording the applied generation failed; it is recorded again after the next apply", "sink", w.name, "generation", a.Generation, "error", err)
+	}
+}
+
+// releaseSlot gives up w's slot or queue place, waking the next. e.mu is held.
 func (w *worker) releaseSlot() {
 	if next := w.pool.release(w); next != nil {
 		next.wake()
 	}
 }
 
-// wait blocks until a kick, d elapsed (d > 0), or the worker stops; false
-// when it stopped.
+// wait blocks until a kick, d (if > 0), or stop (false).
 func (w *worker) wait(d time.Duration) bool {
 	var timer <-chan time.Time
 	if d > 0 {
-		t := w.deps.clock.NewTimer(d)
+		t := w.e.clock.NewTimer(d)
 		defer t.Stop()
 		timer = t.Chan()
 	}
@@ -329,9 +280,8 @@ func (w *worker) wait(d time.Duration) bool {
 	return true
 }
 
-// decide asks the machine what to do and does the bookkeeping its
-// decision needs beyond the sink: a hash skip is recorded and reported, a
-// closed gate registers the worker as a waiter of its stream. e.mu is held.
+// decide asks the machine, reporting a hash skip and registering a gated
+// worker as a waiter. e.mu is held.
 func (w *worker) decide(now time.Time) decision {
 	e := w.e
 	d := w.m.decide(now, func(gen uint64) gateVerdict { return e.gate(w, gen) })
@@ -340,21 +290,18 @@ func (w *worker) decide(now time.Time) decision {
 		w.report(applyOutcome{sink: w.name, kind: w.kind, stream: w.st.name, cfg: d.cfg, result: ResultSkipped, at: now}, d.prevApplied, false)
 	case actGate:
 		w.st.waiters[w] = struct{}{}
-		if d.blocked {
-			// Later waves wait on this sink: tell them.
+		if d.blocked { // later waves wait on this sink
 			e.kickWaiters(w.st)
 			w.st.waiters[w] = struct{}{}
 		}
 	}
-	w.reportState()
 	return d
 }
 
-// reportState passes the machine's state changes to the metrics. e.mu is
-// held.
+// reportState passes state changes to the metrics. e.mu is held.
 func (w *worker) reportState() {
 	w.m.eachChange(func(c stateChange) {
-		w.deps.metrics.StateChanged(w.name, w.kind, c.from, c.to)
+		w.e.metrics.StateChanged(w.name, w.kind, c.from, c.to)
 	})
 }
 
@@ -362,68 +309,38 @@ func (w *worker) reportState() {
 func (w *worker) apply(ctx context.Context, cfg *config.Config) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.deps.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			w.e.log.Error("sink panicked", "sink", w.name, "generation", cfg.Generation, "panic", w.scrubText(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			err = &sink.Error{Code: sink.CodeInternal, Message: fmt.Sprintf("the sink panicked: %v", p), Err: errSinkPanicked}
 		}
 	}()
 	return w.s.Apply(ctx, cfg)
 }
 
-// finish takes the outcome of an attempt: the machine's transition, then
-// one event for status, metrics and logs. e.mu is held.
+// finish passes an attempt's outcome to the machine and reports it. e.mu is held.
 func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration) {
-	now := w.deps.clock.Now()
+	now := w.e.clock.Now()
 	w.cancelApply = nil
 	w.lastDur = dur
 	if w.ctx.Err() != nil {
-		// Deleted, replaced or stopping: the outcome no longer matters.
 		w.m.outcome(attemptOutcome{kind: outAbandoned, cfg: cfg}, now)
 		return
 	}
-	o, f := w.classify(cfg, err, cause, w.deps.rnd)
+	o, f := w.classify(cfg, err, cause, w.e.rnd)
 	t := w.m.outcome(o, now)
 	w.report(w.outcomeOf(o, t, f, dur, now), t.prevApplied, t.kickWaiters)
 }
 
-// report makes status, metrics and the log line from ev, and tells the
-// stream when the applied generation moved from prevApplied or a rejection
-// changes its gates. e.mu is held.
+// report shows, measures and logs ev, and updates the stream's counts and
+// gates. e.mu is held.
 func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
-	e := w.e
 	w.show(ev)
 	w.reportState()
-	ev.measure(w.deps.metrics)
-	ev.logTo(w.deps.log)
+	ev.measure(w.e.metrics)
+	ev.logTo(w.e.log)
 	if prevApplied != w.m.appliedGen {
-		e.appliedChanged(w, prevApplied)
+		w.e.recount(w.st, 0, prevApplied, w.m.appliedGen)
 	} else if kick {
-		e.kickWaiters(w.st) // later waves skip it now
-	}
-}
-
-// dropFailed forgets the last failed apply once a generation at least as
-// new is applied: the failure is over, and keeping its config would hold
-// one old config per sink for ever (internal/engine/doc.go, Memory). e.mu is held.
-func (w *worker) dropFailed() {
-	if w.lastFailedCfg != nil && w.lastFailedCfg.Generation <= w.m.appliedGen {
-		w.lastFailedCfg, w.lastFailedErr = nil, nil
-	}
-}
-
-func (w *worker) takeRecord() *store.Applied {
-	r := w.record
-	w.record = nil
-	return r
-}
-
-// recordApplied stores what the sink applied; on failure the next apply
-// records again (a record overwrites the previous one).
-func (w *worker) recordApplied(a *store.Applied) {
-	if a == nil || w.deps.recorder == nil {
-		return
-	}
-	if err := w.deps.recorder.RecordApplied(w.ctx, *a); err != nil && w.ctx.Err() == nil {
-		w.deps.log.Warn("recording the applied generation failed; it is recorded again after the next apply", "sink", w.name, "generation", a.Generation, "error", err)
+		w.e.kickWaiters(w.st) // later waves skip it now
 	}
 }
 
@@ -441,29 +358,11 @@ func (w *worker) emit() {
 }
 
 func (w *worker) status() *confighubv1.SinkStatus {
-	st := &confighubv1.SinkStatus{
-		Sink:                w.name,
-		Kind:                w.kind,
-		Stream:              w.st.name,
-		State:               w.m.state,
-		DesiredGeneration:   w.m.desiredGen,
-		DesiredHash:         w.m.desiredHash,
-		AppliedGeneration:   w.m.appliedGen,
-		AppliedHash:         w.m.appliedHash,
-		Attempts:            w.m.attempts,
-		EntityErrors:        w.entityErrors,
-		EntityErrorsOmitted: w.entityErrorsOmitted,
-		Coalesced:           w.m.coalesced,
-		Reason:              w.m.reason,
-		RejectedGeneration:  w.m.rejectedGen,
-		AppliesTotal:        w.appliesTotal,
-		PreviousError:       w.prevErr,
-		PreviousErrorCode:   w.prevErrCode,
-		ExcludedEntities:    w.m.fallback.excluded,
-		FallbackGeneration:  w.m.fallback.gen,
-		FallbackHash:        w.m.fallback.hash,
-		DataPlane:           w.dataPlane,
-	}
+	st := &confighubv1.SinkStatus{Sink: w.name, Kind: w.kind, Stream: w.st.name, State: w.m.state, Reason: w.m.reason,
+		DesiredGeneration: w.m.desiredGen, DesiredHash: w.m.desiredHash, AppliedGeneration: w.m.appliedGen, AppliedHash: w.m.appliedHash,
+		Attempts: w.m.attempts, Coalesced: w.m.coalesced, RejectedGeneration: w.m.rejectedGen, AppliesTotal: w.appliesTotal,
+		EntityErrors: w.entityErrors, EntityErrorsOmitted: w.entityErrorsOmitted, PreviousError: w.prevErr, PreviousErrorCode: w.prevErrCode,
+		ExcludedEntities: w.m.fallback.excluded, FallbackGeneration: w.m.fallback.gen, FallbackHash: w.m.fallback.hash, DataPlane: w.dataPlane}
 	st.LastError, st.LastErrorCode = w.shownError()
 	if !w.m.nextRetry.IsZero() {
 		st.NextRetryTime = timestamppb.New(w.m.nextRetry)
@@ -477,8 +376,7 @@ func (w *worker) status() *confighubv1.SinkStatus {
 	return st
 }
 
-// shownError is the current failure as status shows it: unreachable (the
-// Runner's health) before the last apply's error. e.mu is held.
+// shownError is the Runner's unreachable, else the last apply's error.
 func (w *worker) shownError() (msg, code string) {
 	if w.health != "" {
 		return "unreachable: " + w.health, string(sink.CodeUnreachable)
@@ -486,8 +384,8 @@ func (w *worker) shownError() (msg, code string) {
 	return w.applyErr, w.applyErrCode
 }
 
-// sameStatus compares two statuses built by status(); entity errors are
-// compared by identity (they come from one sink.Error).
+// sameStatus compares two status() results, entity errors by identity:
+// ~0.1 µs against proto.Equal's 3-10 µs (BenchmarkSameStatus).
 func sameStatus(a, b *confighubv1.SinkStatus) bool {
 	if a.State != b.State || a.DesiredGeneration != b.DesiredGeneration || a.DesiredHash != b.DesiredHash ||
 		a.AppliedGeneration != b.AppliedGeneration || a.AppliedHash != b.AppliedHash || a.Attempts != b.Attempts ||
@@ -506,72 +404,55 @@ func sameStatus(a, b *confighubv1.SinkStatus) bool {
 		a.LastAppliedTime.AsTime().Equal(b.LastAppliedTime.AsTime())
 }
 
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
+func short(h string) string { return h[:min(len(h), 12)] }
 
-// notifier is what a sink's Runner talks to. Every method takes the engine
-// lock briefly and never waits for an apply.
+// notifier is what a sink's Runner talks to; it never waits for an apply.
 type notifier struct{ w *worker }
 
 var _ sink.Notifier = notifier{}
 
-func (n notifier) Resync(reason string) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
+// locked runs f with e.mu held, unless the worker was removed.
+func (n notifier) locked(f func(w *worker)) {
+	n.w.e.mu.Lock()
+	defer n.w.e.mu.Unlock()
+	if !n.w.removed {
+		f(n.w)
 	}
-	// The destination is back (a gateway restarted empty, a plugin
-	// reconnected): the backoff wait is no longer worth waiting out.
-	// A destination's own Retry-After still holds.
-	w.m.requestResync(reason)
-	w.deps.log.Info("resync requested", "sink", w.name, "reason", reason)
-	w.wake()
+}
+
+// Resync forces the next apply and ends a backoff wait.
+func (n notifier) Resync(reason string) {
+	n.locked(func(w *worker) {
+		w.m.requestResync(reason)
+		w.e.log.Info("resync requested", "sink", w.name, "reason", reason)
+		w.wake()
+	})
 }
 
 func (n notifier) Health(err error) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
-	}
-	h := ""
-	if err != nil {
-		h = err.Error()
-		if h == "" {
-			h = "unreachable"
+	n.locked(func(w *worker) {
+		h := ""
+		if err != nil {
+			h = w.scrubText(cmp.Or(err.Error(), "unreachable"))
 		}
-		h = w.scrubText(h)
-	}
-	if h == w.health {
-		return
-	}
-	if h != "" {
-		w.deps.log.Warn("sink unreachable", "sink", w.name, "error", h)
-	} else {
-		w.deps.log.Info("sink reachable again", "sink", w.name)
-		// A retry scheduled while it was down is tried now, not after the
-		// rest of its backoff.
-		w.m.reachable()
-		w.wake()
-	}
-	w.health = h
-	w.emit()
+		if h == w.health {
+			return
+		}
+		if h != "" {
+			w.e.log.Warn("sink unreachable", "sink", w.name, "error", h)
+		} else {
+			w.e.log.Info("sink reachable again", "sink", w.name)
+			w.m.reachable()
+			w.wake()
+		}
+		w.health = h
+		w.emit()
+	})
 }
 
 func (n notifier) DataPlane(dp *confighubv1.DataPlaneStatus) {
-	w := n.w
-	w.e.mu.Lock()
-	defer w.e.mu.Unlock()
-	if w.removed {
-		return
-	}
-	w.dataPlane = dp
-	w.emit()
+	n.locked(func(w *worker) {
+		w.dataPlane = dp
+		w.emit()
+	})
 }

@@ -3,18 +3,17 @@
 // operations that make the product's promises hold.
 //
 // A push is checked (config.Check) while the store writes the bytes aside and
-// hashes them (store.Store.StageConfig); only a push that passed the check is committed
-// (the store assigns the generation and enforces expected_generation), and
-// only then acknowledged; the engine gets the new generation after the
-// commit. A JSON upload is checked, hashed and written chunk by chunk as it
-// arrives (upload.go). Errors are returned wrapped around the sentinels in
-// errors.go; server/ maps them to gRPC codes, once.
+// hashes them (store.Store.StageConfig); only a push that passed the check is
+// committed (the store assigns the generation and enforces
+// expected_generation), then acknowledged, then handed to the engine. A JSON
+// upload is checked, hashed and staged chunk by chunk as it arrives. Errors
+// wrap the sentinels in errors.go; server/ maps them to gRPC codes, once.
 //
 // Guarantees:
 //   - Stored, then published, never delayed by a sink (TestPushStoresThenPublishes).
 //   - A rejected push stores nothing and touches no sink (TestRejectedPushChangesNothing).
 //   - An abandoned push is "push abandoned" and commits nothing (TestAbandonedPushCommitsNothing).
-//   - An upload is bounded by its header; a mismatch, truncation or bad check stores nothing; chunks are held once (TestUploadStoresThenPublishes, TestBadUploadChangesNothing, TestWriteChunkKeepsNoReference).
+//   - An upload is bounded by its header; a mismatch, truncation or bad check stores nothing; chunks are held once (TestUploadBoundedByItsHeader, TestUploadStoresThenPublishes, TestBadUploadChangesNothing, TestWriteChunkKeepsNoReference, FuzzUpload).
 //   - Uploads in flight share one byte budget, given back however they end (server TestUploadBudget, TestUploadThatCannotStageGivesItsBudgetBack).
 //   - Sink specs are bounded one by one and in all (TestSinkSpecBytesBounded).
 //   - GetConfig of an unknown sink is NotFound naming it (TestSinkConfigOfUnknownSink).

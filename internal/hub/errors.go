@@ -2,24 +2,15 @@ package hub
 
 import "errors"
 
+// The hub's sentinels, with the gRPC code server/ maps each to.
 var (
-	// ErrInvalid: the request or configuration is malformed (InvalidArgument).
-	ErrInvalid = errors.New("invalid argument")
-	// ErrTooLarge: the configuration exceeds --max-config-bytes
-	// (ResourceExhausted).
-	ErrTooLarge = errors.New("configuration too large")
-	// ErrNotFound: unknown stream or sink (NotFound).
-	ErrNotFound = errors.New("not found")
-	// ErrStale: expected_generation does not match (FailedPrecondition).
-	ErrStale = errors.New("expected_generation does not match")
-	// ErrUnavailable: the store cannot be reached (Unavailable).
-	ErrUnavailable = errors.New("unavailable")
-	// ErrLimit: a bound of Limits is reached; the message names its flag
-	// (ResourceExhausted).
-	ErrLimit = errors.New("limit reached")
-	// ErrInUse: what is to be deleted is still used, as a stream that
-	// sinks read (FailedPrecondition).
-	ErrInUse = errors.New("in use")
-	// ErrUnsupported: the store cannot do what is asked (Unimplemented).
-	ErrUnsupported = errors.New("not supported")
+	ErrInvalid     = errors.New("invalid argument")                        // the request or configuration is malformed: InvalidArgument
+	ErrTooLarge    = errors.New("configuration too large")                 // past --max-config-bytes or a byte budget: ResourceExhausted
+	ErrNotFound    = errors.New("not found")                               // unknown stream or sink: NotFound
+	ErrStale       = errors.New("expected_generation does not match")      // FailedPrecondition
+	ErrUnavailable = errors.New("unavailable")                             // the store cannot be reached: Unavailable
+	ErrLimit       = errors.New("limit reached")                           // a bound of Limits, named by its flag: ResourceExhausted
+	ErrInUse       = errors.New("in use")                                  // what is to be deleted is used (sinks read the stream): FailedPrecondition
+	ErrUnsupported = errors.New("not supported")                           // the store cannot do it: Unimplemented
+	ErrNotFailing  = errors.New("the sink is neither FAILED nor DEGRADED") // a sink diff of a sink that is not failing: FailedPrecondition
 )

@@ -13,14 +13,12 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Generation is one retained generation and what became of it.
+// Generation is one retained generation and what became of it: its
+// convergence while the status view tracks it (nil after), and how many
+// sinks last rejected it.
 type Generation struct {
 	store.GenerationInfo
-	// Status is the generation's convergence while the status view still
-	// tracks it (its recent generations), nil after.
-	Status *confighubv1.GenerationStatus
-	// Rejected counts the sinks whose last rejected generation is this
-	// one.
+	Status   *confighubv1.GenerationStatus
 	Rejected int
 	Outcome  confighubv1.GenerationOutcome
 }
@@ -106,14 +104,12 @@ func (h *Hub) Generation(ctx context.Context, stream string, gen uint64) (*confi
 	return c, nil
 }
 
-// Diff is two configurations of a stream compared entity by entity.
+// Diff is two configurations of a stream compared entity by entity; From
+// is nil before a stream's first generation, Sink set for a failed sink's.
 type Diff struct {
-	Stream string
-	// From is nil when the comparison starts from nothing (a stream's
-	// first generation).
+	Stream   string
 	From, To *config.Config
-	// Sink is set for the diff of a failed sink.
-	Sink string
+	Sink     string
 	*configdiff.Diff
 }
 
@@ -135,10 +131,6 @@ func (h *Hub) DiffGenerations(ctx context.Context, stream string, from, to uint6
 	}
 	return h.diff(Diff{Stream: t.Stream, From: f, To: t})
 }
-
-// ErrNotFailing: a sink diff asked of a sink that is neither FAILED nor
-// DEGRADED (FailedPrecondition).
-var ErrNotFailing = errors.New("the sink is neither FAILED nor DEGRADED")
 
 // DiffSink compares what a FAILED or DEGRADED sink last applied (for a
 // DEGRADED sink, its fallback) with the generation it was asked to apply.
@@ -163,34 +155,39 @@ func (h *Hub) DiffSink(ctx context.Context, name string) (Diff, error) {
 	return h.diff(Diff{Stream: stream, From: from, To: to, Sink: name})
 }
 
-// sinkStatus finds a sink's status among the streams' snapshots.
+// sinkStatus finds a sink's status in its stream's snapshot.
 func (h *Hub) sinkStatus(name string) (*confighubv1.SinkStatus, string, bool) {
-	if h.view == nil {
+	spec := h.sinks.Sink(name)
+	if h.view == nil || spec == nil {
 		return nil, "", false
 	}
-	for _, stream := range h.Streams() {
-		snap, _ := h.view.Snapshot(stream)
-		for _, s := range snap.GetSinks() {
-			if s.GetSink() == name {
-				return s, stream, true
-			}
+	snap, _ := h.view.Snapshot(spec.GetStream())
+	for _, s := range snap.GetSinks() {
+		if s.GetSink() == name {
+			return s, spec.GetStream(), true
 		}
 	}
 	return nil, "", false
 }
 
 func (h *Hub) diff(d Diff) (Diff, error) {
-	from := []byte(`{}`)
-	if d.From != nil {
-		js, err := d.From.JSON()
-		if err != nil {
-			return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.From.Generation, d.Stream, err)
+	js := func(c *config.Config) ([]byte, error) {
+		if c == nil {
+			return []byte(`{}`), nil
 		}
-		from = js
+		b, err := c.JSON()
+		if err != nil {
+			return nil, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, c.Generation, d.Stream, err)
+		}
+		return b, nil
 	}
-	to, err := d.To.JSON()
+	from, err := js(d.From)
 	if err != nil {
-		return Diff{}, fmt.Errorf("%w: generation %d of stream %q: %v", ErrInvalid, d.To.Generation, d.Stream, err)
+		return Diff{}, err
+	}
+	to, err := js(d.To)
+	if err != nil {
+		return Diff{}, err
 	}
 	if d.Diff, err = configdiff.Configs(from, to); err != nil {
 		return Diff{}, fmt.Errorf("%w: stream %q: %v", ErrInvalid, d.Stream, err)
@@ -234,20 +231,14 @@ func (d Diff) Proto() *confighubv1.DiffConfigResponse {
 	return out
 }
 
-func actionOut(a configdiff.Action) confighubv1.EntityAction {
-	switch a {
-	case configdiff.Create:
-		return confighubv1.EntityAction_ENTITY_ACTION_CREATE
-	case configdiff.Update:
-		return confighubv1.EntityAction_ENTITY_ACTION_UPDATE
-	case configdiff.Delete:
-		return confighubv1.EntityAction_ENTITY_ACTION_DELETE
-	}
-	return confighubv1.EntityAction_ENTITY_ACTION_UNSPECIFIED
+var actions = map[configdiff.Action]confighubv1.EntityAction{
+	configdiff.Create: confighubv1.EntityAction_ENTITY_ACTION_CREATE,
+	configdiff.Update: confighubv1.EntityAction_ENTITY_ACTION_UPDATE,
+	configdiff.Delete: confighubv1.EntityAction_ENTITY_ACTION_DELETE,
 }
 
 func changeOut(c configdiff.Change) *confighubv1.EntityChange {
-	out := &confighubv1.EntityChange{Action: actionOut(c.Action), Type: c.Entity.Type, Name: c.Entity.Name, Id: c.Entity.ID,
+	out := &confighubv1.EntityChange{Action: actions[c.Action], Type: c.Entity.Type, Name: c.Entity.Name, Id: c.Entity.ID,
 		Parent: c.Entity.Parent, Tags: c.Entity.Tags, ObjectJson: string(c.Object)}
 	for _, f := range c.Fields {
 		out.Fields = append(out.Fields, &confighubv1.FieldChange{Path: f.Path, OldJson: string(f.Old), NewJson: string(f.New)})

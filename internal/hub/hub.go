@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 
 	"github.com/jonboulle/clockwork"
@@ -35,27 +34,19 @@ type Hub struct {
 	log      *slog.Logger
 	maxBytes int64
 	secrets  SinkSecrets
-	uploads  uploadBudget
 	bounds   bounds
 	refusals Refusals
 	maxSpecs int // maxSinkSpecsBytes; smaller in tests
-	// deferBelow is the size below which Push checks, hashes and stages
-	// one after the other on the calling goroutine (prepareSmall): the
-	// size below which the store stages a config without writing it
-	// (store.Store.DeferBelow), so there is nothing to overlap, and a
-	// goroutine, a cancelable context and the results they share cost
-	// more CPU than the overlap saves. Read once by
-	// New, since every push asks.
+	// deferBelow is the store's DeferBelow, asked once: below it a push
+	// checks, hashes and stages in turn (see prepare).
 	deferBelow int
 }
 
-// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets
-// implements it).
+// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets): Redact
+// copies s with placeholders for its secrets; Restore copies in with each
+// placeholder replaced by the value stored has there, an error when none.
 type SinkSecrets interface {
-	// Redact returns a copy of s whose secrets show as placeholders.
 	Redact(s *confighubv1.Sink) *confighubv1.Sink
-	// Restore returns a copy of in whose placeholders are replaced by the
-	// values stored has at the same place; an error when one has none.
 	Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error)
 }
 
@@ -71,32 +62,25 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 // WithMaxConfigBytes bounds the size of a configuration (push or upload).
 func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n } }
 
-// WithSinkSecrets sets how sink secrets are hidden and restored. Default:
-// redact.SinkSecrets with a random key (fingerprints change at each start;
-// cmd/confighub keys it from the store).
+// WithSinkSecrets sets how sink secrets are hidden and restored (default:
+// redact.SinkSecrets with a random key).
 func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s } }
 
 // New returns a hub on st that hands configurations and sinks to p.
 func New(st store.Store, p Ports, opts ...Option) *Hub {
-	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil)}
-	h.uploads.limit = DefaultUploadBudgetBytes
-	h.bounds.limits = DefaultLimits()
-	h.maxSpecs = maxSinkSpecsBytes
-	h.deferBelow = st.DeferBelow()
+	h := &Hub{store: st, pub: p.Publisher, sinks: p.Sinks, view: p.Status, diag: p.Diagnostics, clock: clockwork.NewRealClock(),
+		log: slog.New(slog.DiscardHandler), maxBytes: DefaultMaxConfigBytes, secrets: redact.NewSinkSecrets(nil),
+		bounds: bounds{limits: DefaultLimits(), uploadLimit: DefaultUploadBudgetBytes}, maxSpecs: maxSinkSpecsBytes, deferBelow: st.DeferBelow()}
 	for _, o := range opts {
 		o(h)
 	}
 	return h
 }
 
-// MaxConfigBytes is the configured limit.
-func (h *Hub) MaxConfigBytes() int64 { return h.maxBytes }
-
 // Start loads what the store holds, seeds the sinks of the sinks file, and
 // drives every sink to its stream's last acknowledged generation.
 func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
-	// Validate the whole seed before changing anything, so a bad file fails
-	// the start and leaves the store as it was.
+	// The whole seed is checked first: a bad file changes nothing.
 	normalised := make([]*confighubv1.Sink, 0, len(seed))
 	seen := map[string]bool{}
 	for i, s := range seed {
@@ -161,28 +145,25 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	return nil
 }
 
-// PushInput is one configuration to accept.
+// PushInput is one configuration to accept; Hash, when set, is its
+// SHA-256 already computed, Origin who pushed it.
 type PushInput struct {
 	Stream             string
 	Config             []byte
 	Format             config.Format
 	ExpectedGeneration uint64
 	Labels             map[string]string
-	// Hash, when set, is the already computed SHA-256 (uploads hash during
-	// receipt).
-	Hash string
-	// Origin is who pushed it, stored with the generation.
-	Origin config.Origin
+	Hash               string
+	Origin             config.Origin
 }
 
-// PushResult is what the push acknowledged.
+// PushResult is what the push acknowledged; Sinks is how many sinks the
+// stream had at the ack (0 is also what a misspelt stream name gives).
 type PushResult struct {
 	Generation uint64
 	Hash       string
 	Unchanged  bool
-	// Sinks is how many sinks the stream had at the ack: 0 is legitimate
-	// but also what a misspelt stream name gives.
-	Sinks int
+	Sinks      int
 }
 
 // Push checks, hashes and durably stores a configuration, then hands it to
@@ -197,14 +178,13 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 		return PushResult{}, err
 	}
 	defer done()
-	if len(in.Config) < h.deferBelow {
-		return h.commit(ctx, stream, in, h.prepareSmall(ctx, stream, in))
-	}
 	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
 }
 
-// prepared is a push checked, hashed and staged; or why not.
+// prepared is a push (or upload: what) checked, hashed and staged; or why
+// not.
 type prepared struct {
+	what     string // "push" or "upload", for the abandoned message
 	checked  config.Checked
 	checkErr error
 	hash     string
@@ -212,55 +192,48 @@ type prepared struct {
 	stageErr error
 }
 
-// prepare checks, hashes and stages side by side:
-// on 2 cores the ack costs about the slowest of them plus a small commit,
-// once the other core runs the stage's goroutine (on an idle machine that
-// wait can outlast the check: docs/performance.md, scenario 1). Staged
-// bytes are invisible until the commit, so nothing invalid is ever stored.
+// prepare checks, hashes and stages in.Config. From the store's
+// DeferBelow on, the stage (hashing each chunk as the disk writes it) runs
+// beside the check: the ack costs about the slower of the two plus a small
+// commit. Below it the store writes nothing at the stage, so the three run
+// in turn on the calling goroutine, which costs less CPU than a goroutine.
+// Staged bytes stay invisible until the commit.
 func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared {
-	p := prepared{hash: in.Hash}
-	var wg sync.WaitGroup
+	p := prepared{what: "push", hash: in.Hash}
+	if len(in.Config) < h.deferBelow {
+		if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr == nil {
+			if p.hash == "" {
+				p.hash = config.Hash(in.Config)
+			}
+			p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
+		}
+		return p
+	}
 	stageCtx, cancelStage := context.WithCancel(ctx)
 	defer cancelStage()
-	// The stage hashes each chunk right after writing it, while the disk
-	// writes it.
 	var sum *config.Hasher
 	var tee io.Writer // nil unless hashing: a typed nil is not nil
 	if p.hash == "" {
 		sum = config.NewHasher()
 		tee = sum
 	}
+	var wg sync.WaitGroup
 	wg.Go(func() {
 		p.staged, p.stageErr = h.store.StageConfig(stageCtx, stream, in.Config, tee)
 		if p.stageErr == nil && sum != nil {
 			p.hash = sum.Sum()
 		}
 	})
-	p.checked, p.checkErr = config.Check(in.Config, in.Format)
-	if p.checkErr != nil {
+	if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr != nil {
 		cancelStage() // no need to finish writing bytes that are dropped
 	}
 	wg.Wait()
 	return p
 }
 
-// prepareSmall is prepare for a config below the store's DeferBelow: check, hash, then stage, on the calling goroutine
-// (see Hub.deferBelow).
-func (h *Hub) prepareSmall(ctx context.Context, stream string, in PushInput) prepared {
-	p := prepared{hash: in.Hash}
-	if p.checked, p.checkErr = config.Check(in.Config, in.Format); p.checkErr != nil {
-		return p
-	}
-	if p.hash == "" {
-		p.hash = config.Hash(in.Config)
-	}
-	p.staged, p.stageErr = h.store.StageConfig(ctx, stream, in.Config, nil)
-	return p
-}
-
-// commit stores a prepared configuration (through p.staged, discarded
-// unless committed) and hands it to the engine, or
-// maps why it was not prepared to the hub's sentinels.
+// commit stores a prepared configuration (p.staged is discarded unless
+// committed) and hands it to the engine, or maps why it was not prepared
+// to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
 		defer func() { _ = p.staged.Discard() }() // a no-op after Commit
@@ -268,10 +241,8 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	switch {
 	case p.checkErr != nil:
 		return PushResult{}, fmt.Errorf("%w: stream %q: %w", ErrInvalid, stream, p.checkErr)
-	case p.stageErr != nil && ctx.Err() != nil:
-		return PushResult{}, fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
 	case p.stageErr != nil:
-		return PushResult{}, fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, p.stageErr)
+		return PushResult{}, p.storeErr(ctx, stream, p.stageErr)
 	}
 	var js []byte // the YAML form's JSON, made by the check, kept for the sinks
 	if p.checked.Format == config.FormatYAML {
@@ -281,36 +252,29 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	origin.Entities = configdiff.Count(p.checked.JSON)
 	rec := config.New(stream, 0, p.hash, p.checked.Format, in.Config, js, in.Labels, h.clock.Now()).WithOrigin(origin)
 	stored, unchanged, err := p.staged.Commit(ctx, rec, in.ExpectedGeneration)
+	if errors.Is(err, store.ErrConflict) {
+		return PushResult{}, fmt.Errorf("%w: %v", ErrStale, err) // err names the stream and both generations
+	}
 	if err != nil {
-		return PushResult{}, commitErr(ctx, stream, err)
+		return PushResult{}, p.storeErr(ctx, stream, err)
 	}
-	return h.accepted(stored, unchanged, len(in.Config)), nil
-}
-
-// commitErr maps a store's commit error to the hub's sentinels.
-func commitErr(ctx context.Context, stream string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: %v", ErrStale, err) // err names the stream and both generations
-	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		// The caller went away before the commit: nothing is stored, and
-		// the store is not at fault.
-		return fmt.Errorf("%w: stream %q: push abandoned: %v", ErrUnavailable, stream, ctx.Err())
-	}
-	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
-}
-
-// accepted hands a committed generation to the engine (the stored config
-// itself: its bytes are held once) and returns what the push acknowledges.
-func (h *Hub) accepted(stored *config.Config, unchanged bool, size int) PushResult {
+	// The engine gets the stored config itself: its bytes are held once.
 	if !unchanged {
 		h.pub.Publish(stored)
 	}
-	sinks := h.sinks.SinkCount(stored.Stream)
-	// Attrs, not key-value pairs: the same line without boxing each value.
-	h.log.LogAttrs(context.Background(), slog.LevelInfo, "config accepted", slog.String("stream", stored.Stream), slog.Uint64("generation", stored.Generation),
-		slog.String("hash", stored.Hash), slog.Int("bytes", size), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
-	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}
+	sinks := h.sinks.SinkCount(stream)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "config accepted", slog.String("stream", stream), slog.Uint64("generation", stored.Generation),
+		slog.String("hash", stored.Hash), slog.Int("bytes", len(in.Config)), slog.Bool("unchanged", unchanged), slog.Int("sinks", sinks))
+	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}, nil
+}
+
+// storeErr is ErrUnavailable: the store's error, or, once the caller went
+// away, that the push was abandoned (nothing is stored).
+func (p prepared) storeErr(ctx context.Context, stream string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: stream %q: %s abandoned: %v", ErrUnavailable, stream, p.what, ctx.Err())
+	}
+	return fmt.Errorf("%w: store the configuration of stream %q: %v", ErrUnavailable, stream, err)
 }
 
 // Config returns a stream's current configuration.
@@ -364,18 +328,14 @@ func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *con
 	return h.view.Watch(ctx, config.StreamName(stream), from)
 }
 
-// Streams names the streams that have a sink, sorted (a running sink's
-// stream is never empty: its spec was normalised).
+// Streams names the streams that have a sink, sorted.
 func (h *Hub) Streams() []string {
-	seen := map[string]bool{}
 	var out []string
-	for _, s := range h.sinks.ListSinks("") {
-		if st := s.GetStream(); !seen[st] {
-			seen[st] = true
-			out = append(out, st)
+	for _, in := range h.ListStreams() {
+		if in.Sinks > 0 {
+			out = append(out, in.Name)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -391,10 +351,9 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 }
 
 // PutSink validates, stores, then starts a sink, and returns it with its
-// secrets redacted. Redacted placeholders in spec (a spec read, changed
-// and sent back) stand for the values stored for the sink. A sink that
-// does not start (its kind's factory refuses the spec) is taken out of the
-// store again: a refused spec changes nothing.
+// secrets redacted; redacted placeholders in spec stand for the values
+// stored for the sink. A sink that does not start (its kind's factory
+// refuses the spec) is taken out of the store again.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	prev := h.sinks.Sink(spec.GetName())
 	restored, err := h.secrets.Restore(spec, prev)
@@ -449,17 +408,15 @@ func (h *Hub) DeleteSink(ctx context.Context, name string) error {
 	return nil
 }
 
-// Sink specs are echoed by ListSinks, all of them in one answer: one spec
-// is at most maxSinkSpecBytes (an inline CA bundle fits; larger ones go in
-// ca_file), and all of them together at most maxSinkSpecsBytes, so that
-// answer stays under the gRPC message limit (64 MiB by default).
+// ListSinks answers every spec at once: bounding one spec (an inline CA
+// bundle fits) and all of them keeps it under the default message limit.
 const (
 	maxSinkSpecBytes  = 256 << 10
 	maxSinkSpecsBytes = 32 << 20
 )
 
-// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or one
-// that would make the sinks' specs exceed h.maxSpecs in all (ErrTooLarge).
+// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or past
+// h.maxSpecs with the others (ErrTooLarge).
 func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 	size := proto.Size(n)
 	if size > maxSinkSpecBytes {

@@ -345,66 +345,6 @@ func TestStartResumesStoredStreamsAndSeedsSinks(t *testing.T) {
 	}
 }
 
-func TestAssembler(t *testing.T) {
-	body := []byte(good)
-	sum := config.Hash(body)
-	a, err := NewAssembler(uint64(len(body)), sum, 1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = a.Write(body[:5])
-	if _, _, err := a.Finish(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "truncated") {
-		t.Fatalf("truncated: %v", err)
-	}
-	_ = a.Write(body[5:])
-	got, h, err := a.Finish()
-	if err != nil || string(got) != good || h != sum {
-		t.Fatalf("finish: %v", err)
-	}
-	if err := a.Write([]byte("x")); err == nil {
-		t.Fatal("more than total_size accepted")
-	}
-	if _, err := NewAssembler(2048, sum, 1024); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("over limit: %v", err)
-	}
-	b, _ := NewAssembler(uint64(len(body)), strings.Repeat("0", 64), 1024)
-	_ = b.Write(body)
-	if _, _, err := b.Finish(); err == nil || !strings.Contains(err.Error(), "hash mismatch") {
-		t.Fatalf("mismatch: %v", err)
-	}
-}
-
-func FuzzAssembler(f *testing.F) {
-	f.Add([]byte(good), uint8(3), false)
-	f.Add([]byte("abc"), uint8(1), true)
-	f.Fuzz(func(t *testing.T, body []byte, chunk uint8, corrupt bool) {
-		if len(body) == 0 {
-			return
-		}
-		sum := config.Hash(body)
-		if corrupt {
-			sum = config.Hash(append([]byte{1}, body...))
-		}
-		a, err := NewAssembler(uint64(len(body)), sum, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		step := int(chunk)%17 + 1
-		for off := 0; off < len(body); off += step {
-			if err := a.Write(body[off:min(off+step, len(body))]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, _, err := a.Finish()
-		if corrupt != (err != nil) {
-			t.Fatalf("corrupt=%v err=%v", corrupt, err)
-		}
-		if !corrupt && string(got) != string(body) {
-			t.Fatal("reassembled bytes differ")
-		}
-	})
-}
-
 // A spec that passes validation but that the kind's factory refuses is
 // InvalidArgument and leaves the store as it was (point 10); a start that
 // fails for another reason (the engine stopping) is Unavailable.
@@ -568,24 +508,6 @@ func TestAbandonedPushCommitsNothing(t *testing.T) {
 				}
 			}, oneBlob)
 		})
-	}
-}
-
-// TestUploadHeaderReservesBoundedMemory: announcing a huge upload does not
-// reserve it up front; the bytes still assemble exactly.
-func TestUploadHeaderReservesBoundedMemory(t *testing.T) {
-	body := []byte(good)
-	a, err := NewAssembler(200<<20, config.Hash(body), 256<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := cap(a.buf); c > preallocBytes {
-		t.Fatalf("a 200 MiB header reserved %d bytes", c)
-	}
-	small, _ := NewAssembler(uint64(len(body)), config.Hash(body), 256<<20)
-	_ = small.Write(body)
-	if got, _, err := small.Finish(); err != nil || string(got) != good {
-		t.Fatalf("finish: %v", err)
 	}
 }
 

@@ -18,28 +18,22 @@ const (
 	DefaultMaxSinks   = 50_000
 	// DefaultMaxWatchers bounds the WatchStatus streams open at once.
 	DefaultMaxWatchers = 10_000
-	// DefaultMaxHeldConfigBytes bounds the bytes of every stream's current
-	// configuration together: eight of the largest default configuration.
+	// DefaultMaxHeldConfigBytes: eight of the largest default configuration.
 	DefaultMaxHeldConfigBytes = 8 * DefaultMaxConfigBytes
+	// DefaultUploadBudgetBytes: two uploads of the largest default
+	// configuration at once.
+	DefaultUploadBudgetBytes = 2 * DefaultMaxConfigBytes
 )
 
-// Limits bound what clients can make the hub hold. A bound counts what
-// exists: a hub that starts with more (a store filled under a larger
-// bound) serves it all and refuses only what would add to it. 0 removes a
-// bound.
+// Limits bound what clients can make the hub hold, each set by the flag
+// of its Flag constant; 0 removes a bound. A bound counts what exists: a
+// hub that starts with more serves it all and refuses only what would add
+// to it (a new stream, a sink of a new name, one more watcher, bytes past
+// the total of the streams' current configurations).
 type Limits struct {
-	// MaxStreams bounds the streams that hold a configuration
-	// (--max-streams): a push that would create one more is refused.
-	MaxStreams int
-	// MaxSinks bounds the sinks (--max-sinks): a PutSink of a new name is
-	// refused at the bound; replacing a sink is not.
-	MaxSinks int
-	// MaxWatchers bounds the WatchStatus streams open at once
-	// (--max-watchers).
-	MaxWatchers int
-	// MaxHeldConfigBytes bounds the bytes of every stream's current
-	// configuration together (--max-held-config-bytes): a push whose bytes
-	// would take the total past it is refused.
+	MaxStreams         int
+	MaxSinks           int
+	MaxWatchers        int
 	MaxHeldConfigBytes int64
 }
 
@@ -51,11 +45,13 @@ func DefaultLimits() Limits {
 // WithLimits sets the hub's bounds (default DefaultLimits).
 func WithLimits(l Limits) Option { return func(h *Hub) { h.bounds.limits = l } }
 
+// WithUploadBudgetBytes bounds the bytes all uploads in flight may hold
+// together (their announced total_size); 0 removes the bound.
+func WithUploadBudgetBytes(n int64) Option { return func(h *Hub) { h.bounds.uploadLimit = n } }
+
 // Refusals counts the refusals of each bound, by the flag that sets it
 // (metrics.Bounds implements it).
-type Refusals interface {
-	Refused(flag string)
-}
+type Refusals interface{ Refused(flag string) }
 
 // WithRefusals counts every refusal of a bound on r.
 func WithRefusals(r Refusals) Option { return func(h *Hub) { h.refusals = r } }
@@ -80,47 +76,80 @@ func (h *Hub) Usage() []Usage {
 	streams, bytes := h.pub.Held()
 	l := h.bounds.limits
 	h.bounds.mu.Lock()
+	defer h.bounds.mu.Unlock()
 	watchers := h.bounds.watchers
-	h.bounds.mu.Unlock()
 	return []Usage{
 		{FlagMaxStreams, int64(streams), int64(l.MaxStreams)},
-		{FlagMaxSinks, int64(h.sinkTotal()), int64(l.MaxSinks)},
+		{FlagMaxSinks, int64(h.sinks.SinkTotal()), int64(l.MaxSinks)},
 		{FlagMaxWatchers, int64(watchers), int64(l.MaxWatchers)},
 		{FlagMaxHeldConfigBytes, bytes, l.MaxHeldConfigBytes},
 	}
 }
 
-// bounds is the hub's accounting of its Limits. What exists is counted by
-// the engine (Publisher.Held: on replicas it also follows the streams
-// other replicas create) and by the sinks (SinkAdmin); bounds adds what
-// is on its way: pushes between their check and their publish, and
-// deletions under way, so that concurrent pushes cannot pass a bound
-// together.
+// bounds is the hub's accounting of its Limits and upload budget. What
+// exists is counted by the engine (Publisher.Held, which on replicas
+// follows the other replicas too) and the sinks; bounds adds what is on
+// its way, so concurrent pushes cannot pass a bound together. Nothing
+// waits: what does not fit is refused at once.
 type bounds struct {
-	limits Limits
-	mu     sync.Mutex
-	// pushing counts the pushes in flight per stream, and newStreams
-	// those streams among them that held no configuration when their
-	// first push was admitted.
-	pushing    map[string]int
-	newStreams map[string]bool
+	limits      Limits
+	uploadLimit int64 // <= 0: no budget
+	mu          sync.Mutex
+	pushing     map[string]int  // pushes in flight per stream
+	newStreams  map[string]bool // those streams that held no configuration
 	// pendingBytes are the bytes admitted pushes may add.
 	pendingBytes int64
-	// deleting are the streams DeleteStream is removing.
-	deleting map[string]bool
-	watchers int
+	deleting     map[string]bool // streams DeleteStream is removing
+	watchers     int
+	uploadBytes  int64 // total_size announced by the uploads in flight
+	uploads      int
 }
 
-func (h *Hub) refused(flag string) {
+// release returns f as a function that runs it once under b.mu, however
+// often it is called.
+func (b *bounds) release(f func()) func() {
+	return sync.OnceFunc(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		f()
+	})
+}
+
+// refuse counts a refusal of flag's bound and says why (what), what to do
+// (instead) or to raise flag.
+func (h *Hub) refuse(flag, what, instead string) error {
 	if h.refusals != nil {
 		h.refusals.Refused(flag)
 	}
+	return fmt.Errorf("%w: %s (%s); %s or raise %s", ErrLimit, what, flag, instead, flag)
+}
+
+// reserveUpload takes n bytes of the upload budget; call the returned
+// function once the upload ended, acked or not.
+func (h *Hub) reserveUpload(n int64) (func(), error) {
+	b := &h.bounds
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.uploadLimit > 0 && b.uploadBytes+n > b.uploadLimit {
+		return nil, fmt.Errorf("%w: an upload of %d bytes does not fit the hub's budget of %d bytes for uploads in flight (--upload-budget-bytes): %d bytes are held by %d upload(s); retry when one has finished",
+			ErrTooLarge, n, b.uploadLimit, b.uploadBytes, b.uploads)
+	}
+	b.uploadBytes += n
+	b.uploads++
+	return b.release(func() { b.uploadBytes -= n; b.uploads-- }), nil
+}
+
+// UploadsInFlight is what the uploads in flight hold of the budget: bytes
+// announced and how many uploads.
+func (h *Hub) UploadsInFlight() (bytes int64, uploads int) {
+	h.bounds.mu.Lock()
+	defer h.bounds.mu.Unlock()
+	return h.bounds.uploadBytes, h.bounds.uploads
 }
 
 // admitConfig admits a push of size bytes to stream against MaxStreams
-// and MaxHeldConfigBytes, or refuses it (ErrLimit naming the flag). The
-// returned function ends the admission: call it once the push was
-// published or failed.
+// and MaxHeldConfigBytes, or refuses it (ErrLimit naming the flag); call
+// the returned function once the push was published or failed.
 func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 	b := &h.bounds
 	b.mu.Lock()
@@ -131,29 +160,22 @@ func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 	if b.pushing == nil {
 		b.pushing, b.newStreams = map[string]int{}, map[string]bool{}
 	}
-	fresh := b.pushing[stream] == 0 && h.pub.Current(stream) == nil
-	if fresh {
+	if b.pushing[stream] == 0 && h.pub.Current(stream) == nil {
 		b.newStreams[stream] = true
 	}
 	b.pushing[stream]++
 	b.pendingBytes += size
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.pendingBytes -= size
-			if b.pushing[stream]--; b.pushing[stream] == 0 {
-				delete(b.pushing, stream)
-				delete(b.newStreams, stream)
-			}
-		})
-	}, nil
+	return b.release(func() {
+		b.pendingBytes -= size
+		if b.pushing[stream]--; b.pushing[stream] == 0 {
+			delete(b.pushing, stream)
+			delete(b.newStreams, stream)
+		}
+	}), nil
 }
 
-// checkConfig is admitConfig's check alone, for an upload's header: an
-// upload that could not be stored is refused before its bytes are read
-// (its commit is admitted again).
+// checkConfig is admitConfig's check alone, for an upload's header (its
+// commit is admitted again).
 func (h *Hub) checkConfig(stream string, size int64) error {
 	h.bounds.mu.Lock()
 	defer h.bounds.mu.Unlock()
@@ -169,9 +191,8 @@ func (h *Hub) checkConfigLocked(stream string, size int64) error {
 	cur := h.pub.Current(stream)
 	if l := b.limits.MaxStreams; l > 0 && cur == nil && b.pushing[stream] == 0 {
 		if n := streams + len(b.newStreams); n >= l {
-			h.refused(FlagMaxStreams)
-			return fmt.Errorf("%w: stream %q would be a new stream, and the hub holds %d of at most %d (%s); delete a stream that is not used (confighubctl streams delete NAME) or raise %s",
-				ErrLimit, stream, n, l, FlagMaxStreams, FlagMaxStreams)
+			return h.refuse(FlagMaxStreams, fmt.Sprintf("stream %q would be a new stream, and the hub holds %d of at most %d", stream, n, l),
+				"delete a stream that is not used (confighubctl streams delete NAME)")
 		}
 	}
 	if l := b.limits.MaxHeldConfigBytes; l > 0 {
@@ -180,9 +201,8 @@ func (h *Hub) checkConfigLocked(stream string, size int64) error {
 			prev = int64(len(cur.Raw))
 		}
 		if total := held + b.pendingBytes - prev + size; total > l {
-			h.refused(FlagMaxHeldConfigBytes)
-			return fmt.Errorf("%w: a configuration of %d bytes for stream %q would make the streams' configurations hold %d bytes, at most %d (%s); delete streams that are not used or raise %s",
-				ErrLimit, size, stream, total, l, FlagMaxHeldConfigBytes, FlagMaxHeldConfigBytes)
+			return h.refuse(FlagMaxHeldConfigBytes, fmt.Sprintf("a configuration of %d bytes for stream %q would make the streams' configurations hold %d bytes, at most %d",
+				size, stream, total, l), "delete streams that are not used")
 		}
 	}
 	return nil
@@ -194,15 +214,11 @@ func (h *Hub) admitSink(name string) error {
 	if l <= 0 || h.sinks.HasSink(name) {
 		return nil
 	}
-	if n := h.sinkTotal(); n >= l {
-		h.refused(FlagMaxSinks)
-		return fmt.Errorf("%w: sink %q would be a new sink, and the hub has %d of at most %d (%s); delete a sink or raise %s",
-			ErrLimit, name, n, l, FlagMaxSinks, FlagMaxSinks)
+	if n := h.sinks.SinkTotal(); n >= l {
+		return h.refuse(FlagMaxSinks, fmt.Sprintf("sink %q would be a new sink, and the hub has %d of at most %d", name, n, l), "delete a sink")
 	}
 	return nil
 }
-
-func (h *Hub) sinkTotal() int { return h.sinks.SinkTotal() }
 
 // BeginWatch admits one status watcher against MaxWatchers, or refuses it
 // (ErrLimit naming the flag); call the returned function when the watch
@@ -212,23 +228,14 @@ func (h *Hub) BeginWatch() (func(), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if l := b.limits.MaxWatchers; l > 0 && b.watchers >= l {
-		h.refused(FlagMaxWatchers)
-		return nil, fmt.Errorf("%w: the hub has %d status watchers open, at most %d (%s); close watches that are not read or raise %s",
-			ErrLimit, b.watchers, l, FlagMaxWatchers, FlagMaxWatchers)
+		return nil, h.refuse(FlagMaxWatchers, fmt.Sprintf("the hub has %d status watchers open, at most %d", b.watchers, l), "close watches that are not read")
 	}
 	b.watchers++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			b.watchers--
-			b.mu.Unlock()
-		})
-	}, nil
+	return b.release(func() { b.watchers-- }), nil
 }
 
-// StreamInfo is one stream as ListStreams shows it: its current
-// configuration (nil when only sinks name the stream) and its sinks.
+// StreamInfo is one stream as ListStreams shows it (Config is nil when
+// only sinks name the stream).
 type StreamInfo struct {
 	Name   string
 	Config *config.Config
@@ -259,11 +266,10 @@ func (h *Hub) ListStreams() []StreamInfo {
 }
 
 // DeleteStream removes a stream's configuration from the store and the
-// engine, so a stream created by mistake stops counting against
-// MaxStreams. It is ErrInUse, naming them, while sinks read the stream,
-// ErrNotFound when the stream holds no configuration, and ErrUnavailable
-// while a push to it is in flight (pushes to it wait for nothing: they are
-// refused until the deletion answered).
+// engine, so it stops counting against MaxStreams. It is ErrInUse, naming
+// them, while sinks read the stream, ErrNotFound when the stream holds no
+// configuration, and ErrUnavailable while a push to it is in flight
+// (pushes are refused until the deletion answered).
 func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 	name = config.StreamName(name)
 	if sinks := h.sinks.ListSinks(name); len(sinks) > 0 {
@@ -284,11 +290,7 @@ func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 	}
 	b.deleting[name] = true
 	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.deleting, name)
-		b.mu.Unlock()
-	}()
+	defer b.release(func() { delete(b.deleting, name) })()
 	switch err := h.store.DeleteStream(ctx, name); {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: stream %q has no configuration", ErrNotFound, name)

@@ -8,39 +8,34 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Publisher takes what the store accepted: the applied records,
-// convergences and streams loaded at start, and every new generation.
+// Publisher takes what the store accepted: the records loaded at start,
+// and every new generation.
 type Publisher interface {
 	Restore(applied []store.Applied)
-	// RestoreConverged takes the convergences the store kept, before the
-	// streams are published, so a restart shows them as they were observed.
+	// RestoreConverged comes before the streams are published, so a
+	// restart shows the convergences as they were observed.
 	RestoreConverged(cs []store.Converged)
 	Publish(cfg *config.Config)
 	Current(stream string) *config.Config
-	// Held is how many streams hold a configuration and the bytes of
-	// those configurations (Raw), counted as they change, not summed per
-	// call (asked on every push).
+	// Held is how many streams hold a configuration and their bytes,
+	// counted as they change (asked on every push).
 	Held() (streams int, bytes int64)
-	// DeleteStream forgets a stream's configuration and status; refused
-	// (an error naming them) while sinks read it.
+	// DeleteStream forgets a stream; an error naming them while sinks
+	// read it.
 	DeleteStream(stream string) error
-	// Streams returns every stream's current configuration (shared, not
-	// copied).
+	// Streams returns every stream's current configuration (shared).
 	Streams() []*config.Config
 }
 
-// SinkAdmin validates, starts, stops and lists sinks. Besides listing, it
-// answers without copying specs what the hub asks on every ack (SinkCount),
-// PutSink (Sink, SpecBytes: listing made putting N sinks cost N*N/2 spec
-// copies) and GetConfig of a sink (HasSink).
+// SinkAdmin validates, starts, stops and lists sinks. What the hub asks on
+// every ack or PutSink (SinkCount, SinkTotal, Sink, SpecBytes, HasSink) it
+// answers without copying every spec.
 type SinkAdmin interface {
 	ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
 	DeleteSink(name string) error
 	ListSinks(stream string) []*confighubv1.Sink
 	SinkCount(stream string) int
-	// SinkTotal is how many sinks there are in all (asked on every
-	// PutSink of a new name, against Limits.MaxSinks).
 	SinkTotal() int
 	// Sink returns a copy of one sink's spec, nil if none.
 	Sink(name string) *confighubv1.Sink
@@ -57,8 +52,8 @@ type Diagnostics interface {
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 }
 
-// Ports are what the hub needs, by role. A port a caller never uses may be
-// nil (a test fake implements only what its test needs).
+// Ports are what the hub needs, by role. A test may leave out a port its
+// test never uses.
 type Ports struct {
 	Publisher   Publisher
 	Sinks       SinkAdmin
@@ -74,8 +69,8 @@ type Engine interface {
 	View() status.View
 }
 
-// PortsOf returns the ports of one engine: on one node the engine serves
-// them all; a replica replaces Status with the shared (etcd) view.
+// PortsOf returns the ports of one engine; a replica replaces Status and
+// Diagnostics with the shared ones.
 func PortsOf(e Engine) Ports {
 	return Ports{Publisher: e, Sinks: e, Status: e.View(), Diagnostics: e}
 }

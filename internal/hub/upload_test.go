@@ -179,8 +179,8 @@ func TestUploadThatCannotStageGivesItsBudgetBack(t *testing.T) {
 			t.Fatalf("upload %d on a store that cannot stage: %v, %v; want Unavailable and no Upload", i, u, err)
 		}
 	}
-	if h.uploads.held != 0 || h.uploads.count != 0 {
-		t.Fatalf("budget after refused uploads: %d bytes held by %d, want none", h.uploads.held, h.uploads.count)
+	if held, n := h.UploadsInFlight(); held != 0 || n != 0 {
+		t.Fatalf("budget after refused uploads: %d bytes held by %d, want none", held, n)
 	}
 }
 
@@ -230,4 +230,78 @@ func TestWriteChunkKeepsNoReference(t *testing.T) {
 			}
 		}
 	}, nil)
+}
+
+// An upload of any format, in chunks of any size, is refused past its
+// announced size, when truncated or when its bytes do not hash to the
+// header's; the header alone holds no memory; the bytes that arrive whole
+// are pushed exactly.
+func TestUploadBoundedByItsHeader(t *testing.T) {
+	h := New(memory.New(), newFake().ports(), WithMaxConfigBytes(256<<20))
+	body := []byte("_format_version: \"3.0\"\n")
+	sum := config.Hash(body)
+	if _, err := h.BeginUpload(context.Background(), PushInput{}, 300<<20, sum); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	u, err := h.BeginUpload(context.Background(), PushInput{Format: config.FormatYAML}, 200<<20, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.raw != nil {
+		t.Fatalf("a 200 MiB header holds %d bytes", cap(u.raw))
+	}
+	u.Abort()
+	for _, f := range []config.Format{config.FormatUnknown, config.FormatYAML} {
+		u, err := h.BeginUpload(context.Background(), PushInput{Format: f}, uint64(len(body)), sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = u.WriteChunk([][]byte{body[:5]})
+		if _, err := u.Finish(context.Background()); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "truncated") {
+			t.Fatalf("truncated: %v", err)
+		}
+		_ = u.WriteChunk([][]byte{body[5:]})
+		if err := u.WriteChunk([][]byte{[]byte("x")}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("more than total_size: %v", err)
+		}
+		if res, err := u.Finish(context.Background()); err != nil || res.Hash != sum {
+			t.Fatalf("finish: %+v, %v", res, err)
+		}
+		u.Abort()
+	}
+	if _, _, err := upload(h, PushInput{}, body, 3, strings.Repeat("0", 64)); err == nil || !strings.Contains(err.Error(), "hash mismatch") {
+		t.Fatalf("mismatch: %v", err)
+	}
+}
+
+// Whatever the bytes and however they are cut, an upload reassembles them
+// exactly: it is what the check of the whole says, and a corrupt hash
+// refuses what the check accepts.
+func FuzzUpload(f *testing.F) {
+	f.Add([]byte(good), uint8(3), false)
+	f.Add([]byte("_format_version: '3.0'"), uint8(5), false)
+	f.Add([]byte("abc"), uint8(1), true)
+	f.Fuzz(func(t *testing.T, body []byte, chunk uint8, corrupt bool) {
+		if len(body) == 0 {
+			return
+		}
+		sum := config.Hash(body)
+		if corrupt {
+			sum = config.Hash(append([]byte{1}, body...))
+		}
+		fan := newFake()
+		h := New(memory.New(), fan.ports())
+		_, _, err := upload(h, PushInput{}, body, int(chunk)%17+1, sum)
+		_, cerr := config.Check(body, config.FormatUnknown)
+		switch {
+		case corrupt && cerr == nil && (err == nil || !strings.Contains(err.Error(), "hash mismatch")):
+			t.Fatalf("corrupt hash: %v", err)
+		case corrupt && !errors.Is(err, ErrInvalid):
+			t.Fatalf("corrupt hash of an invalid configuration: %v", err)
+		case !corrupt && (err == nil) != (cerr == nil):
+			t.Fatalf("upload: %v; check of the whole: %v", err, cerr)
+		case !corrupt && err == nil && !bytes.Equal(fan.Current(config.DefaultStream).Raw, body):
+			t.Fatal("reassembled bytes differ")
+		}
+	})
 }

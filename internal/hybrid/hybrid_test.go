@@ -135,7 +135,7 @@ func (h *hub) status(name string, ok func(*confighubv1.SinkStatus) bool) *config
 	var last *confighubv1.SinkStatus
 	for time.Now().Before(deadline) {
 		for _, stream := range []string{"default", "edge"} {
-			st, _ := h.eng.Status(stream)
+			st, _ := h.eng.View().Snapshot(stream)
 			for _, s := range st.GetSinks() {
 				if s.GetSink() == name {
 					last = s

@@ -9,12 +9,10 @@ import (
 // holds at its previous version).
 type Excluded struct {
 	Entity
-	// Rejected: the gateway named this entity; otherwise it depends on one
-	// that was excluded (DependsOn).
+	// Rejected: the gateway named it; else it depends on DependsOn.
 	Rejected  bool
 	DependsOn string
-	// PreviousKept: the fallback holds the entity's version of the
-	// previous configuration.
+	// PreviousKept: the fallback holds its previous version.
 	PreviousKept bool
 }
 
@@ -53,22 +51,18 @@ func (d *Doc) Closure(rejected []int) map[int]int {
 	return out
 }
 
-// Fallback builds the configuration without the rejected entities
-// (indexes in d) and every entity depending on them (Closure). prev, the
-// configuration the gateway last applied, may be nil; where it holds a
-// version of an excluded entity whose own foreign keys resolve in the
-// result, that version is kept (flat, with its parent as a foreign key),
-// and an excluded dependant whose foreign keys resolve again (its
-// dependency's previous version was kept) gets its new version back.
-// Nothing left in the result names an entity that is not in it. The
-// result is JSON; excluded lists, in walk order, what it leaves out or
-// holds at a previous version.
+// Fallback is the configuration (JSON) without the rejected entities
+// (indexes in d) and their Closure. Where prev (the last applied, may be
+// nil) holds a version of an excluded entity whose foreign keys resolve,
+// it is kept (flat), and a dependant that resolves again comes back.
+// Nothing in the result names what it lacks; excluded lists, in walk
+// order, what it leaves out or holds at a previous version.
 func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Excluded, err error) {
 	closure := d.Closure(rejected)
-	present := map[string]bool{}
+	in := present{}
 	for _, n := range d.nodes {
 		if _, out := closure[n.Index]; !out {
-			addIdentity(present, n.Entity)
+			in.add(n.Entity)
 		}
 	}
 	// restored: the new version is back (inserted flat); kept: the
@@ -82,18 +76,18 @@ func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Exclu
 			if !out || restored[n.Index] || kept[n.Index] != nil {
 				continue
 			}
-			if dep >= 0 && resolves(present, n) {
+			if dep >= 0 && in.resolves(n) {
 				restored[n.Index] = true
-				addIdentity(present, n.Entity)
+				in.add(n.Entity)
 				changed = true
 				continue
 			}
 			if prev == nil {
 				continue
 			}
-			if p := prev.versionOf(n.Entity); p != nil && resolves(present, p) && !taken(present, p.Entity) {
+			if p := prev.versionOf(n.Entity); p != nil && in.resolves(p) && !in.taken(p.Entity) {
 				kept[n.Index] = p
-				addIdentity(present, p.Entity)
+				in.add(p.Entity)
 				changed = true
 			}
 		}
@@ -147,18 +141,15 @@ func excludedOf(d *Doc, closure map[int]int, i int, keptPrev bool) Excluded {
 	return x
 }
 
-// dropMark marks an object to be pruned; a JSON key cannot hold a NUL
-// coming from a decoded configuration that also survives here, and the
-// mark is removed before the result is encoded.
+// dropMark marks an object to be pruned (no decoded key holds a NUL).
 const dropMark = "\x00kongraph-drop"
 
 // prune removes the marked objects from every entity list.
 func prune(root map[string]any) {
 	for key, v := range root {
-		if _, ok := collections[key]; !ok {
-			continue
+		if typ, ok := collections[key]; ok {
+			root[key] = pruneList(typ, v)
 		}
-		root[key] = pruneList(collections[key], v)
 	}
 }
 
@@ -169,11 +160,10 @@ func pruneList(typ string, v any) any {
 	}
 	out := list[:0]
 	for _, x := range list {
-		obj, ok := x.(map[string]any)
-		if ok && obj[dropMark] != nil {
-			continue
-		}
-		if ok {
+		if obj, ok := x.(map[string]any); ok {
+			if obj[dropMark] != nil {
+				continue
+			}
 			for key := range nested[typ] {
 				if c, ok := obj[key]; ok {
 					obj[key] = pruneList(ChildType(typ, key), c)
@@ -186,98 +176,90 @@ func pruneList(typ string, v any) any {
 }
 
 // flatten is n's object for a top-level list: without its nested
-// entities (each is placed on its own), with its parent as a foreign key.
+// entities, with its parent as a foreign key.
 func flatten(n *node) map[string]any {
-	out := make(map[string]any, len(n.obj)+1)
-	kids := nested[n.Type]
-	for k, v := range n.obj {
-		if _, isKid := kids[k]; isKid || k == dropMark {
-			continue
-		}
-		out[k] = v
-	}
 	if n.Type == "consumer_group_consumer" && n.parent != nil {
 		// A nested membership is the other side's reference.
-		other := "consumer_group"
-		if n.parent.Type == "consumer_group" {
-			other = "consumer"
+		_, p := ref(n.parent.Entity)
+		out := map[string]any{n.parentField: p}
+		for other, vals := range Refs(n.Type, n.obj, n.parent.Type, n.parentField) {
+			if len(vals) > 0 {
+				out[other] = vals[0]
+			}
 		}
-		vals := RefValues(map[string]any(n.obj))
-		out = map[string]any{}
-		if len(vals) > 0 {
-			out[other] = vals[0]
-		}
-		out[n.parentField] = ref(n.parent.Entity)
 		return out
 	}
+	out := make(map[string]any, len(n.obj)+1)
+	for k, v := range n.obj {
+		if _, isKid := nested[n.Type][k]; !isKid && k != dropMark {
+			out[k] = v
+		}
+	}
 	if n.parent != nil {
-		out[n.parentField] = map[string]any{refKey(n.parent.Entity): ref(n.parent.Entity)}
+		field, v := ref(n.parent.Entity)
+		out[n.parentField] = map[string]any{field: v}
 	}
 	return out
 }
 
-func ref(e Entity) string {
-	if e.ID != "" {
-		return e.ID
+// ref is how a foreign key names e: its id, else its name (a consumer's
+// username).
+func ref(e Entity) (field, value string) {
+	switch {
+	case e.ID != "":
+		return "id", e.ID
+	case e.Type == "consumer":
+		return "username", e.Name
 	}
-	return e.Name
+	return "name", e.Name
 }
 
-func refKey(e Entity) string {
-	if e.ID != "" {
-		return "id"
-	}
-	if e.Type == "consumer" {
-		return "username"
-	}
-	return "name"
-}
-
+// collectionOf is the top-level key of typ's entities.
 func collectionOf(typ string) string {
-	for k, t := range collections {
-		if t == typ {
-			return k
-		}
+	if _, ok := collections[typ]; ok {
+		return typ
 	}
-	return typ
+	return typ + "s"
 }
 
-func addIdentity(m map[string]bool, e Entity) {
-	if e.ID != "" {
-		m[e.Type+"\x00"+e.ID] = true
-	}
-	if e.Name != "" {
-		m[e.Type+"\x00"+e.Name] = true
+// present holds the types and ids or names of a fallback's entities.
+type present map[fk]bool
+
+func (p present) add(e Entity) {
+	for _, v := range []string{e.ID, e.Name} {
+		if v != "" {
+			p[fk{e.Type, v}] = true
+		}
 	}
 }
 
 // taken: another entity of the result has e's id or name.
-func taken(m map[string]bool, e Entity) bool {
-	return (e.ID != "" && m[e.Type+"\x00"+e.ID]) || (e.Name != "" && m[e.Type+"\x00"+e.Name])
+func (p present) taken(e Entity) bool {
+	return (e.ID != "" && p[fk{e.Type, e.ID}]) || (e.Name != "" && p[fk{e.Type, e.Name}])
 }
 
-// resolves: each of n's foreign keys and its parent name an entity of the
-// result.
-func resolves(present map[string]bool, n *node) bool {
-	if n.parent != nil && !present[n.parent.Type+"\x00"+ref(n.parent.Entity)] {
-		return false
+// resolves: n's parent and foreign keys name entities of the result.
+func (p present) resolves(n *node) bool {
+	if n.parent != nil {
+		if _, v := ref(n.parent.Entity); !p[fk{n.parent.Type, v}] {
+			return false
+		}
 	}
 	for _, r := range foreignKeys(n) {
-		if !present[r.typ+"\x00"+r.value] {
+		if !p[r] {
 			return false
 		}
 	}
 	return true
 }
 
-// versionOf is the entity of d with e's type and id (or name when e has
-// no id).
+// versionOf is d's entity with e's type and id (else name).
 func (d *Doc) versionOf(e Entity) *node {
 	if e.ID != "" {
-		return d.byID[e.Type][e.ID]
+		return d.byID[fk{e.Type, e.ID}]
 	}
 	if e.Name != "" {
-		return d.byKey[e.Type][e.Name]
+		return d.byKey[fk{e.Type, e.Name}]
 	}
 	return nil
 }

@@ -5,63 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // collections maps a top-level key of a declarative configuration to the
-// type of its entities (Kong's schema name: the credentials' schema names
-// are plural).
-var collections = map[string]string{
-	"services":                 "service",
-	"routes":                   "route",
-	"plugins":                  "plugin",
-	"consumers":                "consumer",
-	"consumer_groups":          "consumer_group",
-	"consumer_group_consumers": "consumer_group_consumer",
-	"upstreams":                "upstream",
-	"targets":                  "target",
-	"certificates":             "certificate",
-	"snis":                     "sni",
-	"ca_certificates":          "ca_certificate",
-	"keyauth_credentials":      "keyauth_credentials",
-	"basicauth_credentials":    "basicauth_credentials",
-	"hmacauth_credentials":     "hmacauth_credentials",
-	"jwt_secrets":              "jwt_secrets",
-	"acls":                     "acls",
-	"mtls_auth_credentials":    "mtls_auth_credentials",
-	"oauth2_credentials":       "oauth2_credentials",
-	"degraphql_routes":         "degraphql_routes",
-	"vaults":                   "vault",
-	"key_sets":                 "key_set",
-	"keys":                     "key",
-	"filter_chains":            "filter_chain",
-}
+// type of its entities, Kong's schema name: the key less its "s", but the
+// credentials' and degraphql_routes' schema names are plural (init).
+var collections = map[string]string{}
 
 // credentials are the consumer's credential collections.
 var credentials = []string{"keyauth_credentials", "basicauth_credentials", "hmacauth_credentials",
 	"jwt_secrets", "acls", "mtls_auth_credentials", "oauth2_credentials"}
 
-// nested maps a type to its nested collections: the child's key and the
-// foreign key field the nesting stands for.
+// nested maps a type to its nested collections' keys and the foreign key
+// each nesting stands for (init adds a consumer's credentials).
 var nested = map[string]map[string]string{
 	"service":        {"routes": "service", "plugins": "service", "filter_chains": "service", "degraphql_routes": "service"},
 	"route":          {"plugins": "route", "filter_chains": "route"},
-	"consumer":       consumerChildren(),
+	"consumer":       {"plugins": "consumer", "groups": "consumer"},
 	"consumer_group": {"plugins": "consumer_group", "consumers": "consumer_group"},
 	"upstream":       {"targets": "upstream"},
 	"certificate":    {"snis": "certificate"},
 	"key_set":        {"keys": "set"},
 }
 
-func consumerChildren() map[string]string {
-	m := map[string]string{"plugins": "consumer", "groups": "consumer"}
-	for _, c := range credentials {
-		m[c] = "consumer"
-	}
-	return m
-}
-
-// refs are the foreign keys each type holds: field -> referenced type.
+// refs are the foreign keys each type holds: field -> referenced type
+// (init adds a credential's consumer).
 var refs = map[string]map[string]string{
 	"route":                   {"service": "service"},
 	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
@@ -75,32 +46,35 @@ var refs = map[string]map[string]string{
 	"filter_chain":            {"service": "service", "route": "route"},
 }
 
-// nestedKeys and refFields are nested's and refs' keys, sorted: the walk
-// order, computed once.
+// nestedKeys and refFields are nested's and refs' keys, sorted.
 var nestedKeys, refFields = map[string][]string{}, map[string][]string{}
 
 func init() {
+	for _, k := range []string{"services", "routes", "plugins", "consumers", "consumer_groups", "consumer_group_consumers",
+		"upstreams", "targets", "certificates", "snis", "ca_certificates", "vaults", "key_sets", "keys", "filter_chains"} {
+		collections[k] = strings.TrimSuffix(k, "s")
+	}
+	for _, k := range append(credentials, "degraphql_routes") {
+		collections[k] = k
+	}
 	for _, c := range credentials {
+		nested["consumer"][c] = "consumer"
 		refs[c] = map[string]string{"consumer": "consumer"}
 	}
 	for typ, kids := range nested {
-		nestedKeys[typ] = sortedKeys(toAny(kids))
+		nestedKeys[typ] = slices.Sorted(maps.Keys(kids))
 	}
 	for typ, fields := range refs {
-		refFields[typ] = sortedKeys(toAny(fields))
+		refFields[typ] = slices.Sorted(maps.Keys(fields))
 	}
 }
 
 // CollectionType is the type of the entities of a top-level collection
-// ("route" for "routes"), false for a key that holds none.
-func CollectionType(key string) (string, bool) {
-	t, ok := collections[key]
-	return t, ok
-}
+// ("route" for "routes"), "" for a key that holds none.
+func CollectionType(key string) string { return collections[key] }
 
-// ChildType is the type of an entity nested under parentType at key
-// (one of NestedKeys(parentType)): a consumer's groups and a group's
-// consumers are memberships.
+// ChildType is the type of an entity nested under parentType at key; a
+// consumer's groups and a group's consumers are memberships.
 func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
@@ -111,14 +85,11 @@ func ChildType(parentType, key string) string {
 // Entity is one entity of a configuration.
 type Entity struct {
 	// Type is Kong's schema name ("route", "keyauth_credentials", ...).
-	Type string
-	ID   string
-	// Name is the entity's endpoint key: name, a consumer's username, a
-	// target's target.
-	Name string
-	Tags []string
-	// Index is the entity's position in the document's walk order.
-	Index int
+	Type  string
+	ID    string
+	Name  string // its endpoint key: name, a consumer's username, ...
+	Tags  []string
+	Index int // its position in walk order
 }
 
 // Key names the entity for people: "route foo", "plugin 1b2c...".
@@ -135,49 +106,39 @@ func (e Entity) Key() string {
 type node struct {
 	Entity
 	obj map[string]any
-	// parent is the entity this one is nested in, nil at the top level;
-	// parentField is the foreign key the nesting stands for.
+	// parent is the entity this one is nested in (nil at the top level),
+	// parentField the foreign key the nesting stands for.
 	parent      *node
 	parentField string
 }
 
-// Doc is a parsed declarative configuration and its entity graph. It is
-// never modified: Fallback builds a new document.
+// Doc is a parsed declarative configuration and its entity graph; it is
+// never modified.
 type Doc struct {
 	raw   []byte
 	nodes []*node
-	byID  map[string]map[string]*node // type -> id
-	byKey map[string]map[string]*node // type -> name
+	// byID and byKey find the first entity of a type by id, by name.
+	byID, byKey map[fk]*node
 }
 
-// Parse reads a declarative configuration (JSON) and its entities, in the
-// nested and the flat forms.
+// Parse reads a declarative configuration (JSON) and its entities.
 func Parse(raw []byte) (*Doc, error) {
 	root, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{raw: raw, byID: map[string]map[string]*node{}, byKey: map[string]map[string]*node{}}
+	d := &Doc{raw: raw, byID: map[fk]*node{}, byKey: map[fk]*node{}}
 	walk(root, func(n *node) {
 		n.Index = len(d.nodes)
 		d.nodes = append(d.nodes, n)
-		if n.ID != "" {
-			index(d.byID, n.Type, n.ID, n)
+		if _, dup := d.byID[fk{n.Type, n.ID}]; !dup && n.ID != "" {
+			d.byID[fk{n.Type, n.ID}] = n
 		}
-		if n.Name != "" {
-			index(d.byKey, n.Type, n.Name, n)
+		if _, dup := d.byKey[fk{n.Type, n.Name}]; !dup && n.Name != "" {
+			d.byKey[fk{n.Type, n.Name}] = n
 		}
 	})
 	return d, nil
-}
-
-func index(m map[string]map[string]*node, typ, k string, n *node) {
-	if m[typ] == nil {
-		m[typ] = map[string]*node{}
-	}
-	if _, dup := m[typ][k]; !dup {
-		m[typ][k] = n
-	}
 }
 
 func decode(raw []byte) (map[string]any, error) {
@@ -193,26 +154,23 @@ func decode(raw []byte) (map[string]any, error) {
 	return root, nil
 }
 
-// walk visits every entity in a fixed order: top-level collections sorted
-// by key, each entity before its nested ones (sorted by key).
+// walk visits every entity as a node, in Walk's order.
 func walk(root map[string]any, visit func(*node)) {
 	Walk(root, func(typ string, obj map[string]any, parent *node, parentField string) *node {
-		n := &node{Entity: identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
+		n := &node{Entity: Identify(typ, obj), obj: obj, parent: parent, parentField: parentField}
 		visit(n)
 		return n
 	})
 }
 
-// Walk visits every entity of a decoded declarative configuration, in the
-// nested and the flat forms, in a fixed order: top-level collections
-// sorted by key, each entity before its nested ones (sorted by key). typ
-// is Kong's schema name (as Entity.Type); visit returns what the entity's
-// nested entities get as parent (the zero T at the top level), and
-// parentField is the foreign key their nesting stands for ("service" for
-// a route under a service; "" at the top level).
+// Walk visits every entity of a decoded declarative configuration, nested
+// or flat: top-level collections sorted by key, each entity before its
+// nested ones (sorted by key). visit gets the type (as Entity.Type), the
+// parent visit returned for the entity it is nested in (the zero T at the
+// top level) and the foreign key that nesting stands for ("" at the top).
 func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
 	var top T
-	for _, key := range sortedKeys(root) {
+	for _, key := range slices.Sorted(maps.Keys(root)) {
 		typ, ok := collections[key]
 		if !ok {
 			continue
@@ -252,7 +210,8 @@ func ForeignKey(typ, field string) string { return refs[typ][field] }
 // ForeignKeys are the foreign key fields of type typ, sorted.
 func ForeignKeys(typ string) []string { return refFields[typ] }
 
-func identify(typ string, obj map[string]any) Entity {
+// Identify is obj, an entity of type typ, as Entity (Index unset).
+func Identify(typ string, obj map[string]any) Entity {
 	e := Entity{Type: typ, ID: str(obj["id"])}
 	switch typ {
 	case "consumer":
@@ -262,14 +221,10 @@ func identify(typ string, obj map[string]any) Entity {
 		}
 	case "target":
 		e.Name = str(obj["target"])
-	case "keyauth_credentials":
+	case "keyauth_credentials", "jwt_secrets":
 		e.Name = str(obj["key"])
-	case "basicauth_credentials":
+	case "basicauth_credentials", "hmacauth_credentials":
 		e.Name = str(obj["username"])
-	case "hmacauth_credentials":
-		e.Name = str(obj["username"])
-	case "jwt_secrets":
-		e.Name = str(obj["key"])
 	case "acls":
 		e.Name = str(obj["group"])
 	case "oauth2_credentials":
@@ -294,15 +249,6 @@ func str(v any) string {
 	return s
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // Entities lists the configuration's entities in walk order.
 func (d *Doc) Entities() []Entity {
 	out := make([]Entity, len(d.nodes))
@@ -313,17 +259,16 @@ func (d *Doc) Entities() []Entity {
 }
 
 // Find returns the index of the entity a gateway's error names: by id,
-// else by name, with its type given as Kong spells it (singular or
-// plural). ok is false when no entity matches.
+// else by name, its type spelt singular or plural.
 func (d *Doc) Find(typ, id, name string) (int, bool) {
 	for _, t := range typeSpellings(typ) {
 		if id != "" {
-			if n := d.byID[t][id]; n != nil {
+			if n := d.byID[fk{t, id}]; n != nil {
 				return n.Index, true
 			}
 		}
 		if name != "" {
-			if n := d.byKey[t][name]; n != nil {
+			if n := d.byKey[fk{t, name}]; n != nil {
 				return n.Index, true
 			}
 		}
@@ -345,8 +290,7 @@ func typeSpellings(typ string) []string {
 }
 
 // deps are the entities n depends on: its parent and what its foreign
-// keys resolve to. A foreign key that resolves to nothing is not a
-// dependency (it was dangling already: the gateway reports it).
+// keys resolve to (a dangling one is the gateway's to report).
 func (d *Doc) deps(n *node) []*node {
 	var out []*node
 	if n.parent != nil {
@@ -363,36 +307,41 @@ func (d *Doc) deps(n *node) []*node {
 // fk is one foreign key value: the referenced type and its id or name.
 type fk struct{ typ, value string }
 
-// foreignKeys are n's own foreign keys (not the one its nesting stands
-// for). A membership nested in a consumer or a group is itself the
-// reference to the other side.
+// foreignKeys are n's own foreign keys (Refs), in field order.
 func foreignKeys(n *node) []fk {
-	var out []fk
-	if n.Type == "consumer_group_consumer" && n.parent != nil {
-		other := "consumer_group"
-		if n.parent.Type == "consumer_group" {
-			other = "consumer"
-		}
-		for _, v := range RefValues(map[string]any(n.obj)) {
-			out = append(out, fk{other, v})
-		}
-		return out
+	var parentType string
+	if n.parent != nil {
+		parentType = n.parent.Type
 	}
+	r := Refs(n.Type, n.obj, parentType, n.parentField)
+	var out []fk
 	for _, field := range refFields[n.Type] {
-		if field == n.parentField && n.parent != nil {
-			continue
-		}
-		for _, v := range RefValues(n.obj[field]) {
+		for _, v := range r[field] {
 			out = append(out, fk{refs[n.Type][field], v})
 		}
 	}
 	return out
 }
 
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
+// Refs are the foreign keys (field -> values) of obj, of type typ, nested
+// in a parentType ("" at the top level) at parentField, which is none of
+// them; a nested membership is itself the reference to the other side.
+func Refs(typ string, obj map[string]any, parentType, parentField string) map[string][]string {
+	if typ == "consumer_group_consumer" && parentType != "" {
+		other := "consumer_group"
+		if parentType == "consumer_group" {
+			other = "consumer"
+		}
+		return map[string][]string{other: RefValues(obj)}
+	}
+	var out map[string][]string
+	for _, field := range refFields[typ] {
+		if v := RefValues(obj[field]); len(v) > 0 && (field != parentField || parentType == "") {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[field] = v
+		}
 	}
 	return out
 }
@@ -422,8 +371,8 @@ func RefValues(v any) []string {
 }
 
 func (d *Doc) resolve(typ, ref string) *node {
-	if n := d.byID[typ][ref]; n != nil {
+	if n := d.byID[fk{typ, ref}]; n != nil {
 		return n
 	}
-	return d.byKey[typ][ref]
+	return d.byKey[fk{typ, ref}]
 }

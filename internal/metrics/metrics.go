@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
 )
 
@@ -38,26 +39,26 @@ type Engine struct {
 	state         *prometheus.GaugeVec
 	generation    *prometheus.GaugeVec
 	convergence   *prometheus.HistogramVec
+	// perSink are the vectors labelled by sink and kind.
+	perSink []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}
 
-	// mu guards kinds and orders every per-sink update against
-	// SinkRemoved.
-	mu sync.Mutex
-	// kinds is each sink's kind: a sink put again with another kind loses
-	// the series of its old kind.
-	kinds map[string]string
-	// reasons are the distinct reason labels each sink has used, at most
-	// MaxReasonsPerSink (see reasonLabel).
+	// mu guards each sink's kind (a sink put again with another kind loses
+	// its old kind's series) and reason labels, and orders every per-sink
+	// update against SinkRemoved.
+	mu      sync.Mutex
+	kinds   map[string]string
 	reasons map[string]map[string]bool
 }
 
-// MaxReasonsPerSink bounds the distinct values of the reason label per
-// sink. A reason is a sink.Error code, which an external plugin chooses
-// freely (it could put an id or a message there); past this many, or when
-// it is not a short code, it is counted as "other".
-const MaxReasonsPerSink = 16
-
-// maxReasonLen is the longest reason kept as a label value.
-const maxReasonLen = 32
+// MaxReasonsPerSink bounds the distinct reason labels per sink: a reason
+// is a sink.Error code, which a plugin chooses freely; past this many, or
+// when it is not a short code (at most maxReasonLen), it counts as "other".
+const (
+	MaxReasonsPerSink = 16
+	maxReasonLen      = 32
+)
 
 // reasonLabel returns reason, or "other" when it is not a short
 // [a-z0-9_.-] code or the sink already has MaxReasonsPerSink others. The
@@ -104,51 +105,36 @@ func StateLabel(s confighubv1.SinkState) string {
 // NewEngine registers the engine series on reg.
 func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	sinkLabels := []string{"sink", "kind"}
+	gauge := func(o prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec { // by sink and kind unless labels say
+		if len(labels) == 0 {
+			labels = sinkLabels
+		}
+		return prometheus.NewGaugeVec(o, labels)
+	}
+	histogram := func(o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
+		o.Buckets = DurationBuckets
+		return prometheus.NewHistogramVec(o, labels)
+	}
 	m := &Engine{
 		kinds: map[string]string{}, reasons: map[string]map[string]bool{},
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_applies_total",
 			Help: "Apply attempts per sink, by result (applied, skipped, failed, rejected, degraded, cancelled) and reason (the error code of a failure, why a skip).",
 		}, []string{"sink", "kind", "result", "reason"}),
-		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "confighub_sink_apply_duration_seconds",
-			Help:    "Duration of apply attempts per sink (hash skips, which do not call the destination, are not observed).",
-			Buckets: DurationBuckets,
-		}, sinkLabels),
-		configBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_sink_config_bytes",
-			Help: "Size in bytes of the configuration the sink last attempted.",
-		}, sinkLabels),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_sink_last_success_timestamp_seconds",
-			Help: "Unix time of the sink's last successful apply.",
-		}, sinkLabels),
-		entityErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_sink_entity_errors",
-			Help: "Per-entity errors the destination reported for the sink's last failed apply (0 after a success).",
-		}, sinkLabels),
-		excluded: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_sink_excluded_entities",
-			Help: "Entities the fallback the sink's destination runs leaves out of the desired generation (0 when it runs no fallback; on_reject: ON_REJECT_FALLBACK).",
-		}, sinkLabels),
+		applyDuration: histogram(prometheus.HistogramOpts{Name: "confighub_sink_apply_duration_seconds", Help: "Duration of apply attempts per sink (hash skips, which do not call the destination, are not observed)."}, sinkLabels...),
+		configBytes:   gauge(prometheus.GaugeOpts{Name: "confighub_sink_config_bytes", Help: "Size in bytes of the configuration the sink last attempted."}),
+		lastSuccess:   gauge(prometheus.GaugeOpts{Name: "confighub_sink_last_success_timestamp_seconds", Help: "Unix time of the sink's last successful apply."}),
+		entityErrors:  gauge(prometheus.GaugeOpts{Name: "confighub_sink_entity_errors", Help: "Per-entity errors the destination reported for the sink's last failed apply (0 after a success)."}),
+		excluded:      gauge(prometheus.GaugeOpts{Name: "confighub_sink_excluded_entities", Help: "Entities the fallback the sink's destination runs leaves out of the desired generation (0 when it runs no fallback; on_reject: ON_REJECT_FALLBACK)."}),
 		coalesced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "confighub_sink_coalesced_total",
 			Help: "Generations replaced in the sink's slot by a newer one before the sink attempted them (latest wins).",
 		}, sinkLabels),
-		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_sink_state",
-			Help: "The sink's current state: 1 for the state it is in, 0 for the others.",
-		}, []string{"sink", "kind", "state"}),
-		generation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "confighub_stream_generation",
-			Help: "The stream's current (last acknowledged) generation.",
-		}, []string{"stream"}),
-		convergence: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "confighub_stream_convergence_seconds",
-			Help:    "Time from a generation's accept (ack) until every sink of its stream applied it.",
-			Buckets: DurationBuckets,
-		}, []string{"stream"}),
+		state:       gauge(prometheus.GaugeOpts{Name: "confighub_sink_state", Help: "The sink's current state: 1 for the state it is in, 0 for the others."}, "sink", "kind", "state"),
+		generation:  gauge(prometheus.GaugeOpts{Name: "confighub_stream_generation", Help: "The stream's current (last acknowledged) generation."}, "stream"),
+		convergence: histogram(prometheus.HistogramOpts{Name: "confighub_stream_convergence_seconds", Help: "Time from a generation's accept (ack) until every sink of its stream applied it."}, "stream"),
 	}
+	m.perSink = append(m.perSink, m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state)
 	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state, m.generation, m.convergence} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
@@ -157,33 +143,28 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	return m, nil
 }
 
-// track records the sink's kind and drops the series of a previous kind.
-// The caller holds mu.
-func (m *Engine) track(sink, kind string) {
+// lock takes mu, records the sink's kind (dropping the series of a
+// previous kind) and returns mu's Unlock.
+func (m *Engine) lock(sink, kind string) func() {
+	m.mu.Lock()
 	if prev, ok := m.kinds[sink]; ok && prev != kind {
 		m.deleteSeries(prometheus.Labels{"sink": sink, "kind": prev})
 		delete(m.reasons, sink)
 	}
 	m.kinds[sink] = kind
+	return m.mu.Unlock
 }
 
 func (m *Engine) deleteSeries(l prometheus.Labels) {
-	m.applies.DeletePartialMatch(l)
-	m.applyDuration.DeletePartialMatch(l)
-	m.configBytes.DeletePartialMatch(l)
-	m.lastSuccess.DeletePartialMatch(l)
-	m.entityErrors.DeletePartialMatch(l)
-	m.excluded.DeletePartialMatch(l)
-	m.coalesced.DeletePartialMatch(l)
-	m.state.DeletePartialMatch(l)
+	for _, v := range m.perSink {
+		v.DeletePartialMatch(l)
+	}
 }
 
 // ApplyDone counts one attempt and, unless it was a hash skip, observes its
 // duration.
 func (m *Engine) ApplyDone(sink, kind string, result engine.Result, reason string, d time.Duration, configBytes int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	m.applies.WithLabelValues(sink, kind, string(result), m.reasonLabel(sink, reason)).Inc()
 	m.configBytes.WithLabelValues(sink, kind).Set(float64(configBytes))
 	if result != engine.ResultSkipped {
@@ -193,9 +174,7 @@ func (m *Engine) ApplyDone(sink, kind string, result engine.Result, reason strin
 
 // StateChanged sets the sink's state series.
 func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	for _, s := range states {
 		v := 0.0
 		if s == to {
@@ -207,34 +186,26 @@ func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
 
 // Coalesced counts a generation replaced in the slot.
 func (m *Engine) Coalesced(sink, kind string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	m.coalesced.WithLabelValues(sink, kind).Inc()
 }
 
 // EntityErrors sets the entity error count of the last failed apply.
 func (m *Engine) EntityErrors(sink, kind string, n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	m.entityErrors.WithLabelValues(sink, kind).Set(float64(n))
 }
 
 // ExcludedEntities sets the number of entities the sink's running
 // fallback leaves out.
 func (m *Engine) ExcludedEntities(sink, kind string, n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	m.excluded.WithLabelValues(sink, kind).Set(float64(n))
 }
 
 // LastSuccess sets the last success timestamp.
 func (m *Engine) LastSuccess(sink, kind string, t time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.track(sink, kind)
+	defer m.lock(sink, kind)()
 	m.lastSuccess.WithLabelValues(sink, kind).Set(float64(t.UnixNano()) / 1e9)
 }
 
@@ -308,12 +279,6 @@ func (s *Set) Interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServer
 // rate() works from the first scrape. Call it after registering services.
 func (s *Set) InitializeGRPC(gs *grpc.Server) { s.GRPC.InitializeMetrics(gs) }
 
-// Handler serves the registry in the Prometheus text (or OpenMetrics)
-// format.
-func (s *Set) Handler() http.Handler {
-	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true})
-}
-
 // Server is the /metrics HTTP endpoint.
 type Server struct {
 	srv  *http.Server
@@ -325,27 +290,22 @@ type Server struct {
 type ListenOption func(*listenConfig)
 
 type listenConfig struct {
-	// prof, when set, serves the profiles.
-	prof *profiling
-	// base, when set, is the base of every request's context.
-	base context.Context
+	prof *profiling      // when set, serves the profiles
+	base context.Context // when set, the base of every request's context
 }
 
-// WithBaseContext makes ctx the base of every request's context. A CPU
-// profile, a trace or a delta profile runs until its seconds pass or its
-// request's context ends, and Shutdown never ends a request's context:
-// cancel ctx before Shutdown, and they end (with what they gathered; a
-// delta profile with an error) instead of holding the shutdown up.
+// WithBaseContext makes ctx the base of every request's context: Shutdown
+// never ends a running profile, canceling ctx before it does.
 func WithBaseContext(ctx context.Context) ListenOption {
 	return func(l *listenConfig) { l.base = ctx }
 }
 
 // WithProfiling also serves Go's profiles under /debug/pprof/ (see
-// doc.go). With c, every profile needs a token of the admin role; with
+// doc.go). With a, every profile needs a token of the admin role; with
 // nil, whoever reaches the listener may take them, as they may read
 // /metrics.
-func WithProfiling(c Authorizer) ListenOption {
-	return func(l *listenConfig) { l.prof = &profiling{auth: c, running: make(chan struct{}, 1)} }
+func WithProfiling(a *auth.Authenticator) ListenOption {
+	return func(l *listenConfig) { l.prof = &profiling{auth: a, running: make(chan struct{}, 1)} }
 }
 
 // Listen binds addr and serves /metrics on it until Shutdown. root, when
@@ -361,7 +321,7 @@ func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler, opts ...L
 		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", s.Handler())
+	mux.Handle("/metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true}))
 	if cfg.prof != nil {
 		cfg.prof.log = log
 		cfg.prof.register(mux)

@@ -193,7 +193,7 @@ func TestEngineWiring(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for ev := range eng.Watch(ctx, "default", 0) {
+		for ev := range eng.View().Watch(ctx, "default", 0) {
 			var list []*confighubv1.SinkStatus
 			if s := ev.GetSnapshot(); s != nil {
 				list = s.GetSinks()

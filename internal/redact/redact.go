@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -35,14 +36,12 @@ var byCollection = map[string][]field{
 }
 
 // uniqueValue finds the value Kong quotes in a uniqueness error of a secret
-// field ("uniqueness violation: 'keyauth_credentials' entity with key set
-// to 'THE-KEY' already declared"), in its message, its fields and its
-// flattened errors.
+// field ("... 'keyauth_credentials' entity with key set to 'K' already
+// declared").
 var uniqueValue = regexp.MustCompile(`('(?:keyauth_credentials|basicauth_credentials|hmacauth_credentials|jwt_secrets|oauth2_credentials|certificates|keys)' entity with (?:key|password|secret|client_secret|key_alt|jwk) set to ')(.*?)(' already declared)`)
 
 // Message removes the secret values Kong quotes in its error messages (a
-// duplicate key-auth key is named in full). Apply it to any Kong error text
-// that is logged or shown.
+// duplicate key-auth key in full), for any Kong error text logged or shown.
 func Message(s string) string {
 	if strings.Contains(s, " set to '") {
 		s = uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
@@ -58,26 +57,13 @@ func Message(s string) string {
 // quotes in a unique violation (the quotes may come escaped).
 var dbUniqueValue = regexp.MustCompile(`((?:^|[{,\s])(?:key|password|secret|client_secret|key_alt)=\\?")(.*?)(\\?")`)
 
-// byEntityType is the same by Kong's entity_type (flattened errors).
-var byEntityType = map[string][]field{
-	"keyauth_credential":   byCollection["keyauth_credentials"],
-	"basicauth_credential": byCollection["basicauth_credentials"],
-	"hmacauth_credential":  byCollection["hmacauth_credentials"],
-	"jwt_secret":           byCollection["jwt_secrets"],
-	"oauth2_credential":    byCollection["oauth2_credentials"],
-	"certificate":          byCollection["certificates"],
-	"key":                  byCollection["keys"],
-}
-
-// needles are what a configuration with something to redact must contain;
-// a configuration without any is returned as is, unparsed.
+// needles: a configuration with none of them is returned unparsed.
 var needles = [][]byte{[]byte("key"), []byte("password"), []byte("secret"), []byte("jwk")}
 
 // Config redacts raw, a configuration or an Admin API error body, in format
-// f (FormatUnknown detects). It returns the bytes to show and whether
-// anything was redacted. A JSON-format body that is not a JSON object or
-// array (an HTML error page, plain text) is returned as is: it holds no
-// entities. It has the signature of server.Redactor.
+// f (FormatUnknown detects), and says whether anything was redacted. A JSON
+// body that is not an object or array (an HTML page, text) is returned as
+// is. It has the signature of server.Redactor.
 func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	if f == config.FormatUnknown {
 		f = config.Detect(raw)
@@ -89,14 +75,7 @@ func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	if f == config.FormatJSON && trimmed[0] != '{' && trimmed[0] != '[' {
 		return raw, false, nil
 	}
-	found := false
-	for _, n := range needles {
-		if bytes.Contains(raw, n) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(raw, n) }) {
 		return raw, false, nil
 	}
 	var doc yaml.Node
@@ -126,10 +105,11 @@ func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	}
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, false, fmt.Errorf("redact: write YAML: %w", err)
+	err := enc.Encode(&doc)
+	if err == nil {
+		err = enc.Close()
 	}
-	if err := enc.Close(); err != nil {
+	if err != nil {
 		return nil, false, fmt.Errorf("redact: write YAML: %w", err)
 	}
 	return out.Bytes(), true, nil
@@ -158,7 +138,8 @@ func walk(n *yaml.Node) bool {
 				}
 			}
 		}
-		if fields, ok := byEntityType[entityType]; ok && entity != nil && redactEntity(entity, fields) {
+		// A flattened error's entity_type is its collection's name less the "s".
+		if fields, ok := byCollection[entityType+"s"]; ok && entity != nil && redactEntity(entity, fields) {
 			changed = true
 		}
 		for i := 1; i < len(n.Content); i += 2 {
@@ -215,12 +196,6 @@ func lookup(n *yaml.Node, path field) *yaml.Node {
 // its original key order.
 func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			b.WriteString("null")
-			return nil
-		}
-		return writeJSON(b, n.Content[0])
 	case yaml.MappingNode:
 		b.WriteByte('{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -276,110 +251,33 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteString(strings.TrimSuffix(sb.String(), "\n"))
 }
 
-// NameIsSecret reports whether an entity's name (its endpoint key, which
-// Kong's flattened errors and the fallback's excluded entities carry) is
-// itself a secret: a key-auth credential is named by its key. Such a name
-// is never shown; the entity's id and tags identify it.
+// NameIsSecret reports whether an entity's name (its endpoint key) is a
+// secret, never shown: a key-auth credential is named by its key.
 func NameIsSecret(entityType string) bool {
 	return strings.TrimSuffix(entityType, "s") == "keyauth_credential"
 }
 
-// Entity returns obj, one entity of Kong's entity type typ ("service",
-// "certificate", "keyauth_credential", ...) as encoding/json decodes it,
-// redacted as Config redacts that entity in a configuration: each secret
-// field with a value becomes Placeholder, and every string is scrubbed by
-// Message. obj is not modified: what changes is copied (TestEntity).
+// Entity returns obj, a decoded entity of Kong's entity type typ, redacted
+// by Config as the one entity of its collection (typ+"s"), numbers as
+// json.Number; obj is not modified. nil: Config could not read it.
 func Entity(typ string, obj map[string]any) map[string]any {
-	fields, ok := byEntityType[typ]
-	if !ok {
-		fields = byCollection[typ+"s"]
+	coll := typ + "s"
+	raw, err := json.Marshal(map[string][]map[string]any{coll: {obj}})
+	if err != nil {
+		return nil
 	}
-	out, _ := scrub(obj)
-	m := out.(map[string]any)
-	for _, f := range fields {
-		if r, changed := redactPath(m, f); changed {
-			m = r
-		}
+	out, changed, err := Config(raw, config.FormatJSON)
+	switch {
+	case err != nil:
+		return nil
+	case !changed:
+		return obj
 	}
-	return m
-}
-
-// redactPath returns a copy of m with the scalar at path replaced by
-// Placeholder (copying the maps along the path), or false when there is
-// nothing to redact.
-func redactPath(m map[string]any, path field) (map[string]any, bool) {
-	v, ok := m[path[0]]
-	if !ok {
-		return nil, false
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var doc map[string][]map[string]any
+	if dec.Decode(&doc) != nil || len(doc[coll]) != 1 {
+		return nil
 	}
-	var nv any
-	if len(path) > 1 {
-		sub, isMap := v.(map[string]any)
-		if !isMap {
-			return nil, false
-		}
-		r, changed := redactPath(sub, path[1:])
-		if !changed {
-			return nil, false
-		}
-		nv = r
-	} else {
-		switch s := v.(type) {
-		case nil, map[string]any, []any:
-			return nil, false
-		case string:
-			if s == "" || s == Placeholder {
-				return nil, false
-			}
-		}
-		nv = Placeholder
-	}
-	c := make(map[string]any, len(m))
-	for k, x := range m {
-		c[k] = x
-	}
-	c[path[0]] = nv
-	return c, true
-}
-
-// scrub returns v with Message applied to every string in it, and whether
-// one changed; unchanged parts are shared, not copied.
-func scrub(v any) (any, bool) {
-	switch x := v.(type) {
-	case string:
-		m := Message(x)
-		return m, m != x
-	case map[string]any:
-		var c map[string]any
-		for k, e := range x {
-			if n, changed := scrub(e); changed {
-				if c == nil {
-					c = make(map[string]any, len(x))
-					for k2, e2 := range x {
-						c[k2] = e2
-					}
-				}
-				c[k] = n
-			}
-		}
-		if c == nil {
-			return x, false
-		}
-		return c, true
-	case []any:
-		var c []any
-		for i, e := range x {
-			if n, changed := scrub(e); changed {
-				if c == nil {
-					c = append([]any(nil), x...)
-				}
-				c[i] = n
-			}
-		}
-		if c == nil {
-			return x, false
-		}
-		return c, true
-	}
-	return v, false
+	return doc[coll][0]
 }

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,15 +34,13 @@ const FingerprintKeyBytes = 32
 // bits tell two values apart; the key keeps them from being guessed.
 const fingerprintHex = 12
 
-// placeholderRE matches a placeholder as SinkSecrets writes it.
 var placeholderRE = regexp.MustCompile(`^<redacted:([0-9a-f]{12})>$`)
 
-// SinkSecrets hides the secrets of sink specs: every field marked
-// (confighub.v1.secret) in the proto, wherever it is nested. A secret shows
-// as "<redacted:FP>", FP the first 12 hex digits of HMAC-SHA256(key, value):
-// equal values show equal fingerprints, so an operator can tell two values
-// apart, and without the key a fingerprint gives no way to test guesses of
-// a short value offline. Safe for concurrent use.
+// SinkSecrets hides the secrets of sink specs, the fields marked
+// (confighub.v1.secret) wherever nested, as "<redacted:FP>", FP the first
+// 12 hex digits of HMAC-SHA256(key, value): equal values show equal
+// fingerprints, and without the key no guess can be tested offline. Safe
+// for concurrent use.
 type SinkSecrets struct {
 	key []byte
 }
@@ -75,8 +75,7 @@ func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
 	if s == nil {
 		return nil
 	}
-	out := proto.Clone(s).(*confighubv1.Sink)
-	_ = secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+	out, _ := leaves(s, func(l leaf) error {
 		if isSet(l.val) {
 			l.set(structpb.NewStringValue(r.placeholder(l.val)))
 		}
@@ -85,24 +84,28 @@ func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
 	return out
 }
 
+// leaves calls visit for every secret value of a copy of s, in a stable
+// order, until it fails; the copy is what visit's sets changed.
+func leaves(s *confighubv1.Sink, visit func(leaf) error) (*confighubv1.Sink, error) {
+	out := proto.Clone(s).(*confighubv1.Sink)
+	return out, secretLeaves(out.ProtoReflect(), "", visit)
+}
+
 // Restore returns a copy of in with each placeholder replaced by the value
-// stored has at the same place, if its fingerprint matches: a client that
-// read a spec (redacted) and sends it back keeps the secrets. A placeholder
-// with no matching stored value is an error wrapping ErrPlaceholder that
-// names the field. stored may be nil.
+// stored (may be nil) has there, if its fingerprint matches; another is an
+// error wrapping ErrPlaceholder that names the field.
 func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error) {
 	if in == nil {
 		return nil, nil
 	}
 	old := map[string]*structpb.Value{}
 	if stored != nil {
-		_ = secretLeaves(proto.Clone(stored).ProtoReflect(), "", func(l leaf) error {
+		_, _ = leaves(stored, func(l leaf) error {
 			old[l.path] = l.val
 			return nil
 		})
 	}
-	out := proto.Clone(in).(*confighubv1.Sink)
-	err := secretLeaves(out.ProtoReflect(), "", func(l leaf) error {
+	out, err := leaves(in, func(l leaf) error {
 		v := l.val.GetStringValue()
 		switch {
 		case v == Placeholder:
@@ -115,9 +118,9 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 		prev, ok := old[l.path]
 		switch {
 		case !ok || !isSet(prev):
-			return fmt.Errorf("%w: %s is %s but the sink stores no value there: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
-		case r.placeholder(prev) != l.val.GetStringValue():
-			return fmt.Errorf("%w: %s is %s, which is not the fingerprint of the stored value: send the value itself", ErrPlaceholder, l.path, l.val.GetStringValue())
+			return fmt.Errorf("%w: %s is %s but the sink stores no value there: send the value itself", ErrPlaceholder, l.path, v)
+		case r.placeholder(prev) != v:
+			return fmt.Errorf("%w: %s is %s, which is not the fingerprint of the stored value: send the value itself", ErrPlaceholder, l.path, v)
 		}
 		l.set(prev)
 		return nil
@@ -129,11 +132,10 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 }
 
 // FindPlaceholder names the first secret field of s that holds a
-// placeholder, for specs that must hold the values themselves (the sinks
-// file).
+// placeholder (the sinks file must hold the values themselves).
 func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
 	var found string
-	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+	_, _ = leaves(s, func(l leaf) error {
 		if looksRedacted(l.val.GetStringValue()) {
 			found = l.path
 			return errStop
@@ -148,19 +150,17 @@ var errStop = errors.New("stop")
 // IsPlaceholder reports whether v is a fingerprinted placeholder.
 func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
 
-// looksRedacted reports whether v reads as a placeholder of any form, a
-// mistyped fingerprint included: such a value is a copied or edited
-// placeholder, never a secret to send to a destination.
+// looksRedacted reports whether v reads as a placeholder of any form (a
+// copied or edited one), never a secret to send.
 func looksRedacted(v string) bool {
 	v = strings.TrimSpace(v)
 	return len(v) >= len("<redacted>") && strings.EqualFold(v[:len("<redacted")], "<redacted") && strings.HasSuffix(v, ">")
 }
 
-// SecretValues returns every secret value set in s, for scrubbing text that
-// may quote one (an error from the destination).
+// SecretValues returns every secret value set in s, to scrub text with.
 func SecretValues(s *confighubv1.Sink) []string {
 	var vals []string
-	_ = secretLeaves(proto.Clone(s).ProtoReflect(), "", func(l leaf) error {
+	_, _ = leaves(s, func(l leaf) error {
 		if str, ok := l.val.GetKind().(*structpb.Value_StringValue); ok && str.StringValue != "" {
 			vals = append(vals, str.StringValue)
 		}
@@ -187,8 +187,7 @@ type leaf struct {
 	set  func(*structpb.Value)
 }
 
-// secretLeaves calls visit for every secret value of m, in a stable order.
-// What is secret comes from the (confighub.v1.secret) field option only.
+// secretLeaves calls visit for every secret value of m.
 func secretLeaves(m protoreflect.Message, path string, visit func(leaf) error) error {
 	var err error
 	fields := m.Descriptor().Fields()
@@ -229,47 +228,36 @@ func isSecret(fd protoreflect.FieldDescriptor) bool {
 // value of a map of strings, each string of a list, or the settings of a
 // google.protobuf.Struct whose names mark them as secret.
 func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path string, visit func(leaf) error) error {
+	str := func(p, v string, set func(protoreflect.Value)) error {
+		return visit(leaf{path: p, val: structpb.NewStringValue(v), set: func(nv *structpb.Value) { set(protoreflect.ValueOfString(nv.GetStringValue())) }})
+	}
 	switch {
 	case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
 		mp := m.Mutable(fd).Map()
-		keys := make([]protoreflect.MapKey, 0, mp.Len())
+		var keys []protoreflect.MapKey
 		mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
 			keys = append(keys, k)
 			return true
 		})
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, k := range keys {
-			if err := visit(leaf{
-				path: path + "[" + strconv.Quote(k.String()) + "]",
-				val:  structpb.NewStringValue(mp.Get(k).String()),
-				set:  func(v *structpb.Value) { mp.Set(k, protoreflect.ValueOfString(v.GetStringValue())) },
-			}); err != nil {
+			if err := str(path+"["+strconv.Quote(k.String())+"]", mp.Get(k).String(), func(v protoreflect.Value) { mp.Set(k, v) }); err != nil {
 				return err
 			}
 		}
 	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
 		l := m.Mutable(fd).List()
 		for j := 0; j < l.Len(); j++ {
-			if err := visit(leaf{
-				path: path + "[" + strconv.Itoa(j) + "]",
-				val:  structpb.NewStringValue(l.Get(j).String()),
-				set:  func(v *structpb.Value) { l.Set(j, protoreflect.ValueOfString(v.GetStringValue())) },
-			}); err != nil {
+			if err := str(path+"["+strconv.Itoa(j)+"]", l.Get(j).String(), func(v protoreflect.Value) { l.Set(j, v) }); err != nil {
 				return err
 			}
 		}
 	case fd.Kind() == protoreflect.StringKind:
-		return visit(leaf{
-			path: path,
-			val:  structpb.NewStringValue(m.Get(fd).String()),
-			set:  func(v *structpb.Value) { m.Set(fd, protoreflect.ValueOfString(v.GetStringValue())) },
-		})
+		return str(path, m.Get(fd).String(), func(v protoreflect.Value) { m.Set(fd, v) })
 	case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Struct":
-		st, ok := m.Mutable(fd).Message().Interface().(*structpb.Struct)
-		if !ok {
-			return nil
+		if st, ok := m.Mutable(fd).Message().Interface().(*structpb.Struct); ok {
+			return structLeaves(st, path, visit)
 		}
-		return structLeaves(st, path, visit)
 	}
 	return nil
 }
@@ -277,21 +265,15 @@ func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path s
 // structLeaves visits the values of st under secret names; other values
 // are searched for nested secret names.
 func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) error {
-	keys := make([]string, 0, len(st.GetFields()))
-	for k := range st.GetFields() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := st.Fields[k]
-		p := join(path, k)
+	for _, k := range slices.Sorted(maps.Keys(st.GetFields())) {
+		v, p := st.Fields[k], join(path, k)
+		var err error
 		if SecretName(k) {
-			if err := visit(leaf{path: p, val: v, set: func(nv *structpb.Value) { st.Fields[k] = nv }}); err != nil {
-				return err
-			}
-			continue
+			err = visit(leaf{path: p, val: v, set: func(nv *structpb.Value) { st.Fields[k] = nv }})
+		} else {
+			err = valueLeaves(v, p, visit)
 		}
-		if err := valueLeaves(v, p, visit); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -299,14 +281,12 @@ func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) erro
 }
 
 func valueLeaves(v *structpb.Value, path string, visit func(leaf) error) error {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_StructValue:
-		return structLeaves(k.StructValue, path, visit)
-	case *structpb.Value_ListValue:
-		for i, e := range k.ListValue.GetValues() {
-			if err := valueLeaves(e, path+"["+strconv.Itoa(i)+"]", visit); err != nil {
-				return err
-			}
+	if st := v.GetStructValue(); st != nil {
+		return structLeaves(st, path, visit)
+	}
+	for i, e := range v.GetListValue().GetValues() {
+		if err := valueLeaves(e, path+"["+strconv.Itoa(i)+"]", visit); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -319,61 +299,35 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// secretWords mark a setting name as secret when they are one of its words
-// (split at '_', '-', '.', and lower-to-upper case changes).
-var secretWords = map[string]bool{
-	"token": true, "tokens": true, "secret": true, "secrets": true, "password": true, "passwd": true,
-	"pwd": true, "passphrase": true, "key": true, "keys": true, "apikey": true, "credential": true,
-	"credentials": true, "auth": true, "authorization": true, "bearer": true, "cookie": true,
-	"private": true, "signature": true, "pat": true, "pem": true,
-}
-
-// secretParts mark a setting name as secret when it contains them anywhere
-// (names written without separators: "apitoken", "clientsecret").
-var secretParts = []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"}
-
 // SecretName reports whether a plugin or custom setting's name marks its
-// value as secret: one of its words is a secret word (token, secret,
-// password, key, credential, auth, private, ...), or it contains token,
-// secret, passw, credential, apikey, privatekey or authorization. Wrongly
-// hiding a harmless setting costs less than showing a credential.
+// value as secret: it holds a secret part, or one of its words (split at
+// non-alphanumerics and lower-to-upper changes) is a secret word. Hiding a
+// harmless setting costs less than showing a credential.
 func SecretName(name string) bool {
 	lower := strings.ToLower(name)
-	for _, p := range secretParts {
+	for _, p := range []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"} {
 		if strings.Contains(lower, p) {
 			return true
 		}
 	}
-	for _, w := range words(name) {
-		if secretWords[w] {
-			return true
+	var word []rune
+	prev := rune(0)
+	for _, c := range name + " " {
+		inWord := unicode.IsLetter(c) || unicode.IsDigit(c)
+		if !inWord || unicode.IsUpper(c) && unicode.IsLower(prev) {
+			if secretWords[strings.ToLower(string(word))] {
+				return true
+			}
+			word = word[:0]
 		}
+		if inWord {
+			word = append(word, c)
+		}
+		prev = c
 	}
 	return false
 }
 
-func words(name string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	var prev rune
-	for _, c := range name {
-		switch {
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			flush()
-		case unicode.IsUpper(c) && unicode.IsLower(prev):
-			flush()
-			cur = append(cur, c)
-		default:
-			cur = append(cur, c)
-		}
-		prev = c
-	}
-	flush()
-	return out
-}
+// secretWords are the secret words that no secret part above contains.
+var secretWords = map[string]bool{"pwd": true, "passphrase": true, "key": true, "keys": true, "auth": true,
+	"bearer": true, "cookie": true, "private": true, "signature": true, "pat": true, "pem": true}

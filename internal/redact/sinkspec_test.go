@@ -185,6 +185,7 @@ func TestSecretName(t *testing.T) {
 		"token": true, "api_token": true, "apiToken": true, "apitoken": true, "client_secret": true,
 		"Password": true, "db-passwd": true, "api_key": true, "apiKey": true, "private_key": true,
 		"credentials": true, "Authorization": true, "auth": true, "bearer": true, "signing.key": true,
+		"sessionCookie": true, "tls.pem": true, "PWD": true, "x-signature": true, "keystore": false, "patch": false,
 		"url": false, "retries": false, "name": false, "timeout": false, "monkey": false, "author": false,
 	} {
 		if got := redact.SecretName(name); got != want {

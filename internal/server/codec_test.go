@@ -2,10 +2,11 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"slices"
 	"testing"
 
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -13,88 +14,114 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// recvPool hands out buffers of the length asked for and a capacity at
-// least that, at and around every tier's bounds, whatever was put back
-// before (buffers of every size are put back between the rounds).
-func TestRecvPoolSizes(t *testing.T) {
-	var p recvPool
-	sizes := []int{0, 1, 255, 256, 257, 4095, 4096, 4097, 16 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 3 << 20, 5<<20 + 3}
-	for round := range 3 {
-		var got []*[]byte
-		for _, n := range sizes {
-			b := p.Get(n)
-			if len(*b) != n || cap(*b) < n {
-				t.Fatalf("round %d: Get(%d) gave len %d cap %d", round, n, len(*b), cap(*b))
-			}
-			for i := range *b {
-				(*b)[i] = byte(round)
-			}
-			got = append(got, b)
+// countingPool hands out plain buffers and counts those put back.
+type countingPool struct{ put int }
+
+func (p *countingPool) Get(n int) *[]byte { b := make([]byte, n); return &b }
+func (p *countingPool) Put(*[]byte)       { p.put++ }
+
+// split cuts b into buffers of pool of every bytes (at least 1).
+func split(b []byte, every int, pool mem.BufferPool) mem.BufferSlice {
+	every = max(every, 1)
+	var s mem.BufferSlice
+	for off := 0; off < len(b); off += every {
+		p := pool.Get(min(every, len(b)-off))
+		copy(*p, b[off:])
+		s = append(s, mem.NewBuffer(p, pool))
+	}
+	return s
+}
+
+// An upload chunk is decoded without a copy: its pieces are the receive
+// buffers' own bytes, which stay out of the pool after grpc freed its
+// reference and go back once the handler frees the message; the request
+// still reads as a chunk (the oneof the validator requires is set).
+func TestUploadChunkKeepsReceiveBuffers(t *testing.T) {
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 5<<10) // 80 KiB
+	b, err := proto.Marshal(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: chunk}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &countingPool{}
+	data := split(b, 16<<10, pool)
+	m := &uploadMsg{}
+	if err := (codec{encoding.GetCodecV2(protoenc.Name)}).Unmarshal(data, m); err != nil {
+		t.Fatal(err)
+	}
+	data.Free() // as grpc does once Unmarshal returned
+	if pool.put != 0 {
+		t.Fatalf("%d receive buffers went back to the pool while the message holds them", pool.put)
+	}
+	if _, ok := m.GetMsg().(*confighubv1.UploadConfigRequest_Chunk); !ok {
+		t.Fatalf("decoded message is %T, want a chunk", m.GetMsg())
+	}
+	pieces, free := m.chunk()
+	if got := bytes.Join(pieces, nil); !bytes.Equal(got, chunk) {
+		t.Fatalf("pieces hold %d bytes that differ from the %d-byte chunk", len(got), len(chunk))
+	}
+	for i, p := range pieces {
+		if !slices.ContainsFunc(data, func(d mem.Buffer) bool { r := d.ReadOnlyData(); return &r[len(r)-1] == &p[len(p)-1] }) {
+			t.Fatalf("piece %d is a copy, not a receive buffer's bytes", i)
 		}
-		for _, b := range got {
-			p.Put(b)
+	}
+	pooled := 0 // mem.NewBuffer pools no buffer at or below the threshold
+	for _, d := range data {
+		if !mem.IsBelowBufferPoolingThreshold(d.Len()) {
+			pooled++
 		}
+	}
+	free()
+	if pool.put != pooled || pooled < 5 {
+		t.Fatalf("%d of %d receive buffers back in the pool after free", pool.put, pooled)
 	}
 }
 
-// unmarshalPush decodes what proto.Unmarshal decodes, and refuses what it
-// refuses: every field, labels, unknown fields, a repeated or mistyped
-// config field, invalid UTF-8, truncations.
-func FuzzUnmarshalPush(f *testing.F) {
-	full := &confighubv1.PushConfigRequest{Stream: "prod", Config: []byte(`{"_format_version":"3.0"}`), Format: confighubv1.Format_FORMAT_YAML,
-		ExpectedGeneration: 7, Labels: map[string]string{"pod": "kic-1", "": "x"}}
-	seed, err := proto.Marshal(full)
+// Whatever the bytes and however the transport cut them, an
+// UploadConfigRequest decodes as proto.Unmarshal decodes it: a chunk
+// alone as pieces, anything else (the header, unknown or repeated fields,
+// bad input) through proto.Unmarshal.
+func FuzzUnmarshalUpload(f *testing.F) {
+	chunk, err := proto.Marshal(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: []byte(`{"_format_version":"3.0"}`)}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(seed)
-	f.Add(seed[:len(seed)-3])
-	f.Add([]byte{})
-	f.Add(protowire.AppendBytes(protowire.AppendTag(slices.Clone(seed), 2, protowire.BytesType), []byte("second")))
-	f.Add(protowire.AppendVarint(protowire.AppendTag(slices.Clone(seed), 2, protowire.VarintType), 5))
-	f.Add(protowire.AppendBytes(protowire.AppendTag(slices.Clone(seed), 99, protowire.BytesType), []byte("unknown")))
-	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0xff, 0xfe}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want, got := &confighubv1.PushConfigRequest{}, &confighubv1.PushConfigRequest{}
+	hdr, err := proto.Marshal(&confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Header{Header: &confighubv1.UploadHeader{Stream: "prod", TotalSize: 9}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, cut := range []int{1, 2, 7, 1 << 10} {
+		f.Add(chunk, cut)
+		f.Add(hdr, cut)
+		f.Add(chunk[:len(chunk)-3], cut)
+		f.Add(append(slices.Clone(hdr), chunk...), cut)
+		f.Add(append(slices.Clone(chunk), chunk...), cut)
+		f.Add(protowire.AppendBytes(protowire.AppendTag(slices.Clone(chunk), 99, protowire.BytesType), []byte("unknown")), cut)
+		f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), nil), cut)
+		f.Add([]byte{0x92, 0x00, 0x03, 'a', 'b', 'c'}, cut) // an overlong tag
+	}
+	f.Add([]byte{}, 1)
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		want := &confighubv1.UploadConfigRequest{}
 		werr := proto.Unmarshal(b, want)
-		gerr := unmarshalPush(slices.Clone(b), got)
+		pool := &countingPool{}
+		data := split(b, cut%64, pool)
+		m := &uploadMsg{}
+		gerr := (codec{encoding.GetCodecV2(protoenc.Name)}).Unmarshal(data, m)
+		data.Free()
 		if (werr == nil) != (gerr == nil) {
-			t.Fatalf("proto.Unmarshal: %v, unmarshalPush: %v", werr, gerr)
+			t.Fatalf("proto.Unmarshal: %v, uploadMsg: %v", werr, gerr)
 		}
-		if werr == nil && !proto.Equal(want, got) {
+		if werr != nil {
+			return
+		}
+		got := m.UploadConfigRequest
+		if m.held != nil { // a chunk alone, as pieces
+			pieces, _ := m.chunk()
+			got = &confighubv1.UploadConfigRequest{Msg: &confighubv1.UploadConfigRequest_Chunk{Chunk: bytes.Join(pieces, nil)}}
+		}
+		m.free()
+		if !proto.Equal(want, got) {
 			t.Fatalf("decoded %v, proto.Unmarshal decoded %v", got, want)
 		}
 	})
-}
-
-// BenchmarkUnmarshalPush decodes a push spread over the transport's 16 KiB
-// frames, as a large unary PushConfig arrives.
-func BenchmarkUnmarshalPush(b *testing.B) {
-	for _, size := range []int{1 << 20, 20 << 20} {
-		msg, err := proto.Marshal(&confighubv1.PushConfigRequest{Stream: "prod", Config: bytes.Repeat([]byte("x"), size)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var data mem.BufferSlice
-		for rest := msg; len(rest) > 0; {
-			n := min(len(rest), 16<<10)
-			data = append(data, mem.SliceBuffer(rest[:n]))
-			rest = rest[n:]
-		}
-		c := newCodec(&recvPool{})
-		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
-			b.SetBytes(int64(len(msg)))
-			cpu0 := cpuTime(b)
-			for b.Loop() {
-				var m confighubv1.PushConfigRequest
-				if err := c.Unmarshal(data, &m); err != nil {
-					b.Fatal(err)
-				}
-				if len(m.Config) != size {
-					b.Fatalf("config of %d bytes, want %d", len(m.Config), size)
-				}
-			}
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
-		})
-	}
 }

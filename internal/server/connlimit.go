@@ -13,26 +13,21 @@ import (
 	"github.com/confighub/confighub/internal/hub"
 )
 
-// DefaultMaxConcurrentStreams is the default bound of the calls one client
-// connection may have open at once (--max-concurrent-streams).
-const DefaultMaxConcurrentStreams = 1000
-
-// FlagMaxConcurrentStreams is the flag refusals of the per-connection
-// bound name.
-const FlagMaxConcurrentStreams = "--max-concurrent-streams"
+// The per-connection bound of calls open at once, and its flag.
+const (
+	DefaultMaxConcurrentStreams = 1000
+	FlagMaxConcurrentStreams    = "--max-concurrent-streams"
+)
 
 // streamHeadroom is how many HTTP/2 streams past the bound a connection
-// may open (grpc.MaxConcurrentStreams is the bound plus this). A client
-// honours the HTTP/2 limit by waiting for a free stream, silently; the
-// headroom lets the calls past the bound reach connLimit, which refuses
-// them at once with ResourceExhausted naming the flag, and their streams
-// end, so the client hears why instead of hanging. The HTTP/2 limit still
-// bounds what one connection can hold.
+// may open. A client waits silently for a free HTTP/2 stream; the headroom
+// lets calls past the bound reach connLimit, which refuses them at once
+// naming the flag, while the HTTP/2 limit still bounds the connection.
 const streamHeadroom = 16
 
-// connLimit bounds the calls in flight per client connection. A stats
-// handler gives each connection its counter; the interceptors count the
-// calls in their handlers and refuse one past max.
+// connLimit bounds the calls in flight per client connection: a stats
+// handler gives each connection its counter, the interceptors (first in
+// the chains, so a refused call costs nothing else) count the calls.
 type connLimit struct {
 	max      int64
 	refusals hub.Refusals
@@ -47,16 +42,6 @@ type connKey struct{}
 
 func newConnLimit(max int, r hub.Refusals) *connLimit {
 	return &connLimit{max: int64(max), refusals: r, conns: map[*connCalls]struct{}{}}
-}
-
-// serverOptions are the transport bound, the stats handler and the
-// interceptors (first in the chains, so a refused call costs nothing
-// else).
-func (l *connLimit) serverOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
-		grpc.MaxConcurrentStreams(uint32(l.max + streamHeadroom)),
-		grpc.StatsHandler(l),
-	}
 }
 
 func (l *connLimit) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
@@ -81,11 +66,12 @@ func (l *connLimit) HandleConn(ctx context.Context, s stats.ConnStats) {
 func (l *connLimit) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (l *connLimit) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// enter counts a call of ctx's connection, or refuses it past the bound.
-func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
+// enter counts a call of ctx's connection and returns what ends it, or
+// refuses it past the bound.
+func (l *connLimit) enter(ctx context.Context) (func(), error) {
 	c, _ := ctx.Value(connKey{}).(*connCalls)
 	if c == nil {
-		return nil, nil
+		return func() {}, nil
 	}
 	if c.n.Add(1) > l.max {
 		c.n.Add(-1)
@@ -95,28 +81,24 @@ func (l *connLimit) enter(ctx context.Context) (*connCalls, error) {
 		return nil, status.Errorf(codes.ResourceExhausted, "this connection has the %d calls open that it may have at once (%s): end calls (status watches) that are not read, open another connection, or raise %s",
 			l.max, FlagMaxConcurrentStreams, FlagMaxConcurrentStreams)
 	}
-	return c, nil
+	return func() { c.n.Add(-1) }, nil
 }
 
 func (l *connLimit) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	c, err := l.enter(ctx)
+	done, err := l.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c != nil {
-		defer c.n.Add(-1)
-	}
+	defer done()
 	return h(ctx, req)
 }
 
 func (l *connLimit) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	c, err := l.enter(ss.Context())
+	done, err := l.enter(ss.Context())
 	if err != nil {
 		return err
 	}
-	if c != nil {
-		defer c.n.Add(-1)
-	}
+	defer done()
 	return h(srv, ss)
 }
 

@@ -15,7 +15,7 @@
 //   - Labels and names are validated by one rule each, on every RPC (TestLabelBounds, TestReadRPCsValidateNames).
 //   - WatchStatus streams share encodings, compressed or not (TestWatchersShareEncodings, TestWatchSharesWithVaryingCompressor).
 //   - Keepalive keeps a pinging watcher and drops a dead one (TestWatchSurvivesClientKeepalive, TestDefaultKeepalive, TestDeadWatcherIsDropped).
-//   - Received bytes are exactly the client's; upload chunks are not copied (TestReceivedBytesAreExact, TestRecvPoolSizes, TestUploadChunkKeepsReceiveBuffers, FuzzUnmarshalPush, FuzzUnmarshalUpload).
+//   - Received bytes are exactly the client's; upload chunks are not copied (TestReceivedBytesAreExact, TestUploadChunkKeepsReceiveBuffers, FuzzUnmarshalUpload).
 //   - Health and reflection calls are logged at debug unless they fail (TestPlumbingCallsLogAtDebug, TestCallLogLevels).
 //   - Serve returns nil once Shutdown stopped it, whoever came first (TestServeAfterShutdown).
 //   - A GetConfig answer over the message limit is ResourceExhausted naming the flag (TestGetConfigOverTheMessageLimit).

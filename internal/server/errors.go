@@ -11,7 +11,8 @@ import (
 	"github.com/confighub/confighub/internal/hub"
 )
 
-// codeOf maps a hub error to its gRPC code.
+// codeOf maps a hub error to its gRPC code; toStatus is the one place
+// errors become statuses.
 func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
@@ -44,7 +45,6 @@ func toStatus(err error) error {
 	return status.Error(codeOf(err), engine.CutText(err.Error(), maxMessageBytes))
 }
 
-// maxMessageBytes bounds the message of an error status: an error may name
-// what a client sent (a sink's address, a factory's complaint about a
-// setting), and no input may make an answer large.
+// maxMessageBytes bounds the message of an error status, which may quote
+// what a client sent.
 const maxMessageBytes = 4 << 10

@@ -2,7 +2,7 @@ package server
 
 // WatchEncodes returns how many status events were marshalled for the
 // WatchStatus streams.
-func WatchEncodes(s *Server) int { return s.hub.watchEnc.enc.Encodes() }
+func WatchEncodes(s *Server) int { return s.hub.watchEnc.Encodes() }
 
 // CPUTime is cpuTime for the external tests' benchmarks.
 var CPUTime = cpuTime

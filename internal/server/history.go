@@ -44,11 +44,11 @@ func (s *hubService) ListGenerations(ctx context.Context, req *confighubv1.ListG
 		if !g.AcceptTime.IsZero() {
 			r.AcceptTime = timestamppb.New(g.AcceptTime)
 		}
-		if len(g.Origin.Entities) > 0 {
-			r.Entities = make(map[string]uint32, len(g.Origin.Entities))
-			for t, n := range g.Origin.Entities {
-				r.Entities[t] = uint32(n)
+		for t, n := range g.Origin.Entities {
+			if r.Entities == nil {
+				r.Entities = map[string]uint32{}
 			}
+			r.Entities[t] = uint32(n)
 		}
 		if st := g.Status; st != nil {
 			r.SinksApplied, r.SinksTotal, r.ConvergeTime = st.GetSinksApplied(), st.GetSinksTotal(), st.GetConvergeTime()
@@ -59,10 +59,8 @@ func (s *hubService) ListGenerations(ctx context.Context, req *confighubv1.ListG
 }
 
 func (s *hubService) DiffConfig(ctx context.Context, req *confighubv1.DiffConfigRequest) (*confighubv1.DiffConfigResponse, error) {
-	var (
-		d   hub.Diff
-		err error
-	)
+	var d hub.Diff
+	var err error
 	if req.GetSink() != "" {
 		d, err = s.hub.DiffSink(ctx, req.GetSink())
 	} else {

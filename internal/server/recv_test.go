@@ -21,10 +21,9 @@ func letterConfig(n int, letter string) []byte {
 	return []byte(head + strings.Repeat(letter, n-len(head)-len(tail)) + tail)
 }
 
-// The server receives into buffers it does not clear (server.recvPool):
-// pushes and uploads of sizes that reuse each other's buffers, larger then
-// smaller and across the pool's tiers, each store exactly the bytes sent,
-// never a byte of an earlier message.
+// Pushes and uploads of sizes that reuse each other's receive buffers,
+// larger then smaller, each store exactly the bytes sent, never a byte of
+// an earlier message (upload chunks stay in those buffers: uploadMsg).
 func TestReceivedBytesAreExact(t *testing.T) {
 	conn := harness.Dial(t, startServer(t), grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
 	c := confighubv1.NewConfigHubServiceClient(conn)

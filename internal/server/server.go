@@ -3,10 +3,10 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -14,16 +14,19 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 
 	sinkv1 "github.com/confighub/confighub/api/confighub/sink/v1"
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/hub"
 )
 
@@ -51,7 +54,7 @@ type options struct {
 // Option configures the server.
 type Option func(*options)
 
-// WithLogger sets the logger for the request log and recovered panics.
+// WithLogger sets the logger of the call log and recovered panics.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithMaxMessageBytes bounds a received message (and so a unary push).
@@ -68,13 +71,11 @@ func WithServerOptions(so ...grpc.ServerOption) Option {
 	return func(o *options) { o.serverOpts = append(o.serverOpts, so...) }
 }
 
-// WithKeepalive sets the HTTP/2 keepalive policy (default
-// DefaultKeepalive).
+// WithKeepalive sets the HTTP/2 keepalive policy (default DefaultKeepalive).
 func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive = k } }
 
 // WithMaxConcurrentStreams bounds the calls one client connection may
-// have open at once (default DefaultMaxConcurrentStreams): a call past it
-// is ResourceExhausted naming --max-concurrent-streams.
+// have open at once; one more is ResourceExhausted naming the flag.
 func WithMaxConcurrentStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
 
 // WithRefusals counts the refusals of the per-connection bound.
@@ -83,17 +84,31 @@ func WithRefusals(r hub.Refusals) Option { return func(o *options) { o.refusals 
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
 
-// WithStatusPageURL makes GetStatus and WatchStatus send the status page's
-// URL in the hubclient.StatusPageHeader header; url is asked per call ("" sends
-// none), as the page's listener binds after the server is built.
+// WithStatusPageURL makes GetStatus and WatchStatus send url() ("" for
+// none), asked per call, in the hubclient.StatusPageHeader header.
 func WithStatusPageURL(url func() string) Option { return func(o *options) { o.pageURL = url } }
 
+// Keepalive is the server's HTTP/2 keepalive policy: a client pinging more
+// often than MinClientPing (with or without streams) is cut with GOAWAY
+// "too_many_pings"; after PingAfterIdle without a frame the server pings,
+// and closes a connection whose ping is not acknowledged within
+// PingTimeout, so a watcher whose peer went away is dropped.
+type Keepalive struct {
+	MinClientPing, PingAfterIdle, PingTimeout time.Duration
+}
+
+// DefaultKeepalive permits client pings every 5 s or more (controllers
+// ping every 10 s on long WatchStatus streams; the margin absorbs timer
+// jitter) and drops a silent peer about 40 s after its last frame.
+func DefaultKeepalive() Keepalive {
+	return Keepalive{MinClientPing: 5 * time.Second, PingAfterIdle: 30 * time.Second, PingTimeout: 10 * time.Second}
+}
+
 // streamWorkers is how many goroutines serve calls and keep their grown
-// stacks between calls (grpc.NumStreamWorkers); a call that finds them all
-// busy gets a goroutine of its own, as without workers. A push's handler
-// chain (validation's CEL interpreter, the check) grows a fresh
-// goroutine's stack several times, which cost more CPU than the rest of
-// the chain (docs/performance.md, scenario 7).
+// stacks between calls (grpc.NumStreamWorkers; past them a call gets a
+// goroutine of its own): growing a fresh goroutine's stack for a push's
+// handler chain cost more CPU than the rest of it (docs/performance.md,
+// scenario 7).
 const streamWorkers = 64
 
 // Server is the hub's gRPC server with its health service.
@@ -111,52 +126,46 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 		f(&o)
 	}
 	conns := newConnLimit(o.maxStreams, o.refusals)
-	v, err := protovalidate.New()
-	if err != nil {
-		return nil, fmt.Errorf("build the request validator: %w", err)
-	}
 	logger := middlewareLogger(o.log)
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		o.log.ErrorContext(ctx, "panic in handler", "panic", p, "stack", string(debug.Stack()))
-		return status.Errorf(codes.Internal, "internal error: %v", p)
+		return grpcstatus.Errorf(codes.Internal, "internal error: %v", p)
 	})
 	unary := append([]grpc.UnaryServerInterceptor{
 		conns.unary,
 		recovery.UnaryServerInterceptor(rec),
 		logging.UnaryServerInterceptor(logger, logOpts...),
 	}, o.unary...)
-	unary = append(unary, pvmw.UnaryServerInterceptor(v))
+	unary = append(unary, pvmw.UnaryServerInterceptor(protovalidate.GlobalValidator))
 	stream := append([]grpc.StreamServerInterceptor{
 		conns.stream,
 		recovery.StreamServerInterceptor(rec),
 		logging.StreamServerInterceptor(logger, logOpts...),
 	}, o.stream...)
-	stream = append(stream, pvmw.StreamServerInterceptor(v))
+	stream = append(stream, pvmw.StreamServerInterceptor(protovalidate.GlobalValidator))
 
-	pool := &recvPool{}
-	so := append([]grpc.ServerOption{
+	k := o.keepalive
+	gs := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.NumStreamWorkers(streamWorkers),
-		experimental.BufferPool(pool),
-		grpc.ForceServerCodecV2(newCodec(pool)),
+		grpc.ForceServerCodecV2(codec{encoding.GetCodecV2(protoenc.Name)}),
 		grpc.MaxRecvMsgSize(o.maxMsg),
 		grpc.MaxSendMsgSize(o.maxMsg),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	}, o.keepalive.serverOptions()...)
-	so = append(so, conns.serverOptions()...)
-	so = append(so, o.serverOpts...)
-	gs := grpc.NewServer(so...)
-	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL, watchEnc: newWatchEncodings(), maxMsg: o.maxMsg}
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: k.MinClientPing, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: k.PingAfterIdle, Timeout: k.PingTimeout}),
+		grpc.MaxConcurrentStreams(uint32(conns.max + streamHeadroom)),
+		grpc.StatsHandler(conns),
+	}, o.serverOpts...)...)
+	svc := &hubService{hub: h, redact: o.redact, pageURL: o.pageURL, watchEnc: status.NewEncodings[*marshalled](status.DefaultWatchBuffer), maxMsg: o.maxMsg}
 	confighubv1.RegisterConfigHubServiceServer(gs, svc)
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
-	// Reflection also lists confighub.sink.v1.SinkPluginService, which the
-	// hub does not serve (plugins do): a plugin author can read the contract
-	// from a running hub with `grpcurl describe`. Both grpc.reflection.v1
-	// and v1alpha are served: older clients (ghz v0.93.0, grpcurl before
-	// v1.8.8 and the tools built on them) know only v1alpha.
+	// Reflection also lists SinkPluginService, which plugins serve, so a
+	// plugin author can `grpcurl describe` the contract. v1alpha is for
+	// older clients (ghz v0.93.0, grpcurl before v1.8.8).
 	ropts := reflection.ServerOptions{Services: withPluginContract{gs}}
 	reflectionv1.RegisterServerReflectionServer(gs, reflection.NewServerV1(ropts))
 	reflectionv1alpha.RegisterServerReflectionServer(gs, reflection.NewServer(ropts))
@@ -173,9 +182,7 @@ func (s *Server) ConnectionUsage() hub.Usage {
 }
 
 // Serve serves gRPC on lis until Shutdown, and returns nil once Shutdown
-// stopped it, even a Shutdown that came before Serve began (a SIGTERM
-// right after the start, where grpc.Server.Serve returns
-// grpc.ErrServerStopped); any other end is Serve's error.
+// stopped it, even a Shutdown that came before Serve began.
 func (s *Server) Serve(lis net.Listener) error {
 	err := s.GRPC.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
@@ -198,9 +205,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
-// middlewareLogger is the go-grpc-middleware logger of the call log:
-// calls to plumbingServices are logged at debug unless they fail with a
-// warning or worse.
+// middlewareLogger is the go-grpc-middleware logger of the call log.
 func middlewareLogger(log *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		level := slog.Level(lvl)
@@ -212,8 +217,8 @@ func middlewareLogger(log *slog.Logger) logging.Logger {
 }
 
 // plumbingServices are the services whose calls are not news to an
-// operator (grpcurl's reflection, probes' health checks): logged at debug
-// unless they fail with a warning or worse.
+// operator (reflection, health checks): logged at debug unless they fail
+// with a warning or worse.
 var plumbingServices = map[string]bool{
 	healthpb.Health_ServiceDesc.ServiceName:                    true,
 	reflectionv1.ServerReflection_ServiceDesc.ServiceName:      true,

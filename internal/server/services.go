@@ -8,14 +8,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
+	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/api/hubclient"
 	"github.com/confighub/confighub/config"
+	"github.com/confighub/confighub/internal/engine/status"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/sink"
 )
 
 // Redactor removes credentials from a configuration shown for diagnostics.
@@ -24,13 +26,11 @@ type Redactor func(raw []byte, f config.Format) ([]byte, bool, error)
 
 type hubService struct {
 	confighubv1.UnimplementedConfigHubServiceServer
-	hub     *hub.Hub
-	redact  Redactor
-	pageURL func() string
-	// watchEnc shares status events' marshalled bytes between watchers.
-	watchEnc watchEncodings
-	// maxMsg is the largest message the server sends (--max-message-bytes).
-	maxMsg int
+	hub      *hub.Hub
+	redact   Redactor
+	pageURL  func() string
+	watchEnc *status.Encodings[*marshalled] // see send
+	maxMsg   int                            // the largest message the server sends (--max-message-bytes)
 }
 
 // sendPageURL sets the hubclient.StatusPageHeader when the hub serves a status page.
@@ -45,22 +45,17 @@ func (s *hubService) sendPageURL(ctx context.Context) {
 
 var _ confighubv1.ConfigHubServiceServer = (*hubService)(nil)
 
-func formatIn(f confighubv1.Format) config.Format {
-	switch f {
-	case confighubv1.Format_FORMAT_JSON:
-		return config.FormatJSON
-	case confighubv1.Format_FORMAT_YAML:
-		return config.FormatYAML
-	}
-	return config.FormatUnknown
+// formats maps the API's formats to config's (unspecified: detect).
+var formats = map[confighubv1.Format]config.Format{
+	confighubv1.Format_FORMAT_JSON: config.FormatJSON,
+	confighubv1.Format_FORMAT_YAML: config.FormatYAML,
 }
 
 func formatOut(f config.Format) confighubv1.Format {
-	switch f {
-	case config.FormatJSON:
-		return confighubv1.Format_FORMAT_JSON
-	case config.FormatYAML:
-		return confighubv1.Format_FORMAT_YAML
+	for k, v := range formats {
+		if v == f {
+			return k
+		}
 	}
 	return confighubv1.Format_FORMAT_UNSPECIFIED
 }
@@ -69,7 +64,7 @@ func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfig
 	res, err := s.hub.Push(ctx, hub.PushInput{
 		Stream:             req.GetStream(),
 		Config:             req.GetConfig(),
-		Format:             formatIn(req.GetFormat()),
+		Format:             formats[req.GetFormat()],
 		ExpectedGeneration: req.GetExpectedGeneration(),
 		Labels:             req.GetLabels(),
 		Origin:             originOf(ctx),
@@ -83,18 +78,18 @@ func (s *hubService) PushConfig(ctx context.Context, req *confighubv1.PushConfig
 func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.UploadConfigRequest, confighubv1.UploadConfigResponse]) error {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
-		return status.Error(codes.InvalidArgument, "upload: no header: the first message must be a header")
+		return grpcstatus.Error(codes.InvalidArgument, "upload: no header: the first message must be a header")
 	}
 	if err != nil {
 		return err
 	}
 	hdr := first.GetHeader()
 	if hdr == nil {
-		return status.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
+		return grpcstatus.Error(codes.InvalidArgument, "upload: the first message must be a header (stream, format, total_size, expected_hash)")
 	}
 	up, err := s.hub.BeginUpload(stream.Context(), hub.PushInput{
 		Stream:             hdr.GetStream(),
-		Format:             formatIn(hdr.GetFormat()),
+		Format:             formats[hdr.GetFormat()],
 		ExpectedGeneration: hdr.GetExpectedGeneration(),
 		Labels:             hdr.GetLabels(),
 		Origin:             originOf(stream.Context()),
@@ -102,26 +97,22 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 	if err != nil {
 		return toStatus(err)
 	}
-	// Whatever was staged goes when the upload does not finish, and its
-	// share of the budget of uploads in flight comes back in any case.
-	defer up.Abort()
+	defer up.Abort() // drops what an unfinished upload staged; gives its budget back
 	for {
-		// The chunk's bytes stay in the transport's buffers (uploadMsg)
-		// until the upload copied them.
-		msg := &uploadMsg{}
+		msg := &uploadMsg{} // the chunk stays in the receive buffers until written
 		err := stream.RecvMsg(msg)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			msg.free()
-			if st, ok := status.FromError(err); ok && st.Code() == codes.Canceled {
-				return status.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", up.Received(), hdr.GetTotalSize())
+			if st, ok := grpcstatus.FromError(err); ok && st.Code() == codes.Canceled {
+				return grpcstatus.Errorf(codes.Canceled, "upload cancelled after %d of %d bytes: nothing stored", up.Received(), hdr.GetTotalSize())
 			}
 			return err
 		}
 		if msg.GetHeader() != nil {
-			return status.Error(codes.InvalidArgument, "upload: a second header arrived; only the first message is a header")
+			return grpcstatus.Error(codes.InvalidArgument, "upload: a second header arrived; only the first message is a header")
 		}
 		pieces, free := msg.chunk()
 		err = up.WriteChunk(pieces)
@@ -138,39 +129,29 @@ func (s *hubService) UploadConfig(stream grpc.ClientStreamingServer[confighubv1.
 }
 
 func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRequest) (*confighubv1.GetConfigResponse, error) {
+	out := &confighubv1.GetConfigResponse{Sink: req.GetSink()}
 	var (
-		cfg *config.Config
-		out = &confighubv1.GetConfigResponse{}
-		err error
+		cfg  *config.Config
+		serr *sink.Error
+		err  error
 	)
 	if req.GetSink() != "" {
-		out.Sink = req.GetSink()
-		c, serr, e := s.hub.SinkConfig(req.GetSink(), req.GetFailed())
-		if e != nil {
-			return nil, toStatus(e)
-		}
-		cfg = c
-		if serr != nil {
-			out.Error = serr.Error()
-			out.ErrorBody = serr.Body
-		}
+		cfg, serr, err = s.hub.SinkConfig(req.GetSink(), req.GetFailed())
 	} else {
 		cfg, err = s.hub.Generation(ctx, req.GetStream(), req.GetGeneration())
-		if err != nil {
-			return nil, toStatus(err)
-		}
 	}
-	out.Stream = cfg.Stream
-	out.Generation = cfg.Generation
-	out.Hash = cfg.Hash
-	out.Format = formatOut(cfg.Format)
-	out.Labels = cfg.Labels
-	out.AcceptTime = timestamppb.New(cfg.AcceptTime)
-	out.Config = cfg.Raw
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if serr != nil {
+		out.Error, out.ErrorBody = serr.Error(), serr.Body
+	}
+	out.Stream, out.Generation, out.Hash, out.Format, out.Labels = cfg.Stream, cfg.Generation, cfg.Hash, formatOut(cfg.Format), cfg.Labels
+	out.AcceptTime, out.Config = timestamppb.New(cfg.AcceptTime), cfg.Raw
 	if s.redact != nil {
 		red, changed, err := s.redact(cfg.Raw, cfg.Format)
 		if err != nil {
-			return nil, status.Errorf(codes.Internal, "redact the configuration of stream %q: %v", cfg.Stream, err)
+			return nil, grpcstatus.Errorf(codes.Internal, "redact the configuration of stream %q: %v", cfg.Stream, err)
 		}
 		out.Config, out.Redacted = red, changed
 		if out.ErrorBody != nil {
@@ -180,7 +161,7 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 	// Above the limit grpc refuses to send the answer with its own words
 	// ("trying to send message larger than max"), which name no flag.
 	if n := proto.Size(out); s.maxMsg > 0 && n > s.maxMsg {
-		return nil, status.Errorf(codes.ResourceExhausted, "the configuration of stream %q (generation %d, %d bytes) does not fit in one answer: %d bytes, over the hub's gRPC message limit of %d bytes (--max-message-bytes); raise the limit to read it",
+		return nil, grpcstatus.Errorf(codes.ResourceExhausted, "the configuration of stream %q (generation %d, %d bytes) does not fit in one answer: %d bytes, over the hub's gRPC message limit of %d bytes (--max-message-bytes); raise the limit to read it",
 			cfg.Stream, cfg.Generation, len(out.Config), n, s.maxMsg)
 	}
 	return out, nil

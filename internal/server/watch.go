@@ -9,13 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
-	"github.com/confighub/confighub/internal/engine/status"
 )
-
-// sharedEncodings is how many recent status events keep their marshalled
-// bytes: a watcher further behind than its broker buffer is cut over to a
-// snapshot, so the changes it sends are among the latest.
-const sharedEncodings = status.DefaultWatchBuffer
 
 func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
 	ctx := stream.Context()
@@ -48,40 +42,27 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 				}
 				return grpcstatus.Error(codes.Unavailable, ShutdownMessage)
 			}
-			if err := s.watchEnc.send(stream, ev); err != nil {
+			if err := s.send(stream, ev); err != nil {
 				return fmt.Errorf("send status event: %w", err)
 			}
 		}
 	}
 }
 
-// watchEncodings shares the marshalled bytes of each status event between
-// all WatchStatus streams, so a change watched by 1,000 clients is
-// marshalled once, not 1,000 times. Every stream uses the server's one
-// codec (grpc.ForceServerCodecV2), so the marshalled bytes are the same
-// for all; grpc then frames and compresses them per stream as for any
-// message, so a client that asked for compression gets its compressor's
-// output and one that did not gets plain bytes.
-type watchEncodings struct {
-	enc *status.Encodings[*marshalled]
-}
-
-func newWatchEncodings() watchEncodings {
-	return watchEncodings{enc: status.NewEncodings[*marshalled](sharedEncodings)}
-}
-
-// send sends ev on s with the shared marshalled bytes of ev. Snapshots
-// are each watcher's own, so they are sent as they are.
-func (w watchEncodings) send(s grpc.ServerStreamingServer[confighubv1.WatchStatusResponse], ev *confighubv1.WatchStatusResponse) error {
+// send sends ev on stream. A change's marshalled bytes are shared by all
+// WatchStatus streams (watchEnc), so a change watched by 1,000 clients is
+// marshalled once; grpc frames and compresses them per stream as any
+// message. Snapshots are each watcher's own.
+func (s *hubService) send(stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse], ev *confighubv1.WatchStatusResponse) error {
 	if ev.GetSnapshot() != nil {
-		return s.Send(ev)
+		return stream.Send(ev)
 	}
-	m, err := w.enc.Get(ev, func() (*marshalled, error) {
+	m, err := s.watchEnc.Get(ev, func() (*marshalled, error) {
 		b, err := proto.Marshal(ev)
 		return &marshalled{b: b}, err
 	})
 	if err != nil {
 		return err
 	}
-	return s.SendMsg(m)
+	return stream.SendMsg(m)
 }

@@ -16,13 +16,13 @@ import (
 )
 
 // Error is a problem at a place in the user's file: its line and column
-// (1-based), the entry (index in the list, and name if it has one) and the
-// field path as the user spelled it.
+// (1-based), the entry (index, -1 for none, and name if known) and the
+// field path as the user spelled it ("" for the entry itself).
 type Error struct {
 	Line, Column int
-	Entry        int    // -1: not inside an entry
-	Name         string // the entry's name, if known
-	Path         string // e.g. "options.timeout", "" for the entry itself
+	Entry        int
+	Name         string
+	Path         string
 	Msg          string
 }
 
@@ -45,8 +45,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Load reads and checks a sinks file. Every error names the file and, where
-// it can, the line and column, the entry and the field.
+// Load reads and checks a sinks file; every error names the file.
 func Load(path string) ([]*confighubv1.Sink, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -85,10 +84,6 @@ func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {
 		return nil, &Error{Line: root.Line, Column: root.Column, Entry: -1,
 			Msg: "the file must be a list of sinks (each one starts with \"- \"), found " + kindName(root)}
 	}
-	v, err := protovalidate.New()
-	if err != nil {
-		return nil, err
-	}
 	md := (&confighubv1.Sink{}).ProtoReflect().Descriptor()
 	out := make([]*confighubv1.Sink, 0, len(items))
 	for i, it := range items {
@@ -108,7 +103,7 @@ func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {
 			// protojson's position is in the JSON form, not the file.
 			return nil, at(&Error{Line: it.Line, Column: it.Column, Msg: jsonPos.ReplaceAllString(err.Error(), "")})
 		}
-		if err := v.Validate(s); err != nil {
+		if err := protovalidate.Validate(s); err != nil {
 			return nil, at(violation(it, err))
 		}
 		out = append(out, s)

@@ -3,11 +3,11 @@ package sinkspec
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -26,21 +26,10 @@ const (
 )
 
 // Checker normalises and validates sink specs against a registry of kinds.
-type Checker struct {
-	reg *sink.Registry
-
-	once sync.Once // builds v at the first spec: compiling the rules costs
-	v    protovalidate.Validator
-	vErr error
-}
+type Checker struct{ reg *sink.Registry }
 
 // New returns a Checker for the kinds of reg.
 func New(reg *sink.Registry) *Checker { return &Checker{reg: reg} }
-
-func (c *Checker) validator() (protovalidate.Validator, error) {
-	c.once.Do(func() { c.v, c.vErr = protovalidate.New() })
-	return c.v, c.vErr
-}
 
 // Normalise returns a checked copy of spec and its kind: the kind resolved
 // (its kind field or the kind whose spec is set), the stream defaulted, the
@@ -56,11 +45,7 @@ func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kin
 	if s.GetName() == "" {
 		return nil, sink.Kind{}, fmt.Errorf("%w: name is required", sink.ErrInvalidSpec)
 	}
-	v, err := c.validator()
-	if err != nil {
-		return nil, sink.Kind{}, fmt.Errorf("sink spec validator: %w", err)
-	}
-	if err := v.Validate(s); err != nil {
+	if err := protovalidate.Validate(s); err != nil {
 		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q: %w", sink.ErrInvalidSpec, s.GetName(), err)
 	}
 	kind := c.reg.KindOf(s)
@@ -73,6 +58,9 @@ func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kin
 	k, ok := c.reg.Lookup(kind)
 	if !ok {
 		return nil, sink.Kind{}, fmt.Errorf("sink %q: %w %q (registered kinds: %v)", s.GetName(), sink.ErrUnknownKind, kind, c.reg.Kinds())
+	}
+	if k.Owns != nil && !k.Owns(s) {
+		return nil, sink.Kind{}, fmt.Errorf("%w: sink %q of kind %s has no spec of its kind (e.g. kong: {address: ...})", sink.ErrInvalidSpec, s.GetName(), kind)
 	}
 	s.Kind = kind
 	s.Stream = config.StreamName(s.GetStream())
@@ -96,45 +84,27 @@ func mergeOptions(o, d *confighubv1.SinkOptions) *confighubv1.SinkOptions {
 	if o == nil {
 		o = &confighubv1.SinkOptions{}
 	}
-	if d == nil {
-		return o
-	}
-	fill := func(dst **durationpb.Duration, src *durationpb.Duration) {
-		if *dst == nil && src != nil {
-			*dst = durationpb.New(src.AsDuration())
-		}
-	}
-	fill(&o.Timeout, d.Timeout)
-	fill(&o.MinInterval, d.MinInterval)
-	fill(&o.Debounce, d.Debounce)
-	fill(&o.MaxDelay, d.MaxDelay)
-	if o.Wave == 0 {
-		o.Wave = d.Wave
-	}
-	if o.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
-		o.Gate = d.Gate
-	}
-	if !o.CancelInFlight {
-		o.CancelInFlight = d.CancelInFlight
-	}
-	if o.WaveMinApplied == 0 {
-		o.WaveMinApplied = d.WaveMinApplied
-	}
-	if db := d.GetBackoff(); db != nil {
-		if o.Backoff == nil {
-			o.Backoff = &confighubv1.BackoffOptions{}
-		}
-		b := o.Backoff
-		fill(&b.Initial, db.Initial)
-		fill(&b.Max, db.Max)
-		if b.Multiplier == 0 {
-			b.Multiplier = db.Multiplier
-		}
-		if b.Jitter == 0 {
-			b.Jitter = db.Jitter
-		}
+	if d != nil {
+		fill(o.ProtoReflect(), d.ProtoReflect())
 	}
 	return o
+}
+
+// fill sets every field d sets and o does not, to a copy of d's; within a
+// message both set (backoff) it fills field by field.
+func fill(o, d protoreflect.Message) {
+	d.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		isMsg := fd.Message() != nil
+		switch {
+		case !o.Has(fd) && isMsg:
+			o.Set(fd, protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect()))
+		case !o.Has(fd):
+			o.Set(fd, v)
+		case isMsg && fd.Message().FullName() != "google.protobuf.Duration":
+			fill(o.Mutable(fd).Message(), v.Message())
+		}
+		return true
+	})
 }
 
 // Options are a sink's options with every default resolved: what the

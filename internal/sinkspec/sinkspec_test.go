@@ -54,6 +54,11 @@ func TestProtoRulesEnforced(t *testing.T) {
 		{fileSink("x", &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Multiplier: 0.5}}), "multiplier"},
 		{fileSink("x", &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Jitter: 1.5}}), "jitter"},
 		{fileSink("x", &confighubv1.SinkOptions{Backoff: &confighubv1.BackoffOptions{Initial: dur(0)}}), "backoff.initial"},
+		{&confighubv1.Sink{Name: "f", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{}}}, "file.path"},
+		{&confighubv1.Sink{Name: "f", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "x", Format: 9}}}, "file.format"},
+		{&confighubv1.Sink{Name: "p", Spec: &confighubv1.Sink_Plugin{Plugin: &confighubv1.PluginSpec{}}}, "plugin.address"},
+		{&confighubv1.Sink{Name: "d", Spec: &confighubv1.Sink_KongDb{KongDb: &confighubv1.KongDBSpec{}}}, "kong_db.address"},
+		{&confighubv1.Sink{Name: "g", Spec: &confighubv1.Sink_Kong{Kong: &confighubv1.KongSpec{Address: "http://h", StatusInterval: dur(-time.Second)}}}, "kong.status_interval"},
 	} {
 		wantInvalid(t, c, tc.s, sink.ErrInvalidSpec, tc.msg)
 	}
@@ -141,6 +146,9 @@ func TestKindResolution(t *testing.T) {
 	}
 	wantInvalid(t, c, &confighubv1.Sink{Name: "x", Kind: "kong", Spec: &confighubv1.Sink_File{File: &confighubv1.FileSpec{Path: "x"}}}, sink.ErrInvalidSpec, "file spec")
 	wantInvalid(t, c, &confighubv1.Sink{Name: "x", Kind: "nope"}, sink.ErrUnknownKind, `"nope"`)
+	for _, kind := range []string{"kong", "kong-db", "konnect", "file", "plugin"} {
+		wantInvalid(t, c, &confighubv1.Sink{Name: "x", Kind: kind}, sink.ErrInvalidSpec, "no spec of its kind")
+	}
 	wantInvalid(t, c, &confighubv1.Sink{Name: "x"}, sink.ErrInvalidSpec, "neither a kind nor a spec")
 	wantInvalid(t, c, &confighubv1.Sink{Kind: "file"}, sink.ErrInvalidSpec, "name is required")
 }

@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -38,42 +39,30 @@ type Source interface {
 	DiffGenerations(ctx context.Context, stream string, from, to uint64) (hub.Diff, error)
 }
 
-// Authorizer checks the bearer token of an HTTP request against a role
-// (auth.Authenticator implements it): on a refusal, the status to answer
-// and an error that never quotes the token.
-type Authorizer interface {
-	CheckRequest(w http.ResponseWriter, r *http.Request, need auth.Role) (auth.Principal, int, error)
-}
-
 var _ Source = (*hub.Hub)(nil)
-var _ Authorizer = (*auth.Authenticator)(nil)
 
 // Option configures a Handler.
 type Option func(*Handler)
 
 // WithAuth makes the API require a bearer token with the read role.
-func WithAuth(a Authorizer) Option { return func(h *Handler) { h.auth = a } }
+func WithAuth(a *auth.Authenticator) Option { return func(h *Handler) { h.auth = a } }
 
 // WithLogger sets where denials are logged (never with the token).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
-// WithKeepalive sets how often an idle event stream sends a comment line
-// (proxies close quiet connections). Default 15 s.
-func WithKeepalive(d time.Duration) Option { return func(h *Handler) { h.keepalive = d } }
+// keepalive is how often an idle event stream sends a comment line
+// (proxies close quiet connections).
+const keepalive = 15 * time.Second
 
 // Handler serves the page at / and its API under /api/v1/.
 type Handler struct {
-	src       Source
-	auth      Authorizer
-	log       *slog.Logger
-	keepalive time.Duration
-	ctx       context.Context
-	mux       *http.ServeMux
+	src  Source
+	auth *auth.Authenticator
+	log  *slog.Logger
+	ctx  context.Context
+	mux  *http.ServeMux
 	// events shares each change's event bytes between the pages watching.
 	events *status.Encodings[[]byte]
-	// rules checks the names a request gives by the rules gRPC applies
-	// (rules.proto), so both APIs refuse a name with the same message.
-	rules protovalidate.Validator
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -81,8 +70,8 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the page's handler. Event streams end when ctx ends (the
 // hub's shutdown), so an HTTP server's Shutdown does not wait for them.
 func New(ctx context.Context, src Source, opts ...Option) *Handler {
-	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), keepalive: 15 * time.Second, ctx: ctx, mux: http.NewServeMux(),
-		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer), rules: protovalidate.GlobalValidator}
+	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), ctx: ctx, mux: http.NewServeMux(),
+		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -95,10 +84,12 @@ func New(ctx context.Context, src Source, opts ...Option) *Handler {
 	for _, f := range []string{"app.js", "style.css"} {
 		h.mux.Handle("GET /"+f, files)
 	}
-	h.mux.HandleFunc("GET /api/v1/streams", h.authorized(h.streams))
-	h.mux.HandleFunc("GET /api/v1/status", h.authorized(h.status))
-	h.mux.HandleFunc("GET /api/v1/watch", h.authorized(h.watch))
-	h.mux.HandleFunc("GET /api/v1/diff", h.authorized(h.diff))
+	refuse := func(w http.ResponseWriter, code int, err error) {
+		writeError(w, code, apiError{Error: err.Error(), Auth: code == http.StatusUnauthorized})
+	}
+	for path, api := range map[string]http.HandlerFunc{"streams": h.streams, "status": h.status, "watch": h.watch, "diff": h.diff} {
+		h.mux.Handle("GET /api/v1/"+path, h.auth.Require(auth.RoleRead, h.log, "status page", refuse, api))
+	}
 	return h
 }
 
@@ -113,35 +104,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// apiError is the JSON body of every API error.
+// apiError is the JSON body of every API error; Auth (on 401) makes the
+// page ask for a token.
 type apiError struct {
 	Error string `json:"error"`
-	// Auth is set on 401: the page asks for a token.
-	Auth bool `json:"auth,omitempty"`
+	Auth  bool   `json:"auth,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, code int, e apiError) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(e)
-}
-
-// authorized wraps an API handler with the read-role check.
-func (h *Handler) authorized(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h.auth == nil {
-			next(w, r)
-			return
-		}
-		if _, code, err := h.auth.CheckRequest(w, r, auth.RoleRead); err != nil {
-			if !errors.Is(err, auth.ErrNoToken) {
-				h.log.Warn("status page: token refused", "path", r.URL.Path, "error", err)
-			}
-			writeError(w, code, apiError{Error: err.Error(), Auth: code == http.StatusUnauthorized})
-			return
-		}
-		next(w, r)
-	}
 }
 
 func (h *Handler) streams(w http.ResponseWriter, _ *http.Request) {
@@ -159,65 +132,53 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := h.src.Status(stream)
-	if err != nil {
-		h.sourceError(w, err)
-		return
-	}
-	b, err := jsonOut.Marshal(st)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
+	writeProto(w, st, err)
 }
 
 // diff answers DiffConfig's response as protojson: generation to of
 // stream (0: the current one) against from (0: the one before it).
 func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var gens [2]uint64
-	for i, k := range []string{"from", "to"} {
-		if v := q.Get(k); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("%s=%q is not a generation", k, v)})
-				return
-			}
-			gens[i] = n
-		}
+	from, ok := number(w, q.Get("from"), "from=%q is not a generation")
+	if !ok {
+		return
 	}
+	to, ok := number(w, q.Get("to"), "to=%q is not a generation")
 	stream := q.Get("stream")
-	if !h.valid(w, &confighubv1.DiffConfigRequest{Stream: stream, From: gens[0], To: gens[1]}) {
+	if !ok || !h.valid(w, &confighubv1.DiffConfigRequest{Stream: stream, From: from, To: to}) {
 		return
 	}
-	d, err := h.src.DiffGenerations(r.Context(), stream, gens[0], gens[1])
+	d, err := h.src.DiffGenerations(r.Context(), stream, from, to)
 	if err != nil {
-		h.sourceError(w, err)
+		writeProto(w, nil, err)
 		return
 	}
-	b, err := jsonOut.Marshal(d.Proto())
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
+	writeProto(w, d.Proto(), nil)
 }
 
-func (h *Handler) sourceError(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	if errors.Is(err, hub.ErrNotFound) {
-		code = http.StatusNotFound
+// writeProto answers m as protojson, or err from the source (404 for
+// hub.ErrNotFound).
+func writeProto(w http.ResponseWriter, m proto.Message, err error) {
+	var b []byte
+	if err == nil {
+		b, err = jsonOut.Marshal(m)
 	}
-	writeError(w, code, apiError{Error: err.Error()})
+	switch {
+	case errors.Is(err, hub.ErrNotFound):
+		writeError(w, http.StatusNotFound, apiError{Error: err.Error()})
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}
 }
 
 // valid checks req, the gRPC request of the same call, against its rules
-// and answers 400 with the rule's message when it breaks one: a name that
-// no stream can have is the caller's mistake, not an unknown stream.
+// (so both APIs refuse a name with the same message) and answers 400 when
+// it breaks one: a name no stream can have is not an unknown stream.
 func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
-	err := h.rules.Validate(req)
+	err := protovalidate.Validate(req)
 	if err == nil {
 		return true
 	}
@@ -234,18 +195,13 @@ func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
 // or Last-Event-ID set to the last id it saw, as a gRPC watcher does with
 // from_revision.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	stream := q.Get("stream")
-	from, err := resumeFrom(q.Get("from"), r.Header.Get("Last-Event-ID"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, apiError{Error: err.Error()})
-		return
-	}
-	if !h.valid(w, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: from}) {
+	stream := r.URL.Query().Get("stream")
+	from, ok := number(w, cmp.Or(r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")), "from %q: not a revision")
+	if !ok || !h.valid(w, &confighubv1.WatchStatusRequest{Stream: stream, FromRevision: from}) {
 		return
 	}
 	if _, err := h.src.Status(stream); err != nil {
-		h.sourceError(w, err)
+		writeProto(w, nil, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -259,7 +215,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
-	tick := time.NewTicker(h.keepalive)
+	tick := time.NewTicker(keepalive)
 	defer tick.Stop()
 	var buf []byte
 	for {
@@ -319,17 +275,15 @@ func appendEvent(b []byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) 
 	return append(b, "\n\n"...), nil
 }
 
-func resumeFrom(query, header string) (uint64, error) {
-	v := query
+// number reads v (0 when empty), or answers 400 with bad (v's format).
+func number(w http.ResponseWriter, v, bad string) (uint64, bool) {
 	if v == "" {
-		v = header
-	}
-	if v == "" {
-		return 0, nil
+		return 0, true
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("from %q: not a revision", v)
+		writeError(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf(bad, v)})
+		return 0, false
 	}
-	return n, nil
+	return n, true
 }

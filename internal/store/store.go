@@ -5,84 +5,66 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"sync"
 	"time"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/config"
 )
 
-// ErrNotFound is returned for an unknown stream or sink.
-var ErrNotFound = errors.New("not found")
+// The store's sentinel errors; stored data that cannot be read is
+// ErrCorrupt, never reset silently.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrConflict    = errors.New("generation conflict")
+	ErrCorrupt     = errors.New("store data is corrupt")
+	ErrNotRetained = errors.New("generation not retained")
+)
 
-// ErrConflict is returned by CommitConfig when expected_generation does not
-// match the stream's current generation.
-var ErrConflict = errors.New("generation conflict")
+// NotRetained is GetGeneration's error for gen when oldest..newest are kept.
+func NotRetained(stream string, gen, oldest, newest uint64) error {
+	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
+}
 
-// ErrCorrupt is returned by Open when the data cannot be read; the store is
-// never reset silently.
-var ErrCorrupt = errors.New("store data is corrupt")
-
-// Applied is what one sink last applied.
+// Applied is what one sink last applied, kept in JSON under its name.
 type Applied struct {
-	Sink       string
-	Stream     string
-	Generation uint64
-	Hash       string
-	Time       time.Time
+	Sink       string    `json:"-"`
+	Stream     string    `json:"stream"`
+	Generation uint64    `json:"generation"`
+	Hash       string    `json:"hash"`
+	Time       time.Time `json:"time"`
 }
 
-// Converged is when every sink of a stream had applied a generation, as the
-// hub observed it.
+// Converged is when the hub saw every sink of a stream apply a generation.
 type Converged struct {
-	Stream     string
-	Generation uint64
-	Time       time.Time
+	Stream     string    `json:"-"`
+	Generation uint64    `json:"generation"`
+	Time       time.Time `json:"time"`
 }
 
-// ErrNotRetained is wrapped by GetGeneration for a generation the store no
-// longer keeps (or never had); the message names the retained range.
-var ErrNotRetained = errors.New("generation not retained")
-
-// Retention defaults: the last DefaultHistory generations of each stream
-// are kept with their bytes, at most DefaultHistoryBytes of them per
-// stream (the current generation always), the oldest going first.
+// Retention defaults.
 const (
 	DefaultHistory      = 50
 	DefaultHistoryBytes = 1 << 30
 )
 
-// Retention is how many generations of each stream a store keeps with
-// their bytes: at most History of them and at most Bytes in all, whichever
-// is reached first; the current generation is always kept.
+// Retention bounds each stream's kept generations to History of them and
+// Bytes in all (<= 0: unbounded), oldest first out; the current one stays.
 type Retention struct {
 	History int
 	Bytes   int64
 }
 
 // DefaultRetention is DefaultHistory generations, DefaultHistoryBytes.
-func DefaultRetention() Retention {
-	return Retention{History: DefaultHistory, Bytes: DefaultHistoryBytes}
-}
+func DefaultRetention() Retention { return Retention{DefaultHistory, DefaultHistoryBytes} }
 
-// Normalized returns r with History at least 1 and Bytes, when 0 or
-// less, unbounded.
-func (r Retention) Normalized() Retention {
-	r.History = max(r.History, 1)
-	if r.Bytes <= 0 {
-		r.Bytes = 1<<63 - 1
-	}
-	return r
-}
-
-// Keep returns how many of the newest generations r keeps, given their
-// sizes newest first: every one while the count and the sum stay within
-// r, and always the first (the current generation).
+// Keep is how many of the generations of sizes (newest first) r keeps.
 func (r Retention) Keep(sizes []int64) int {
-	r = r.Normalized()
 	var sum int64
 	for i, sz := range sizes {
 		sum += sz
-		if i > 0 && (i >= r.History || sum > r.Bytes) {
+		if i > 0 && (i >= r.History || (r.Bytes > 0 && sum > r.Bytes)) {
 			return i
 		}
 	}
@@ -100,177 +82,193 @@ type GenerationInfo struct {
 	Origin     config.Origin
 }
 
-// InfoOf is the GenerationInfo of c.
-func InfoOf(c *config.Config) GenerationInfo {
-	return GenerationInfo{Stream: c.Stream, Generation: c.Generation, Hash: c.Hash, Size: int64(len(c.Raw)),
-		Labels: c.Labels, AcceptTime: c.AcceptTime, Origin: c.Origin}
-}
-
-// NotRetained is the error of GetGeneration for generation gen of stream
-// when the store keeps generations oldest..newest of it.
-func NotRetained(stream string, gen, oldest, newest uint64) error {
-	return fmt.Errorf("stream %q keeps generations %d-%d, not %d: %w", stream, oldest, newest, gen, ErrNotRetained)
-}
-
-// Page returns the entries of infos (newest first) older than before
-// (before 0: from the newest), at most limit of them (limit <= 0: all).
-func Page(infos []GenerationInfo, before uint64, limit int) []GenerationInfo {
-	i := 0
-	if before > 0 {
-		for i < len(infos) && infos[i].Generation >= before {
-			i++
-		}
-	}
-	infos = infos[i:]
-	if limit > 0 && len(infos) > limit {
-		infos = infos[:limit]
-	}
-	return infos
-}
-
-// Store is a durable home for streams, their retained generations, sinks,
-// applied and convergence records. Every method is safe for concurrent
-// use.
+// Store keeps streams, their retained generations, sinks, applied and
+// convergence records durably; it is safe for concurrent use. Lists are
+// sorted by name.
 type Store interface {
-	// CommitConfig makes c the next generation of stream c.Stream, durably,
-	// and returns it as stored: c.WithGeneration of the assigned generation,
-	// sharing c's bytes (they are held once). expected > 0 must equal the
-	// current generation (0 when the stream does not exist), else
-	// ErrConflict and nothing is stored. When c.Hash equals the current
-	// hash nothing is stored and the current config is returned with
-	// unchanged = true. c.Generation is ignored and c is not modified.
-	// The commit drops the generations that fall out of the retention.
+	// CommitConfig durably makes c (its Generation ignored) the stream's
+	// next generation, returned sharing c's bytes; expected > 0 must be the
+	// current generation (ErrConflict); c.Hash equal to the current one
+	// stores nothing and returns the current config, unchanged.
 	CommitConfig(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
-	// GetStream returns the stream's current config or ErrNotFound.
 	GetStream(ctx context.Context, name string) (*config.Config, error)
-	// ListStreams returns every stream's current config.
 	ListStreams(ctx context.Context) ([]*config.Config, error)
-	// DeleteStream removes the stream's config, its retained generations
-	// and its convergence record; ErrNotFound when it has none.
+	// DeleteStream removes the stream's generations and convergence record.
 	DeleteStream(ctx context.Context, name string) error
-
-	// ListGenerations returns the stream's retained generations, newest
-	// first, at most limit of them older than before (before 0: from the
-	// newest). ErrNotFound for an unknown stream.
+	// ListGenerations lists at most limit (<= 0: all) retained generations
+	// older than before (0: all), newest first.
 	ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]GenerationInfo, error)
-	// GetGeneration returns a retained generation's config; a generation
-	// not retained is an error wrapping ErrNotRetained whose message names
-	// the retained range ("stream s keeps generations 12-61"), an unknown
-	// stream ErrNotFound.
+	// GetGeneration returns a retained generation; another is ErrNotRetained.
 	GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error)
 
-	// PutSink stores a sink spec (create or replace).
 	PutSink(ctx context.Context, s *confighubv1.Sink) error
-	// DeleteSink removes a sink and its applied record; ErrNotFound if absent.
+	// DeleteSink removes a sink's spec and applied record (ErrNotFound: neither).
 	DeleteSink(ctx context.Context, name string) error
-	// ListSinks returns every stored sink spec.
 	ListSinks(ctx context.Context) ([]*confighubv1.Sink, error)
-
-	// RecordApplied stores what a sink applied (overwrites the previous).
 	RecordApplied(ctx context.Context, a Applied) error
-	// ListApplied returns every sink's applied record.
 	ListApplied(ctx context.Context) ([]Applied, error)
-
-	// RecordConverged stores c as its stream's convergence (overwrites the
-	// previous one), so a restarted hub shows it as it was observed
-	// instead of observing it again.
+	// RecordConverged keeps c so a restarted hub shows it, not observes it again.
 	RecordConverged(ctx context.Context, c Converged) error
-	// ListConverged returns every stream's convergence record.
 	ListConverged(ctx context.Context) ([]Converged, error)
-
-	// FingerprintKey returns the stored key of the fingerprints shown in
-	// place of sink secrets; when none is stored yet it stores newKey
-	// (once: concurrent callers all get the first stored key) and returns
-	// it. So a fingerprint stays the same across restarts and, on a
-	// shared store, across replicas.
+	// FingerprintKey returns the stored key of sink secrets' fingerprints,
+	// storing newKey when there is none (concurrent callers get the first).
 	FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error)
 
-	// StageConfig writes raw aside for stream (durably, or so that Commit
-	// makes it durable with the commit) and returns the handle that
-	// commits or discards it, so that the write overlaps the hub's check.
-	// Staged bytes are invisible to readers until Commit; a crash before
-	// Commit leaves nothing a reader sees. raw must not change until the
-	// handle is committed or discarded. Canceling ctx stops the write;
-	// the handle must not keep ctx: the hub ends it once StageConfig
-	// returns, before Commit (bolt TestCommitAfterStageContextEnds).
-	// tee, when not nil, is written all of raw, in order, as it is written
-	// (so a hash shares the pass over the bytes with the write).
+	// StageConfig writes raw (unchanged until Commit) aside for stream while
+	// the hub checks it, feeding tee (if not nil) as it goes; staged bytes are
+	// invisible until Commit, and the handle keeps nothing of ctx.
 	StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (Staged, error)
-	// DeferBelow is the size below which StageConfig writes none of the
-	// bytes (the commit does), so a caller has no write to overlap with
-	// its own work on such bytes.
+	// DeferBelow is the size below which a stage writes nothing (the commit does).
 	DeferBelow() int
-	// StageStream opens a stage of size bytes for stream that receives a
-	// configuration in pieces (an upload's chunks) as each arrives.
+	// StageStream opens a stage of size bytes that takes them as they arrive.
 	StageStream(ctx context.Context, stream string, size int64) (StageWriter, error)
 
 	Close() error
 }
 
-// Shared is a store that several replicas share (etcd): Watch follows the
-// changes the others make. Replica mode takes it.
+// Shared is a store replicas share (etcd); Watch follows the others' changes.
 type Shared interface {
 	Store
 	Watch(ctx context.Context) <-chan Event
 }
 
-// Staged is configuration bytes written by StageConfig, not yet part of a
-// stream. Exactly one of Commit or Discard is called; Discard after Commit
-// is a no-op, so it may be deferred.
-type Staged interface {
-	// Commit is CommitConfig for the staged bytes: c.Stream is the staged
-	// stream and c.Raw the staged slice (c.Hash its hash). Whatever it
-	// returns, the staged bytes are either part of the stream or removed.
-	Commit(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
-	// Discard removes the staged bytes (e.g. the check failed).
-	Discard() error
-}
-
-// StageWriter receives a streamed stage's bytes in order. Exactly one of
-// Staged or Discard ends it.
-type StageWriter interface {
-	// Write writes the next bytes; more than the announced size is an
-	// error.
-	Write(p []byte) (int, error)
-	// Staged returns the handle of the stage once all its bytes were
-	// written. Its Commit takes a config whose Raw is the bytes written,
-	// kept by the caller, and stores them as they are: nothing is read
-	// back.
-	Staged() (Staged, error)
-	// Discard removes what was written.
-	Discard() error
-}
-
-// Event is a change seen by Shared.Watch.
+// Event is a stream's new generation or a sink spec put or deleted.
 type Event struct {
-	// Config is set when a stream got a new generation.
-	Config *config.Config
-	// SinkPut / SinkDeleted are set when a sink spec changed.
+	Config      *config.Config
 	SinkPut     *confighubv1.Sink
 	SinkDeleted string
 }
 
-// OriginRecord is config.Origin as the stores write it in JSON; nil for
-// an empty origin.
-type OriginRecord struct {
+// Staged is staged bytes: Commit (CommitConfig with c.Raw the staged
+// bytes) or Discard ends it; Discard after Commit is a no-op.
+type Staged interface {
+	Commit(ctx context.Context, c *config.Config, expected uint64) (stored *config.Config, unchanged bool, err error)
+	Discard() error
+}
+
+// StageWriter takes a stage's bytes in order, no more than announced;
+// Staged (once all are written; the caller keeps them for c.Raw) or
+// Discard ends it.
+type StageWriter interface {
+	Write(p []byte) (int, error)
+	Staged() (Staged, error)
+	Discard() error
+}
+
+// Meta is a generation's JSON record without its bytes.
+type Meta struct {
+	Generation uint64            `json:"generation"`
+	Hash       string            `json:"hash"`
+	Format     string            `json:"format"`
+	Size       int64             `json:"size"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	AcceptTime time.Time         `json:"accept_time"`
+	Origin     *originRecord     `json:"origin,omitempty"`
+}
+
+// originRecord is config.Origin with its JSON names.
+type originRecord struct {
 	Pusher     string         `json:"pusher,omitempty"`
 	Peer       string         `json:"peer,omitempty"`
 	RollbackOf uint64         `json:"rollback_of,omitempty"`
 	Entities   map[string]int `json:"entities,omitempty"`
 }
 
-// RecordOf is o as an OriginRecord, nil when o is empty.
-func RecordOf(o config.Origin) *OriginRecord {
-	if o.Pusher == "" && o.Peer == "" && o.RollbackOf == 0 && len(o.Entities) == 0 {
-		return nil
+// MetaOf is the Meta of c at generation gen.
+func MetaOf(c *config.Config, gen uint64) Meta {
+	m := Meta{Generation: gen, Hash: c.Hash, Format: c.Format.String(), Size: int64(len(c.Raw)), Labels: c.Labels, AcceptTime: c.AcceptTime}
+	if o := c.Origin; o.Pusher != "" || o.Peer != "" || o.RollbackOf != 0 || len(o.Entities) > 0 {
+		m.Origin = (*originRecord)(&o)
 	}
-	return &OriginRecord{Pusher: o.Pusher, Peer: o.Peer, RollbackOf: o.RollbackOf, Entities: o.Entities}
+	return m
 }
 
-// Origin is the config.Origin of r (empty for nil).
-func (r *OriginRecord) Origin() config.Origin {
-	if r == nil {
-		return config.Origin{}
+func (m Meta) origin() (o config.Origin) {
+	if m.Origin != nil {
+		o = config.Origin(*m.Origin)
 	}
-	return config.Origin{Pusher: r.Pusher, Peer: r.Peer, RollbackOf: r.RollbackOf, Entities: r.Entities}
+	return o
 }
+
+// Info is the GenerationInfo of generation m of stream.
+func (m Meta) Info(stream string) GenerationInfo {
+	return GenerationInfo{Stream: stream, Generation: m.Generation, Hash: m.Hash, Size: m.Size, Labels: m.Labels, AcceptTime: m.AcceptTime, Origin: m.origin()}
+}
+
+// Config is generation m of stream with bytes raw.
+func (m Meta) Config(stream string, raw []byte) (*config.Config, error) {
+	f, err := config.ParseFormat(m.Format)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stream %q generation %d: %v", ErrCorrupt, stream, m.Generation, err)
+	}
+	return config.New(stream, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.origin()), nil
+}
+
+// Locks is a mutex per name; the zero value is ready.
+type Locks struct{ m sync.Map }
+
+// Lock locks name's mutex and returns its unlock.
+func (l *Locks) Lock(name string) func() {
+	mu, _ := l.m.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// Committer is the CommitConfig of a store whose stages write nothing.
+type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
+
+// Direct is the staging of a store (memory, etcd) whose commit writes the
+// bytes; it embeds Direct with Commit set to its CommitConfig.
+type Direct struct{ Commit Committer }
+
+func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
+	if tee != nil {
+		if _, err := tee.Write(raw); err != nil {
+			return nil, err
+		}
+	}
+	return &direct{commit: d.Commit}, nil
+}
+
+func (Direct) DeferBelow() int { return math.MaxInt }
+
+func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
+	return StageStreamDirect(d.Commit, size), nil
+}
+
+// StageDirect is Direct.StageConfig with commit.
+func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
+	return Direct{commit}.StageConfig(context.Background(), "", raw, tee)
+}
+
+// StageStreamDirect is Direct.StageStream with commit.
+func StageStreamDirect(commit Committer, size int64) StageWriter {
+	return &direct{commit: commit, size: size}
+}
+
+// direct counts the bytes written to it; the caller keeps them.
+type direct struct {
+	commit  Committer
+	size, n int64
+}
+
+func (d *direct) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	return d.commit(ctx, c, expected)
+}
+
+func (d *direct) Write(p []byte) (int, error) {
+	if d.n+int64(len(p)) > d.size {
+		return 0, fmt.Errorf("stage: %d bytes written past the announced %d", d.n+int64(len(p))-d.size, d.size)
+	}
+	d.n += int64(len(p))
+	return len(p), nil
+}
+
+func (d *direct) Staged() (Staged, error) {
+	if d.n != d.size {
+		return nil, fmt.Errorf("stage: %d of %d bytes written", d.n, d.size)
+	}
+	return d, nil
+}
+
+func (*direct) Discard() error { return nil }

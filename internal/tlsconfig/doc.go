@@ -1,20 +1,11 @@
 // Package tlsconfig builds the *tls.Config of an outbound connection (a Kong
-// Admin API, Konnect) from a confighubv1.TLS spec, shared by the sink kinds in
+// Admin API, Konnect) from a confighubv1.TLS spec, for the sink kinds in
 // clients/.
 //
 // Guarantees:
-//   - PEM fields take precedence over files (ca_pem over ca_file, cert_pem
-//     and key_pem over cert_file and key_file), as the proto documents
-//     (TestPEMTakesPrecedenceOverFile).
-//   - A client certificate needs both halves; one without the other is an
-//     error naming the missing half (TestHalfACertificateIsAnError).
-//   - A custom CA replaces the system roots for that connection only
-//     (TestCustomCAAndMinimumVersion).
-//   - The minimum version is TLS 1.2 (TestCustomCAAndMinimumVersion).
-//   - insecure_skip_verify is honoured only when set; every kind calls
-//     WarnInsecure so that it is logged as a warning when the sink is made
-//     (TestCustomCAAndMinimumVersion, TestWarnInsecureOnlyWhenSet).
-//   - Files are read when Build is called (at sink creation), so a bad path
-//     is reported by PutSink, not at the first apply
-//     (TestHalfACertificateIsAnError: an unreadable cert_file).
+//   - PEM fields take precedence over files, as the proto documents (TestPEMTakesPrecedenceOverFile).
+//   - A client certificate needs both halves; one alone is an error naming the other (TestHalfACertificateIsAnError).
+//   - A custom CA replaces the system roots for that connection only; TLS 1.2 at least (TestCustomCAAndMinimumVersion).
+//   - insecure_skip_verify is honoured only when set, and WarnInsecure logs it (TestCustomCAAndMinimumVersion, TestWarnInsecureOnlyWhenSet).
+//   - Files are read by Build, at sink creation, so PutSink reports a bad path (TestHalfACertificateIsAnError).
 package tlsconfig

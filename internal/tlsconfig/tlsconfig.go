@@ -33,7 +33,7 @@ func Build(spec *confighubv1.TLS) (*tls.Config, error) {
 		}
 		c.RootCAs = pool
 	}
-	cert, err := ClientCertificate(spec)
+	cert, err := clientCertificate(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +43,9 @@ func Build(spec *confighubv1.TLS) (*tls.Config, error) {
 	return c, nil
 }
 
-// ClientCertificate returns the client certificate of spec, or nil when it
+// clientCertificate returns the client certificate of spec, or nil when it
 // sets none.
-func ClientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
-	if spec == nil {
-		return nil, nil
-	}
+func clientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
 	certPEM, err := pemOrFile("cert", spec.GetCertPem(), spec.GetCertFile())
 	if err != nil {
 		return nil, err
@@ -86,9 +83,8 @@ func pemOrFile(what, pem, file string) ([]byte, error) {
 	return b, nil
 }
 
-// WarnInsecure logs a warning (once, at sink creation) when spec turns off
-// the verification of the server's certificate: it is honoured only when
-// asked and never silently. A nil logger logs nothing.
+// WarnInsecure logs a warning (at sink creation) when spec turns off the
+// verification of the server's certificate. A nil logger logs nothing.
 func WarnInsecure(logger *slog.Logger, spec *confighubv1.TLS, address string) {
 	if logger == nil || !spec.GetInsecureSkipVerify() {
 		return

@@ -103,13 +103,14 @@ var externalFlags = map[string]string{
 }
 
 // TestDocsMentionExistingFlags: every --flag the documents mention is a
-// flag of one of the repository's commands (cmd/*, examples/*) or of an
+// flag of one of the repository's commands (cmd/*, examples/*,
+// test/kongemu/cmd/*) or of an
 // external program listed in externalFlags.
 func TestDocsMentionExistingFlags(t *testing.T) {
 	root := repoRoot(t)
 	defined := map[string]bool{"help": true}
 	walkGo(t, root, func(rel string, body []byte) {
-		if (strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "examples/")) && !strings.HasSuffix(rel, "_test.go") {
+		if (strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "examples/") || strings.HasPrefix(rel, "test/kongemu/cmd/")) && !strings.HasSuffix(rel, "_test.go") {
 			for _, m := range flagDef.FindAllSubmatch(body, -1) {
 				defined[string(m[1])] = true
 			}

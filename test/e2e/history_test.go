@@ -50,17 +50,21 @@ func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 	c := hubclient.New(harness.Dial(t, f.hub.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.Rollback(ctx, "", g1, g1); status.Code(err) != codes.FailedPrecondition {
+	generations := func() ([]*confighubv1.GenerationRecord, error) {
+		res, err := c.Hub.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{Limit: 1000})
+		return res.GetGenerations(), err
+	}
+	if _, err := c.Hub.RollbackConfig(ctx, &confighubv1.RollbackConfigRequest{Generation: g1, ExpectedGeneration: g1}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("rollback with a stale expected generation: %v", err)
 	}
-	rb, err := c.Rollback(ctx, "", g1, g2)
+	rb, err := c.Hub.RollbackConfig(ctx, &confighubv1.RollbackConfigRequest{Generation: g1, ExpectedGeneration: g2})
 	if err != nil || rb.GetUnchanged() || rb.GetGeneration() != g2+1 || rb.GetSinks() != 3 {
 		t.Fatalf("rollback: %v %v", rb, err)
 	}
 	waitHash(t, f.gws, kongemu.ConfigHash(a), "the rollback")
 	var gens []*confighubv1.GenerationRecord
 	harness.Eventually(t, 20*time.Second, func() bool {
-		gens, err = c.Generations(ctx, "")
+		gens, err = generations()
 		return err == nil && len(gens) == 3 && gens[0].GetOutcome() == confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGED
 	}, "the rollback converged in the history: %v", &gens)
 	for i, g := range gens {
@@ -71,7 +75,7 @@ func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 			t.Errorf("generation %d rolls back to %d, want %d", g.GetGeneration(), g.GetRollbackOf(), want)
 		}
 	}
-	if res, err := c.Rollback(ctx, "", g1, 0); err != nil || !res.GetUnchanged() {
+	if res, err := c.Hub.RollbackConfig(ctx, &confighubv1.RollbackConfigRequest{Generation: g1, ExpectedGeneration: 0}); err != nil || !res.GetUnchanged() {
 		t.Fatalf("rollback to the current hash: %v %v, want unchanged", res, err)
 	}
 
@@ -106,7 +110,7 @@ func TestHistoryRollbackBringsTheFleetBack(t *testing.T) {
 	}
 	h := harness.StartHub(t, bins, "--data-dir", f.hub.DataDir)
 	c = hubclient.New(harness.Dial(t, h.Addr))
-	gens, err = c.Generations(ctx, "")
+	gens, err = generations()
 	if err != nil || len(gens) != 4 || gens[3].GetPusher() != "anonymous" || gens[1].GetRollbackOf() != g1 {
 		t.Fatalf("history after a restart: %v %v", gens, err)
 	}
@@ -137,11 +141,11 @@ func TestReplicasHistory(t *testing.T) {
 		harness.Eventually(t, 30*time.Second, func() bool { return rs.converged(gens[i]) }, "generation %d applied", gens[i])
 	}
 	c1 := hubclient.New(harness.Dial(t, rs.hub("r1").Addr))
-	d, err := c1.Diff(ctx, "", 0, 0)
+	d, err := c1.Hub.DiffConfig(ctx, &confighubv1.DiffConfigRequest{})
 	if err != nil || d.GetFrom() != gens[0] || d.GetTo() != gens[1] || d.GetDeleted() == 0 || d.GetCreated() == 0 {
 		t.Fatalf("diff through r1: %v %v", d, err)
 	}
-	rb, err := c1.Rollback(ctx, "", gens[0], gens[1])
+	rb, err := c1.Hub.RollbackConfig(ctx, &confighubv1.RollbackConfigRequest{Generation: gens[0], ExpectedGeneration: gens[1]})
 	if err != nil || rb.GetGeneration() != gens[1]+1 {
 		t.Fatalf("rollback through r1: %v %v", rb, err)
 	}
@@ -151,7 +155,8 @@ func TestReplicasHistory(t *testing.T) {
 	rs.forget("r0")
 	h.Kill()
 	c2 := hubclient.New(harness.Dial(t, rs.hub("r2").Addr))
-	recs, err := c2.Generations(ctx, "")
+	list, err := c2.Hub.ListGenerations(ctx, &confighubv1.ListGenerationsRequest{Limit: 1000})
+	recs := list.GetGenerations()
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("history through r2 after r0 was killed: %v %v", recs, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Server is one embedded etcd member. Stop and Restart keep its data dir
+// Server is one etcd member: embedded, or the binary named by
+// $CONFIGHUB_ETCD_BIN run as a Process. Stop and Restart keep its data dir
 // and ports, so a restart is the same member coming back.
 type Server struct {
 	t         testing.TB
@@ -21,6 +23,7 @@ type Server struct {
 	peerURL   url.URL
 	opts      options
 	e         *embed.Etcd
+	proc      *Process
 }
 
 // Option configures Start.
@@ -40,6 +43,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 	s := &Server{t: t, dir: t.TempDir(), clientURL: freeURL(t), peerURL: freeURL(t)}
 	for _, o := range opts {
 		o(&s.opts)
+	}
+	if bin := os.Getenv("CONFIGHUB_ETCD_BIN"); bin != "" && s.opts.maxRequestBytes == 0 {
+		s.proc = StartProcess(t, bin)
+		return s
 	}
 	s.start()
 	t.Cleanup(s.Stop)
@@ -90,7 +97,12 @@ func (s *Server) start() {
 }
 
 // Endpoints are the client URLs.
-func (s *Server) Endpoints() []string { return []string{s.clientURL.String()} }
+func (s *Server) Endpoints() []string {
+	if s.proc != nil {
+		return s.proc.Endpoints()
+	}
+	return []string{s.clientURL.String()}
+}
 
 // Client returns a client closed when the test ends.
 func (s *Server) Client(t testing.TB) *clientv3.Client {
@@ -109,6 +121,9 @@ func (s *Server) Client(t testing.TB) *clientv3.Client {
 
 // Stop stops the member (idempotent); its data stays.
 func (s *Server) Stop() {
+	if s.proc != nil {
+		s.proc.Stop()
+	}
 	if s.e != nil {
 		s.e.Close()
 		s.e = nil
@@ -118,6 +133,10 @@ func (s *Server) Stop() {
 // Restart starts the stopped member again on the same dir and ports.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if s.proc != nil {
+		s.proc.Restart()
+		return
+	}
 	s.Stop()
 	s.start()
 }

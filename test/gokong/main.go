@@ -5,7 +5,7 @@
 //
 // It copies go-kong's module out of the module cache (read-only there) into
 // a temporary folder, builds its tests with `go test -c ./kong`, builds
-// cmd/kong-emulator, lists the top-level tests and runs each against a
+// test/kongemu/cmd/kong-emulator, lists the top-level tests and runs each against a
 // freshly started `kong-emulator --oss` (a failing test leaves its entities
 // behind), in DB mode (--db-mode) and DB-less, and prints one line of
 // counts per mode:
@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	emulator := filepath.Join(tmp, "kong-emulator")
-	if err := goCmd(ctx, "", "build", "-o", emulator, "./cmd/kong-emulator"); err != nil {
+	if err := goCmd(ctx, "", "build", "-o", emulator, "./test/kongemu/cmd/kong-emulator"); err != nil {
 		return fmt.Errorf("building the emulator: %w", err)
 	}
 	names, err := listTests(ctx, suite)

@@ -2,7 +2,7 @@
 // real Kong can run on the test machines, so this package answers the Admin
 // API calls confighub makes, following Kong 3.9's source (kong/api/routes,
 // kong/db/schema/entities, kong/db/errors.lua; each rule cites its file).
-// cmd/kong-emulator runs it by hand.
+// test/kongemu/cmd/kong-emulator runs it by hand.
 //
 // Gateway is a DB-less gateway (POST /config, GET /status, GET /); WithDBMode
 // and WithRoutes(api.Routes) put an EntityAPI (DB mode on the root, Konnect

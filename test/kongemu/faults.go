@@ -344,7 +344,7 @@ func (g *Gateway) Count(method, path string) int {
 // Pushes is the number of POST /config requests received (any answer).
 func (g *Gateway) Pushes() int { return g.Count(http.MethodPost, "/config") }
 
-// --- control API (for cmd/kong-emulator and scripts) ------------------------
+// --- control API (for test/kongemu/cmd/kong-emulator and scripts) ----------
 
 const controlPrefix = "/_emulator/"
 

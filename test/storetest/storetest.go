@@ -741,7 +741,7 @@ func checkGenerations(t *testing.T, s store.Store, what string, want []*config.C
 		g := got[i]
 		if g.Stream != "p" || g.Generation != w.Generation || g.Hash != w.Hash || g.Size != int64(len(w.Raw)) ||
 			!maps.Equal(g.Labels, w.Labels) || !g.AcceptTime.Equal(w.AcceptTime) || !sameOrigin(g.Origin, w.Origin) {
-			t.Errorf("%s: generation %d listed as %+v, want %+v", what, i, g, store.InfoOf(w))
+			t.Errorf("%s: generation %d listed as %+v, want %+v", what, i, g, store.MetaOf(w, w.Generation).Info(w.Stream))
 		}
 		c, err := s.GetGeneration(ctx, "p", w.Generation)
 		if err != nil {

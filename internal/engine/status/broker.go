@@ -1,7 +1,9 @@
 package status
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -15,140 +17,83 @@ import (
 
 // Snapshot reasons sent in WatchStatusResponse.snapshot_reason.
 const (
-	ReasonStart       = "start"
-	ReasonResumeGap   = "resume-gap"
-	ReasonSlowWatcher = "slow-watcher"
-	// ReasonStreamDeleted: DeleteStream removed the stream's generations.
-	ReasonStreamDeleted = "stream-deleted"
+	ReasonStart         = "start"
+	ReasonResumeGap     = "resume-gap"
+	ReasonSlowWatcher   = "slow-watcher"
+	ReasonStreamDeleted = "stream-deleted" // the stream's generations were removed
 )
 
-// Defaults of the broker's options.
+// Option defaults, and how many recent generations per stream are kept.
 const (
 	DefaultHistory     = 4096
 	DefaultWatchBuffer = 1024
-	DefaultGenerations = 16
+	Generations        = 16
 )
 
 // Option configures a Broker.
 type Option func(*Broker)
 
 // WithHistory sets how many changes per stream are kept for resuming.
-func WithHistory(n int) Option {
-	return func(b *Broker) {
-		if n > 0 {
-			b.history = n
-		}
-	}
-}
+func WithHistory(n int) Option { return func(b *Broker) { b.history = cmp.Or(max(n, 0), b.history) } }
 
-// WithWatchBuffer sets each watcher's channel capacity (at least 2: one
-// snapshot and one change).
+// WithWatchBuffer sets each watcher's channel capacity (at least 2).
 func WithWatchBuffer(n int) Option {
-	return func(b *Broker) {
-		if n > 0 {
-			b.buffer = max(n, 2)
-		}
-	}
+	return func(b *Broker) { b.buffer = max(cmp.Or(max(n, 0), b.buffer), 2) }
 }
 
-// WithDispatchWindow makes the fan-out run in rounds: the first change
-// after a round waits d (on the broker's clock) before it is sent, with
-// every change made meanwhile. A burst of changes (a push makes several
-// per sink) then costs each watcher one wake-up instead of one per change,
-// and the fan-out starts after the change's caller (the push handler) is
-// done instead of competing with it for the CPU. 0 (the default) sends at
-// once.
+// WithDispatchWindow batches the fan-out in rounds of d (0, the default: none).
 func WithDispatchWindow(d time.Duration) Option {
-	return func(b *Broker) {
-		if d > 0 {
-			b.window = d
-		}
-	}
+	return func(b *Broker) { b.window = max(d, 0) }
 }
 
 // WithClock sets the clock of the dispatch window (tests pass a fake).
-func WithClock(c clockwork.Clock) Option {
-	return func(b *Broker) {
-		if c != nil {
-			b.clock = c
-		}
-	}
-}
+func WithClock(c clockwork.Clock) Option { return func(b *Broker) { b.clock = cmp.Or(c, b.clock) } }
 
-// WithGenerations sets how many recent generations per stream are kept.
-func WithGenerations(n int) Option {
-	return func(b *Broker) {
-		if n > 0 {
-			b.keepGens = n
-		}
-	}
-}
-
-// WithFirstRevision starts the revisions after rev, so that a hub that
-// restarted does not hand out again revisions that a watcher saw in its
-// previous run: a resume from a revision below rev is answered with a
-// snapshot (reason "resume-gap"), never with changes of another history.
+// WithFirstRevision starts the revisions after rev; a resume from below rev
+// gets a "resume-gap" snapshot.
 func WithFirstRevision(rev uint64) Option {
 	return func(b *Broker) { b.rev, b.base = rev, rev }
 }
 
-// View is what status readers (GetStatus, WatchStatus, the etcd writer)
-// need: a consistent snapshot of a stream and a watch from a revision, with
-// the resume-gap and slow-watcher guarantees of the package doc. The local
-// Broker implements it; so does the etcd-backed view of replicas
-// (etcdstatus.Mirror), which runs the same conformance suite (statustest).
+// View is what status readers need; Broker and etcdstatus.Mirror pass one
+// conformance suite (statustest).
 type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
 	Snapshot(stream string) (*confighubv1.GetStatusResponse, bool)
-	// Watch sends a snapshot (or the changes after fromRevision), then
-	// every change; the channel closes when ctx ends or the view closes.
+	// Watch sends a "start" or "resume-gap" snapshot or the kept changes after
+	// fromRevision, then every change ("slow-watcher" snapshot on overflow).
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
 }
 
 var _ View = (*Broker)(nil)
 
-// Broker is the revisioned status store. The zero value is not usable; use
-// New. All methods are safe for concurrent use and never block on a watcher.
+// Broker is the revisioned status store; it never blocks on a watcher.
 type Broker struct {
-	history, buffer, keepGens int
-	window                    time.Duration
-	clock                     clockwork.Clock
+	history, buffer int
+	window          time.Duration
+	clock           clockwork.Clock
 
-	mu  sync.Mutex
-	rev uint64
-	// base is the revision before the first change of this broker
-	// (WithFirstRevision); a watcher's revision below it is from another
-	// run.
-	base    uint64
-	streams map[string]*stream
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	// dirty wakes the dispatcher, started with the first watch; the
-	// fan-out to watchers runs there, so a change costs its caller O(1)
-	// whatever the number of watchers.
-	dirty      chan struct{}
+	mu         sync.Mutex
+	rev        uint64
+	base       uint64 // the revision before the first change
+	streams    map[string]*stream
+	closed     bool
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	dirty      chan struct{} // wakes the dispatcher: a change costs O(1)
 	dispatcher bool
 }
 
 type stream struct {
-	name string
-	// sinks are sorted by name, so a snapshot is one copy.
-	sinks []*confighubv1.SinkStatus
-	// gens are the recent generations, ascending.
-	gens []*confighubv1.GenerationStatus
-	// held are generation changes whose sinks_applied is ahead of the
-	// sink statuses published so far, by generation: each is published
-	// right after the sink change that makes it true.
-	held map[uint64]*confighubv1.GenerationStatus
-	hist ring
-	// trimmed is the revision of the newest change dropped from hist: a
-	// watcher that saw it (or a later one) can resume.
-	trimmed  uint64
-	watchers map[*watcher]struct{}
-	// dispatched is the newest revision handed to the dispatcher.
-	dispatched uint64
+	name       string
+	sinks      []*confighubv1.SinkStatus                // sorted by name: a snapshot is one copy
+	gens       []*confighubv1.GenerationStatus          // the recent generations, ascending
+	held       map[uint64]*confighubv1.GenerationStatus // ahead of the sinks (PutGeneration)
+	hist       []*confighubv1.WatchStatusResponse       // the last changes, ascending
+	trimmed    uint64                                   // newest revision dropped from hist
+	watchers   map[*watcher]struct{}
+	dispatched uint64 // newest revision handed to the dispatcher
 }
 
 // watcher is one Watch. Lock order: Broker.mu before watcher.mu.
@@ -156,11 +101,8 @@ type watcher struct {
 	kick chan struct{}
 	mu   sync.Mutex
 	ch   chan *confighubv1.WatchStatusResponse
-	// last is the revision of the newest change or snapshot sent.
-	last uint64
-	// victim: the buffer was full (or a gap was found); no change is sent
-	// until the watcher's goroutine replaced the backlog with a fresh
-	// snapshot, sent with reason.
+	last uint64 // the revision of the newest change or snapshot sent
+	// victim: nothing is sent until serve replaces the backlog by a snapshot.
 	victim bool
 	reason string
 	closed bool
@@ -169,13 +111,12 @@ type watcher struct {
 // New returns a broker.
 func New(opts ...Option) *Broker {
 	b := &Broker{
-		history:  DefaultHistory,
-		buffer:   DefaultWatchBuffer,
-		keepGens: DefaultGenerations,
-		clock:    clockwork.NewRealClock(),
-		streams:  map[string]*stream{},
-		stop:     make(chan struct{}),
-		dirty:    make(chan struct{}, 1),
+		history: DefaultHistory,
+		buffer:  DefaultWatchBuffer,
+		clock:   clockwork.NewRealClock(),
+		streams: map[string]*stream{},
+		stop:    make(chan struct{}),
+		dirty:   make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(b)
@@ -186,11 +127,7 @@ func New(opts ...Option) *Broker {
 func (b *Broker) stream(name string) *stream {
 	s := b.streams[name]
 	if s == nil {
-		s = &stream{
-			name:     name,
-			hist:     ring{buf: make([]*confighubv1.WatchStatusResponse, 0, min(b.history, 64)), max: b.history},
-			watchers: map[*watcher]struct{}{},
-		}
+		s = &stream{name: name, held: map[uint64]*confighubv1.GenerationStatus{}, watchers: map[*watcher]struct{}{}}
 		b.streams[name] = s
 	}
 	return s
@@ -203,28 +140,30 @@ func (b *Broker) Revision() uint64 {
 	return b.rev
 }
 
-// PutSink stores st as the newest status of its sink (st.Stream, st.Sink)
-// and returns the change's revision. st must not be modified afterwards.
-func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 {
+// at locks b and returns the revision of a change made at rev (0: the
+// next one); 0 when rev is not above Revision() (the change is dropped).
+func (b *Broker) at(rev uint64) uint64 {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.putSink(b.rev+1, st)
-}
-
-// PutSinkAt is PutSink with the revision given by the caller: a mirror of a
-// shared store (etcd) numbers the changes as the store does, so every
-// replica hands out the same revisions. rev must be above Revision(); a
-// change at or below it is dropped and 0 returned.
-func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rev <= b.rev {
+	switch {
+	case rev == 0:
+		return b.rev + 1
+	case rev <= b.rev:
 		return 0
 	}
-	return b.putSink(rev, st)
+	return rev
 }
 
-func (b *Broker) putSink(rev uint64, st *confighubv1.SinkStatus) uint64 {
+// PutSink stores st as the newest status of its sink (st.Stream, st.Sink)
+// and returns the change's revision. st must not be modified afterwards.
+func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 { return b.PutSinkAt(0, st) }
+
+// PutSinkAt is PutSink at the caller's revision (0: next); like every At
+// method it drops a change not above Revision() and returns 0.
+func (b *Broker) PutSinkAt(rev uint64, st *confighubv1.SinkStatus) uint64 {
+	defer b.mu.Unlock()
+	if rev = b.at(rev); rev == 0 {
+		return 0
+	}
 	s := b.stream(st.GetStream())
 	if i, found := s.find(st.GetSink()); found {
 		s.sinks[i] = st
@@ -232,31 +171,26 @@ func (b *Broker) putSink(rev uint64, st *confighubv1.SinkStatus) uint64 {
 		s.sinks = slices.Insert(s.sinks, i, st)
 	}
 	rev = b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Sink{Sink: st}})
-	b.release(s)
+	for _, gen := range slices.Sorted(maps.Keys(s.held)) {
+		if g := s.held[gen]; g.GetSinksApplied() <= s.appliedBy(gen) {
+			delete(s.held, gen)
+			b.putGeneration(s, b.rev+1, g)
+		}
+	}
 	return rev
 }
 
 // RemoveSink deletes a sink's status. It returns 0 when the sink had none.
 func (b *Broker) RemoveSink(streamName, sinkName string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.removeSink(b.rev+1, streamName, sinkName)
+	return b.RemoveSinkAt(0, streamName, sinkName)
 }
 
-// RemoveSinkAt is RemoveSink at a revision given by the caller (see
-// PutSinkAt).
+// RemoveSinkAt is RemoveSink at a revision given by the caller.
 func (b *Broker) RemoveSinkAt(rev uint64, streamName, sinkName string) uint64 {
-	b.mu.Lock()
 	defer b.mu.Unlock()
-	if rev <= b.rev {
-		return 0
-	}
-	return b.removeSink(rev, streamName, sinkName)
-}
-
-func (b *Broker) removeSink(rev uint64, streamName, sinkName string) uint64 {
+	rev = b.at(rev)
 	s := b.streams[streamName]
-	if s == nil {
+	if rev == 0 || s == nil {
 		return 0
 	}
 	i, found := s.find(sinkName)
@@ -267,71 +201,73 @@ func (b *Broker) removeSink(rev uint64, streamName, sinkName string) uint64 {
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
-// PutGeneration stores the status of one generation of a stream (new or
-// updated counts). Only the newest generations are kept; a change to a
-// generation older than all kept ones is dropped and returns 0.
-//
-// A change whose sinks_applied is more than the sinks whose published
-// status has applied it (or a later generation) is held, and returns 0: it
-// is published right after the PutSink that catches up, so no watcher or
-// snapshot ever sees a count ahead of the sink statuses that make it up.
-// A newer change of the same generation replaces a held one.
+// PutGeneration stores one generation's status; one older than the newest
+// Generations is dropped (0). A sinks_applied ahead of the sink statuses is
+// held (0) until the PutSink that catches up, so no reader sees it ahead.
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.holdOrPut(b.rev+1, streamName, g)
+	return b.PutGenerationAt(0, streamName, g)
 }
 
-// PutGenerationAt is PutGeneration at a revision given by the caller (see
-// PutSinkAt).
+// PutGenerationAt is PutGeneration at a revision given by the caller.
 func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.GenerationStatus) uint64 {
-	b.mu.Lock()
 	defer b.mu.Unlock()
-	if rev <= b.rev {
+	if rev = b.at(rev); rev == 0 {
 		return 0
 	}
-	return b.holdOrPut(rev, streamName, g)
-}
-
-// GapAt says that changes before rev may be missing from the history (a
-// mirror lost its feed and re-read the store): the revision moves to rev,
-// and a watcher that has not seen rev gets a fresh snapshot, as does a
-// resume from below it.
-func (b *Broker) GapAt(rev uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rev <= b.rev {
-		return
-	}
-	b.rev = rev
-	for _, s := range b.streams {
-		s.trimmed = rev
-		if len(s.watchers) > 0 {
-			// Mark every watcher: they are behind the gap whatever the history says.
-			for w := range s.watchers {
-				w.mu.Lock()
-				if !w.closed && !w.victim {
-					w.cutOverReason(ReasonResumeGap)
-				}
-				w.mu.Unlock()
-			}
-		} else {
-			s.dispatched = rev
-		}
-	}
-}
-
-func (b *Broker) holdOrPut(rev uint64, streamName string, g *confighubv1.GenerationStatus) uint64 {
 	s := b.stream(streamName)
 	if g.GetSinksApplied() > s.appliedBy(g.GetGeneration()) {
-		if s.held == nil {
-			s.held = map[uint64]*confighubv1.GenerationStatus{}
-		}
 		s.held[g.GetGeneration()] = g
 		return 0
 	}
 	delete(s.held, g.GetGeneration())
 	return b.putGeneration(s, rev, g)
+}
+
+// GapAt says changes before rev may be missing: every watcher, and a resume
+// from below rev, gets a "resume-gap" snapshot.
+func (b *Broker) GapAt(rev uint64) {
+	defer b.mu.Unlock()
+	if rev = b.at(rev); rev == 0 {
+		return
+	}
+	b.rev = rev
+	for _, s := range b.streams {
+		s.trimmed = rev
+		s.cutOver(ReasonResumeGap)
+		if len(s.watchers) == 0 {
+			s.dispatched = rev
+		}
+	}
+}
+
+// RemoveStream forgets a stream without sink statuses; its watchers get a
+// ReasonStreamDeleted snapshot.
+func (b *Broker) RemoveStream(streamName string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.streams[streamName]
+	if s == nil || len(s.sinks) > 0 {
+		return
+	}
+	if len(s.watchers) == 0 {
+		delete(b.streams, streamName)
+		return
+	}
+	b.rev++ // a resume from before gets a snapshot
+	s.gens, s.hist, s.trimmed = nil, nil, b.rev
+	clear(s.held)
+	s.cutOver(ReasonStreamDeleted)
+}
+
+// cutOver sends every open watcher of s a fresh snapshot. b.mu is held.
+func (s *stream) cutOver(reason string) {
+	for w := range s.watchers {
+		w.mu.Lock()
+		if !w.closed {
+			w.cutOver(reason)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // appliedBy counts the sinks whose status has applied gen or a later one.
@@ -345,55 +281,32 @@ func (s *stream) appliedBy(gen uint64) uint32 {
 	return n
 }
 
-// release publishes the held generation changes the sink statuses now
-// justify, oldest first. b.mu is held.
-func (b *Broker) release(s *stream) {
-	if len(s.held) == 0 {
-		return
-	}
-	var ready []uint64
-	for gen, g := range s.held {
-		if g.GetSinksApplied() <= s.appliedBy(gen) {
-			ready = append(ready, gen)
-		}
-	}
-	slices.Sort(ready)
-	for _, gen := range ready {
-		g := s.held[gen]
-		delete(s.held, gen)
-		b.putGeneration(s, b.rev+1, g)
-	}
-}
-
 // putGeneration stores and publishes g at rev. b.mu is held.
 func (b *Broker) putGeneration(s *stream, rev uint64, g *confighubv1.GenerationStatus) uint64 {
-	i := sort.Search(len(s.gens), func(i int) bool { return s.gens[i].GetGeneration() >= g.GetGeneration() })
+	i, found := slices.BinarySearchFunc(s.gens, g.GetGeneration(), func(x *confighubv1.GenerationStatus, gen uint64) int {
+		return cmp.Compare(x.GetGeneration(), gen)
+	})
 	switch {
-	case i < len(s.gens) && s.gens[i].GetGeneration() == g.GetGeneration():
+	case found:
 		s.gens[i] = g
-	case i == 0 && len(s.gens) >= b.keepGens:
+	case i == 0 && len(s.gens) >= Generations:
 		return 0
 	default:
-		s.gens = append(s.gens, nil)
-		copy(s.gens[i+1:], s.gens[i:])
-		s.gens[i] = g
-		if len(s.gens) > b.keepGens {
-			// Drop the oldest; keep the slice from growing its backing array.
-			n := copy(s.gens, s.gens[len(s.gens)-b.keepGens:])
-			clear(s.gens[n:])
-			s.gens = s.gens[:n]
+		s.gens = slices.Insert(s.gens, i, g)
+		if n := len(s.gens) - Generations; n > 0 {
+			s.gens = slices.Delete(s.gens, 0, n)
 		}
 	}
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_Generation{Generation: g}})
 }
 
-// publish numbers ev with rev (above b.rev), keeps it in the stream's
-// history and wakes the dispatcher. b.mu is held.
+// publish numbers ev, keeps it in history and wakes the dispatcher. b.mu is held.
 func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusResponse) uint64 {
 	b.rev = rev
 	ev.Revision = b.rev
-	if dropped := s.hist.push(ev); dropped != nil {
-		s.trimmed = dropped.GetRevision()
+	if s.hist = append(s.hist, ev); len(s.hist) > b.history {
+		s.trimmed = s.hist[0].GetRevision()
+		s.hist = s.hist[1:]
 	}
 	if len(s.watchers) > 0 {
 		select {
@@ -410,12 +323,10 @@ func (b *Broker) publish(s *stream, rev uint64, ev *confighubv1.WatchStatusRespo
 type batch struct {
 	watchers []*watcher
 	events   []*confighubv1.WatchStatusResponse
-	// trimmed: a watcher that saw less than this revision missed changes.
-	trimmed uint64
+	trimmed  uint64
 }
 
-// dispatch fans the new changes out to the watchers, never blocking on
-// one: a watcher whose buffer is full becomes a victim.
+// dispatch fans new changes out; a watcher whose buffer is full becomes a victim.
 func (b *Broker) dispatch() {
 	defer b.wg.Done()
 	for {
@@ -440,7 +351,7 @@ func (b *Broker) dispatch() {
 				s.dispatched = b.rev
 				continue
 			}
-			bt := batch{events: coalesce(s.hist.after(s.dispatched)), trimmed: s.trimmed}
+			bt := batch{events: coalesce(after(s.hist, s.dispatched)), trimmed: s.trimmed}
 			for w := range s.watchers {
 				bt.watchers = append(bt.watchers, w)
 			}
@@ -456,28 +367,19 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce leaves out of one round's changes each change that a later
-// change of the same sink or generation supersedes, keeping every sink's
-// newest status at each generation change it keeps: a watcher still sees
-// every generation, its view (snapshot and changes) equals the broker's
-// state at each generation change it gets and at the round's end (so a
-// count is never ahead of the sinks that make it up), in fewer messages
-// (a push's APPLYING and APPLIED of each sink and its count updates
-// usually fall in one or two rounds). events is ascending and not shared;
-// the result reuses it.
+// coalesce drops from one round each change a later one of the same sink
+// (before the next generation change) or generation supersedes, so a watcher
+// still matches the broker at each generation change. It reuses events.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events
 	}
-	// Backwards: a generation change is kept when no later one of the
-	// same generation follows; a sink change when no later one of the
-	// same sink follows before the next kept generation change.
 	laterSink := map[string]bool{}
 	laterGen := map[uint64]bool{}
 	keep := len(events)
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
-		if name, isSink := sinkOf(ev); isSink {
+		if name := cmp.Or(ev.GetSink().GetSink(), ev.GetSinkRemoved()); name != "" {
 			if laterSink[name] {
 				continue
 			}
@@ -499,17 +401,6 @@ func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchSta
 	return events[:n]
 }
 
-// sinkOf names the sink a change is about; false for other changes.
-func sinkOf(ev *confighubv1.WatchStatusResponse) (string, bool) {
-	switch e := ev.GetEvent().(type) {
-	case *confighubv1.WatchStatusResponse_Sink:
-		return e.Sink.GetSink(), true
-	case *confighubv1.WatchStatusResponse_SinkRemoved:
-		return e.SinkRemoved, true
-	}
-	return "", false
-}
-
 // offer sends the changes w has not seen, or makes w a victim.
 func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint64) {
 	w.mu.Lock()
@@ -518,7 +409,7 @@ func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint6
 		return
 	}
 	if w.last < trimmed {
-		w.cutOver() // it missed changes that left the history
+		w.cutOver(ReasonSlowWatcher)
 		return
 	}
 	for _, ev := range events {
@@ -529,16 +420,14 @@ func (w *watcher) offer(events []*confighubv1.WatchStatusResponse, trimmed uint6
 		case w.ch <- ev:
 			w.last = ev.GetRevision()
 		default:
-			w.cutOver()
+			w.cutOver(ReasonSlowWatcher)
 			return
 		}
 	}
 }
 
 // cutOver marks w a victim and wakes its goroutine. w.mu is held.
-func (w *watcher) cutOver() { w.cutOverReason(ReasonSlowWatcher) }
-
-func (w *watcher) cutOverReason(reason string) {
+func (w *watcher) cutOver(reason string) {
 	w.victim, w.reason = true, reason
 	select {
 	case w.kick <- struct{}{}:
@@ -546,8 +435,7 @@ func (w *watcher) cutOverReason(reason string) {
 	}
 }
 
-// Snapshot returns the stream's status at the current revision; false when
-// the stream has neither a generation nor a sink.
+// Snapshot returns the stream's status at the current revision (View).
 func (b *Broker) Snapshot(streamName string) (*confighubv1.GetStatusResponse, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -559,13 +447,12 @@ func (b *Broker) Snapshot(streamName string) (*confighubv1.GetStatusResponse, bo
 }
 
 func (b *Broker) snapshot(s *stream) *confighubv1.GetStatusResponse {
-	resp := &confighubv1.GetStatusResponse{Revision: b.rev, Stream: s.name}
+	resp := &confighubv1.GetStatusResponse{Revision: b.rev, Stream: s.name, Sinks: slices.Clone(s.sinks)}
 	if n := len(s.gens); n > 0 {
 		resp.Generation = s.gens[n-1].GetGeneration()
 		resp.Hash = s.gens[n-1].GetHash()
-		resp.Generations = append([]*confighubv1.GenerationStatus(nil), s.gens...)
+		resp.Generations = slices.Clone(s.gens)
 	}
-	resp.Sinks = slices.Clone(s.sinks)
 	return resp
 }
 
@@ -585,12 +472,7 @@ func (b *Broker) snapshotEvent(s *stream, reason string) *confighubv1.WatchStatu
 	}
 }
 
-// Watch streams the status of a stream: first a snapshot (reason "start")
-// when fromRevision is 0; the changes after fromRevision when they are
-// still in the history; otherwise a snapshot with reason "resume-gap". Then
-// every change. A watcher too slow for its buffer gets a snapshot with
-// reason "slow-watcher" instead of the changes it missed. The channel is
-// closed when ctx ends or the broker is closed.
+// Watch streams the status of a stream (View).
 func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse {
 	w := &watcher{ch: make(chan *confighubv1.WatchStatusResponse, b.buffer), kick: make(chan struct{}, 1)}
 	b.mu.Lock()
@@ -601,17 +483,17 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 	}
 	s := b.stream(streamName)
 	w.last = b.rev
+	resume := fromRevision > 0 && fromRevision <= b.rev && fromRevision >= s.trimmed && fromRevision >= b.base
+	var evs []*confighubv1.WatchStatusResponse
+	if resume {
+		evs = after(s.hist, fromRevision)
+	}
 	switch {
 	case fromRevision == 0:
 		w.ch <- b.snapshotEvent(s, ReasonStart)
-	case fromRevision > b.rev || fromRevision < s.trimmed || fromRevision < b.base:
+	case !resume || len(evs) > cap(w.ch):
 		w.ch <- b.snapshotEvent(s, ReasonResumeGap)
 	default:
-		evs := s.hist.after(fromRevision)
-		if len(evs) > cap(w.ch) {
-			w.ch <- b.snapshotEvent(s, ReasonResumeGap)
-			break
-		}
 		for _, ev := range evs {
 			w.ch <- ev
 		}
@@ -642,10 +524,7 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 		case <-b.stop:
 			b.drop(s, w)
 			return
-		case <-w.kick:
-			// Only this goroutine sends to a victim, so once drained the
-			// channel has room for the snapshot. The reader may take some
-			// of the stale changes meanwhile: the snapshot supersedes them.
+		case <-w.kick: // only serve sends to a victim: drained, it has room
 		drain:
 			for {
 				select {
@@ -654,8 +533,6 @@ func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 					break drain
 				}
 			}
-			// Under b.mu no change can be published: the snapshot holds
-			// every change up to its revision, later ones follow it.
 			b.mu.Lock()
 			w.mu.Lock()
 			if !w.closed {
@@ -677,93 +554,25 @@ func (b *Broker) drop(s *stream, w *watcher) {
 	w.closed = true
 	close(w.ch)
 	w.mu.Unlock()
-	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist.buf) == 0 {
-		// Watched but never used: forget it, so watches of unknown
-		// streams hold no memory.
+	if len(s.watchers) == 0 && len(s.sinks) == 0 && len(s.gens) == 0 && len(s.held) == 0 && len(s.hist) == 0 {
 		delete(b.streams, s.name)
 	}
 	b.mu.Unlock()
 }
 
-// RemoveStream forgets a stream's generations, once no sink has a status
-// in it (a stream that still has one is left as it is). Its watchers get a
-// snapshot with reason ReasonStreamDeleted, which shows no generation.
-func (b *Broker) RemoveStream(streamName string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.streams[streamName]
-	if s == nil || len(s.sinks) > 0 {
-		return
-	}
-	if len(s.watchers) == 0 {
-		delete(b.streams, streamName)
-		return
-	}
-	// A resume from before the deletion gets a snapshot, not the
-	// deleted stream's changes.
-	b.rev++
-	s.gens, s.held, s.trimmed = nil, nil, b.rev
-	s.hist = ring{max: s.hist.max}
-	for w := range s.watchers {
-		w.mu.Lock()
-		w.cutOverReason(ReasonStreamDeleted)
-		w.mu.Unlock()
-	}
-}
-
-// Watchers returns the number of open watchers of a stream.
-func (b *Broker) Watchers(streamName string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := b.streams[streamName]; s != nil {
-		return len(s.watchers)
-	}
-	return 0
-}
-
-// Close closes every watcher and waits for their goroutines. Changes after
-// Close are still stored but no watch can start.
+// Close closes every watcher and waits; changes are still stored after it.
 func (b *Broker) Close() {
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		b.wg.Wait()
-		return
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
 	}
-	b.closed = true
-	close(b.stop)
 	b.mu.Unlock()
 	b.wg.Wait()
 }
 
-// ring is a bounded history of changes, oldest first.
-type ring struct {
-	buf   []*confighubv1.WatchStatusResponse
-	start int
-	max   int
-}
-
-// push appends ev and returns the change it evicted, if any.
-func (r *ring) push(ev *confighubv1.WatchStatusResponse) *confighubv1.WatchStatusResponse {
-	if len(r.buf) < r.max {
-		r.buf = append(r.buf, ev)
-		return nil
-	}
-	old := r.buf[r.start]
-	r.buf[r.start] = ev
-	r.start = (r.start + 1) % len(r.buf)
-	return old
-}
-
-// after returns the changes with a revision above rev, oldest first.
-func (r *ring) after(rev uint64) []*confighubv1.WatchStatusResponse {
-	n := len(r.buf)
-	// Revisions ascend along the ring: binary search on the logical index.
-	at := func(i int) *confighubv1.WatchStatusResponse { return r.buf[(r.start+i)%n] }
-	i := sort.Search(n, func(i int) bool { return at(i).GetRevision() > rev })
-	out := make([]*confighubv1.WatchStatusResponse, 0, n-i)
-	for ; i < n; i++ {
-		out = append(out, at(i))
-	}
-	return out
+// after returns a copy of the changes of hist with a revision above rev.
+func after(hist []*confighubv1.WatchStatusResponse, rev uint64) []*confighubv1.WatchStatusResponse {
+	i := sort.Search(len(hist), func(i int) bool { return hist[i].GetRevision() > rev })
+	return slices.Clone(hist[i:])
 }

@@ -1,14 +1,8 @@
-// Package status is the status broker of the hub: a revisioned store of
-// every sink's and every generation's status, per stream, with watchers.
-//
-// The engine computes statuses; the broker keeps the newest one of each sink
-// and of the last generations of each stream, numbers every change with a
-// monotonic revision, and fans the changes out to watchers from its
-// dispatcher goroutine, in rounds (WithDispatchWindow; the engine uses 5 ms).
-// Readers see a View (Snapshot, Watch): the local Broker in single-node mode,
-// the etcd-backed etcdstatus.Mirror on replicas; both run one conformance
-// suite, statustest.Run. Messages handed out are shared between watchers:
-// read only; Encodings keeps each change's encoding, made once.
+// Package status is the hub's status broker: the newest status of each sink
+// and recent generation per stream, every change numbered by a monotonic
+// revision and fanned out to watchers in rounds. Readers see a View: the
+// local Broker, or etcdstatus.Mirror on replicas (one suite, statustest).
+// Messages handed out are shared: read only.
 //
 // Guarantees (broker_test.go; TestConformance/X is a subtest of the suite):
 //   - Revisions are monotonic across streams, and start after WithFirstRevision (TestRevisionsAreMonotonic).

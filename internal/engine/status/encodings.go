@@ -6,17 +6,12 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Encodings shares one encoding of each change (the marshalled gRPC message,
-// Server-Sent Event bytes) between the watchers that send it: the broker
-// hands every watcher the same read-only event, so a change watched by
-// 1,000 clients is encoded once, not 1,000 times. It keeps the encodings
-// of the latest changes it was asked for; a watcher too far behind them
-// to share encodes its own.
+// Encodings shares each of the latest changes' encoding between the
+// watchers that send it.
 type Encodings[T any] struct {
 	mu      sync.Mutex
 	byEv    map[*confighubv1.WatchStatusResponse]*encoding[T]
-	order   []*confighubv1.WatchStatusResponse // ring of byEv's keys, oldest at next once full
-	next    int
+	order   []*confighubv1.WatchStatusResponse // byEv's keys, oldest first
 	max     int
 	encodes int
 }
@@ -32,11 +27,19 @@ func NewEncodings[T any](n int) *Encodings[T] {
 	return &Encodings[T]{byEv: map[*confighubv1.WatchStatusResponse]*encoding[T]{}, max: max(n, 1)}
 }
 
-// Get returns ev's encoding, made by encode for the first caller (the
-// others wait for it). ev must be a change the broker handed out, not a
-// watcher's own snapshot.
+// Get returns ev's encoding, made once by encode; ev is a broker change, not a snapshot.
 func (c *Encodings[T]) Get(ev *confighubv1.WatchStatusResponse, encode func() (T, error)) (T, error) {
-	e := c.entry(ev)
+	c.mu.Lock()
+	e := c.byEv[ev]
+	if e == nil {
+		e = &encoding[T]{}
+		c.byEv[ev] = e
+		if c.order = append(c.order, ev); len(c.order) > c.max {
+			delete(c.byEv, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
 	e.once.Do(func() {
 		e.v, e.err = encode()
 		c.mu.Lock()
@@ -51,23 +54,4 @@ func (c *Encodings[T]) Encodes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.encodes
-}
-
-// entry returns ev's slot, made (and the oldest evicted) when new.
-func (c *Encodings[T]) entry(ev *confighubv1.WatchStatusResponse) *encoding[T] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byEv[ev]; e != nil {
-		return e
-	}
-	e := &encoding[T]{}
-	c.byEv[ev] = e
-	if len(c.order) < c.max {
-		c.order = append(c.order, ev)
-		return e
-	}
-	delete(c.byEv, c.order[c.next])
-	c.order[c.next] = ev
-	c.next = (c.next + 1) % len(c.order)
-	return e
 }

@@ -62,7 +62,6 @@ func BenchmarkCommit(b *testing.B) {
 		opts []bolt.Option
 	}{
 		{"default", nil},
-		{"nofreelistsync", []bolt.Option{bolt.WithNoFreelistSync()}},
 		// The bytes inline in the index transaction instead of a record
 		// file: the route a large config does not take.
 		{"inline", []bolt.Option{bolt.WithInlineBelow(1 << 30)}},

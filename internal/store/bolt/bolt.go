@@ -2,9 +2,11 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
+	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
@@ -27,8 +30,7 @@ var _ store.Store = (*Store)(nil)
 // ErrInUse is wrapped by Open when another process holds the file lock.
 var ErrInUse = errors.New("data dir in use by another process")
 
-// layoutVersion is written in bucket "info"; a file of another layout is
-// refused, not read.
+// layoutVersion is in bucket "info"; another layout is refused.
 const layoutVersion = "4"
 
 var (
@@ -38,106 +40,79 @@ var (
 	bucketSinks     = []byte("sinks")
 	bucketApplied   = []byte("applied")
 	bucketConverged = []byte("converged")
+	buckets         = [][]byte{bucketStreams, bucketBlobs, bucketSinks, bucketApplied, bucketConverged}
 	keyLayout       = []byte("layout")
-	// keyFingerprint (in bucketInfo) holds the fingerprint key.
-	keyFingerprint = []byte("fingerprint-key")
+	keyFingerprint  = []byte("fingerprint-key")
 )
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	lockTimeout    time.Duration
-	mmapSize       int
-	noFreelistSync bool
-	keep           store.Retention
-	inlineBelow    int
-	noGroup        bool
-	// syncDir flushes a directory (a test records the calls).
-	syncDir func(dir string) error
+	keep        store.Retention
+	lockTimeout time.Duration          // tests
+	inlineBelow int                    // tests
+	noGroup     bool                   // tests
+	syncDir     func(dir string) error // tests
 }
 
-// WithLockTimeout bounds the wait for the file lock (default 1s); past it
-// Open fails with ErrInUse.
-func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
-
-// WithInitialMmapSize sets bbolt's initial mmap size (default 1 GiB of
-// address space, not disk): growing the file below it needs no remap,
-// which would wait for every open read transaction.
-func WithInitialMmapSize(n int) Option { return func(o *options) { o.mmapSize = n } }
-
-// WithNoFreelistSync stops writing bbolt's freelist on every commit; it is
-// rebuilt by scanning the file at open instead. Durability is the same.
-func WithNoFreelistSync() Option { return func(o *options) { o.noFreelistSync = true } }
-
-// WithRetention sets how many generations of each stream are kept with
-// their bytes (default store.DefaultRetention).
+// WithRetention sets the retention (default store.DefaultRetention).
 func WithRetention(r store.Retention) Option { return func(o *options) { o.keep = r } }
 
-// Store is a store.Store on one bbolt file and a directory of record
-// files beside it (see the package doc).
+// Store is a store.Store on one bbolt file and its record files.
 type Store struct {
-	db      *bbolt.DB
-	path    string
-	blobDir string
-	keep    store.Retention
-	group   group
-	// inlineBelow is deferMax (other values in benchmarks).
-	inlineBelow int
+	db          *bbolt.DB
+	path        string
+	blobDir     string
+	keep        store.Retention
+	group       group
+	inlineBelow int // deferMax but in tests
 
-	// mu guards streams, closed and failed.
-	mu      sync.Mutex
-	streams map[string]*stream
-	// failed is set when a commit's flush or index write failed: every
-	// later stage and commit returns it.
+	mu      sync.Mutex                // guards streams and failed
+	streams map[string]*config.Config // each stream's current generation
+	locks   store.Locks               // a stream's commits and deletion, check to index write
+	// failed (set by a failed flush or index write, or by Close) fails
+	// every later stage and commit; ops counts those under way.
 	failed error
-	// closed is set by Close: every later stage and commit returns
-	// errClosed. ops counts the stages and commits under way (Add under
-	// mu while !closed), which Close waits for, so that nothing is
-	// written once Close returned and the file lock is free for another
-	// process, whose Open removes the record files it does not know of.
-	closed bool
 	ops    sync.WaitGroup
+	close  func() error
 
-	// hookSync, when set (tests), flushes a record file instead of
-	// fdatasync: a test makes it fail.
-	hookSync func(*os.File) error
-	// hookIndex, when set (tests), runs before each index transaction of
-	// a commit, after its record file was flushed.
-	hookIndex func()
-
-	closeOnce sync.Once
-	closeErr  error
+	sync      func(*os.File) error // fdatasync but in tests
+	hookIndex func()               // tests: runs before a commit's index transaction
 }
 
 var errClosed = errors.New("bolt store: closed")
 
-// Open opens or creates the store file at path, creating parent
-// directories, and loads every stream's current generation. A bbolt file
-// that cannot be read gives an error wrapping store.ErrCorrupt and is left
-// untouched; a record that fails its checks names itself (see loadErr); a
-// file locked by another process gives ErrInUse.
+// Open opens or creates the store file at path and its parent directories,
+// and loads every stream's current generation.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: time.Second, mmapSize: 1 << 30, syncDir: syncDir, keep: store.DefaultRetention(), inlineBelow: deferMax}
+	o := options{lockTimeout: time.Second, syncDir: syncDir, keep: store.DefaultRetention(), inlineBelow: deferMax}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if err := mkdirDurable(filepath.Dir(path), o.syncDir); err != nil {
 		return nil, fmt.Errorf("store %s: create data dir: %w", path, err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		// Check an existing file read-only first: nothing is written to a
-		// file until every page of it has been read.
-		if err := verifyFile(path, o); err != nil {
-			return nil, err
+	existed := hasContent(path)
+	db, err := openDB(path, o)
+	if err == nil && existed {
+		// Nothing is written to a file until every page of it was read.
+		if err = verify(db, path); err != nil {
+			_ = db.Close()
 		}
 	}
-	db, err := openDB(path, o, false)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep.Normalized(), streams: map[string]*stream{}}
-	s.group.s, s.group.off, s.inlineBelow = s, o.noGroup, o.inlineBelow
+	s := &Store{db: db, path: path, blobDir: path + ".blobs", keep: o.keep, streams: map[string]*config.Config{}, inlineBelow: o.inlineBelow, sync: fdatasync}
+	s.group.s, s.group.off = s, o.noGroup
+	s.close = sync.OnceValue(func() error {
+		s.mu.Lock()
+		s.failed = errClosed
+		s.mu.Unlock()
+		s.ops.Wait()
+		return s.db.Close()
+	})
 	if err := s.init(o); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -145,34 +120,24 @@ func Open(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// mkdirDurable creates dir and its missing parents, and flushes the
-// parent of each one it created: a record acked in a new data dir must not
-// vanish with the data dir's own entry at a power loss.
+// mkdirDurable creates dir and its missing parents, flushing the parent
+// of each, so an acked record does not vanish with its dir's entry.
 func mkdirDurable(dir string, sync func(string) error) error {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
+	if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+		return nil
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := mkdirDurable(filepath.Dir(dir), sync); err != nil {
 		return err
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := sync(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	return nil
+	return sync(filepath.Dir(dir))
 }
 
-func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {
-	// bbolt trusts the file's meta pages; garbage that passes them can
-	// panic or fault. Report it as corrupt rather than crash the hub.
+// openDB opens the bbolt file; garbage that passes bbolt's meta page
+// checks and panics or faults is reported as corrupt.
+func openDB(path string, o options) (db *bbolt.DB, err error) {
 	if err := precheckSize(path); err != nil {
 		return nil, err
 	}
@@ -182,31 +147,63 @@ func openDB(path string, o options, readOnly bool) (db *bbolt.DB, err error) {
 			db, err = nil, corruptErr(path, r)
 		}
 	}()
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:         o.lockTimeout,
-		ReadOnly:        readOnly,
-		FreelistType:    bbolt.FreelistMapType,
-		NoFreelistSync:  o.noFreelistSync,
-		InitialMmapSize: o.mmapSize,
-	})
+	// 1 GiB of address space: growing below it needs no remap (which waits
+	// for every read transaction).
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.lockTimeout, FreelistType: bbolt.FreelistMapType, InitialMmapSize: 1 << 30})
+	var pe *fs.PathError
 	switch {
 	case err == nil:
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("store %s: %w (file lock not released within %v)", path, ErrInUse, o.lockTimeout)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), !errors.As(err, &pe) && hasContent(path):
+		// The last: bbolt refusing what it read ("file size too small").
 		return nil, corruptErr(path, err)
-	default:
-		// Any other failure on a file with content that is not an OS error
-		// (permissions, missing dir) is bbolt refusing what it read, e.g.
-		// "file size too small".
-		var pe *fs.PathError
-		if fi, serr := os.Stat(path); serr == nil && fi.Size() > 0 && !errors.As(err, &pe) {
-			return nil, corruptErr(path, err)
-		}
-		return nil, fmt.Errorf("store %s: open: %w", path, err)
 	}
+	return nil, fmt.Errorf("store %s: open: %w", path, err)
+}
+
+// precheckSize refuses a file shorter than its newest valid meta page
+// says: a fault recovered inside bbolt.Open would leave it mapped and
+// locked for the rest of the process.
+func precheckSize(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // bbolt reports it
+	}
+	defer f.Close()
+	// A meta page: a 16-byte page header, then magic, version, page size,
+	// flags (4 bytes each), root (16), freelist, high-water page id, txid
+	// (8 each) and an FNV-64a checksum of the 56 bytes before it.
+	read := func(off int64) (pageSize, pgid, txid uint64, ok bool) {
+		var b [64]byte
+		if _, err := f.ReadAt(b[:], off+16); err != nil || binary.LittleEndian.Uint32(b[0:4]) != 0xED0CDAED {
+			return 0, 0, 0, false
+		}
+		h := fnv.New64a()
+		h.Write(b[:56])
+		le := binary.LittleEndian
+		return uint64(le.Uint32(b[8:12])), le.Uint64(b[40:48]), le.Uint64(b[48:56]), h.Sum64() == le.Uint64(b[56:])
+	}
+	size, pgid, txid, ok := read(0)
+	second := int64(4096)
+	if ok && size >= 512 {
+		second = int64(size)
+	}
+	if size1, pgid1, txid1, ok1 := read(second); ok1 && (!ok || txid1 > txid) {
+		size, pgid, ok = size1, pgid1, true
+	}
+	fi, err := f.Stat()
+	if need := int64(pgid * size); ok && size >= 512 && err == nil && need > fi.Size() {
+		return corruptErr(path, fmt.Sprintf("truncated: the file has %d bytes, its meta page needs %d", fi.Size(), need))
+	}
+	return nil
+}
+
+func hasContent(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
 }
 
 // corruptErr says the bbolt file at path is unreadable as a whole.
@@ -214,35 +211,25 @@ func corruptErr(path string, err any) error {
 	return fmt.Errorf("store %s: %w: the index file cannot be read: %v (the file is kept as is)", path, store.ErrCorrupt, err)
 }
 
-// verifyFile opens path read-only and reads every page reachable from its
-// root: every key and value. Pages past the end of a truncated file fault
-// (SIGBUS) when read through the mmap, and bbolt panics on a page that is
-// not what its parent says; both are reported as corrupt.
-func verifyFile(path string, o options) (err error) {
-	db, err := openDB(path, o, true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := db.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("store %s: close after check: %w", path, cerr)
-		}
-	}()
+// verify checks the layout and reads every key and value, reporting a
+// fault (a truncated file) or a bbolt panic (a bad page) as corrupt.
+func verify(db *bbolt.DB, path string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = corruptErr(path, r)
 		}
 	}()
+	var layout string
 	err = db.View(func(tx *bbolt.Tx) error {
 		info := tx.Bucket(bucketInfo)
 		if info == nil {
 			return errors.New("bucket \"info\" is missing: not a confighub store")
 		}
-		if v := string(info.Get(keyLayout)); v != layoutVersion {
-			return errLayout(v)
+		if layout = string(info.Get(keyLayout)); layout != layoutVersion {
+			return nil
 		}
-		for _, b := range [][]byte{bucketStreams, bucketBlobs, bucketSinks, bucketApplied, bucketConverged} {
+		for _, b := range buckets {
 			if tx.Bucket(b) == nil {
 				return fmt.Errorf("bucket %q is missing", b)
 			}
@@ -250,25 +237,13 @@ func verifyFile(path string, o options) (err error) {
 		var sink byte
 		return walk(tx.Cursor(), &sink, tx.Bucket)
 	})
-	var le layoutErr
-	switch {
-	case errors.As(err, &le):
-		return fmt.Errorf("store %s: %w", path, err)
-	case err != nil && !errors.Is(err, store.ErrCorrupt):
+	if err == nil && layout != layoutVersion {
+		return fmt.Errorf("store %s: data layout %q: this hub reads layout %q only (the file is kept as is)", path, layout, layoutVersion)
+	}
+	if err != nil {
 		return corruptErr(path, err)
-	case err != nil:
-		return fmt.Errorf("store %s: %w", path, err)
 	}
 	return nil
-}
-
-// layoutErr is a file of another layout (a pre-release build's).
-type layoutErr string
-
-func errLayout(v string) error { return layoutErr(v) }
-
-func (v layoutErr) Error() string {
-	return fmt.Sprintf("data layout %q: this hub reads layout %q only (the file is kept as is)", string(v), layoutVersion)
 }
 
 // walk visits every key and value under c, touching one byte per page of
@@ -295,36 +270,23 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the buckets of a new file and the record directory, loads
-// every stream's current generation, and removes every record file no
-// retained generation names (staged but never committed, or dropped).
+// init creates the record directory and a new file's buckets, loads each
+// stream's current generation, and removes the record files not named.
 func (s *Store) init(o options) error {
 	if err := mkdirDurable(s.blobDir, o.syncDir); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
 	}
-	// A file that has every bucket is not written to at Open: a record
-	// that fails its checks leaves it as it was.
 	ready := false
-	if err := s.db.View(func(tx *bbolt.Tx) error { ready = tx.Bucket(bucketInfo) != nil; return nil }); err != nil {
-		return fmt.Errorf("store %s: %w", s.path, err)
-	}
+	_ = s.db.View(func(tx *bbolt.Tx) error { ready = tx.Bucket(bucketInfo) != nil; return nil })
 	if !ready {
-		err := s.db.Update(func(tx *bbolt.Tx) error {
-			info, err := tx.CreateBucket(bucketInfo)
-			if err != nil {
-				return err
-			}
-			if err := info.Put(keyLayout, []byte(layoutVersion)); err != nil {
-				return err
-			}
-			for _, b := range [][]byte{bucketStreams, bucketBlobs, bucketSinks, bucketApplied, bucketConverged} {
+		if err := s.db.Update(func(tx *bbolt.Tx) error {
+			for _, b := range append([][]byte{bucketInfo}, buckets...) {
 				if _, err := tx.CreateBucket(b); err != nil {
 					return err
 				}
 			}
-			return nil
-		})
-		if err != nil {
+			return tx.Bucket(bucketInfo).Put(keyLayout, []byte(layoutVersion))
+		}); err != nil {
 			return fmt.Errorf("store %s: %w", s.path, err)
 		}
 	}
@@ -335,13 +297,8 @@ func (s *Store) init(o options) error {
 		}
 		return tx.Bucket(bucketStreams).ForEachBucket(func(k []byte) error {
 			c, err := s.loadCurrent(tx.Bucket(bucketStreams).Bucket(k), string(k))
-			if err != nil {
-				return err
-			}
-			st := &stream{}
-			st.cur.Store(c)
-			s.streams[string(k)] = st
-			return nil
+			s.streams[string(k)] = c
+			return err
 		})
 	})
 	if err != nil {
@@ -350,80 +307,133 @@ func (s *Store) init(o options) error {
 	return s.removeUnnamed(named)
 }
 
-// removeUnnamed removes the record files of ours that named does not
-// hold; other files in the directory are left alone.
+// removeUnnamed removes the record files named does not hold.
 func (s *Store) removeUnnamed(named map[string]bool) error {
-	d, err := os.Open(s.blobDir)
+	ents, err := os.ReadDir(s.blobDir)
 	if err != nil {
-		return s.ioErr("open", s.blobDir, err)
+		return s.ioErr("list", s.blobDir, err)
 	}
-	defer func() { _ = d.Close() }()
-	removed := false
-	for {
-		names, err := d.Readdirnames(1024)
-		for _, n := range names {
-			if isRecName(n) && !named[n] {
-				if rerr := os.Remove(filepath.Join(s.blobDir, n)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-					return s.ioErr("remove", filepath.Join(s.blobDir, n), rerr)
-				}
-				removed = true
+	for _, e := range ents {
+		if p := filepath.Join(s.blobDir, e.Name()); isRecName(e.Name()) && !named[e.Name()] {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return s.ioErr("remove", p, err)
 			}
 		}
-		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
-			break
-		}
-		if err != nil {
-			return s.ioErr("list", s.blobDir, err)
-		}
 	}
-	if removed {
-		return syncDir(s.blobDir)
-	}
-	return nil
+	return syncDir(s.blobDir)
 }
 
-// ioErr reports an I/O error of op on file as what it is: the file, the
-// call and the errno; too many open files says which limit to raise.
+// ioErr names the file, the call and the errno of an I/O error.
 func (s *Store) ioErr(op, file string, err error) error {
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		if errno == syscall.EMFILE || errno == syscall.ENFILE {
-			return fmt.Errorf("store %s: %s %s: too many open files (%s): raise the open-files limit (ulimit -n, LimitNOFILE=): %w", s.path, op, file, errnoName(errno), err)
-		}
-		return fmt.Errorf("store %s: %s %s: %s: %w", s.path, op, file, errnoName(errno), err)
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("store %s: %s %s: %w", s.path, op, file, err)
 	}
-	return fmt.Errorf("store %s: %s %s: %w", s.path, op, file, err)
+	what := errnoName(errno)
+	if errno == syscall.EMFILE || errno == syscall.ENFILE {
+		what = "too many open files (" + what + "): raise the open-files limit (ulimit -n, LimitNOFILE=)"
+	}
+	return fmt.Errorf("store %s: %s %s: %s: %w", s.path, op, file, what, err)
 }
 
-// Path is the store file's path.
-func (s *Store) Path() string { return s.path }
-
+// wrap names the store in an error but the sentinels and the context's.
 func (s *Store) wrap(err error) error {
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRetained) ||
+	if err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRetained) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return fmt.Errorf("store %s: %w", s.path, err)
 }
 
-// PutSink implements store.Store.
+// put stores raw (encoded with error err) under key in bucket through
+// run: db.Update, or db.Batch (which may run it twice).
+func (s *Store) put(ctx context.Context, run func(func(*bbolt.Tx) error) error, bucket []byte, key string, raw []byte, err error) error {
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	return s.wrap(run(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), raw) }))
+}
+
+// list decodes every record of bucket, in key order.
+func list[T any](s *Store, ctx context.Context, bucket []byte, decode func(k, v []byte) (T, error)) ([]T, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []T
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			r, err := decode(k, v)
+			if err != nil {
+				return fmt.Errorf("%w: %s record %q: %v", store.ErrCorrupt, bucket, k, err)
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	return out, s.wrap(err)
+}
+
 func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
 	if sp.GetName() == "" {
 		return errors.New("bolt store: sink name is empty")
 	}
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sp)
+	return s.put(ctx, s.db.Update, bucketSinks, sp.GetName(), raw, err)
+}
+
+func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
+	return list(s, ctx, bucketSinks, func(_, v []byte) (*confighubv1.Sink, error) {
+		sp := &confighubv1.Sink{}
+		return sp, proto.Unmarshal(v, sp)
+	})
+}
+
+func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sp)
-	if err != nil {
-		return fmt.Errorf("encode sink %q: %w", sp.GetName(), err)
-	}
-	return s.wrapNil(s.db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketSinks).Put([]byte(sp.GetName()), raw)
+	return s.wrap(s.db.Update(func(tx *bbolt.Tx) error {
+		k := []byte(name)
+		sinks, applied := tx.Bucket(bucketSinks), tx.Bucket(bucketApplied)
+		if sinks.Get(k) == nil && applied.Get(k) == nil {
+			return fmt.Errorf("sink %q: %w", name, store.ErrNotFound)
+		}
+		return errors.Join(sinks.Delete(k), applied.Delete(k))
 	}))
 }
 
-// FingerprintKey implements store.Store.
+// RecordApplied implements store.Store in a shared transaction.
+func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
+	if a.Sink == "" {
+		return errors.New("bolt store: applied record without a sink name")
+	}
+	raw, err := json.Marshal(a)
+	return s.put(ctx, s.db.Batch, bucketApplied, a.Sink, raw, err)
+}
+
+func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
+	return list(s, ctx, bucketApplied, func(k, v []byte) (store.Applied, error) {
+		a := store.Applied{Sink: string(k)}
+		return a, json.Unmarshal(v, &a)
+	})
+}
+
+// RecordConverged implements store.Store in a shared transaction.
+func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
+	raw, err := json.Marshal(c)
+	return s.put(ctx, s.db.Batch, bucketConverged, c.Stream, raw, err)
+}
+
+func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
+	return list(s, ctx, bucketConverged, func(k, v []byte) (store.Converged, error) {
+		c := store.Converged{Stream: string(k)}
+		return c, json.Unmarshal(v, &c)
+	})
+}
+
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -438,189 +448,9 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 		key = append([]byte(nil), newKey...)
 		return info.Put(keyFingerprint, key)
 	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return key, nil
+	return key, s.wrap(err)
 }
 
-func (s *Store) wrapNil(err error) error {
-	if err == nil {
-		return nil
-	}
-	return s.wrap(err)
-}
-
-// DeleteSink implements store.Store: it removes the spec and the applied
-// record; ErrNotFound when neither exists.
-func (s *Store) DeleteSink(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		k := []byte(name)
-		sinks, applied := tx.Bucket(bucketSinks), tx.Bucket(bucketApplied)
-		if sinks.Get(k) == nil && applied.Get(k) == nil {
-			return fmt.Errorf("sink %q: %w", name, store.ErrNotFound)
-		}
-		if err := sinks.Delete(k); err != nil {
-			return err
-		}
-		return applied.Delete(k)
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return s.wrapNil(err)
-}
-
-func listSinks(tx *bbolt.Tx) ([]*confighubv1.Sink, error) {
-	var out []*confighubv1.Sink
-	err := tx.Bucket(bucketSinks).ForEach(func(k, v []byte) error {
-		sp := &confighubv1.Sink{}
-		if err := proto.Unmarshal(v, sp); err != nil {
-			return fmt.Errorf("%w: sink %q: %v", store.ErrCorrupt, k, err)
-		}
-		out = append(out, sp)
-		return nil
-	})
-	return out, err
-}
-
-// ListSinks implements store.Store, sorted by name.
-func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []*confighubv1.Sink
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		out, err = listSinks(tx)
-		return err
-	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return out, nil
-}
-
-// RecordApplied implements store.Store. Concurrent calls share one
-// transaction (bbolt Batch), each returns once that is fsynced.
-func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
-	if a.Sink == "" {
-		return errors.New("bolt store: applied record without a sink name")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(appliedRecord{Stream: a.Stream, Generation: a.Generation, Hash: a.Hash, Time: a.Time})
-	if err != nil {
-		return err
-	}
-	// Idempotent, as Batch may run it twice.
-	return s.wrapNil(s.db.Batch(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketApplied).Put([]byte(a.Sink), raw)
-	}))
-}
-
-func listApplied(tx *bbolt.Tx) ([]store.Applied, error) {
-	var out []store.Applied
-	err := tx.Bucket(bucketApplied).ForEach(func(k, v []byte) error {
-		var r appliedRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("%w: applied record of %q: %v", store.ErrCorrupt, k, err)
-		}
-		out = append(out, store.Applied{Sink: string(k), Stream: r.Stream, Generation: r.Generation, Hash: r.Hash, Time: r.Time})
-		return nil
-	})
-	return out, err
-}
-
-// ListApplied implements store.Store, sorted by sink name.
-func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []store.Applied
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		out, err = listApplied(tx)
-		return err
-	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return out, nil
-}
-
-type convergedRecord struct {
-	Generation uint64    `json:"generation"`
-	Time       time.Time `json:"time"`
-}
-
-// RecordConverged implements store.Store.
-func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(convergedRecord{Generation: c.Generation, Time: c.Time})
-	if err != nil {
-		return err
-	}
-	// Idempotent, as Batch may run it twice.
-	return s.wrapNil(s.db.Batch(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketConverged).Put([]byte(c.Stream), raw)
-	}))
-}
-
-// listConverged reads the convergence records.
-func listConverged(tx *bbolt.Tx) ([]store.Converged, error) {
-	b := tx.Bucket(bucketConverged)
-	var out []store.Converged
-	err := b.ForEach(func(k, v []byte) error {
-		var r convergedRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("%w: convergence record of %q: %v", store.ErrCorrupt, k, err)
-		}
-		out = append(out, store.Converged{Stream: string(k), Generation: r.Generation, Time: r.Time})
-		return nil
-	})
-	return out, err
-}
-
-// ListConverged implements store.Store, sorted by stream name.
-func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []store.Converged
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		out, err = listConverged(tx)
-		return err
-	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return out, nil
-}
-
-// Close refuses later stages and commits, waits for those under way, and
-// releases the file; it is idempotent.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.ops.Wait()
-		s.closeErr = s.db.Close()
-	})
-	return s.closeErr
-}
-
-type appliedRecord struct {
-	Stream     string    `json:"stream"`
-	Generation uint64    `json:"generation"`
-	Hash       string    `json:"hash"`
-	Time       time.Time `json:"time"`
-}
+// Close refuses later stages and commits, waits for those under way and
+// releases the file.
+func (s *Store) Close() error { return s.close() }

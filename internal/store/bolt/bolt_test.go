@@ -48,13 +48,6 @@ func TestConformance(t *testing.T) {
 	}))
 }
 
-// The variant without freelist sync must behave the same.
-func TestConformanceNoFreelistSync(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, r store.Retention) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "confighub.db"), bolt.WithNoFreelistSync(), bolt.WithRetention(r))
-	}, storetest.WithLargeConfig(deferBelow+1))
-}
-
 func TestCreatesParentDirs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", "confighub.db")
 	open(t, path)

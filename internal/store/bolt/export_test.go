@@ -3,6 +3,7 @@ package bolt
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 // WithSyncDirHook makes Open call fn for every directory it flushes while
@@ -13,14 +14,27 @@ func WithSyncDirHook(fn func(dir string)) Option {
 	}
 }
 
+// WithLockTimeout bounds the wait for the file lock (default 1s); past it
+// Open fails with ErrInUse.
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
+
 // WithInlineBelow writes configurations below n inline (default 64 KiB).
 func WithInlineBelow(n int) Option { return func(o *options) { o.inlineBelow = n } }
 
 // WithoutGroupCommit gives each commit its own index transaction.
 func WithoutGroupCommit() Option { return func(o *options) { o.noGroup = true } }
 
-// SetHookSync flushes record files with fn instead of fdatasync.
-func (s *Store) SetHookSync(fn func(*os.File) error) { s.hookSync = fn }
+// Path is the store file's path.
+func (s *Store) Path() string { return s.path }
+
+// SetHookSync flushes record files with fn instead of fdatasync (nil:
+// fdatasync again).
+func (s *Store) SetHookSync(fn func(*os.File) error) {
+	s.sync = fdatasync
+	if fn != nil {
+		s.sync = fn
+	}
+}
 
 // SetHookIndex runs fn before each commit's index transaction, after its
 // record file was flushed.

@@ -10,13 +10,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	bbolt "go.etcd.io/bbolt"
@@ -25,49 +24,24 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// deferMax is DeferBelow: a configuration smaller than this is written
-// inline in the index transaction that commits it (one flush, shared by
-// the commits that reach it together); from it on its bytes go to a
-// record file of their own, written while the hub checks them and flushed
-// before that transaction. Both routes pay (BenchmarkConcurrentCommits and
-// BenchmarkCommit, 2 cores shared with other work, load 3-4): 5 KiB
-// commits from 32 goroutines on 16 streams ack 9,860/s inline against
-// 1,740/s through record files (1 stream: 2,690/s against 1,030/s); a
-// 20 MiB commit takes 10.1 ms through its file against 84.7 ms inline
-// (1 MiB: 1.6 against 5.0 ms), the file route being 0.67x a plain
-// write+fsync of the bytes.
+// deferMax is DeferBelow: smaller configs go inline in the index, larger
+// ones in record files (BenchmarkConcurrentCommits, 5 KiB on 16 streams:
+// 940-1,290/s inline, 440-560/s in files; BenchmarkCommit against a plain
+// write+fsync: 1.1-1.7x in a file, 3.6x inline at 1 MiB; 0.75x, 4.4x at 20).
 const deferMax = 64 << 10
 
-// writeChunk is the unit of a file stage: written, handed to the disk
-// (startWriteback), then hashed while still in the CPU cache; it also
-// bounds how long a canceled stage keeps writing.
+// writeChunk is the unit a file stage writes and hands to the disk.
 const writeChunk = 1 << 20
 
-// A generation's index entry, in the stream's bucket under genKey: the
-// size (8 bytes, big-endian, read by the retention without decoding) then
-// genMeta as JSON. An inline generation's bytes are under dataKey.
+// genMeta is a generation's index entry under genKey, after its 8-byte
+// size (read by the retention); inline bytes are under dataKey.
 type genMeta struct {
-	Generation uint64              `json:"generation"`
-	Hash       string              `json:"hash"`
-	Format     string              `json:"format"`
-	Size       int64               `json:"size"`
-	Labels     map[string]string   `json:"labels,omitempty"`
-	AcceptTime time.Time           `json:"accept_time"`
-	Origin     *store.OriginRecord `json:"origin,omitempty"`
-	// Blob names the record file holding the bytes; empty when inline.
-	Blob string `json:"blob,omitempty"`
+	store.Meta
+	Blob string `json:"blob,omitempty"` // record file; "" when inline
 }
 
 func genKey(gen uint64) []byte  { return binary.BigEndian.AppendUint64(make([]byte, 0, 9), gen) }
 func dataKey(gen uint64) []byte { return append(genKey(gen), 'd') }
-
-func encodeMeta(m genMeta) ([]byte, error) {
-	js, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(js)), uint64(m.Size)), js...), nil
-}
 
 func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	var m genMeta
@@ -77,91 +51,66 @@ func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	return m, nil
 }
 
-func (m genMeta) config(stream string, raw []byte) *config.Config {
-	f, _ := config.ParseFormat(m.Format) // checked at commit
-	return config.New(stream, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.Origin.Origin())
-}
-
-// stream is one stream's state: its current generation, as readers and
-// the next commit see it, and the lock its commits and its deletion hold
-// from their check to their index write, so a stream's generations are
-// handed out one after the other.
-type stream struct {
-	mu      sync.Mutex
-	cur     atomic.Pointer[config.Config]
-	deleted bool // under mu: DeleteStream removed it; look it up again
-}
-
-// lock returns stream name's state locked, made when create and absent;
-// nil when absent and not create.
-func (s *Store) lock(name string, create bool) *stream {
-	for {
-		s.mu.Lock()
-		st := s.streams[name]
-		if st == nil && create {
-			st = &stream{}
-			s.streams[name] = st
+// eachGen calls fn with each generation entry of b older than before (0:
+// all), newest first, while fn returns true and no error.
+func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error)) error {
+	c := b.Cursor()
+	k, v := c.Last()
+	if before > 0 {
+		if k, _ = c.Seek(genKey(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
 		}
-		s.mu.Unlock()
-		if st == nil {
-			return nil
+	}
+	for ; k != nil; k, v = c.Prev() {
+		if len(k) != 8 {
+			continue
 		}
-		st.mu.Lock()
-		if !st.deleted {
-			return st
+		if more, err := fn(k, v); !more || err != nil {
+			return err
 		}
-		st.mu.Unlock()
 	}
-}
-
-func (s *Store) current(name string) *config.Config {
-	s.mu.Lock()
-	st := s.streams[name]
-	s.mu.Unlock()
-	if st == nil {
-		return nil
-	}
-	return st.cur.Load()
-}
-
-// begin counts a stage or commit under way; it fails once the store is
-// closed or failed.
-func (s *Store) begin() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
-	}
-	if s.failed != nil {
-		return s.failed
-	}
-	s.ops.Add(1)
 	return nil
 }
 
-// fail makes every later stage and commit fail: after a failed flush the
-// kernel may have dropped the pages, so a later flush proves nothing
-// ("restart to recover": Open decides from what is on disk).
-func (s *Store) fail(err error) error {
+// current is stream name's current generation, nil when it has none.
+func (s *Store) current(name string) *config.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[name]
+}
+
+// begin counts a stage or commit under way, unless the store failed.
+func (s *Store) begin() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed == nil {
+		s.ops.Add(1)
+	}
+	return s.failed
+}
+
+// fail fails every later stage and commit: after a failed flush a later
+// one proves nothing, and Open decides from what is on disk.
+func (s *Store) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil || s.failed == errClosed {
 		s.failed = fmt.Errorf("store %s: a commit could not be made durable, restart to recover: %w", s.path, err)
 	}
 	return s.failed
 }
 
-// staged is a StageConfig or StageStream handle: inline bytes (below
-// deferMax) or a record file written but not yet flushed.
+// staged is a stage: inline, or a record file not yet flushed.
 type staged struct {
-	s      *Store
-	stream string
-	name   string   // record file; "" when inline
-	f      *os.File // open until Commit or Discard
-	dir    chan error
-	size   int64
-	n      int64 // bytes written (StageStream)
-	done   bool
+	s    *Store
+	name string   // record file; "" when inline
+	f    *os.File // open until Commit or Discard
+	dir  chan error
+	size int64
+	n    int64 // bytes written (StageStream)
+	done bool
 }
 
 var (
@@ -169,62 +118,42 @@ var (
 	_ store.StageWriter = (*staged)(nil)
 )
 
-// DeferBelow implements store.Store.
 func (s *Store) DeferBelow() int { return s.inlineBelow }
 
-// StageConfig implements store.Store: from deferMax on the bytes are
-// written to a new record file (its directory entry flushed meanwhile),
-// chunk by chunk, each handed to the disk and then to tee; below it they
-// only go to tee.
-func (s *Store) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
-	if len(raw) < s.inlineBelow {
-		if tee != nil {
-			_, _ = tee.Write(raw)
-		}
-		return &staged{s: s, stream: stream, size: int64(len(raw))}, nil
-	}
-	g, err := s.openStage(stream, int64(len(raw)))
-	if err != nil {
-		return nil, err
-	}
-	for off := 0; off < len(raw); off += writeChunk {
-		if err := ctx.Err(); err != nil {
-			_ = g.Discard()
-			return nil, err
-		}
+// StageConfig implements store.Store: StageStream fed chunk by chunk.
+func (s *Store) StageConfig(ctx context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
+	g, err := s.stage(int64(len(raw)))
+	for off := 0; err == nil && off < len(raw); off += writeChunk {
 		chunk := raw[off:min(off+writeChunk, len(raw))]
-		if _, err := g.Write(chunk); err != nil {
-			_ = g.Discard()
-			return nil, err
+		if _, err = g.Write(chunk); err == nil {
+			err = ctx.Err()
 		}
-		if tee != nil {
+		if err != nil {
+			_ = g.Discard()
+		} else if tee != nil {
 			_, _ = tee.Write(chunk)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-// StageStream implements store.Store: from deferMax on a record file that
-// takes the bytes as they arrive; below it the commit writes them inline
-// (the caller keeps them).
-func (s *Store) StageStream(_ context.Context, stream string, size int64) (store.StageWriter, error) {
-	if size < int64(s.inlineBelow) {
-		if err := s.begin(); err != nil {
-			return nil, err
-		}
-		s.ops.Done()
-		return &staged{s: s, stream: stream, size: size}, nil
-	}
-	return s.openStage(stream, size)
+// StageStream implements store.Store: from deferMax on, a new record file
+// takes the bytes while its directory entry is flushed.
+func (s *Store) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
+	return s.stage(size)
 }
 
-// openStage creates a record file and flushes its directory entry in the
-// background (waited for before the commit's index write).
-func (s *Store) openStage(stream string, size int64) (*staged, error) {
+func (s *Store) stage(size int64) (*staged, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
 	defer s.ops.Done()
+	if size < int64(s.inlineBelow) {
+		return &staged{s: s, size: size}, nil
+	}
 	name, err := newRecName()
 	if err != nil {
 		return nil, err
@@ -234,32 +163,28 @@ func (s *Store) openStage(stream string, size int64) (*staged, error) {
 	if err != nil {
 		return nil, s.ioErr("create", p, err)
 	}
-	g := &staged{s: s, stream: stream, name: name, f: f, dir: make(chan error, 1), size: size}
+	g := &staged{s: s, name: name, f: f, dir: make(chan error, 1), size: size}
 	go func() { g.dir <- syncDir(s.blobDir) }()
 	return g, nil
 }
 
-// Write implements store.StageWriter.
 func (g *staged) Write(p []byte) (int, error) {
-	if g.done || (g.f == nil && g.name != "") {
+	if g.done {
 		return 0, errors.New("bolt store: write to an ended stage")
 	}
 	if g.n+int64(len(p)) > g.size {
 		return 0, fmt.Errorf("bolt store: stage of %d bytes: %d more written", g.size, g.n+int64(len(p))-g.size)
 	}
-	if g.f == nil { // inline: the commit writes c.Raw
-		g.n += int64(len(p))
-		return len(p), nil
+	if g.f != nil { // else inline: the commit writes c.Raw
+		if _, err := g.f.WriteAt(p, g.n); err != nil {
+			return 0, g.s.ioErr("write", g.f.Name(), err)
+		}
+		startWriteback(g.f, g.n, int64(len(p)))
 	}
-	if _, err := g.f.WriteAt(p, g.n); err != nil {
-		return 0, g.s.ioErr("write", g.f.Name(), err)
-	}
-	startWriteback(g.f, g.n, int64(len(p)))
 	g.n += int64(len(p))
 	return len(p), nil
 }
 
-// Staged implements store.StageWriter.
 func (g *staged) Staged() (store.Staged, error) {
 	if g.n != g.size {
 		return nil, fmt.Errorf("bolt store: stage of %d bytes: %d written", g.size, g.n)
@@ -267,8 +192,6 @@ func (g *staged) Staged() (store.Staged, error) {
 	return g, nil
 }
 
-// Discard implements store.Staged: the record file goes (a no-op after
-// Commit).
 func (g *staged) Discard() error {
 	if g.done {
 		return nil
@@ -287,41 +210,25 @@ func (g *staged) drop() error {
 	return err
 }
 
-// closeFile closes a committed stage's record file, which stays.
-func (g *staged) closeFile() error {
-	if g.f == nil {
-		return nil
-	}
-	err := g.f.Close()
-	g.f = nil
-	return err
-}
-
-// Commit implements store.Staged.
 func (g *staged) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if g.done {
 		return nil, false, errors.New("bolt store: commit of an ended stage")
 	}
 	g.done = true
-	kept := false
-	defer func() {
-		if !kept {
-			_ = g.drop()
-		}
-	}()
 	if int64(len(c.Raw)) != g.size {
+		_ = g.drop()
 		return nil, false, fmt.Errorf("bolt store: commit of %d bytes on a stage of %d", len(c.Raw), g.size)
 	}
 	out, unchanged, named, err := g.s.commit(ctx, c, expected, g)
-	kept = named
-	if named {
-		_ = g.closeFile()
+	if !named {
+		_ = g.drop()
+	} else if g.f != nil {
+		_ = g.f.Close()
 	}
 	return out, unchanged, err
 }
 
-// CommitConfig implements store.Store: StageConfig then Commit. The
-// returned config shares c.Raw (no copy).
+// CommitConfig implements store.Store: StageConfig then Commit.
 func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	g, err := s.StageConfig(ctx, c.Stream, c.Raw, nil)
 	if err != nil {
@@ -349,13 +256,10 @@ func validName(c *config.Config) error {
 	return nil
 }
 
-// commit makes c, staged in g, stream c.Stream's next generation: under
-// the stream's lock it checks expected and the hash, flushes g's record
-// file (and waits for its directory entry), then writes the index entry
-// (the inline bytes with it) in a transaction shared with the commits
-// that reach the flusher together (group), which also drops the
-// generations that fall out of the retention; their files go after it.
-// named says whether g's file is now part of the stream.
+// commit makes c, staged in g, the stream's next generation: under the
+// stream's lock it checks, flushes g's file and its directory entry, then
+// writes the index in a group transaction that also applies the retention.
+// named says whether g's file is now the stream's.
 func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g *staged) (out *config.Config, unchanged, named bool, err error) {
 	if err := validName(c); err != nil {
 		return nil, false, false, err
@@ -364,9 +268,8 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	defer s.ops.Done()
-	st := s.lock(c.Stream, true)
-	defer st.mu.Unlock()
-	cur := st.cur.Load()
+	defer s.locks.Lock(c.Stream)()
+	cur := s.current(c.Stream)
 	var gen uint64
 	if cur != nil {
 		gen = cur.Generation
@@ -381,23 +284,18 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		return nil, false, false, err
 	}
 	if g.f != nil {
-		sync := fdatasync
-		if s.hookSync != nil {
-			sync = s.hookSync
-		}
-		if err := errors.Join(sync(g.f), <-g.dir); err != nil {
-			g.dir <- nil // drop waits for it
+		err := errors.Join(s.sync(g.f), <-g.dir)
+		g.dir <- nil // drop waits for it
+		if err != nil {
 			return nil, false, false, s.fail(fmt.Errorf("flush %s: %w", g.f.Name(), err))
 		}
-		g.dir <- nil
 	}
-	stored := c.WithGeneration(gen + 1)
-	m := genMeta{Generation: gen + 1, Hash: c.Hash, Format: c.Format.String(), Size: int64(len(c.Raw)),
-		Labels: c.Labels, AcceptTime: c.AcceptTime, Origin: store.RecordOf(c.Origin), Blob: g.name}
-	val, err := encodeMeta(m)
+	m := genMeta{Meta: store.MetaOf(c, gen+1), Blob: g.name}
+	js, err := json.Marshal(m)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("bolt store: encode the meta of %q: %w", c.Stream, err)
 	}
+	val := append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(js)), uint64(m.Size)), js...)
 	if s.hookIndex != nil {
 		s.hookIndex()
 	}
@@ -407,66 +305,59 @@ func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g
 		if err != nil {
 			return err
 		}
-		if err := b.Put(genKey(m.Generation), val); err != nil {
-			return err
-		}
 		if m.Blob == "" {
 			err = b.Put(dataKey(m.Generation), c.Raw)
 		} else {
 			err = tx.Bucket(bucketBlobs).Put([]byte(m.Blob), []byte(c.Stream))
 		}
-		if err != nil {
+		if err := errors.Join(err, b.Put(genKey(m.Generation), val)); err != nil {
 			return err
 		}
 		dropped, err = s.retain(tx, b, c.Stream)
 		return err
 	})
 	if err != nil {
-		// The outcome is unknown: the file may be named now.
+		// Unknown outcome: the file may be named now.
 		return nil, false, true, s.fail(fmt.Errorf("index: %w", err))
 	}
-	st.cur.Store(stored)
+	out = c.WithGeneration(gen + 1)
+	s.mu.Lock()
+	s.streams[c.Stream] = out
+	s.mu.Unlock()
 	s.removeFiles(dropped)
-	return stored, false, g.name != "", nil
+	return out, false, g.name != "", nil
 }
 
-// retain drops the generations of stream b that fall out of the
-// retention, newest first by size, and returns their record files.
+// retain drops b's generations past the retention, returning their files.
 func (s *Store) retain(tx *bbolt.Tx, b *bbolt.Bucket, name string) ([]string, error) {
 	var sizes []int64
 	var keys [][]byte
-	cur := b.Cursor()
-	for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
-		if len(k) != 8 {
-			continue
-		}
+	err := eachGen(b, 0, func(k, v []byte) (bool, error) {
 		if len(v) < 8 {
-			return nil, fmt.Errorf("%w: stream %q generation %d: its index entry does not decode", store.ErrCorrupt, name, binary.BigEndian.Uint64(k))
+			return false, fmt.Errorf("%w: stream %q generation %d: its index entry does not decode", store.ErrCorrupt, name, binary.BigEndian.Uint64(k))
 		}
-		sizes = append(sizes, int64(binary.BigEndian.Uint64(v)))
-		keys = append(keys, k)
-	}
+		sizes, keys = append(sizes, int64(binary.BigEndian.Uint64(v))), append(keys, k)
+		return true, nil
+	})
 	var files []string
 	for _, k := range keys[s.keep.Keep(sizes):] {
-		m, err := decodeMeta(name, k, b.Get(k))
 		if err != nil {
-			return nil, err
+			break
+		}
+		var m genMeta
+		if m, err = decodeMeta(name, k, b.Get(k)); err != nil {
+			break
 		}
 		if m.Blob != "" {
-			if err := tx.Bucket(bucketBlobs).Delete([]byte(m.Blob)); err != nil {
-				return nil, err
-			}
 			files = append(files, m.Blob)
+			err = tx.Bucket(bucketBlobs).Delete([]byte(m.Blob))
 		}
-		if err := errors.Join(b.Delete(dataKey(m.Generation)), b.Delete(genKey(m.Generation))); err != nil {
-			return nil, err
-		}
+		err = errors.Join(err, b.Delete(dataKey(m.Generation)), b.Delete(genKey(m.Generation)))
 	}
-	return files, nil
+	return files, err
 }
 
-// removeFiles removes record files the index no longer names (Open
-// removes those a crash left).
+// removeFiles removes record files the index no longer names.
 func (s *Store) removeFiles(names []string) {
 	for _, n := range names {
 		_ = os.Remove(filepath.Join(s.blobDir, n))
@@ -474,24 +365,19 @@ func (s *Store) removeFiles(names []string) {
 }
 
 // loadCurrent reads a stream's newest generation (Open).
-func (s *Store) loadCurrent(b *bbolt.Bucket, name string) (*config.Config, error) {
-	cur := b.Cursor()
-	k, v := cur.Last()
-	for k != nil && len(k) != 8 {
-		k, v = cur.Prev()
-	}
-	if k == nil {
-		return nil, fmt.Errorf("store %s: %w: stream %q has no generation", s.path, store.ErrCorrupt, name)
-	}
-	m, err := decodeMeta(name, k, v)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return s.readGen(b, name, m)
+func (s *Store) loadCurrent(b *bbolt.Bucket, name string) (c *config.Config, err error) {
+	err = fmt.Errorf("store %s: %w: stream %q has no generation", s.path, store.ErrCorrupt, name)
+	_ = eachGen(b, 0, func(k, v []byte) (bool, error) {
+		m, derr := decodeMeta(name, k, v)
+		if err = s.wrap(derr); err == nil {
+			c, err = s.readGen(b, name, m)
+		}
+		return false, nil
+	})
+	return c, err
 }
 
-// readGen reads generation m's bytes (inline, copied out of the mmap, or
-// from its record file) and checks them against its SHA-256.
+// readGen reads generation m's bytes and checks their size and hash.
 func (s *Store) readGen(b *bbolt.Bucket, name string, m genMeta) (*config.Config, error) {
 	var raw []byte
 	where := "its inline bytes"
@@ -511,11 +397,10 @@ func (s *Store) readGen(b *bbolt.Bucket, name string, m genMeta) (*config.Config
 	if h := config.Hash(raw); h != m.Hash {
 		return nil, fmt.Errorf("store %s: %w: stream %q generation %d: %s hash to %.12s, the index says %.12s", s.path, store.ErrCorrupt, name, m.Generation, where, h, m.Hash)
 	}
-	return m.config(name, raw), nil
+	return m.Config(name, raw)
 }
 
-// GetStream implements store.Store: the stream's current generation, held
-// in memory.
+// GetStream implements store.Store from memory.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -526,179 +411,109 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 }
 
-// ListStreams implements store.Store, sorted by name.
 func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	out := make([]*config.Config, 0, len(s.streams))
-	for _, st := range s.streams {
-		if c := st.cur.Load(); c != nil {
-			out = append(out, c)
-		}
-	}
+	out := slices.Collect(maps.Values(s.streams))
 	s.mu.Unlock()
-	sortByStream(out)
+	slices.SortFunc(out, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
 	return out, nil
 }
 
-func sortByStream(cs []*config.Config) {
-	slices.SortFunc(cs, func(a, b *config.Config) int { return strings.Compare(a.Stream, b.Stream) })
+// bucket runs fn on stream name's bucket in a transaction of run.
+func (s *Store) bucket(ctx context.Context, run func(func(*bbolt.Tx) error) error, name string, fn func(*bbolt.Tx, *bbolt.Bucket) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.wrap(run(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketStreams).Bucket([]byte(name)); b != nil {
+			return fn(tx, b)
+		}
+		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
+	}))
 }
 
 // ListGenerations implements store.Store, from the index.
-func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) ([]store.GenerationInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []store.GenerationInfo
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		cur := b.Cursor()
-		var k, v []byte
-		if before > 0 {
-			if k, _ = cur.Seek(genKey(before)); k == nil {
-				k, v = cur.Last()
-			} else {
-				k, v = cur.Prev()
-			}
-		} else {
-			k, v = cur.Last()
-		}
-		for ; k != nil && (limit <= 0 || len(out) < limit); k, v = cur.Prev() {
-			if len(k) != 8 {
-				continue
-			}
+func (s *Store) ListGenerations(ctx context.Context, name string, before uint64, limit int) (out []store.GenerationInfo, err error) {
+	err = s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
+		return eachGen(b, before, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, store.GenerationInfo{Stream: name, Generation: m.Generation, Hash: m.Hash, Size: m.Size,
-				Labels: m.Labels, AcceptTime: m.AcceptTime, Origin: m.Origin.Origin()})
-		}
-		return nil
+			out = append(out, m.Info(name))
+			return limit <= 0 || len(out) < limit, err
+		})
 	})
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	return out, nil
+	return out, err
 }
 
 // GetGeneration implements store.Store: the current generation from
 // memory, another from the index and its record file.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if c := s.current(name); c != nil && c.Generation == gen {
+	if c := s.current(name); c != nil && c.Generation == gen && ctx.Err() == nil {
 		return c, nil
 	}
 	var m genMeta
 	var out *config.Config
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		v := b.Get(genKey(gen))
-		if v == nil {
-			cur := b.Cursor()
-			first, _ := cur.First()
-			last, _ := cur.Last()
-			if len(first) < 8 || len(last) < 8 {
-				return fmt.Errorf("%w: stream %q has no generation", store.ErrCorrupt, name)
+	err := s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) (err error) {
+		if v := b.Get(genKey(gen)); v != nil {
+			if m, err = decodeMeta(name, genKey(gen), v); err == nil && m.Blob == "" {
+				out, err = s.readGen(b, name, m)
 			}
-			return store.NotRetained(name, gen, binary.BigEndian.Uint64(first), binary.BigEndian.Uint64(last))
-		}
-		var err error
-		if m, err = decodeMeta(name, genKey(gen), v); err != nil {
 			return err
 		}
-		if m.Blob == "" {
-			out, err = s.readGen(b, name, m)
-		}
-		return err
+		var oldest, newest uint64
+		_ = eachGen(b, 0, func(k, _ []byte) (bool, error) {
+			oldest, newest = binary.BigEndian.Uint64(k), max(newest, binary.BigEndian.Uint64(k))
+			return true, nil
+		})
+		return store.NotRetained(name, gen, oldest, newest)
 	})
 	if err != nil || out != nil {
-		return out, s.wrapNil(err)
+		return out, err
 	}
-	// A record file is read outside the transaction; a commit that
-	// dropped the generation meanwhile removed it.
+	// Read outside the transaction: a commit may have dropped it meanwhile.
 	out, err = s.readGen(nil, name, m)
-	if errors.Is(err, fs.ErrNotExist) && !s.indexed(name, gen) {
+	if errors.Is(err, fs.ErrNotExist) && s.bucket(ctx, s.db.View, name, func(_ *bbolt.Tx, b *bbolt.Bucket) error {
+		if b.Get(genKey(gen)) == nil {
+			return store.ErrNotRetained
+		}
+		return nil
+	}) != nil {
 		return s.GetGeneration(ctx, name, gen) // dropped meanwhile: not retained
 	}
 	return out, err
 }
 
-// indexed says whether the index still holds generation gen of stream
-// name.
-func (s *Store) indexed(name string, gen uint64) bool {
-	found := false
-	_ = s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		found = b != nil && b.Get(genKey(gen)) != nil
-		return nil
-	})
-	return found
-}
-
-// DeleteStream implements store.Store: one transaction removes the
-// stream's generations, its record files' names and its convergence
-// record; the files go after it.
+// DeleteStream implements store.Store in one transaction; the files go after.
 func (s *Store) DeleteStream(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := s.begin(); err != nil {
 		return err
 	}
 	defer s.ops.Done()
-	st := s.lock(name, false)
-	if st == nil {
-		return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-	}
-	defer st.mu.Unlock()
+	defer s.locks.Lock(name)()
 	var files []string
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreams).Bucket([]byte(name))
-		if b == nil {
-			return fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
-		}
-		err := b.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				return nil
-			}
+	err := s.bucket(ctx, s.db.Update, name, func(tx *bbolt.Tx, b *bbolt.Bucket) error {
+		err := eachGen(b, 0, func(k, v []byte) (bool, error) {
 			m, err := decodeMeta(name, k, v)
 			if err == nil && m.Blob != "" {
 				files = append(files, m.Blob)
 				err = tx.Bucket(bucketBlobs).Delete([]byte(m.Blob))
 			}
-			return err
+			return true, err
 		})
-		if err != nil {
-			return err
-		}
-		return errors.Join(tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
+		return errors.Join(err, tx.Bucket(bucketStreams).DeleteBucket([]byte(name)), tx.Bucket(bucketConverged).Delete([]byte(name)))
 	})
-	if err != nil {
-		return s.wrap(err)
+	if err == nil {
+		s.mu.Lock()
+		delete(s.streams, name)
+		s.mu.Unlock()
+		s.removeFiles(files)
 	}
-	st.deleted = true
-	st.cur.Store(nil)
-	s.mu.Lock()
-	delete(s.streams, name)
-	s.mu.Unlock()
-	s.removeFiles(files)
-	return nil
+	return err
 }
 
-// isRecName says whether name is a record file as newRecName makes them;
-// other files in the directory are never touched.
+// isRecName says whether newRecName could have made name.
 func isRecName(name string) bool {
 	id, ok := strings.CutSuffix(name, ".rec")
 	if !ok || len(id) != 32 {
@@ -716,8 +531,7 @@ func newRecName() (string, error) {
 	return hex.EncodeToString(b[:]) + ".rec", nil
 }
 
-// syncDir makes the directory's entries (a created or removed file)
-// durable.
+// syncDir makes the directory's entries durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -730,13 +544,10 @@ func syncDir(dir string) error {
 	return d.Close()
 }
 
-// group shares one index transaction (one flush) among the commits that
-// reach it together: the first runs a transaction for itself and every
-// commit queued while it ran runs in the next, led by the same goroutine.
-// A failed transaction fails every commit in it. It pays across streams
-// (BenchmarkConcurrentCommits, 32 goroutines, 5 KiB, load 3-4: 9,860
-// commits/s on 16 streams against 2,420/s with a transaction each); on one
-// stream the stream's lock orders the commits and both ack about 2,700/s.
+// group runs the commits queued while a transaction runs in the next one,
+// led by the same goroutine; a failed one fails them all. On 16 streams
+// 380-1,290 commits/s against 190-290/s a transaction each; bbolt's Batch
+// waits first: 40/s on one stream against 200/s (BenchmarkConcurrentCommits).
 type group struct {
 	s       *Store
 	off     bool // each commit its own transaction (benchmarks compare)

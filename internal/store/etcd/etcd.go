@@ -24,90 +24,70 @@ import (
 
 var _ store.Shared = (*Store)(nil)
 
-// DefaultPrefix is where the store keeps its keys unless WithPrefix says.
-const DefaultPrefix = "/confighub/"
-
-// DefaultChunkSize is the largest config chunk written in one request.
-const DefaultChunkSize = 1 << 20
-
 const (
+	DefaultPrefix    = "/confighub/" // unless WithPrefix
+	defaultChunkSize = 1 << 20       // the largest chunk written in one request
 	// maxAttempts bounds the retries of a commit that lost a race with
-	// another replica (without expected generation).
+	// another replica, and of reads whose revision was compacted.
 	maxAttempts = 16
-	// ownRevs bounds the memory of this Store's own write revisions.
-	ownRevs = 4096
-	// defaultStageParallel bounds the concurrent chunk writes of one commit.
-	defaultStageParallel = 1
+	ownRevs     = 4096 // how many of this Store's write revisions it remembers
+)
+
+// The kinds of keys under the prefix (see the package doc).
+const (
+	kStreams   = "streams/"
+	kHistory   = "history/"
+	kConfigs   = "configs/"
+	kSinks     = "sinks/"
+	kApplied   = "applied/"
+	kConverged = "converged/"
 )
 
 // Option configures New.
 type Option func(*Store)
 
-// WithPrefix sets the key prefix (default "/confighub/"); several hubs can
-// share an etcd cluster with different prefixes. A missing trailing slash
-// is added.
+// WithPrefix sets the key prefix, adding a missing trailing slash.
 func WithPrefix(p string) Option {
-	return func(s *Store) {
-		if !strings.HasSuffix(p, "/") {
-			p += "/"
-		}
-		s.prefix = p
-	}
+	return func(s *Store) { s.prefix = strings.TrimSuffix(p, "/") + "/" }
 }
 
-// WithChunkSize sets the size of config chunks (default 1 MiB). It must
-// stay below the etcd server's --max-request-bytes.
-func WithChunkSize(n int) Option { return func(s *Store) { s.chunkSize = max(n, 1) } }
+// WithRetention sets the retention (default store.DefaultRetention).
+func WithRetention(r store.Retention) Option { return func(s *Store) { s.keep = r } }
 
-// WithStageParallel bounds the concurrent chunk writes of one large
-// commit (default 1: on the embedded single-member etcd of the benchmark,
-// sequential writes were faster than 4 in flight; over a network with a
-// real round-trip time more may pay).
-func WithStageParallel(n int) Option { return func(s *Store) { s.stageParallel = max(n, 1) } }
-
-// WithClock sets the clock used for the watch retry backoff.
-func WithClock(c clockwork.Clock) Option { return func(s *Store) { s.clock = c } }
-
-// Store is a store.Store on etcd. It does not own the client: Close stops
-// the watches but leaves the client open.
+// Store is a store.Store on etcd; it leaves the client open.
 type Store struct {
+	store.Direct
 	cli       *clientv3.Client
 	prefix    string
 	chunkSize int
 	clock     clockwork.Clock
-
-	stageParallel int
-	keep          store.Retention // generations whose bytes are kept per stream
+	keep      store.Retention
 
 	ctx    context.Context // cancelled by Close; parent of every watch
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// commitMu serialises this Store's commits per stream: contention
-	// between goroutines of one replica is settled here, not by etcd
-	// transaction retries.
-	commitMu sync.Map // stream name -> *sync.Mutex
+	// locks settles one replica's concurrent commits of a stream, rather
+	// than etcd transaction retries.
+	locks store.Locks
 
-	// writing is held (shared) by a write from its request until its
-	// revision is in own, and (exclusively) by the watch before it asks
-	// isOwn: the watch may see a write's event before the writer has
-	// its answer, and must not take it for another replica's.
+	// writing is held (shared) by a write until its revision is in own, and
+	// (exclusively) by the watch before it asks isOwn: the watch may see a
+	// write's event before the writer has its answer.
 	writing sync.RWMutex
 
-	mu       sync.Mutex
-	closed   bool
-	own      map[int64]struct{}
-	ownOrder []int64
-	listRev  int64 // revision of the last List* read
-	// listedSinks are the sink names the last ListSinks returned: what a
-	// watcher's reader knows, so a resync can report the ones deleted
-	// during a compacted gap.
-	listedSinks map[string]bool
+	mu          sync.Mutex
+	closed      bool
+	own         map[int64]struct{}
+	ownOrder    []int64
+	listRev     int64           // revision of the last List* read
+	listedSinks map[string]bool // what the last ListSinks returned, for a resync
 }
 
 // New returns a store using cli under the prefix.
 func New(cli *clientv3.Client, opts ...Option) *Store {
-	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: DefaultChunkSize, stageParallel: defaultStageParallel, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}}
+	s := &Store{cli: cli, prefix: DefaultPrefix, chunkSize: defaultChunkSize, keep: store.DefaultRetention(), clock: clockwork.NewRealClock(), own: map[int64]struct{}{}, listedSinks: map[string]bool{}}
+	s.Direct = store.Direct{Commit: s.CommitConfig}
 	for _, o := range opts {
 		o(s)
 	}
@@ -115,36 +95,27 @@ func New(cli *clientv3.Client, opts ...Option) *Store {
 	return s
 }
 
-func (s *Store) metaKey(name string) string   { return s.prefix + "streams/" + name }
-func (s *Store) metaPrefix() string           { return s.prefix + "streams/" }
-func (s *Store) chunkBase(name string) string { return s.prefix + "configs/" + name + "/" }
-func (s *Store) sinkKey(name string) string   { return s.prefix + "sinks/" + name }
-func (s *Store) sinkPrefix() string           { return s.prefix + "sinks/" }
-func (s *Store) appliedKey(name string) string {
-	return s.prefix + "applied/" + name
-}
-func (s *Store) appliedPrefix() string { return s.prefix + "applied/" }
+// key is the key of name of a kind; name "" gives the kind's prefix.
+func (s *Store) key(kind, name string) string { return s.prefix + kind + name }
 
 func genKey(gen uint64) string { return fmt.Sprintf("%020d", gen) }
 
-type streamMeta struct {
-	Generation uint64              `json:"generation"`
-	Hash       string              `json:"hash"`
-	Format     string              `json:"format"`
-	Size       int                 `json:"size"`
-	Labels     map[string]string   `json:"labels,omitempty"`
-	AcceptTime time.Time           `json:"accept_time"`
-	Origin     *store.OriginRecord `json:"origin,omitempty"`
+// meta is a generation's record: store.Meta and where its chunks are.
+type meta struct {
+	store.Meta
 	// Chunks is the key prefix of the config chunks, Count their number.
 	Chunks string `json:"chunks"`
 	Count  int    `json:"count"`
 }
 
-type appliedRecord struct {
-	Stream     string    `json:"stream"`
-	Generation uint64    `json:"generation"`
-	Hash       string    `json:"hash"`
-	Time       time.Time `json:"time"`
+func decodeMeta(key string, v []byte) (meta, error) { return decodeJSON[meta](key, v) }
+
+func decodeJSON[T any](key string, v []byte) (T, error) {
+	var r T
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
+	}
+	return r, nil
 }
 
 var errClosed = errors.New("etcd store: closed")
@@ -161,18 +132,34 @@ func (s *Store) check(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) recordOwn(rev int64) {
+// validName refuses a name that would nest under another's keys.
+func validName(kind, name string) error {
+	if name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("etcd store: invalid %s name %q", kind, name)
+	}
+	return nil
+}
+
+// ownWrite runs write, which returns the revision of a change it made (0:
+// none), and records that revision as this Store's, so Watch skips it.
+func (s *Store) ownWrite(write func() (int64, error)) error {
+	s.writing.RLock()
+	defer s.writing.RUnlock()
+	rev, err := write()
+	if err != nil || rev == 0 {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.own[rev]; ok {
-		return
+	if _, ok := s.own[rev]; !ok {
+		s.own[rev] = struct{}{}
+		s.ownOrder = append(s.ownOrder, rev)
+		if len(s.ownOrder) > ownRevs {
+			delete(s.own, s.ownOrder[0])
+			s.ownOrder = s.ownOrder[1:]
+		}
 	}
-	s.own[rev] = struct{}{}
-	s.ownOrder = append(s.ownOrder, rev)
-	if len(s.ownOrder) > ownRevs {
-		delete(s.own, s.ownOrder[0])
-		s.ownOrder = s.ownOrder[1:]
-	}
+	return nil
 }
 
 func (s *Store) isOwn(rev int64) bool {
@@ -182,24 +169,102 @@ func (s *Store) isOwn(rev int64) bool {
 	return ok
 }
 
-func (s *Store) noteListRev(rev int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.listRev = max(s.listRev, rev)
-}
-
-func decodeMeta(key string, v []byte) (streamMeta, error) {
-	var m streamMeta
-	if err := json.Unmarshal(v, &m); err != nil {
-		return m, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
+// CommitConfig implements store.Store with one transaction conditional
+// on the stream's meta key as read.
+func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
+	if err := validName("stream", c.Stream); err != nil {
+		return nil, false, err
 	}
-	return m, nil
+	defer s.locks.Lock(c.Stream)()
+	for attempt := range maxAttempts {
+		if err := s.check(ctx); err != nil {
+			return nil, false, err
+		}
+		out, unchanged, retry, err := s.tryCommit(ctx, c, expected)
+		if !retry {
+			return out, unchanged, err
+		}
+		// Another replica won: a random wait parts two in lock step.
+		if !s.sleep(ctx, time.Duration(mrand.Int64N(int64(attempt+1)*int64(5*time.Millisecond)))) {
+			return nil, false, ctx.Err()
+		}
+	}
+	return nil, false, fmt.Errorf("etcd store: stream %q: commit lost %d races in a row", c.Stream, maxAttempts)
 }
 
-func token() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64) (out *config.Config, unchanged, retry bool, err error) {
+	mk := s.key(kStreams, c.Stream)
+	resp, err := s.cli.Get(ctx, mk)
+	if err != nil {
+		return nil, false, false, fmt.Errorf("etcd store: read stream %q: %w", c.Stream, err)
+	}
+	var cur meta
+	cmp := clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)
+	if len(resp.Kvs) == 1 {
+		cmp = clientv3.Compare(clientv3.ModRevision(mk), "=", resp.Kvs[0].ModRevision)
+		if cur, err = decodeMeta(mk, resp.Kvs[0].Value); err != nil {
+			return nil, false, false, err
+		}
+	}
+	if expected > 0 && expected != cur.Generation {
+		return nil, false, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", c.Stream, cur.Generation, expected, store.ErrConflict)
+	}
+	if len(resp.Kvs) == 1 && cur.Hash == c.Hash {
+		out, err = cur.Config(c.Stream, c.Raw)
+		return out, true, false, err
+	}
+
+	gen := cur.Generation + 1
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	prefix := s.key(kConfigs, c.Stream) + "/" + genKey(gen) + "-" + hex.EncodeToString(tok[:]) + "/"
+	chunks := split(c.Raw, s.chunkSize)
+	js, err := json.Marshal(meta{Meta: store.MetaOf(c, gen), Chunks: prefix, Count: len(chunks)})
+	if err != nil {
+		return nil, false, false, err
+	}
+	ops := []clientv3.Op{clientv3.OpPut(mk, string(js)), clientv3.OpPut(s.histKey(c.Stream, gen), string(js))}
+	// One chunk goes in the transaction; more go before it, deleted (even
+	// after ctx is done) unless it may have committed.
+	keep := len(chunks) == 1
+	defer func() {
+		if !keep {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_, _ = s.cli.Delete(dctx, prefix, clientv3.WithPrefix())
+		}
+	}()
+	for i, ch := range chunks {
+		if keep {
+			ops = append(ops, clientv3.OpPut(chunkKey(prefix, i), string(ch)))
+		} else if _, err := s.cli.Put(ctx, chunkKey(prefix, i), string(ch)); err != nil {
+			return nil, false, false, fmt.Errorf("etcd store: write config chunks of %q: %w", c.Stream, err)
+		}
+	}
+	sweep, err := s.sweep(ctx, c.Stream, gen, len(c.Raw), prefix, resp.Header.Revision)
+	if err != nil {
+		return nil, false, errors.Is(err, rpctypes.ErrCompacted), err // compacted: read again
+	}
+	var tresp *clientv3.TxnResponse
+	err = s.ownWrite(func() (int64, error) {
+		tresp, err = s.cli.Txn(ctx).If(cmp).Then(append(ops, sweep...)...).Commit()
+		if err != nil || !tresp.Succeeded {
+			return 0, err
+		}
+		return tresp.Header.Revision, nil
+	})
+	switch {
+	case err != nil:
+		// Unknown outcome: the next commit's sweep deletes stale chunks.
+		keep = true
+		return nil, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", c.Stream, gen, err)
+	case !tresp.Succeeded && expected > 0:
+		return nil, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", c.Stream, expected, store.ErrConflict)
+	case !tresp.Succeeded:
+		return nil, false, true, nil // another replica won: read again
+	}
+	keep = true
+	return c.WithGeneration(gen), false, false, nil
 }
 
 func split(raw []byte, n int) [][]byte {
@@ -211,176 +276,13 @@ func split(raw []byte, n int) [][]byte {
 	return append(out, raw)
 }
 
-// CommitConfig implements store.Store with one etcd transaction that
-// compares the stream's meta key with what was read (see the package doc).
-// The returned config shares st.Raw.
-func (s *Store) CommitConfig(ctx context.Context, st *config.Config, expected uint64) (*config.Config, bool, error) {
-	if st.Stream == "" || strings.Contains(st.Stream, "/") {
-		return nil, false, fmt.Errorf("etcd store: invalid stream name %q", st.Stream)
-	}
-	mu, _ := s.commitMu.LoadOrStore(st.Stream, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
-	for attempt := range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, false, err
-		}
-		out, unchanged, retry, err := s.tryCommit(ctx, st, expected)
-		if !retry {
-			return out, unchanged, err
-		}
-		// Another replica won: wait a little, at random, so that two
-		// replicas in lock step part.
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-s.clock.After(time.Duration(mrand.Int64N(int64(attempt+1) * int64(5*time.Millisecond)))):
-		}
-	}
-	return nil, false, fmt.Errorf("etcd store: stream %q: commit lost %d races in a row", st.Stream, maxAttempts)
-}
-
-func (s *Store) tryCommit(ctx context.Context, st *config.Config, expected uint64) (out *config.Config, unchanged, retry bool, err error) {
-	mk := s.metaKey(st.Stream)
-	resp, err := s.cli.Get(ctx, mk)
-	if err != nil {
-		return out, false, false, fmt.Errorf("etcd store: read stream %q: %w", st.Stream, err)
-	}
-	var (
-		cur    streamMeta
-		modRev int64
-	)
-	if len(resp.Kvs) == 1 {
-		modRev = resp.Kvs[0].ModRevision
-		if cur, err = decodeMeta(mk, resp.Kvs[0].Value); err != nil {
-			return out, false, false, err
-		}
-	}
-	if expected > 0 && expected != cur.Generation {
-		return out, false, false, fmt.Errorf("stream %q is at generation %d, expected %d: %w", st.Stream, cur.Generation, expected, store.ErrConflict)
-	}
-	if modRev != 0 && cur.Hash == st.Hash {
-		f, err := config.ParseFormat(cur.Format)
-		if err != nil {
-			return out, false, false, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
-		}
-		return config.New(st.Stream, cur.Generation, cur.Hash, f, st.Raw, nil, cur.Labels, cur.AcceptTime).WithOrigin(cur.Origin.Origin()), true, false, nil
-	}
-
-	gen := cur.Generation + 1
-	base := s.chunkBase(st.Stream)
-	prefix := base + genKey(gen) + "-" + token() + "/"
-	chunks := split(st.Raw, s.chunkSize)
-	m := streamMeta{Generation: gen, Hash: st.Hash, Format: st.Format.String(), Size: len(st.Raw),
-		Labels: st.Labels, AcceptTime: st.AcceptTime, Origin: store.RecordOf(st.Origin), Chunks: prefix, Count: len(chunks)}
-	meta, err := json.Marshal(m)
-	if err != nil {
-		return out, false, false, err
-	}
-
-	ops := []clientv3.Op{clientv3.OpPut(mk, string(meta)), clientv3.OpPut(s.histKey(st.Stream, gen), string(meta))}
-	staged := len(chunks) > 1
-	if staged {
-		if err := s.stage(ctx, prefix, chunks); err != nil {
-			s.unstage(ctx, prefix)
-			return out, false, false, fmt.Errorf("etcd store: write config chunks of %q: %w", st.Stream, err)
-		}
-	} else {
-		ops = append(ops, clientv3.OpPut(chunkKey(prefix, 0), string(chunks[0])))
-	}
-	sweep, err := s.sweep(ctx, st.Stream, gen, len(st.Raw), prefix, resp.Header.Revision)
-	if err != nil {
-		if staged {
-			s.unstage(ctx, prefix)
-		}
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			return out, false, true, nil // read again
-		}
-		return out, false, false, err
-	}
-	ops = append(ops, sweep...)
-	var cmp clientv3.Cmp
-	if modRev == 0 {
-		cmp = clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)
-	} else {
-		cmp = clientv3.Compare(clientv3.ModRevision(mk), "=", modRev)
-	}
-	s.writing.RLock()
-	tresp, err := s.cli.Txn(ctx).If(cmp).Then(ops...).Commit()
-	if err == nil && tresp.Succeeded {
-		s.recordOwn(tresp.Header.Revision)
-	}
-	s.writing.RUnlock()
-	if err != nil {
-		// The outcome is unknown: the staged chunks may now be current, so
-		// they are left for the next commit's sweep.
-		return out, false, false, fmt.Errorf("etcd store: commit stream %q generation %d: %w", st.Stream, gen, err)
-	}
-	if !tresp.Succeeded {
-		if staged {
-			s.unstage(ctx, prefix)
-		}
-		if expected > 0 {
-			return out, false, false, fmt.Errorf("stream %q changed while committing, expected %d: %w", st.Stream, expected, store.ErrConflict)
-		}
-		return out, false, true, nil
-	}
-	return st.WithGeneration(gen), false, false, nil
-}
-
 func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix, n) }
 
-// stage writes the chunks, s.stageParallel at a time (etcd batches
-// concurrent proposals into fewer WAL fsyncs). It returns the first error.
-func (s *Store) stage(ctx context.Context, prefix string, chunks [][]byte) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, s.stageParallel)
-	)
-	for i, c := range chunks {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if _, err := s.cli.Put(ctx, chunkKey(prefix, i), string(c)); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		})
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
-}
-
-// unstage deletes the chunks of an attempt that did not commit, even when
-// ctx is done.
-func (s *Store) unstage(ctx context.Context, prefix string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	_, _ = s.cli.Delete(dctx, prefix, clientv3.WithPrefix())
-}
-
-// readStream reads a stream's chunks at rev and assembles it.
+// readStream reads a generation's chunks at rev and assembles it.
 func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (*config.Config, error) {
-	mk := s.metaKey(name)
-	m, err := decodeMeta(mk, metaVal)
+	m, err := decodeMeta(s.key(kStreams, name), metaVal)
 	if err != nil {
 		return nil, err
-	}
-	f, err := config.ParseFormat(m.Format)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, mk, err)
 	}
 	resp, err := s.cli.Get(ctx, m.Chunks, clientv3.WithPrefix(), clientv3.WithRev(rev))
 	if err != nil {
@@ -393,103 +295,197 @@ func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev
 	for _, kv := range resp.Kvs {
 		raw = append(raw, kv.Value...)
 	}
-	if len(raw) != m.Size {
+	if int64(len(raw)) != m.Size {
 		return nil, fmt.Errorf("%w: stream %q generation %d: config is %d bytes, meta says %d", store.ErrCorrupt, name, m.Generation, len(raw), m.Size)
 	}
-	return config.New(name, m.Generation, m.Hash, f, raw, nil, m.Labels, m.AcceptTime).WithOrigin(m.Origin.Origin()), nil
+	return m.Config(name, raw)
 }
 
-// GetStream implements store.Store.
 func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, error) {
 	return s.atMeta(ctx, name, func(meta []byte, rev int64) (*config.Config, error) {
 		return s.readStream(ctx, name, meta, rev)
 	})
 }
 
-// atMeta reads stream name's meta and passes it to read with the revision
-// it was read at; when read's own reads at that revision find it compacted
-// (rpctypes.ErrCompacted), it reads the meta again, up to maxAttempts.
+// atMeta passes stream name's meta and the revision it was read at to
+// read, again while read finds that revision compacted.
 func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
-	for range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, err
-		}
-		resp, err := s.cli.Get(ctx, s.metaKey(name))
+	return retryCompacted(s, ctx, fmt.Sprintf("stream %q", name), func() (*config.Config, error) {
+		resp, err := s.cli.Get(ctx, s.key(kStreams, name))
 		if err != nil {
 			return nil, fmt.Errorf("etcd store: read stream %q: %w", name, err)
 		}
 		if len(resp.Kvs) == 0 {
 			return nil, fmt.Errorf("stream %q: %w", name, store.ErrNotFound)
 		}
-		st, err := read(resp.Kvs[0].Value, resp.Header.Revision)
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			continue // compacted between the reads: read again
-		}
-		return st, err
-	}
-	return nil, fmt.Errorf("etcd store: stream %q: history compacted on every read", name)
+		return read(resp.Kvs[0].Value, resp.Header.Revision)
+	})
 }
 
-// ListStreams implements store.Store, sorted by name, all at one revision.
-func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
+// retryCompacted runs read until its reads are not compacted.
+func retryCompacted[T any](s *Store, ctx context.Context, what string, read func() (T, error)) (v T, err error) {
 	for range maxAttempts {
-		if err := s.check(ctx); err != nil {
-			return nil, err
+		if err = s.check(ctx); err != nil {
+			return v, err
 		}
+		if v, err = read(); !errors.Is(err, rpctypes.ErrCompacted) {
+			return v, err
+		}
+	}
+	return v, fmt.Errorf("etcd store: %s: history compacted on every read", what)
+}
+
+// ListStreams implements store.Store, at one revision.
+func (s *Store) ListStreams(ctx context.Context) ([]*config.Config, error) {
+	return retryCompacted(s, ctx, "list streams", func() ([]*config.Config, error) {
 		out, rev, err := s.listStreams(ctx)
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			continue
-		}
 		if err == nil {
-			s.noteListRev(rev)
+			s.mu.Lock()
+			s.listRev = max(s.listRev, rev)
+			s.mu.Unlock()
 		}
 		return out, err
-	}
-	return nil, errors.New("etcd store: list streams: history compacted on every read")
+	})
 }
 
 func (s *Store) listStreams(ctx context.Context) ([]*config.Config, int64, error) {
-	resp, err := s.cli.Get(ctx, s.metaPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("etcd store: list streams: %w", err)
+	return list(s, ctx, kStreams, func(name string, v []byte, rev int64) (*config.Config, error) {
+		return s.readStream(ctx, name, v, rev)
+	})
+}
+
+func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
+	if err := validName("sink", sp.GetName()); err != nil {
+		return err
 	}
-	rev := resp.Header.Revision
-	out := make([]*config.Config, 0, len(resp.Kvs))
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sp)
+	return s.put(ctx, kSinks, sp.GetName(), raw, err)
+}
+
+// DeleteSink implements store.Store in one transaction.
+func (s *Store) DeleteSink(ctx context.Context, name string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return s.deleteAll(ctx, "sink", name, 2, clientv3.OpDelete(s.key(kSinks, name)), clientv3.OpDelete(s.key(kApplied, name)))
+}
+
+// deleteAll runs ops (deletions) in one transaction: ErrNotFound when the
+// first found of them deleted nothing.
+func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops ...clientv3.Op) error {
+	return s.ownWrite(func() (int64, error) {
+		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("etcd store: delete %s %q: %w", kind, name, err)
+		}
+		for _, r := range resp.Responses[:found] {
+			if r.GetResponseDeleteRange().GetDeleted() > 0 {
+				return resp.Header.Revision, nil
+			}
+		}
+		return 0, fmt.Errorf("%s %q: %w", kind, name, store.ErrNotFound)
+	})
+}
+
+func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
+	names := map[string]bool{}
+	out, rev, err := list(s, ctx, kSinks, func(name string, v []byte, _ int64) (*confighubv1.Sink, error) {
+		names[name] = true
+		return decodeSink([]byte(s.key(kSinks, name)), v)
+	})
+	if err == nil {
+		s.mu.Lock()
+		s.listRev, s.listedSinks = max(s.listRev, rev), names
+		s.mu.Unlock()
+	}
+	return out, err
+}
+
+func decodeSink(key, v []byte) (*confighubv1.Sink, error) {
+	sp := &confighubv1.Sink{}
+	if err := proto.Unmarshal(v, sp); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
+	}
+	return sp, nil
+}
+
+// list reads every record of a kind and the revision read at.
+func list[T any](s *Store, ctx context.Context, kind string, decode func(name string, v []byte, rev int64) (T, error)) ([]T, int64, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, 0, err
+	}
+	resp, err := s.cli.Get(ctx, s.key(kind, ""), clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("etcd store: list %s: %w", strings.TrimSuffix(kind, "/"), err)
+	}
+	out := make([]T, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		st, err := s.readStream(ctx, strings.TrimPrefix(string(kv.Key), s.metaPrefix()), kv.Value, rev)
+		r, err := decode(strings.TrimPrefix(string(kv.Key), s.key(kind, "")), kv.Value, resp.Header.Revision)
 		if err != nil {
 			return nil, 0, err
 		}
-		out = append(out, st)
+		out = append(out, r)
 	}
-	return out, rev, nil
+	return out, resp.Header.Revision, nil
 }
 
-// PutSink implements store.Store.
-func (s *Store) PutSink(ctx context.Context, sp *confighubv1.Sink) error {
-	if sp.GetName() == "" || strings.Contains(sp.GetName(), "/") {
-		return fmt.Errorf("etcd store: invalid sink name %q", sp.GetName())
+// put stores raw (encoded with error err) under name of a kind; a sink's
+// revision is recorded as this Store's.
+func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err error) error {
+	if err != nil {
+		return fmt.Errorf("etcd store: encode %s%s: %w", kind, name, err)
 	}
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(sp)
-	if err != nil {
-		return fmt.Errorf("encode sink %q: %w", sp.GetName(), err)
+	if err := s.ownWrite(func() (int64, error) {
+		resp, err := s.cli.Put(ctx, s.key(kind, name), string(raw))
+		if err != nil || kind != kSinks {
+			return 0, err
+		}
+		return resp.Header.Revision, nil
+	}); err != nil {
+		return fmt.Errorf("etcd store: put %s%s: %w", kind, name, err)
 	}
-	s.writing.RLock()
-	defer s.writing.RUnlock()
-	resp, err := s.cli.Put(ctx, s.sinkKey(sp.GetName()), string(raw))
-	if err != nil {
-		return fmt.Errorf("etcd store: put sink %q: %w", sp.GetName(), err)
-	}
-	s.recordOwn(resp.Header.Revision)
 	return nil
 }
 
-// FingerprintKey implements store.Store: the first replica to
-// ask stores its key (a create-if-absent transaction); every other gets
-// that one.
+// listJSON lists the JSON records of a kind; named sets a record's name.
+func listJSON[T any](s *Store, ctx context.Context, kind string, named func(*T, string)) ([]T, error) {
+	out, _, err := list(s, ctx, kind, func(name string, v []byte, _ int64) (T, error) {
+		r, err := decodeJSON[T](s.key(kind, name), v)
+		named(&r, name)
+		return r, err
+	})
+	return out, err
+}
+
+func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
+	if err := validName("sink", a.Sink); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(a)
+	return s.put(ctx, kApplied, a.Sink, raw, err)
+}
+
+func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
+	return listJSON(s, ctx, kApplied, func(a *store.Applied, name string) { a.Sink = name })
+}
+
+// RecordConverged implements store.Store; every replica then shows it.
+func (s *Store) RecordConverged(ctx context.Context, c store.Converged) error {
+	if err := validName("stream", c.Stream); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(c)
+	return s.put(ctx, kConverged, c.Stream, raw, err)
+}
+
+func (s *Store) ListConverged(ctx context.Context) ([]store.Converged, error) {
+	return listJSON(s, ctx, kConverged, func(c *store.Converged, name string) { c.Stream = name })
+}
+
+// FingerprintKey implements store.Store with a create-if-absent transaction.
 func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -513,104 +509,7 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 	return kvs[0].Value, nil
 }
 
-// DeleteSink implements store.Store: it removes the spec and the applied
-// record in one transaction; ErrNotFound when neither exists.
-func (s *Store) DeleteSink(ctx context.Context, name string) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	s.writing.RLock()
-	defer s.writing.RUnlock()
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpDelete(s.sinkKey(name)), clientv3.OpDelete(s.appliedKey(name))).Commit()
-	if err != nil {
-		return fmt.Errorf("etcd store: delete sink %q: %w", name, err)
-	}
-	var n int64
-	for _, r := range resp.Responses {
-		n += r.GetResponseDeleteRange().GetDeleted()
-	}
-	if n == 0 {
-		return fmt.Errorf("sink %q: %w", name, store.ErrNotFound)
-	}
-	s.recordOwn(resp.Header.Revision)
-	return nil
-}
-
-// ListSinks implements store.Store, sorted by name.
-func (s *Store) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	resp, err := s.cli.Get(ctx, s.sinkPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("etcd store: list sinks: %w", err)
-	}
-	out := make([]*confighubv1.Sink, 0, len(resp.Kvs))
-	names := make(map[string]bool, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		sp, err := decodeSink(kv.Key, kv.Value)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sp)
-		names[sp.GetName()] = true
-	}
-	s.noteListRev(resp.Header.Revision)
-	s.mu.Lock()
-	s.listedSinks = names
-	s.mu.Unlock()
-	return out, nil
-}
-
-func decodeSink(key, v []byte) (*confighubv1.Sink, error) {
-	sp := &confighubv1.Sink{}
-	if err := proto.Unmarshal(v, sp); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, key, err)
-	}
-	return sp, nil
-}
-
-// RecordApplied implements store.Store.
-func (s *Store) RecordApplied(ctx context.Context, a store.Applied) error {
-	if a.Sink == "" || strings.Contains(a.Sink, "/") {
-		return fmt.Errorf("etcd store: invalid sink name %q", a.Sink)
-	}
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(appliedRecord{Stream: a.Stream, Generation: a.Generation, Hash: a.Hash, Time: a.Time})
-	if err != nil {
-		return err
-	}
-	if _, err := s.cli.Put(ctx, s.appliedKey(a.Sink), string(raw)); err != nil {
-		return fmt.Errorf("etcd store: record applied of %q: %w", a.Sink, err)
-	}
-	return nil
-}
-
-// ListApplied implements store.Store, sorted by sink name.
-func (s *Store) ListApplied(ctx context.Context) ([]store.Applied, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	resp, err := s.cli.Get(ctx, s.appliedPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("etcd store: list applied: %w", err)
-	}
-	out := make([]store.Applied, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		var r appliedRecord
-		if err := json.Unmarshal(kv.Value, &r); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", store.ErrCorrupt, kv.Key, err)
-		}
-		out = append(out, store.Applied{Sink: strings.TrimPrefix(string(kv.Key), s.appliedPrefix()),
-			Stream: r.Stream, Generation: r.Generation, Hash: r.Hash, Time: r.Time})
-	}
-	return out, nil
-}
-
-// Close stops every watch and waits for them; the client stays open. It
-// is idempotent.
+// Close stops every watch and waits for them; it is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -16,32 +17,28 @@ import (
 // watchBackoff is the wait before a failed watch is opened again.
 const watchBackoff = 500 * time.Millisecond
 
-// Watch implements store.Shared: changes made by other Store values, from
-// the revision after the last List* call on this Store (or from now). The
-// channel is closed when ctx is done or the Store is closed. Events are
-// sent in commit order; a slow reader delays the watch, not the store.
+// Watch implements store.Shared: other Stores' changes in commit order,
+// from after the last List* on this Store (or from now), until ctx is done
+// or the Store closed; a slow reader delays the watch, not the store.
 func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
 	s.mu.Lock()
-	closed, from := s.closed, s.listRev
-	known := make(map[string]bool, len(s.listedSinks))
-	for n := range s.listedSinks {
-		known[n] = true
-	}
+	from, known, closed := s.listRev, maps.Clone(s.listedSinks), s.closed
 	if !closed {
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
 	if closed {
+		stop()
+		cancel()
 		close(ch)
 		return ch
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
 	if from == 0 {
-		// "From now" is the revision now, read before returning, so that a
-		// change made after Watch returns is delivered.
-		if resp, err := s.cli.Get(ctx, s.metaKey(""), clientv3.WithCountOnly()); err == nil {
+		// "Now" is read before returning, so a later change is delivered.
+		if resp, err := s.cli.Get(ctx, s.key(kStreams, ""), clientv3.WithCountOnly()); err == nil {
 			from = resp.Header.Revision
 		}
 	}
@@ -55,17 +52,15 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	return ch
 }
 
-// watch runs until ctx is done. last is the last revision delivered (0:
-// start from now); known are the sinks the reader knows of, kept up to date
-// so that a resync can report the ones deleted meanwhile.
+// watch runs until ctx is done from after revision last (0: now); known
+// are the sinks the reader knows of, for a resync to report deletions.
 func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, known map[string]bool) {
 	for ctx.Err() == nil {
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
 		if last > 0 {
 			opts = append(opts, clientv3.WithRev(last+1))
 		}
-		// RequireLeader: a member cut off from its cluster ends the watch
-		// instead of leaving it silent; it is then opened again.
+		// RequireLeader: a member cut off from its cluster ends the watch.
 		wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, opts...)
 		compacted := false
 	recv:
@@ -76,9 +71,7 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, kn
 			}
 			for _, ev := range wresp.Events {
 				if err := s.deliver(ctx, ch, ev, known); err != nil {
-					// Not delivered: open the watch again from the
-					// last delivered revision, after the backoff.
-					break recv
+					break recv // reopen after the last delivered
 				}
 				last = ev.Kv.ModRevision
 			}
@@ -86,130 +79,117 @@ func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, kn
 				last = wresp.Header.Revision
 			}
 		}
-		if ctx.Err() != nil {
+		if compacted && ctx.Err() == nil {
+			last = s.resync(ctx, ch, known)
+		} else if !s.sleep(ctx, watchBackoff) {
 			return
-		}
-		if compacted {
-			rev, ok := s.resync(ctx, ch, known)
-			if !ok {
-				return
-			}
-			last = rev
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.clock.After(watchBackoff):
 		}
 	}
 }
 
-func (s *Store) send(ctx context.Context, ch chan<- store.Event, e store.Event) bool {
+// sleep waits d on the store's clock; false when ctx ends first.
+func (s *Store) sleep(ctx context.Context, d time.Duration) bool {
 	select {
-	case ch <- e:
-		return true
 	case <-ctx.Done():
 		return false
+	case <-s.clock.After(d):
+		return true
 	}
 }
 
-func (s *Store) sendErr(ctx context.Context, ch chan<- store.Event, e store.Event) error {
-	if !s.send(ctx, ch, e) {
+func send(ctx context.Context, ch chan<- store.Event, e store.Event) error {
+	select {
+	case ch <- e:
+		return nil
+	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return nil
 }
 
-// deliver turns one etcd event into a store.Event, if it is one. An error
-// means it was not delivered.
+// deliver sends the store.Event of ev, if it is one; an error means not sent.
 func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3.Event, known map[string]bool) error {
 	key := string(ev.Kv.Key)
 	rev := ev.Kv.ModRevision
-	// Wait for this Store's writes in flight to know their revisions.
-	s.writing.Lock()
+	s.writing.Lock() // wait for this Store's writes to know their revisions
 	//nolint:staticcheck // an empty critical section: a barrier, not a guard
 	s.writing.Unlock()
 	switch {
-	case strings.HasPrefix(key, s.metaPrefix()):
+	case strings.HasPrefix(key, s.key(kStreams, "")):
 		if ev.Type != mvccpb.PUT || s.isOwn(rev) {
 			return nil
 		}
-		name := strings.TrimPrefix(key, s.metaPrefix())
+		name := strings.TrimPrefix(key, s.key(kStreams, ""))
 		st, err := s.readStream(ctx, name, ev.Kv.Value, rev)
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			// The chunks at that revision are gone: the newest
-			// generation is what the reader wants anyway.
-			st, err = s.GetStream(ctx, name)
+			st, err = s.GetStream(ctx, name) // the newest will do
 		}
 		if err != nil {
 			return err
 		}
-		return s.sendErr(ctx, ch, store.Event{Config: st})
-	case strings.HasPrefix(key, s.sinkPrefix()):
-		name := strings.TrimPrefix(key, s.sinkPrefix())
+		return send(ctx, ch, store.Event{Config: st})
+	case strings.HasPrefix(key, s.key(kSinks, "")):
+		name := strings.TrimPrefix(key, s.key(kSinks, ""))
 		// Own changes are not sent, but the reader knows them.
-		known[name] = ev.Type != mvccpb.DELETE
-		if !known[name] {
-			delete(known, name)
+		if delete(known, name); ev.Type != mvccpb.DELETE {
+			known[name] = true
 		}
 		if s.isOwn(rev) {
 			return nil
 		}
 		if ev.Type == mvccpb.DELETE {
-			return s.sendErr(ctx, ch, store.Event{SinkDeleted: name})
+			return send(ctx, ch, store.Event{SinkDeleted: name})
 		}
 		sp, err := decodeSink(ev.Kv.Key, ev.Kv.Value)
 		if err != nil {
 			return nil // a spec this hub cannot read is skipped, not retried forever
 		}
-		return s.sendErr(ctx, ch, store.Event{SinkPut: sp})
+		return send(ctx, ch, store.Event{SinkPut: sp})
 	}
 	return nil
 }
 
-// resync sends every stream and sink after the history the watch needed
-// was compacted, and a deletion for every known sink that is gone; it
-// returns the revision to continue from.
-func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, bool) {
-	for ctx.Err() == nil {
-		streams, rev, err := s.listStreams(ctx)
-		if err == nil {
-			var resp *clientv3.GetResponse
-			resp, err = s.cli.Get(ctx, s.sinkPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev))
-			if err == nil {
-				for i := range streams {
-					if !s.send(ctx, ch, store.Event{Config: streams[i]}) {
-						return 0, false
-					}
-				}
-				present := make(map[string]bool, len(resp.Kvs))
-				for _, kv := range resp.Kvs {
-					present[strings.TrimPrefix(string(kv.Key), s.sinkPrefix())] = true
-					sp, derr := decodeSink(kv.Key, kv.Value)
-					if derr != nil {
-						continue
-					}
-					if !s.send(ctx, ch, store.Event{SinkPut: sp}) {
-						return 0, false
-					}
-				}
-				for name := range known {
-					if !present[name] && !s.send(ctx, ch, store.Event{SinkDeleted: name}) {
-						return 0, false
-					}
-				}
-				clear(known)
-				for name := range present {
-					known[name] = true
-				}
-				return rev, true
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-s.clock.After(watchBackoff):
+// resync sends every stream and sink and a deletion for each known sink
+// gone, once the watch's history was compacted; it returns the revision
+// to continue from, retrying until ctx is done.
+func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) int64 {
+	for {
+		if rev, err := s.resyncOnce(ctx, ch, known); err == nil || !s.sleep(ctx, watchBackoff) {
+			return rev
 		}
 	}
-	return 0, false
+}
+
+func (s *Store) resyncOnce(ctx context.Context, ch chan<- store.Event, known map[string]bool) (int64, error) {
+	streams, rev, err := s.listStreams(ctx)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.cli.Get(ctx, s.key(kSinks, ""), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range streams {
+		if err := send(ctx, ch, store.Event{Config: c}); err != nil {
+			return 0, err
+		}
+	}
+	present := make(map[string]bool, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		present[strings.TrimPrefix(string(kv.Key), s.key(kSinks, ""))] = true
+		if sp, err := decodeSink(kv.Key, kv.Value); err == nil {
+			if err := send(ctx, ch, store.Event{SinkPut: sp}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for name := range known {
+		if !present[name] {
+			if err := send(ctx, ch, store.Event{SinkDeleted: name}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	clear(known)
+	maps.Copy(known, present)
+	return rev, nil
 }

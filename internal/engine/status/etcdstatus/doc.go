@@ -1,8 +1,6 @@
-// Package etcdstatus is the status view of hub replicas sharing etcd: the
-// Writer copies this replica's statuses from its engine's broker to etcd
-// (only what its Ownership owns, coalesced per interval, conditional on the
-// replica's lease), the Mirror serves every replica's statuses from etcd as
-// a status.View, with etcd's revisions.
+// Package etcdstatus is the status view of replicas sharing etcd: the Writer
+// copies the owned statuses to etcd under the lease; the Mirror serves them
+// all as a status.View numbered by etcd revisions and tells the engine.
 //
 // Guarantees (etcdstatus_test.go):
 //   - The Mirror passes the status view conformance suite (TestConformance).

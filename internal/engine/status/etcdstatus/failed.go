@@ -13,57 +13,43 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// MaxFailedBody bounds the destination's raw body a failed record keeps:
-// a record is one etcd request, below etcd's default --max-request-bytes
-// (1.5 MiB). The engine keeps up to 8 MiB; a longer body is cut, and the
-// record says by how much.
+// MaxFailedBody bounds a failed record's raw body below etcd's default
+// --max-request-bytes (1.5 MiB).
 const MaxFailedBody = 1 << 20
 
-// Failures is where the Writer reads a sink's last failed apply (the
-// engine: engine.Engine.LastFailed).
+// Failures is where the Writer reads a sink's last failed apply.
 type Failures interface {
 	LastFailed(sink string) (*config.Config, *sink.Error, bool)
 }
 
-// WithFailures makes the Writer copy the last failed apply of each sink it
-// writes to etcd (failed record: its stream, generation, hash, error and
-// raw body, not the configuration's bytes, which the store keeps by
-// generation), so every replica answers GetConfig with failed the same.
+// WithFailures makes the Writer copy each sink's last failed apply (not the
+// config's bytes) so every replica answers GetConfig with failed the same.
 func WithFailures(f Failures) Option { return func(o *options) { o.failures = f } }
 
-// Failed is a sink's last failed apply as a failed record keeps it.
+// Failed is a sink's last failed apply as a record keeps it (BodyOmitted:
+// bytes cut at MaxFailedBody).
 type Failed struct {
-	Stream     string
-	Generation uint64
-	Hash       string
-	// Err is the error as the owner's engine had it (redacted, bounded),
-	// with the raw body cut at MaxFailedBody.
-	Err *sink.Error
-	// BodyOmitted is how many bytes of the raw body were cut.
-	BodyOmitted int
+	Stream      string      `json:"stream"`
+	Generation  uint64      `json:"generation"`
+	Hash        string      `json:"hash"`
+	BodyOmitted int         `json:"body_omitted,omitempty"`
+	Err         *sink.Error `json:"-"`
 }
 
-// failedHead is a failed record's first line (JSON); the raw body follows
-// the newline as it is.
+// failedHead is a failed record's JSON first line; the raw body follows.
 type failedHead struct {
-	Stream      string    `json:"stream"`
-	Generation  uint64    `json:"generation"`
-	Hash        string    `json:"hash"`
-	Code        sink.Code `json:"code,omitempty"`
-	Message     string    `json:"message"`
-	Permanent   bool      `json:"permanent,omitempty"`
-	BodyOmitted int       `json:"body_omitted,omitempty"`
+	Failed
+	Code      sink.Code `json:"code,omitempty"`
+	Message   string    `json:"message"`
+	Permanent bool      `json:"permanent,omitempty"`
 }
 
 func encodeFailed(cfg *config.Config, se *sink.Error) []byte {
 	body := se.Body
-	omitted := 0
-	if len(body) > MaxFailedBody {
-		omitted, body = len(body)-MaxFailedBody, body[:MaxFailedBody]
-	}
-	head, _ := json.Marshal(failedHead{Stream: cfg.Stream, Generation: cfg.Generation, Hash: cfg.Hash,
-		Code: se.Code, Message: se.Message, Permanent: se.Permanent, BodyOmitted: omitted})
-	return append(append(head, '\n'), body...)
+	omitted := max(len(body)-MaxFailedBody, 0)
+	head, _ := json.Marshal(failedHead{Failed: Failed{Stream: cfg.Stream, Generation: cfg.Generation, Hash: cfg.Hash, BodyOmitted: omitted},
+		Code: se.Code, Message: se.Message, Permanent: se.Permanent})
+	return append(append(head, '\n'), body[:len(body)-omitted]...)
 }
 
 func decodeFailed(v []byte) (*Failed, error) {
@@ -72,23 +58,19 @@ func decodeFailed(v []byte) (*Failed, error) {
 	if err := json.Unmarshal(head, &h); err != nil {
 		return nil, err
 	}
-	se := &sink.Error{Code: h.Code, Message: h.Message, Permanent: h.Permanent}
+	h.Err = &sink.Error{Code: h.Code, Message: h.Message, Permanent: h.Permanent}
 	if len(body) > 0 {
-		se.Body = bytes.Clone(body)
+		h.Err.Body = bytes.Clone(body)
 	}
-	return &Failed{Stream: h.Stream, Generation: h.Generation, Hash: h.Hash, Err: se, BodyOmitted: h.BodyOmitted}, nil
+	return &h.Failed, nil
 }
 
-// failedOps returns the failed-record writes of the sinks a flush writes
-// (owned ones; nil status: removed): a sink whose engine holds a failed
-// apply not yet written gets its record (replacing its older ones); the
-// records of generations a sink has applied since are deleted, as the
-// engine forgets them. A record of a generation newer than what the sink
-// applied stays when this replica has no failure of it in memory (it
-// took the sink over from the replica that wrote it). Puts come one per
-// entry (a record may be large), deletions together. Called with w.io
-// held, not w.mu.
-func (w *Writer) failedOps(sinks map[string]*confighubv1.SinkStatus) (puts [][]clientv3.Op, dels []clientv3.Op) {
+// writeFailed writes the failed records of the sinks a flush wrote: a new
+// failure replaces the sink's records, records up to the applied generation
+// go, a newer record (another owner's) stays. w.io is held.
+func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus) error {
+	var puts [][]clientv3.Op
+	var dels []clientv3.Op
 	for name, st := range sinks {
 		base := w.keys.failedSink(name)
 		if st == nil {
@@ -115,44 +97,19 @@ func (w *Writer) failedOps(sinks map[string]*confighubv1.SinkStatus) (puts [][]c
 		w.failedClear[name] = applied
 		dels = append(dels, clientv3.OpDelete(base, clientv3.WithRange(w.keys.failed(name, applied+1))))
 	}
-	return puts, dels
-}
-
-// writeFailed writes the failed-record operations, conditional on the
-// lease. After an error what was sent is forgotten and the sinks are
-// flushed again, so the next flush writes their records.
-func (w *Writer) writeFailed(ctx context.Context, sinks map[string]*confighubv1.SinkStatus, puts [][]clientv3.Op, dels []clientv3.Op) error {
-	err := w.commitFailed(ctx, puts, dels)
-	if err != nil {
-		clear(w.failedSig)
-		clear(w.failedClear)
-		w.mu.Lock()
-		for name, st := range sinks {
-			if _, newer := w.sinks[name]; !newer {
-				w.sinks[name] = st
-			}
-		}
-		w.mu.Unlock()
-	}
-	return err
-}
-
-func (w *Writer) commitFailed(ctx context.Context, puts [][]clientv3.Op, dels []clientv3.Op) error {
+	var txns [][]clientv3.Op
 	for i := 0; i < len(dels); i += txnBatch {
-		if _, ok, err := w.commit(ctx, dels[i:min(i+txnBatch, len(dels))]); err != nil || !ok {
-			return err // !ok: the lease is gone, nothing here is ours to write
-		}
+		txns = append(txns, dels[i:min(i+txnBatch, len(dels))])
 	}
-	for _, p := range puts {
-		if _, ok, err := w.commit(ctx, p); err != nil || !ok {
-			return err
+	for _, ops := range append(txns, puts...) {
+		if _, ok, err := w.commit(ctx, ops); err != nil || !ok {
+			return err // !ok: the lease is gone
 		}
 	}
 	return nil
 }
 
-// LastFailed reads a sink's last failed apply from etcd (nil when it has
-// none): what its owner's engine held, as of the owner's last flush.
+// LastFailed reads a sink's last failed apply from etcd (nil: none).
 func (m *Mirror) LastFailed(ctx context.Context, sinkName string) (*Failed, error) {
 	tctx, cancel := context.WithTimeout(ctx, m.o.opTimeout)
 	defer cancel()

@@ -10,54 +10,36 @@ import (
 //
 //	<prefix>/status/sink/<sink>            SinkStatus of the sink (its stream inside)
 //	<prefix>/status/gen/<stream>/<%020d>   GenerationStatus of one generation
-//	<prefix>/failed/<sink>/<%020d>         failed record of the sink's last failed apply (generation)
+//	<prefix>/failed/<sink>/<%020d>         the sink's last failed apply, by generation
 //
-// Failed records are outside status/: the mirrors do not watch them (a
-// record holds up to MaxFailedBody); they are read when asked for.
-type keys struct{ prefix, root string }
+// Failed records are read when asked for, not watched.
+type keys struct{ root string }
 
-func newKeys(prefix string) keys {
-	root := strings.TrimSuffix(prefix, "/") + "/"
-	return keys{prefix: root + "status/", root: root}
-}
+func newKeys(prefix string) keys { return keys{root: strings.TrimSuffix(prefix, "/") + "/"} }
 
-func (k keys) failedSink(name string) string { return k.root + "failed/" + name + "/" }
-func (k keys) failed(name string, gen uint64) string {
-	return fmt.Sprintf("%s%020d", k.failedSink(name), gen)
-}
+func (k keys) all() string                      { return k.root + "status/" }
+func (k keys) sink(name string) string          { return k.all() + "sink/" + name }
+func (k keys) genStream(s string) string        { return k.all() + "gen/" + s + "/" }
+func (k keys) gen(s string, g uint64) string    { return fmt.Sprintf("%s%020d", k.genStream(s), g) }
+func (k keys) failedSink(name string) string    { return k.root + "failed/" + name + "/" }
+func (k keys) failed(n string, g uint64) string { return fmt.Sprintf("%s%020d", k.failedSink(n), g) }
 
-func (k keys) all() string                   { return k.prefix }
-func (k keys) sinkPrefix() string            { return k.prefix + "sink/" }
-func (k keys) sink(name string) string       { return k.sinkPrefix() + name }
-func (k keys) genPrefix() string             { return k.prefix + "gen/" }
-func (k keys) genStream(s string) string     { return k.genPrefix() + s + "/" }
-func (k keys) gen(s string, g uint64) string { return fmt.Sprintf("%s%020d", k.genStream(s), g) }
-
-// parse names the sink, or the stream and generation, of a key.
-func (k keys) parse(key string) (sink, stream string, gen uint64, ok bool) {
-	if name, found := strings.CutPrefix(key, k.sinkPrefix()); found {
-		return name, "", 0, name != ""
+// parse names the sink, or the stream of the generation, of a status key.
+func (k keys) parse(key string) (sink, stream string, ok bool) {
+	if name, found := strings.CutPrefix(key, k.sink("")); found {
+		return name, "", name != ""
 	}
-	rest, found := strings.CutPrefix(key, k.genPrefix())
-	if !found {
-		return "", "", 0, false
-	}
+	rest, found := strings.CutPrefix(key, k.all()+"gen/")
 	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", "", 0, false
+	if !found || i <= 0 {
+		return "", "", false
 	}
-	g, err := strconv.ParseUint(rest[i+1:], 10, 64)
-	if err != nil {
-		return "", "", 0, false
-	}
-	return "", rest[:i], g, true
+	_, err := strconv.ParseUint(rest[i+1:], 10, 64)
+	return "", rest[:i], err == nil
 }
 
-// Revisions: a view revision is the etcd revision shifted left by revShift,
-// plus the change's index among the changes of that etcd revision (one
-// transaction writes many keys), so every replica numbers every change the
-// same way. A re-read after a lost watch numbers its changes from
-// relistBase, apart from any watched change of the same etcd revision.
+// A view revision is the etcd revision << revShift plus the change's index
+// in it, the same on every replica; a re-read numbers from relistBase.
 const (
 	revShift   = 20
 	relistBase = 1 << 19
