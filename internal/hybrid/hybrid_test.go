@@ -528,6 +528,49 @@ func TestPurgeOnlyWhereTheSinkRuns(t *testing.T) {
 	}
 }
 
+// stalled is a connection whose reads wait until it is closed: a client
+// that sends its ClientHello and then goes quiet.
+type stalled struct {
+	net.Conn
+	closed chan struct{}
+}
+
+func (c *stalled) Read([]byte) (int, error) { <-c.closed; return 0, net.ErrClosed }
+func (c *stalled) Close() error             { close(c.closed); return c.Conn.Close() }
+
+// TestHandshakesInFlightAreBounded: with every handshake slot taken, a
+// connection is refused after waiting; a slot comes back when its
+// connection ends, and the next data plane connects.
+func TestHandshakesInFlightAreBounded(t *testing.T) {
+	h := startHub(t, hybrid.Options{})
+	defer h.srv.HoldHandshakeSlots(1)()
+	raw, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stalled{Conn: raw, closed: make(chan struct{})}
+	go func() {
+		_ = tls.Client(st, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{h.cert}}).Handshake()
+	}()
+	for deadline := time.Now().Add(5 * time.Second); h.srv.FreeHandshakeSlots() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled handshake took no slot")
+		}
+	}
+	q := "node_id=dp-x&node_hostname=x&node_version=3.9.0"
+	if _, _, err := h.dial(q, &h.cert); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("with no slot free: %v, want the handshake refused", err)
+	}
+	_ = st.Close()
+	d := h.dp(dataplane.Options{NodeID: "dp-a"})
+	if err := d.WaitConnects(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.logs.String(), "too many TLS handshakes in flight") {
+		t.Errorf("the refusal is not logged:\n%s", h.logs.String())
+	}
+}
+
 func TestV2OutletAnswersHelloWithNoCapabilities(t *testing.T) {
 	h := startHub(t, hybrid.Options{})
 	tc := &tls.Config{InsecureSkipVerify: true, ServerName: "kong_clustering", Certificates: []tls.Certificate{h.cert}}
