@@ -133,7 +133,7 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	)
 	ready := func() bool { return rep.Ready() }
 	guarded := cluster.Guard(st, ready, r.opTimeout)
-	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, cluster.WithMembershipLogger(log))
+	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, log)
 	// The engine keeps every sink and runs the ones the replica owns;
 	// statuses go to etcd and come back through the replica's mirror, the
 	// status view every replica serves.
@@ -148,10 +148,8 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 		close: func() { _ = st.Close(); _ = cli.Close() },
 	}
 	m.ports = func(eng *engine.Engine) hub.Ports {
-		rep = cluster.New(eng, place, st, cli, mem, prefix,
-			cluster.WithLogger(log),
-			cluster.WithOpTimeout(r.opTimeout),
-			cluster.WithReadiness(func(ok bool) {
+		rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
+			Ready: func(ok bool) {
 				s := health.Load()
 				if s == nil {
 					return
@@ -163,8 +161,7 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 				for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
 					s.Health.SetServingStatus(svc, status)
 				}
-			}),
-		)
+			}})
 		m.dataPlanes = rep // a data plane is claimed by the replica it connects to
 		ports := hub.PortsOf(eng)
 		ports.Status = rep.View()

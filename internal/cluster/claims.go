@@ -116,7 +116,7 @@ func (r *Replica) followClaims(ctx context.Context) {
 			return
 		}
 		r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err)
-		if !r.wait(ctx, r.probeEvery) {
+		if !r.wait(ctx, probeInterval) {
 			return
 		}
 	}

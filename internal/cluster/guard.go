@@ -34,141 +34,99 @@ type guarded struct {
 
 var _ store.Store = (*guarded)(nil)
 
-func (g *guarded) enter(ctx context.Context) (context.Context, context.CancelFunc, error) {
+// call runs f under g's readiness and timeout.
+func call[T any](g *guarded, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	if !g.ready() {
-		return nil, nil, ErrNotReady
+		var zero T
+		return zero, ErrNotReady
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	return ctx, cancel, nil
+	defer cancel()
+	return f(ctx)
+}
+
+// do is call for a method that returns only an error.
+func do(g *guarded, ctx context.Context, f func(context.Context) error) error {
+	_, err := call(g, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+	return err
 }
 
 func (g *guarded) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	defer cancel()
-	return g.st.CommitConfig(ctx, c, expected)
+	return g.commit(ctx, func(ctx context.Context) (*config.Config, bool, error) { return g.st.CommitConfig(ctx, c, expected) })
+}
+
+// commit runs a commit under g's readiness and timeout.
+func (g *guarded) commit(ctx context.Context, f func(context.Context) (*config.Config, bool, error)) (*config.Config, bool, error) {
+	var unchanged bool
+	stored, err := call(g, ctx, func(ctx context.Context) (*config.Config, error) {
+		s, u, err := f(ctx)
+		unchanged = u
+		return s, err
+	})
+	return stored, unchanged, err
 }
 
 func (g *guarded) GetStream(ctx context.Context, name string) (*config.Config, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.GetStream(ctx, name)
+	return call(g, ctx, func(ctx context.Context) (*config.Config, error) { return g.st.GetStream(ctx, name) })
 }
 
 func (g *guarded) ListStreams(ctx context.Context) ([]*config.Config, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.ListStreams(ctx)
+	return call(g, ctx, g.st.ListStreams)
 }
 
 func (g *guarded) PutSink(ctx context.Context, s *confighubv1.Sink) error {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return g.st.PutSink(ctx, s)
+	return do(g, ctx, func(ctx context.Context) error { return g.st.PutSink(ctx, s) })
 }
 
 func (g *guarded) DeleteSink(ctx context.Context, name string) error {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return g.st.DeleteSink(ctx, name)
+	return do(g, ctx, func(ctx context.Context) error { return g.st.DeleteSink(ctx, name) })
 }
 
 func (g *guarded) ListSinks(ctx context.Context) ([]*confighubv1.Sink, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.ListSinks(ctx)
+	return call(g, ctx, g.st.ListSinks)
 }
 
 func (g *guarded) RecordApplied(ctx context.Context, a store.Applied) error {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
+	if err := do(g, ctx, func(ctx context.Context) error { return g.st.RecordApplied(ctx, a) }); err != nil {
 		return fmt.Errorf("record applied generation of sink %q: %w", a.Sink, err)
 	}
-	defer cancel()
-	return g.st.RecordApplied(ctx, a)
+	return nil
 }
 
 func (g *guarded) ListApplied(ctx context.Context) ([]store.Applied, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.ListApplied(ctx)
+	return call(g, ctx, g.st.ListApplied)
 }
 
 // Close does not close the wrapped store: its owner does.
 func (g *guarded) Close() error { return nil }
 
 func (g *guarded) RecordConverged(ctx context.Context, c store.Converged) error {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
+	if err := do(g, ctx, func(ctx context.Context) error { return g.st.RecordConverged(ctx, c) }); err != nil {
 		return fmt.Errorf("record convergence of stream %q: %w", c.Stream, err)
 	}
-	defer cancel()
-	return g.st.RecordConverged(ctx, c)
+	return nil
 }
 
 func (g *guarded) ListConverged(ctx context.Context) ([]store.Converged, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.ListConverged(ctx)
+	return call(g, ctx, g.st.ListConverged)
 }
 
 func (g *guarded) DeleteStream(ctx context.Context, name string) error {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return g.st.DeleteStream(ctx, name)
+	return do(g, ctx, func(ctx context.Context) error { return g.st.DeleteStream(ctx, name) })
 }
 
 func (g *guarded) ListGenerations(ctx context.Context, stream string, before uint64, limit int) ([]store.GenerationInfo, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.ListGenerations(ctx, stream, before, limit)
+	return call(g, ctx, func(ctx context.Context) ([]store.GenerationInfo, error) {
+		return g.st.ListGenerations(ctx, stream, before, limit)
+	})
 }
 
 func (g *guarded) GetGeneration(ctx context.Context, stream string, gen uint64) (*config.Config, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.GetGeneration(ctx, stream, gen)
+	return call(g, ctx, func(ctx context.Context) (*config.Config, error) { return g.st.GetGeneration(ctx, stream, gen) })
 }
 
 func (g *guarded) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, error) {
-	ctx, cancel, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	return g.st.FingerprintKey(ctx, newKey)
+	return call(g, ctx, func(ctx context.Context) ([]byte, error) { return g.st.FingerprintKey(ctx, newKey) })
 }
 
 func (g *guarded) DeferBelow() int { return g.st.DeferBelow() }
@@ -202,14 +160,14 @@ type guardedStage struct {
 	g *guarded
 }
 
+// Commit under g; when refused the staged bytes are discarded (a no-op
+// after the wrapped Commit ran).
 func (s guardedStage) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
-	ctx, cancel, err := s.g.enter(ctx)
+	stored, unchanged, err := s.g.commit(ctx, func(ctx context.Context) (*config.Config, bool, error) { return s.Staged.Commit(ctx, c, expected) })
 	if err != nil {
 		_ = s.Discard()
-		return nil, false, err
 	}
-	defer cancel()
-	return s.Staged.Commit(ctx, c, expected)
+	return stored, unchanged, err
 }
 
 type guardedWriter struct {

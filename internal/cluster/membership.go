@@ -41,35 +41,20 @@ type Membership struct {
 	changed chan struct{}
 }
 
-// MembershipOption configures a Membership.
-type MembershipOption func(*Membership)
-
-// WithMembershipClock sets the clock of the retry waits.
-func WithMembershipClock(c clockwork.Clock) MembershipOption {
-	return func(m *Membership) { m.clock = c }
-}
-
-// WithMembershipLogger sets the logger.
-// Lines do not name the replica: the logger does (see WithLogger).
-func WithMembershipLogger(l *slog.Logger) MembershipOption {
-	return func(m *Membership) { m.log = l }
-}
-
-// NewMembership returns the membership of replica id under prefix. Run
-// starts it.
-func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, opts ...MembershipOption) *Membership {
+// NewMembership returns the membership of replica id under prefix, logging
+// to log (nil: nowhere; its lines do not name the replica: the logger
+// does). Run starts it.
+func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, log *slog.Logger) *Membership {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	m := &Membership{
-		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: ttl,
-		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Membership{
+		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: ttl, clock: clockwork.NewRealClock(), log: log,
 		members: map[string]bool{}, changed: make(chan struct{}, 1),
 	}
-	for _, o := range opts {
-		o(m)
-	}
-	return m
 }
 
 // ID is this replica's id.

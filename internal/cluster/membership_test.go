@@ -40,8 +40,8 @@ func runMembership(t *testing.T, m *Membership) (stop func()) {
 func TestMembershipSeesJoinAndLeave(t *testing.T) {
 	e := etcdtest.Start(t)
 	cli := e.Client(t)
-	a := NewMembership(cli, "/t", "a", 2*time.Second)
-	b := NewMembership(cli, "/t", "b", 2*time.Second)
+	a := NewMembership(cli, "/t", "a", 2*time.Second, nil)
+	b := NewMembership(cli, "/t", "b", 2*time.Second, nil)
 	runMembership(t, a)
 	stopB := runMembership(t, b)
 	both := func(ms []string, reg bool) bool { return reg && slices.Equal(ms, []string{"a", "b"}) }
@@ -58,7 +58,7 @@ func TestMembershipSeesJoinAndLeave(t *testing.T) {
 func TestMembershipReRegistersAfterLeaseLoss(t *testing.T) {
 	e := etcdtest.Start(t)
 	cli := e.Client(t)
-	a := NewMembership(cli, "/t", "a", 2*time.Second)
+	a := NewMembership(cli, "/t", "a", 2*time.Second, nil)
 	runMembership(t, a)
 	waitMembers(t, a, "registered", func(ms []string, reg bool) bool { return reg })
 	old := a.Lease()

@@ -1,9 +1,6 @@
 package cluster
 
-import (
-	"hash/fnv"
-	"slices"
-)
+import "hash/fnv"
 
 // Owner returns the member that owns key among members by rendezvous
 // (highest random weight) hashing: every member scores the key and the
@@ -20,21 +17,6 @@ func Owner(key string, members []string) string {
 		}
 	}
 	return best
-}
-
-// Assign returns the owner of each key (keys with no member are left out).
-func Assign(keys, members []string) map[string]string {
-	out := make(map[string]string, len(keys))
-	if len(members) == 0 {
-		return out
-	}
-	ms := slices.Clone(members)
-	slices.Sort(ms)
-	ms = slices.Compact(ms)
-	for _, k := range keys {
-		out[k] = Owner(k, ms)
-	}
-	return out
 }
 
 func score(member, key string) uint64 {

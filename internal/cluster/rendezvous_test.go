@@ -36,7 +36,7 @@ func TestAssignIsBalanced(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		members := names("hub", n)
 		count := map[string]int{}
-		for _, o := range Assign(keys, members) {
+		for _, o := range assign(keys, members) {
 			count[o]++
 		}
 		even := len(keys) / n
@@ -53,8 +53,8 @@ func TestAssignIsBalanced(t *testing.T) {
 func TestAssignMovesMinimally(t *testing.T) {
 	keys := names("gw", 3000)
 	three := []string{"hub-a", "hub-b", "hub-c"}
-	before := Assign(keys, three)
-	after := Assign(keys, []string{"hub-a", "hub-c"})
+	before := assign(keys, three)
+	after := assign(keys, []string{"hub-a", "hub-c"})
 	moved := 0
 	for _, k := range keys {
 		if before[k] != "hub-b" && after[k] != before[k] {
@@ -67,7 +67,7 @@ func TestAssignMovesMinimally(t *testing.T) {
 	if moved == 0 {
 		t.Fatal("hub-b owned nothing")
 	}
-	four := Assign(keys, append(three, "hub-d"))
+	four := assign(keys, append(three, "hub-d"))
 	gained := 0
 	for _, k := range keys {
 		if four[k] != before[k] {
@@ -80,4 +80,13 @@ func TestAssignMovesMinimally(t *testing.T) {
 	if gained < len(keys)/4*8/10 || gained > len(keys)/4*12/10 {
 		t.Errorf("hub-d gained %d of %d keys, want about a quarter", gained, len(keys))
 	}
+}
+
+// assign returns the owner of each key.
+func assign(keys, members []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[k] = Owner(k, members)
+	}
+	return out
 }

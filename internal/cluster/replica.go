@@ -22,8 +22,9 @@ import (
 
 // Defaults of the Replica's options.
 const (
-	DefaultOpTimeout     = 2 * time.Second
-	DefaultProbeInterval = 500 * time.Millisecond
+	DefaultOpTimeout = 2 * time.Second
+	// probeInterval is how often etcd's reachability is checked.
+	probeInterval = 500 * time.Millisecond
 )
 
 // Engine is what a replica drives: the local engine (engine.Engine), which
@@ -58,43 +59,18 @@ type Store interface {
 	DeleteSink(ctx context.Context, name string) error
 }
 
-// Option configures a Replica.
-type Option func(*Replica)
-
-// WithClock sets the clock of the probes and retries.
-func WithClock(c clockwork.Clock) Option { return func(r *Replica) { r.clock = c } }
-
-// WithLogger sets the logger.
-func WithLogger(l *slog.Logger) Option { return func(r *Replica) { r.log = l } }
-
-// WithOpTimeout bounds each etcd call the replica makes, and how long the
-// readiness probe waits (so etcd's loss is noticed within it).
-func WithOpTimeout(d time.Duration) Option {
-	return func(r *Replica) {
-		if d > 0 {
-			r.opTimeout = d
-		}
-	}
+// Options configure a Replica; zero values take the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// OpTimeout bounds each etcd call the replica makes, and how long the
+	// readiness probe waits (so etcd's loss is noticed within it).
+	OpTimeout time.Duration
+	// Ready is told when etcd becomes reachable (true) or unreachable
+	// (false); the command points it at the gRPC health status.
+	Ready func(ready bool)
+	// Status configures the status writer and mirror.
+	Status []etcdstatus.Option
 }
-
-// WithProbeInterval sets how often etcd's reachability is checked.
-func WithProbeInterval(d time.Duration) Option {
-	return func(r *Replica) {
-		if d > 0 {
-			r.probeEvery = d
-		}
-	}
-}
-
-// WithStatusOptions configures the status writer and mirror (interval,
-// watch buffer and history, ...).
-func WithStatusOptions(opts ...etcdstatus.Option) Option {
-	return func(r *Replica) { r.statusOpts = append(r.statusOpts, opts...) }
-}
-
-// WithReadiness sets the function told when etcd becomes reachable (true)
-// or unreachable (false); the command points it at the gRPC health status.
-func WithReadiness(fn func(ready bool)) Option { return func(r *Replica) { r.onReady = fn } }
 
 // Replica runs this hub as one of several sharing etcd. It keeps the
 // membership, places the sinks (Placement, the engine's ownership
@@ -102,20 +78,18 @@ func WithReadiness(fn func(ready bool)) Option { return func(r *Replica) { r.onR
 // engine, and feeds the engine the other replicas' sink statuses from the
 // shared status view. See the package doc.
 type Replica struct {
-	eng        Engine
-	st         Store
-	cli        *clientv3.Client
-	prefix     string
-	mem        *Membership
-	writer     *etcdstatus.Writer
-	mirror     *etcdstatus.Mirror
-	statusOpts []etcdstatus.Option
-	clock      clockwork.Clock
-	log        *slog.Logger
+	eng    Engine
+	st     Store
+	cli    *clientv3.Client
+	prefix string
+	mem    *Membership
+	writer *etcdstatus.Writer
+	mirror *etcdstatus.Mirror
+	clock  clockwork.Clock
+	log    *slog.Logger
 
-	opTimeout  time.Duration
-	probeEvery time.Duration
-	onReady    func(bool)
+	opTimeout time.Duration
+	onReady   func(bool)
 
 	place *Placement
 
@@ -196,16 +170,21 @@ func (p *Placement) stop() {
 // New returns the replica whose membership is mem, driving eng, whose
 // ownership predicate is place. st is the shared (etcd) store, whose
 // changes it follows; the status keys live under prefix. Run starts it.
-func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, opts ...Option) *Replica {
+func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, o Options) *Replica {
 	r := &Replica{
 		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
-		clock: clockwork.NewRealClock(), log: slog.New(slog.DiscardHandler),
-		opTimeout: DefaultOpTimeout, probeEvery: DefaultProbeInterval, onReady: func(bool) {}, ready: true,
+		clock: clockwork.NewRealClock(), log: o.Logger, opTimeout: o.OpTimeout, onReady: o.Ready, ready: true,
 	}
-	for _, o := range opts {
-		o(r)
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
 	}
-	common := append([]etcdstatus.Option{etcdstatus.WithLogger(r.log), etcdstatus.WithOpTimeout(r.opTimeout), etcdstatus.WithClock(r.clock)}, r.statusOpts...)
+	if r.opTimeout <= 0 {
+		r.opTimeout = DefaultOpTimeout
+	}
+	if r.onReady == nil {
+		r.onReady = func(bool) {}
+	}
+	common := append([]etcdstatus.Option{etcdstatus.WithLogger(r.log), etcdstatus.WithOpTimeout(r.opTimeout), etcdstatus.WithClock(r.clock)}, o.Status...)
 	// The engine's broker is the source of this replica's statuses; the
 	// mirror is the view every replica serves, and tells the engine what
 	// the sinks run elsewhere did.
@@ -327,7 +306,7 @@ func (r *Replica) probe(ctx context.Context) {
 			}
 			r.onReady(ok)
 		}
-		if !r.wait(ctx, r.probeEvery) {
+		if !r.wait(ctx, probeInterval) {
 			return
 		}
 	}
@@ -398,7 +377,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		if err := r.resync(ctx); err != nil {
 			cancel()
 			r.log.Warn("cluster: reading the store failed; retrying", "error", err)
-			if !r.wait(ctx, r.probeEvery) {
+			if !r.wait(ctx, probeInterval) {
 				return
 			}
 			continue
@@ -409,7 +388,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		cancel()
 		if ctx.Err() == nil {
 			r.log.Warn("cluster: store watch ended; watching again")
-			if !r.wait(ctx, r.probeEvery) {
+			if !r.wait(ctx, probeInterval) {
 				return
 			}
 		}

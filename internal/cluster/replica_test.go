@@ -124,9 +124,9 @@ func startReplicaReg(t *testing.T, id string, st shared, cli *clientv3.Client, r
 	var rep *Replica
 	eng := engine.New(reg, engine.WithRecorder(st), engine.WithOwnership(place), engine.WithMetrics(m), engine.WithLogger(log),
 		engine.WithNewStream(func(s string) { rep.Follow(s) }))
-	mem := NewMembership(cli, "/t", id, 2*time.Second, WithMembershipLogger(log))
-	rep = New(eng, place, st, cli, mem, "/t", WithLogger(log),
-		WithStatusOptions(etcdstatus.WithInterval(20*time.Millisecond), etcdstatus.WithBrokerOptions(opts...)))
+	mem := NewMembership(cli, "/t", id, 2*time.Second, log)
+	rep = New(eng, place, st, cli, mem, "/t", Options{Logger: log,
+		Status: []etcdstatus.Option{etcdstatus.WithInterval(20 * time.Millisecond), etcdstatus.WithBrokerOptions(opts...)}})
 	ports := hub.PortsOf(eng)
 	ports.Status = rep.View()
 	ports.Diagnostics = rep.Diagnostics()

@@ -1,11 +1,11 @@
 // Package engine fans each stream's newest configuration, published by the
-// hub once durable, out to its sinks: one goroutine and latest-wins slot per
-// sink, decided by a pure state machine (machine.go), each attempt ending in
-// one outcome event for status, metrics and logs (outcome.go). Status goes to
-// a revisioned broker (internal/engine/status).
+// hub once durable, out to its sinks: one goroutine (while it has work) and
+// latest-wins slot per sink, decided by a pure state machine (machine.go),
+// each attempt ending in one outcome event for status, metrics and logs
+// (outcome.go). Status goes to a revisioned broker (internal/engine/status).
 //
 // Guarantees (engine_test.go unless noted):
-//   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks).
+//   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks); an idle sink holds no goroutine (idle_test.go TestIdleSinksHoldNoGoroutine).
 //   - Every branch of the slot machine has a table test (TestSlotMachineDecide, TestSlotMachineOffer, TestSlotMachineStart, TestSlotMachineOutcome, TestSlotMachineResyncAndReachable, TestSlotMachineStateChanges, TestSlotMachineRefusal).
 //   - One apply at a time per sink, never out of order (TestNoConcurrentAppliesPerSink, TestPropertyConvergence).
 //   - Latest wins: at most one pending generation per sink (TestCollapseWhileProcessing, TestBurstCoalesces).

@@ -451,8 +451,10 @@ func (e *Engine) addWorker(w *worker, seed *confighubv1.SinkStatus) {
 	}
 	e.register(w.member)
 	w.emit()
-	e.wg.Add(1)
-	go w.start()
+	if r, ok := w.s.(sink.Runner); ok {
+		w.goRun(func() { w.runRunner(r) })
+	}
+	w.wake()
 }
 
 // removeWorker stops w and closes its sink; its name lock is held, e.mu not.
@@ -463,7 +465,7 @@ func (e *Engine) removeWorker(w *worker, removeStatus bool) {
 	e.unregister(w.member, removeStatus)
 	e.mu.Unlock()
 	w.cancel()
-	<-w.done // an apply finishing meanwhile would re-create the series
+	w.active.Wait() // an apply finishing meanwhile would re-create the series
 	if removeStatus {
 		e.metrics.SinkRemoved(w.name, w.kind)
 	}

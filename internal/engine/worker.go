@@ -41,8 +41,9 @@ const (
 )
 
 // worker owns one sink run here: a goroutine applying its slot's newest
-// generation, plus the Runner's. Fields after ctx are guarded by Engine.mu,
-// never held while calling the sink.
+// generation while the slot has work (an idle sink holds none), plus the
+// Runner's. Fields after ctx are guarded by Engine.mu, never held while
+// calling the sink.
 type worker struct {
 	*member
 	e     *Engine
@@ -54,13 +55,14 @@ type worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{}
-	done   chan struct{}
+	active sync.WaitGroup // the loop's goroutine while it runs, the Runner's
 
 	m              slotMachine
 	cancelApply    context.CancelCauseFunc
 	health         string
 	dataPlane      *confighubv1.DataPlaneStatus // the Runner's last report
 	removed        bool
+	running        bool           // the loop's goroutine runs
 	slotHeld       bool           // holds a slot of pool
 	slotQueued     bool           // waits in pool's queue
 	record         *store.Applied // to record off the lock
@@ -100,7 +102,6 @@ func newWorker(e *Engine, spec *confighubv1.Sink, opts sinkspec.Options, s sink.
 		ctx:    ctx,
 		cancel: cancel,
 		kick:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
 		m:      newSlotMachine(spec.GetStream(), opts),
 	}
 	w.member.w = w
@@ -115,8 +116,39 @@ func (w *worker) scrubText(s string) string {
 	return w.scrub.Replace(s)
 }
 
-// wake makes the goroutine look at its slot again.
-func (w *worker) wake() { kick(w.kick) }
+// wake has the loop look at its slot again: it signals the loop's
+// goroutine, or starts one. e.mu is held.
+func (w *worker) wake() {
+	if w.running {
+		kick(w.kick)
+	} else if !w.removed && !w.e.stopped && w.ctx.Err() == nil {
+		w.running = true
+		w.goRun(w.loop)
+	}
+}
+
+// goRun runs f in a goroutine of the worker. e.mu is held.
+func (w *worker) goRun(f func()) {
+	w.active.Add(1)
+	w.e.wg.Go(func() {
+		defer w.active.Done()
+		f()
+	})
+}
+
+// idle ends the loop's goroutine unless a wake came since it decided there
+// was nothing to do; the next wake starts another.
+func (w *worker) idle() bool {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	select {
+	case <-w.kick:
+		return false
+	default:
+		w.running = false
+		return true
+	}
+}
 
 // kick signals c without blocking.
 func kick(c chan struct{}) {
@@ -138,18 +170,6 @@ func (w *worker) offer(cfg *config.Config, now time.Time) {
 	if !w.slotQueued { // a queued worker decides again when handed the slot
 		w.wake()
 	}
-}
-
-// start runs the worker's goroutines and closes done after them.
-func (w *worker) start() {
-	defer w.e.wg.Done()
-	defer close(w.done)
-	var wg sync.WaitGroup
-	if r, ok := w.s.(sink.Runner); ok {
-		wg.Go(func() { w.runRunner(r) })
-	}
-	w.loop()
-	wg.Wait()
 }
 
 func (w *worker) runRunner(r sink.Runner) {
@@ -187,12 +207,15 @@ func (w *worker) loop() {
 		if d.kind != actApply {
 			w.releaseSlot()
 			w.unlock()
-			var wait time.Duration
-			if d.kind == actWait {
-				wait = d.until.Sub(now)
-			}
-			if d.kind != actSkip && !w.wait(wait) {
-				return
+			switch d.kind {
+			case actWait:
+				if !w.wait(d.until.Sub(now)) {
+					return
+				}
+			case actIdle, actGate: // until woken
+				if w.idle() {
+					return
+				}
 			}
 			continue
 		}

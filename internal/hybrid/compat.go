@@ -30,8 +30,8 @@ var DefaultTarget = Version{3, 9}
 // data plane's version has at least major.minor.patch.
 var kongVersion = regexp.MustCompile(`^(\d+)\.(\d+)\.\d+`)
 
-// ParseNodeVersion reads a data plane's node_version ("3.9.1", "3.9.1.0").
-func ParseNodeVersion(s string) (Version, bool) {
+// parseNodeVersion reads a data plane's node_version ("3.9.1", "3.9.1.0").
+func parseNodeVersion(s string) (Version, bool) {
 	m := kongVersion.FindStringSubmatch(s)
 	if m == nil {
 		return Version{}, false
@@ -64,7 +64,7 @@ func atoiVersion(maj, min string) (Version, bool) {
 // checkVersion is Kong's rule: the same major, and a minor not above the
 // control plane's (the patch is not compared). It returns why not.
 func checkVersion(nodeVersion string, target Version) error {
-	v, ok := ParseNodeVersion(nodeVersion)
+	v, ok := parseNodeVersion(nodeVersion)
 	if !ok {
 		return fmt.Errorf("%s: data plane version %q is not a Kong version (MAJOR.MINOR.PATCH)", SyncKongVersionIncompatible, nodeVersion)
 	}

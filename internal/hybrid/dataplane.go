@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -88,11 +87,11 @@ func (d *dataPlane) Describe() sink.Capabilities {
 	return sink.Capabilities{Gateway: true, NoApplySlot: true}
 }
 
-// Run keeps the engine's notifier, until ctx ends, for the connection's
-// events, and reports the data plane as it is now. A data plane that is
-// connected is sent the current generation again, as Kong's control plane
-// does at every connection.
-func (d *dataPlane) Run(ctx context.Context, n sink.Notifier) {
+// Run keeps the engine's notifier for the connection's events (until
+// Close) and reports the data plane as it is now; it returns at once. A
+// data plane that is connected is sent the current generation again, as
+// Kong's control plane does at every connection.
+func (d *dataPlane) Run(_ context.Context, n sink.Notifier) {
 	d.mu.Lock()
 	d.notifier = n
 	connected := d.sess != nil
@@ -101,20 +100,16 @@ func (d *dataPlane) Run(ctx context.Context, n sink.Notifier) {
 		n.Resync("data plane connected")
 	}
 	d.mu.Unlock()
-	// Run returns at once and forgets n when ctx ends: a goroutine
-	// waiting for that would cost a stack per data plane.
-	context.AfterFunc(ctx, func() {
-		d.mu.Lock()
-		if d.notifier == n {
-			d.notifier = nil
-		}
-		d.mu.Unlock()
-	})
 }
 
 // Close: the engine stopped a sink of the data plane (deleted, replaced or
-// handed over to another replica); after the last, it is forgotten here.
+// handed over to another replica), after its Run and before a new sink's:
+// its notifier is forgotten. After the last, the data plane is forgotten
+// here.
 func (d *dataPlane) Close() error {
+	d.mu.Lock()
+	d.notifier = nil
+	d.mu.Unlock()
 	d.s.mu.Lock()
 	d.refs--
 	d.s.mu.Unlock()
@@ -132,7 +127,7 @@ func (d *dataPlane) reportLocked() {
 		NodeId:     d.name,
 		Hostname:   d.info.hostname,
 		Version:    d.info.version,
-		Labels:     maps.Clone(d.info.Labels),
+		Labels:     d.info.Labels, // not changed after the connection
 		Address:    d.addr,
 		Connected:  d.sess != nil,
 		SyncStatus: d.syncStatus,
@@ -312,7 +307,7 @@ func (d *dataPlane) Apply(ctx context.Context, cfg *config.Config) error {
 	started := d.s.clock.Now()
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(d.s.opts.WriteTimeout)
+		dl = time.Now().Add(writeTimeout)
 	}
 	if err := d.s.write(sess, f, dl); err != nil {
 		d.disconnect(sess)

@@ -6,6 +6,7 @@
 //
 // Guarantees (hybrid_test.go, against test/kongemu/dataplane, not Kong):
 //   - Refusals (no or wrong certificate, 400 without node_id or node_version, a bad or oversized basic_info) are logged with the address; pki verifies against the CA (TestRefusals, TestPKIMode).
+//   - TLS handshakes in flight are bounded; one that waits too long is refused (TestHandshakesInFlightAreBounded).
 //   - Status shows each data plane; one compression per generation; APPLIED on the ping (TestHappyPath, TestEmptyConfigIsReportedAsZeros).
 //   - Kong's version rule (TestVersionCompatibility); a generation with plugins a data plane lacks is not sent to it (TestMissingPluginIsNotSent).
 //   - A frame over the max payload is not sent: too-large (TestPayloadOverTheLimit).

@@ -49,8 +49,6 @@ type frame struct {
 	// plugins are the plugin names the configuration configures.
 	plugins []string
 	pm      *websocket.PreparedMessage
-	size    int // compressed bytes
-	raw     int // uncompressed bytes
 	err     error
 }
 
@@ -60,10 +58,8 @@ type frames struct {
 	log        *slog.Logger
 	mu         sync.Mutex
 	byStream   map[string][]*frame
-	// compressions counts the gzip runs; bytesIn/bytesOut what they read
-	// and wrote.
-	compressions      atomic.Uint64
-	bytesIn, bytesOut atomic.Uint64
+	// compressions counts the gzip runs.
+	compressions atomic.Uint64
 }
 
 // keepFrames per stream: the current generation's and the one before
@@ -117,13 +113,10 @@ func (fs *frames) build(f *frame, cfg *config.Config) {
 	}
 	gz, raw := reconfigure(cfg, js)
 	fs.compressions.Add(1)
-	f.raw, f.size = raw, len(gz)
-	fs.bytesIn.Add(uint64(f.raw))
-	fs.bytesOut.Add(uint64(f.size))
-	fs.log.Info("reconfigure frame built", "stream", cfg.Stream, "generation", cfg.Generation, "bytes", f.raw, "compressed_bytes", f.size)
-	if f.size > fs.maxPayload {
+	fs.log.Info("reconfigure frame built", "stream", cfg.Stream, "generation", cfg.Generation, "bytes", raw, "compressed_bytes", len(gz))
+	if len(gz) > fs.maxPayload {
 		f.err = &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
-			Message: fmt.Sprintf("the compressed reconfigure frame is %d bytes, over the cluster max payload of %d bytes (a data plane drops a larger frame and reconnects)", f.size, fs.maxPayload)}
+			Message: fmt.Sprintf("the compressed reconfigure frame is %d bytes, over the cluster max payload of %d bytes (a data plane drops a larger frame and reconnects)", len(gz), fs.maxPayload)}
 		return
 	}
 	f.pm, err = websocket.NewPreparedMessage(websocket.BinaryMessage, gz)

@@ -196,7 +196,7 @@ func TestHappyPath(t *testing.T) {
 
 	// A second generation: one compression for its stream, whatever the
 	// number of data planes.
-	runs0, _, _ := h.srv.Compressions()
+	runs0 := h.srv.Compressions()
 	cfg2 := h.push("default", strings.Replace(svc, "echo.local", "echo2.local", 1))
 	for _, d := range []*dataplane.DP{a, b} {
 		if err := d.WaitHash(ctx(t), hybrid.ConfigHash(cfg2)); err != nil {
@@ -204,7 +204,7 @@ func TestHappyPath(t *testing.T) {
 		}
 	}
 	h.status("dp-b", applied(cfg2))
-	if runs, _, _ := h.srv.Compressions(); runs != runs0+1 {
+	if runs := h.srv.Compressions(); runs != runs0+1 {
 		t.Fatalf("compressions for one generation sent to 2 data planes: %d, want 1", runs-runs0)
 	}
 	if got := h.eng.ListSinks("default"); len(got) != 2 || got[0].GetKind() != hybrid.Kind {
@@ -525,6 +525,49 @@ func TestPurgeOnlyWhereTheSinkRuns(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	if !h.eng.HasSink("dp-a") {
 		t.Fatal("a replica purged a data plane's sink it does not run")
+	}
+}
+
+// stalled is a connection whose reads wait until it is closed: a client
+// that sends its ClientHello and then goes quiet.
+type stalled struct {
+	net.Conn
+	closed chan struct{}
+}
+
+func (c *stalled) Read([]byte) (int, error) { <-c.closed; return 0, net.ErrClosed }
+func (c *stalled) Close() error             { close(c.closed); return c.Conn.Close() }
+
+// TestHandshakesInFlightAreBounded: with every handshake slot taken, a
+// connection is refused after waiting; a slot comes back when its
+// connection ends, and the next data plane connects.
+func TestHandshakesInFlightAreBounded(t *testing.T) {
+	h := startHub(t, hybrid.Options{})
+	defer h.srv.HoldHandshakeSlots(1)()
+	raw, err := net.Dial("tcp", h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stalled{Conn: raw, closed: make(chan struct{})}
+	go func() {
+		_ = tls.Client(st, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{h.cert}}).Handshake()
+	}()
+	for deadline := time.Now().Add(5 * time.Second); h.srv.FreeHandshakeSlots() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled handshake took no slot")
+		}
+	}
+	q := "node_id=dp-x&node_hostname=x&node_version=3.9.0"
+	if _, _, err := h.dial(q, &h.cert); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("with no slot free: %v, want the handshake refused", err)
+	}
+	_ = st.Close()
+	d := h.dp(dataplane.Options{NodeID: "dp-a"})
+	if err := d.WaitConnects(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.logs.String(), "too many TLS handshakes in flight") {
+		t.Errorf("the refusal is not logged:\n%s", h.logs.String())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -53,9 +54,8 @@ const (
 	DefaultApplyBound = 60 * time.Second
 	// DefaultPurgeDelay is kong.conf's cluster_data_plane_purge_delay.
 	DefaultPurgeDelay = 14 * 24 * time.Hour
-	// DefaultWriteTimeout bounds a frame's write when the apply has no
-	// deadline.
-	DefaultWriteTimeout = 30 * time.Second
+	// writeTimeout bounds a frame's write when the apply has no deadline.
+	writeTimeout = 30 * time.Second
 )
 
 // Options configure the cluster listener.
@@ -71,9 +71,9 @@ type Options struct {
 	// PingTimeout closes a data plane silent for that long; ApplyBound is
 	// how long a data plane may go on pinging another hash after a send;
 	// PurgeDelay forgets a data plane disconnected for that long.
-	PingTimeout, ApplyBound, PurgeDelay, WriteTimeout time.Duration
-	Logger                                            *slog.Logger
-	Clock                                             clockwork.Clock
+	PingTimeout, ApplyBound, PurgeDelay time.Duration
+	Logger                              *slog.Logger
+	Clock                               clockwork.Clock
 }
 
 // Sinks is where the listener puts data planes' sinks: the engine, or on
@@ -89,13 +89,14 @@ type Sinks interface {
 // Server is the cluster listener: Kong data planes in hybrid mode dial it,
 // and each is a kong-dp sink. See the package doc.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
-	clock  clockwork.Clock
-	frames *frames
-	tls    *tls.Config
-	up     websocket.Upgrader
-	upV2   websocket.Upgrader
+	opts       Options
+	log        *slog.Logger
+	clock      clockwork.Clock
+	frames     *frames
+	tls        *tls.Config
+	handshakes *handshakes
+	up         websocket.Upgrader
+	upV2       websocket.Upgrader
 
 	mu    sync.Mutex
 	nodes map[string]*dataPlane
@@ -126,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&opts.PingTimeout, DefaultPingTimeout}, {&opts.ApplyBound, DefaultApplyBound}, {&opts.PurgeDelay, DefaultPurgeDelay}, {&opts.WriteTimeout, DefaultWriteTimeout}} {
+	}{{&opts.PingTimeout, DefaultPingTimeout}, {&opts.ApplyBound, DefaultApplyBound}, {&opts.PurgeDelay, DefaultPurgeDelay}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -137,10 +138,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
+	hs := &handshakes{slots: make(chan struct{}, handshakesPerCPU*runtime.GOMAXPROCS(0))}
 	tc := &tls.Config{
-		Certificates: []tls.Certificate{opts.Cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
+		Certificates:       []tls.Certificate{opts.Cert},
+		MinVersion:         tls.VersionTLS12,
+		NextProtos:         []string{"http/1.1"},
+		GetConfigForClient: hs.admit,
 	}
 	switch opts.Mode {
 	case ModeShared:
@@ -162,22 +165,24 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("hybrid: mtls mode %q: want shared or pki", opts.Mode)
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		frames:  newFrames(opts.MaxPayload, opts.Logger),
-		tls:     tc,
-		nodes:   map[string]*dataPlane{},
-		plugins: map[string]map[string]string{},
-		open:    map[*session]struct{}{},
+		handshakes: hs,
+		opts:       opts,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		frames:     newFrames(opts.MaxPayload, opts.Logger),
+		tls:        tc,
+		nodes:      map[string]*dataPlane{},
+		plugins:    map[string]map[string]string{},
+		open:       map[*session]struct{}{},
 	}
 	// No subprotocol and no compression extension on /v1/outlet: a data
 	// plane's websocket client refuses RSV bits and fragments
-	// (lua-resty-websocket protocol.lua recv_frame). The write buffer is
-	// only taken during a write (reconfigure frames are prepared).
+	// (lua-resty-websocket protocol.lua recv_frame). A data plane sends
+	// pings of 32 bytes: a small read buffer. The write buffer is only
+	// taken during a write (reconfigure frames are prepared).
 	pool := &sync.Pool{}
-	s.up = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin}
-	s.upV2 = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin, Subprotocols: []string{rpcSubprotocol}}
+	s.up = websocket.Upgrader{ReadBufferSize: 256, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin}
+	s.upV2 = websocket.Upgrader{ReadBufferSize: 256, WriteBufferSize: 1024, WriteBufferPool: pool, CheckOrigin: anyOrigin, Subprotocols: []string{rpcSubprotocol}}
 	return s, nil
 }
 
@@ -205,12 +210,6 @@ func (s *Server) Register(reg *sink.Registry) error {
 	}, sink.AsGateway(), sink.WithDefaults(&confighubv1.SinkOptions{Timeout: durationOf(DefaultApplyBound + DefaultPingTimeout)}))
 }
 
-// Compressions is how many times a reconfigure frame was gzip'd; with
-// BytesIn and BytesOut, what those runs read and wrote.
-func (s *Server) Compressions() (runs, bytesIn, bytesOut uint64) {
-	return s.frames.compressions.Load(), s.frames.bytesIn.Load(), s.frames.bytesOut.Load()
-}
-
 // Serve accepts data planes on lis (plain TCP: Serve runs TLS) until Close.
 func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 	mux := http.NewServeMux()
@@ -223,7 +222,8 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		// A refused handshake (no certificate, the wrong one) is logged
 		// with the address it came from.
-		ErrorLog: slog.NewLogLogger(s.log.With("listener", "cluster").Handler(), slog.LevelWarn),
+		ErrorLog:  slog.NewLogLogger(s.log.With("listener", "cluster").Handler(), slog.LevelWarn),
+		ConnState: s.handshakes.done,
 	}
 	s.mu.Lock()
 	if s.done {
@@ -237,6 +237,45 @@ func (s *Server) Serve(lis net.Listener, sinks Sinks) error {
 		return nil
 	}
 	return err
+}
+
+// handshakes bounds the TLS handshakes in flight, so that thousands of
+// data planes redialling at once get handshakes the CPU finishes within
+// their 5 s timeout (kong/clustering/utils.lua) instead of all started and
+// few finished, each holding its memory. A connection waits for a slot
+// after its ClientHello (GetConfigForClient), before the costly steps; one
+// that waited handshakeWait is refused (its data plane gives up soon and
+// redials). The slot is freed at the connection's next state (ConnState).
+type handshakes struct {
+	slots chan struct{}
+	held  sync.Map // the raw connections holding a slot
+}
+
+const (
+	handshakesPerCPU = 64
+	handshakeWait    = 3 * time.Second
+)
+
+func (h *handshakes) admit(hi *tls.ClientHelloInfo) (*tls.Config, error) {
+	t := time.NewTimer(handshakeWait)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		h.held.Store(hi.Conn, nil)
+		return nil, nil
+	case <-t.C:
+		return nil, errors.New("too many TLS handshakes in flight; the data plane redials")
+	case <-hi.Context().Done():
+		return nil, hi.Context().Err()
+	}
+}
+
+func (h *handshakes) done(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok && st != http.StateNew {
+		if _, ok := h.held.LoadAndDelete(tc.NetConn()); ok {
+			<-h.slots
+		}
+	}
 }
 
 // Close stops accepting, closes every data plane's connection and waits
@@ -315,13 +354,23 @@ func (s *Server) outlet(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("data plane refused", "addr", r.RemoteAddr, "node_id", h.nodeID, "reason", err.Error())
 		return // Upgrade answered
 	}
-	sess := &session{conn: conn, closed: make(chan struct{})}
-	if !s.track(sess) {
-		sess.close()
+	addr := r.RemoteAddr
+	ss := s.track(conn)
+	if ss == nil {
 		return
 	}
-	defer s.untrack(sess)
-	s.serveSession(sess, h, r.RemoteAddr)
+	d := s.admit(ss, h, addr)
+	if d == nil {
+		s.untrack(ss)
+		return
+	}
+	// The read loop runs in a goroutine of its own: the handler's return
+	// frees what net/http keeps per connection (its buffers, the request)
+	// and the stack that the TLS handshake and the hello grew.
+	go func() {
+		defer s.untrack(ss)
+		s.readLoop(ss, d, addr)
+	}()
 }
 
 func (s *Server) sinkSpec(name string) *confighubv1.Sink {
@@ -334,15 +383,18 @@ func (s *Server) sinkSpec(name string) *confighubv1.Sink {
 	return sinks.Sink(name)
 }
 
-func (s *Server) track(ss *session) bool {
+// track makes conn a session Close ends (nil after Close).
+func (s *Server) track(conn *websocket.Conn) *session {
+	ss := &session{conn: conn, closed: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return false
+		ss.close()
+		return nil
 	}
 	s.open[ss] = struct{}{}
 	s.conns.Add(1)
-	return true
+	return ss
 }
 
 func (s *Server) untrack(ss *session) {
@@ -359,7 +411,9 @@ func closeWith(ss *session, code int, text string) {
 	ss.close()
 }
 
-func (s *Server) serveSession(ss *session, h hello, addr string) {
+// admit reads the data plane's basic_info, checks its version and puts its
+// sink; nil when the data plane is refused (the connection is closed).
+func (s *Server) admit(ss *session, h hello, addr string) *dataPlane {
 	conn := ss.conn
 	conn.SetReadLimit(int64(s.opts.MaxPayload))
 	_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
@@ -372,12 +426,12 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 			code = websocket.CloseMessageTooBig
 		}
 		closeWith(ss, code, "basic_info")
-		return
+		return nil
 	}
 	if typ != websocket.BinaryMessage {
 		log.Warn("data plane refused", "reason", "the first frame is not a binary basic_info frame")
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info must be a binary frame")
-		return
+		return nil
 	}
 	var raw struct {
 		Plugins json.RawMessage `json:"plugins"`
@@ -385,7 +439,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 	if err := json.Unmarshal(data, &h); err != nil || json.Unmarshal(data, &raw) != nil || h.Type != "basic_info" || len(raw.Plugins) == 0 || raw.Plugins[0] != '[' {
 		log.Warn("data plane refused", "reason", "the first frame is not {\"type\":\"basic_info\",\"plugins\":[...]}")
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info expected")
-		return
+		return nil
 	}
 	ss.plugins = s.pluginSet(h.Plugins)
 	h.Plugins = nil
@@ -402,18 +456,25 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 			d.refused(h, addr)
 		}
 		closeWith(ss, websocket.ClosePolicyViolation, SyncKongVersionIncompatible)
-		return
+		return nil
 	}
 	d, err := s.attach(h, stream, addr, ss)
 	if err != nil {
 		log.Warn("data plane refused", "reason", err.Error())
 		closeWith(ss, websocket.CloseInternalServerErr, "sink not put")
-		return
+		return nil
 	}
 	log.Info("data plane connected", "hostname", h.hostname, "version", h.version, "stream", stream)
+	return d
+}
+
+// readLoop serves a data plane's connection until it ends: pings (each
+// answered) and error frames.
+func (s *Server) readLoop(ss *session, d *dataPlane, addr string) {
+	conn := ss.conn
 	defer func() {
 		d.disconnect(ss)
-		log.Info("data plane disconnected")
+		s.log.Info("data plane disconnected", "addr", addr, "node_id", d.name)
 	}()
 	conn.SetPingHandler(func(p string) error {
 		if len(p) != 32 {
@@ -422,7 +483,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
 		d.ping(ss, p)
 		// Every ping is answered (control_plane.lua queues an empty PONG).
-		_ = conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(s.opts.WriteTimeout))
+		_ = conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(writeTimeout))
 		return nil
 	})
 	for {
@@ -430,7 +491,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		if err != nil {
 			var ce *websocket.CloseError
 			if !errors.As(err, &ce) && !errors.Is(err, net.ErrClosed) {
-				log.Warn("data plane connection ended", "error", err)
+				s.log.Warn("data plane connection ended", "addr", addr, "node_id", d.name, "error", err)
 			}
 			return
 		}
@@ -438,7 +499,7 @@ func (s *Server) serveSession(ss *session, h hello, addr string) {
 		if typ != websocket.BinaryMessage || json.Unmarshal(data, &ef) != nil || ef.Type != "error" {
 			// Kong's control plane: "dps only send pings" (and error
 			// frames, in Konnect mode).
-			log.Warn("data plane closed", "reason", "a frame that is neither a ping nor an error frame")
+			s.log.Warn("data plane closed", "addr", addr, "node_id", d.name, "reason", "a frame that is neither a ping nor an error frame")
 			closeWith(ss, websocket.CloseUnsupportedData, "data planes only send pings")
 			return
 		}

@@ -34,9 +34,9 @@ func (s *Server) outletV2(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("data plane refused", "addr", r.RemoteAddr, "path", "/v2/outlet", "reason", err.Error())
 		return
 	}
-	ss := &session{conn: conn, closed: make(chan struct{})}
-	if !s.track(ss) {
-		ss.close()
+	addr := r.RemoteAddr
+	ss := s.track(conn)
+	if ss == nil {
 		return
 	}
 	defer s.untrack(ss)
@@ -44,12 +44,12 @@ func (s *Server) outletV2(w http.ResponseWriter, r *http.Request) {
 	_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
 	conn.SetPingHandler(func(string) error {
 		_ = conn.SetReadDeadline(time.Now().Add(s.opts.PingTimeout))
-		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(s.opts.WriteTimeout))
+		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(writeTimeout))
 	})
 	_, data, err := conn.ReadMessage()
 	var h rpcHello
 	if err != nil || json.Unmarshal(data, &h) != nil || h.Method != "kong.meta.v1.hello" {
-		s.log.Warn("data plane refused", "addr", r.RemoteAddr, "path", "/v2/outlet", "reason", "the first frame is not the kong.meta.v1.hello call")
+		s.log.Warn("data plane refused", "addr", addr, "path", "/v2/outlet", "reason", "the first frame is not the kong.meta.v1.hello call")
 		closeWith(ss, websocket.CloseUnsupportedData, "hello expected")
 		return
 	}
@@ -58,11 +58,11 @@ func (s *Server) outletV2(w http.ResponseWriter, r *http.Request) {
 		id = json.RawMessage("null")
 	}
 	answer := `{"jsonrpc":"2.0","result":{"rpc_capabilities":[],"rpc_frame_encoding":"x-snappy-framed"},"id":` + string(id) + `}`
-	_ = conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err := conn.WriteMessage(websocket.BinaryMessage, []byte(answer)); err != nil {
 		return
 	}
-	s.log.Info("data plane RPC hello answered with no capabilities", "addr", r.RemoteAddr)
+	s.log.Info("data plane RPC hello answered with no capabilities", "addr", addr)
 	for {
 		if _, _, err := conn.ReadMessage(); err != nil {
 			return

@@ -271,7 +271,11 @@ func (d *DP) loop() {
 // subprotocol, no extension, frames checked by frameTap.
 func (d *DP) dialer() *websocket.Dialer {
 	host, _, _ := net.SplitHostPort(d.o.Addr)
-	tc := &tls.Config{Certificates: []tls.Certificate{d.o.Cert}, MinVersion: tls.VersionTLS12}
+	// Kong 3.9 runs an OpenSSL before 3.4.1 (Kong 3.10's changelog bumps
+	// it to 3.4.1), whose ClientHello carries one X25519 key share; Go's
+	// default adds a post-quantum one of 1,216 bytes.
+	tc := &tls.Config{Certificates: []tls.Certificate{d.o.Cert}, MinVersion: tls.VersionTLS12,
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384}}
 	if d.o.PKI {
 		tc.RootCAs, tc.ServerName = d.o.RootCAs, d.o.ServerName
 		if tc.ServerName == "" {
@@ -398,15 +402,19 @@ func (d *DP) communicate() error {
 			}
 		}
 	}()
-	// read thread.
+	// read thread: any frame, a pong included, counts as seen
+	// (data_plane.lua's last_seen), so the deadline moves at each.
 	lastSeen := time.Now()
-	conn.SetPongHandler(func(string) error { lastSeen = time.Now(); return nil })
+	conn.SetPongHandler(func(string) error {
+		lastSeen = time.Now()
+		return conn.SetReadDeadline(lastSeen.Add(d.o.PingWait))
+	})
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(d.o.PingWait))
 		typ, data, err := conn.ReadMessage()
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if d.ctx.Err() != nil { // Stop; a failed ping's cancel says less than err
+				return d.ctx.Err()
 			}
 			if time.Since(lastSeen) >= d.o.PingWait {
 				return fmt.Errorf("did not receive a frame from the control plane within %s: %w", d.o.PingWait, err)
