@@ -187,7 +187,7 @@ func scenarioHybrid(ctx context.Context, o opts, log func(string, ...any)) ([]Ro
 }
 
 // hybridMemoryLimit is the hub's --memory-limit in scenario 9.
-const hybridMemoryLimit = "320MiB"
+const hybridMemoryLimit = "256MiB"
 
 func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
