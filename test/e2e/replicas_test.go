@@ -166,7 +166,7 @@ func (rs *replicaSet) waitSettled(what string) map[string][]string {
 		ok, b := rs.settled()
 		by = b
 		return ok
-	}, "%s: every sink owned by exactly one live replica (now %v)", what, by)
+	}, "%s: every sink owned by exactly one live replica (last seen: %v)", what, &by) // a pointer: printed as it is at the timeout
 	return by
 }
 
