@@ -298,13 +298,18 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // the handshake errors are logged by the listener's goroutines
-	logs := h.logs.String()
+	// The listener's goroutines log the handshake errors after the
+	// client saw them.
+	deadline := time.Now().Add(5 * time.Second)
 	for _, want := range []string{"node_id is required", "node_version is required", "not a binary basic_info frame", `the first frame is not {\"type\":\"basic_info\"`, "reading basic_info", "TLS handshake error from 127.0.0.1:"} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("logs lack %q:\n%s", want, logs)
+		for !strings.Contains(h.logs.String(), want) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !strings.Contains(h.logs.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, h.logs.String())
 		}
 	}
+	logs := h.logs.String()
 	if !strings.Contains(logs, "addr=127.0.0.1:") {
 		t.Errorf("refusals are not logged with the address:\n%s", logs)
 	}
