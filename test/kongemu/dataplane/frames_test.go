@@ -47,7 +47,8 @@ func fakeCP(t *testing.T, cert tls.Certificate, up websocket.Upgrader, send func
 	return lis.Addr().String()
 }
 
-func TestFrameRules(t *testing.T) {
+func clusterCert(t *testing.T) tls.Certificate {
+	t.Helper()
 	c, k, err := hybrid.GenerateClusterCert(time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,11 @@ func TestFrameRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cert
+}
+
+func TestFrameRules(t *testing.T) {
+	cert := clusterCert(t)
 	for _, tc := range []struct {
 		name string
 		up   websocket.Upgrader
@@ -114,14 +120,7 @@ func gzipped(t *testing.T, msg string) []byte {
 // keep the connection and are reported, with no ping; one that loads is
 // pinged at once; the control plane's ping is not answered.
 func TestConfigHelperRules(t *testing.T) {
-	c, k, err := hybrid.GenerateClusterCert(time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(c, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := clusterCert(t)
 	const h1, h2 = "11111111111111111111111111111111", "22222222222222222222222222222222"
 	const table = `{"_format_version":"3.0","services":[{"name":"s","host":"h"}]}`
 	result := make(chan error, 1)
