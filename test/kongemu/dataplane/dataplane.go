@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,8 +89,10 @@ type decoded struct {
 	once  sync.Once
 	msg   reconfigure
 	table []byte
-	res   kongemu.Result
-	err   error
+	// plugins are the plugin names table configures, sorted, unique.
+	plugins []string
+	res     kongemu.Result
+	err     error
 }
 
 type reconfigure struct {
@@ -489,7 +492,7 @@ func (s *Shared) decode(data []byte) (*decoded, error) {
 			return
 		}
 		if t := bytes.TrimSpace(m.msg.ConfigTable); m.msg.Type == "reconfigure" && len(t) > 0 && t[0] == '{' {
-			m.table = t
+			m.table, m.plugins = t, configured(t)
 			m.res = s.cache.CheckDeclarative(t)
 		}
 	})
@@ -521,7 +524,7 @@ func (d *DP) load(m *decoded, conn *websocket.Conn, wmu *sync.Mutex) bool {
 			return true
 		}
 		if res.Invalid == nil {
-			if miss := d.missing(m.table); len(miss) > 0 {
+			if miss := d.missing(m.plugins); len(miss) > 0 {
 				res.Invalid = &kongemu.ErrorBody{Name: "invalid declarative configuration", Message: "declarative config is invalid: plugins: " + strings.Join(miss, ", ") + " not enabled; add it to the 'plugins' configuration property"}
 			}
 		}
@@ -555,22 +558,32 @@ func empty(counts map[string]int) bool {
 	return true
 }
 
-// missing lists the plugins table configures that the node lacks: Kong's
-// schema refuses a plugin that is not enabled on the node.
-func (d *DP) missing(table []byte) []string {
+// missing lists the configured plugins the node lacks: Kong's schema
+// refuses a plugin that is not enabled on the node.
+func (d *DP) missing(configured []string) []string {
+	var out []string
+	for _, n := range configured {
+		if !d.plugins[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// configured lists the plugin names table configures, nested ones
+// included, sorted and unique.
+func configured(table []byte) []string {
 	var names []string
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
-				if k == "plugins" {
-					if list, ok := c.([]any); ok {
-						for _, p := range list {
-							if pm, ok := p.(map[string]any); ok {
-								if n, ok := pm["name"].(string); ok && !d.plugins[n] {
-									names = append(names, n)
-								}
+				if list, ok := c.([]any); ok && k == "plugins" {
+					for _, p := range list {
+						if pm, ok := p.(map[string]any); ok {
+							if n, ok := pm["name"].(string); ok {
+								names = append(names, n)
 							}
 						}
 					}
@@ -583,26 +596,13 @@ func (d *DP) missing(table []byte) []string {
 			}
 		}
 	}
-	if len(d.o.Without) == 0 {
-		return nil
-	}
 	var v any
 	if json.Unmarshal(table, &v) != nil {
 		return nil
 	}
 	walk(v)
 	sort.Strings(names)
-	return slicesCompact(names)
-}
-
-func slicesCompact(s []string) []string {
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.Compact(names)
 }
 
 // sendError is data_plane.lua's send_error (Konnect mode): the

@@ -116,7 +116,8 @@ func gzipped(t *testing.T, msg string) []byte {
 
 // TestConfigHelperRules follows one connection of a Konnect-mode node
 // through Kong 3.9.3's config_helper.update and data_plane.lua: updates
-// that fail (config_table not an object, hashes null, an invalid entity)
+// that fail (config_table not an object, hashes null, an invalid entity, a
+// plugin the node lacks)
 // keep the connection and are reported, with no ping; one that loads is
 // pinged at once; the control plane's ping is not answered.
 func TestConfigHelperRules(t *testing.T) {
@@ -160,6 +161,8 @@ func TestConfigHelperRules(t *testing.T) {
 				{`{"type":"reconfigure","config_table":"x","config_hash":"` + h1 + `"}`, `"name":"configuration reload failed"`},
 				{`{"type":"reconfigure","config_table":` + table + `,"config_hash":"` + h1 + `","hashes":null}`, `"name":"configuration reload failed"`},
 				{`{"type":"reconfigure","config_table":{"_format_version":"3.0","services":[{"name":"s","host":"h","port":70000}]},"config_hash":"` + h1 + `"}`, `"source":"kong.db.declarative.parse_table"`},
+				// A plugin the node lacks (it has cors only) is a parse error.
+				{`{"type":"reconfigure","config_table":{"_format_version":"3.0","plugins":[{"name":"rate-limiting","config":{"minute":5}}]},"config_hash":"` + h1 + `"}`, `"name":"declarative configuration parse failure"`},
 			} {
 				if err := c.WriteMessage(websocket.BinaryMessage, gzipped(t, tc.msg)); err != nil {
 					return err
@@ -181,7 +184,7 @@ func TestConfigHelperRules(t *testing.T) {
 			return nil
 		}()
 	})
-	d := Start(Options{Addr: addr, Cert: cert, NodeID: "n1", KonnectMode: true, PingInterval: time.Hour, ReconnectMin: time.Hour})
+	d := Start(Options{Addr: addr, Cert: cert, NodeID: "n1", KonnectMode: true, Plugins: []string{"cors"}, PingInterval: time.Hour, ReconnectMin: time.Hour})
 	defer d.Stop()
 	select {
 	case err := <-result:
@@ -191,7 +194,7 @@ func TestConfigHelperRules(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the control plane saw no end")
 	}
-	if s := d.Stats(); s.Connects != 1 || s.Refusals != 3 || d.Hash() != h2 {
+	if s := d.Stats(); s.Connects != 1 || s.Refusals != 4 || d.Hash() != h2 {
 		t.Fatalf("stats %+v, hash %s", s, d.Hash())
 	}
 }
