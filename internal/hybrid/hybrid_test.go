@@ -338,7 +338,9 @@ func TestMissingPluginIsNotSent(t *testing.T) {
 	h := startHub(t, hybrid.Options{})
 	lacks := h.dp(dataplane.Options{NodeID: "dp-lacks", Without: []string{"rate-limiting", "cors"}})
 	has := h.dp(dataplane.Options{NodeID: "dp-has"})
-	for _, d := range []*dataplane.DP{lacks, has} {
+	// plugins = off: basic_info's plugins is {}, cjson's empty table.
+	none := h.dp(dataplane.Options{NodeID: "dp-none", Plugins: []string{}})
+	for _, d := range []*dataplane.DP{lacks, has, none} {
 		if err := d.WaitConnects(ctx(t), 1); err != nil {
 			t.Fatal(err)
 		}
@@ -347,13 +349,15 @@ func TestMissingPluginIsNotSent(t *testing.T) {
 	if err := has.WaitHash(ctx(t), hybrid.ConfigHash(cfg)); err != nil {
 		t.Fatal(err)
 	}
-	st := h.status("dp-lacks", func(s *confighubv1.SinkStatus) bool { return s.GetState() == confighubv1.SinkState_SINK_STATE_FAILED })
-	if st.GetLastErrorCode() != string(sink.CodeInvalid) || !strings.Contains(st.GetLastError(), "cors, rate-limiting") ||
-		st.GetDataPlane().GetSyncStatus() != hybrid.SyncPluginSetIncompatible {
-		t.Fatalf("status: %v", st)
-	}
-	if lacks.Hash() != dataplane.EmptyHash || lacks.Stats().Refusals != 0 {
-		t.Fatalf("the data plane was sent the generation: %s %+v", lacks.Hash(), lacks.Stats())
+	for _, d := range []*dataplane.DP{lacks, none} {
+		st := h.status(d.Query().Get("node_id"), func(s *confighubv1.SinkStatus) bool { return s.GetState() == confighubv1.SinkState_SINK_STATE_FAILED })
+		if st.GetLastErrorCode() != string(sink.CodeInvalid) || !strings.Contains(st.GetLastError(), "cors, rate-limiting") ||
+			st.GetDataPlane().GetSyncStatus() != hybrid.SyncPluginSetIncompatible || !st.GetDataPlane().GetConnected() {
+			t.Fatalf("status: %v", st)
+		}
+		if d.Hash() != dataplane.EmptyHash || d.Stats().Refusals != 0 {
+			t.Fatalf("the data plane was sent the generation: %s %+v", d.Hash(), d.Stats())
+		}
 	}
 }
 

@@ -48,9 +48,9 @@ const (
 	// plane closes one silent for 1.5 times that (control_plane.lua
 	// PING_WAIT).
 	DefaultPingTimeout = 45 * time.Second
-	// DefaultApplyBound: a data plane pings right after it tried a
-	// configuration; one that still pings another hash this long after
-	// the send did not load it.
+	// DefaultApplyBound: a data plane pings right after it loaded a
+	// configuration, else every 30 s; one that still pings another hash
+	// this long after the send did not load it.
 	DefaultApplyBound = 60 * time.Second
 	// DefaultPurgeDelay is kong.conf's cluster_data_plane_purge_delay.
 	DefaultPurgeDelay = 14 * 24 * time.Hour
@@ -310,7 +310,7 @@ func (s *Server) Close() {
 type hello struct {
 	nodeID, hostname, version string
 	Type                      string            `json:"type"`
-	Plugins                   []pluginVersion   `json:"plugins"`
+	Plugins                   json.RawMessage   `json:"plugins"`
 	Labels                    map[string]string `json:"labels"`
 	// refusal is why the hub would not serve the data plane.
 	refusal error
@@ -433,15 +433,16 @@ func (s *Server) admit(ss *session, h hello, addr string) *dataPlane {
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info must be a binary frame")
 		return nil
 	}
-	var raw struct {
-		Plugins json.RawMessage `json:"plugins"`
-	}
-	if err := json.Unmarshal(data, &h); err != nil || json.Unmarshal(data, &raw) != nil || h.Type != "basic_info" || len(raw.Plugins) == 0 || raw.Plugins[0] != '[' {
+	// plugins must be a Lua table (control_plane.lua): a list, or {} where
+	// cjson encodes a data plane's empty one (plugins = off).
+	var plugins []pluginVersion
+	if err := json.Unmarshal(data, &h); err != nil || h.Type != "basic_info" || len(h.Plugins) == 0 ||
+		h.Plugins[0] != '[' && h.Plugins[0] != '{' || h.Plugins[0] == '[' && json.Unmarshal(h.Plugins, &plugins) != nil {
 		log.Warn("data plane refused", "reason", "the first frame is not {\"type\":\"basic_info\",\"plugins\":[...]}")
 		closeWith(ss, websocket.CloseUnsupportedData, "basic_info expected")
 		return nil
 	}
-	ss.plugins = s.pluginSet(h.Plugins)
+	ss.plugins = s.pluginSet(plugins)
 	h.Plugins = nil
 	stream := h.Labels["stream"]
 	if stream == "" {

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,14 +89,17 @@ type decoded struct {
 	once  sync.Once
 	msg   reconfigure
 	table []byte
-	res   kongemu.Result
-	err   error
+	// plugins are the plugin names table configures, sorted, unique.
+	plugins []string
+	res     kongemu.Result
+	err     error
 }
 
 type reconfigure struct {
 	Type        string          `json:"type"`
 	ConfigTable json.RawMessage `json:"config_table"`
 	ConfigHash  *string         `json:"config_hash"`
+	Hashes      json.RawMessage `json:"hashes"`
 }
 
 // DP is one emulated data plane. It dials until Stop:
@@ -109,11 +113,12 @@ type reconfigure struct {
 //     connection); reconfigure queues config_table, latest wins; it goes
 //     through kongemu's declarative check, a plugin the node lacks refused;
 //   - a loaded config_hash is what pings carry (32 zeros before and for an
-//     empty configuration; no reload when it is the running one); a ping
-//     every 30 s and right after each configuration tried;
+//     empty configuration; no check or reload when it is the running one);
+//     a ping every 30 s and right after each configuration loaded;
 //   - a failed configuration keeps the running one; in Konnect mode it is
 //     reported in an error frame with flattened_errors;
-//   - no frame for 45 s ends the connection; redial after 5 to 10 s.
+//   - any frame but close counts as seen, pings are not answered; no
+//     frame for 45 s ends the connection; redial after 5 to 10 s.
 type DP struct {
 	o       Options
 	log     *slog.Logger
@@ -326,22 +331,33 @@ func (d *DP) URL() string {
 	return "wss://" + d.o.Addr + "/v1/outlet?node_id=" + d.o.NodeID + "&node_hostname=" + d.o.Hostname + "&node_version=" + d.o.Version
 }
 
+// basicInfo is data_plane.lua's: plugins sorted by lower-case name
+// (clustering/init.lua), labels only when set, and cjson's encoding of an
+// empty table, {}, for an empty plugin list (plugins = off).
 func (d *DP) basicInfo() []byte {
 	names := make([]string, 0, len(d.plugins))
 	for p := range d.plugins {
 		names = append(names, p)
 	}
-	sort.Strings(names)
+	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
 	type plugin struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	}
-	ps := make([]plugin, len(names))
-	for i, n := range names {
-		ps[i] = plugin{n, d.o.Version}
+	var ps any = map[string]any{}
+	if len(names) > 0 {
+		list := make([]plugin, len(names))
+		for i, n := range names {
+			list[i] = plugin{n, d.o.Version}
+		}
+		ps = list
 	}
-	b, _ := json.Marshal(map[string]any{"type": "basic_info", "plugins": ps, "labels": d.o.Labels,
-		"process_conf": map[string]any{"role": "data_plane", "database": "off"}, "filters": map[string]any{}})
+	bi := map[string]any{"type": "basic_info", "plugins": ps,
+		"process_conf": map[string]any{"role": "data_plane", "database": "off"}, "filters": map[string]any{}}
+	if d.o.Labels != nil {
+		bi["labels"] = d.o.Labels
+	}
+	b, _ := json.Marshal(bi)
 	return b
 }
 
@@ -392,7 +408,9 @@ func (d *DP) communicate() error {
 		for {
 			select {
 			case m := <-pending:
-				d.load(m, conn, &wmu)
+				if !d.load(m, conn, &wmu) {
+					continue
+				}
 				select {
 				case pingNow <- struct{}{}:
 				default:
@@ -402,13 +420,16 @@ func (d *DP) communicate() error {
 			}
 		}
 	}()
-	// read thread: any frame, a pong included, counts as seen
-	// (data_plane.lua's last_seen), so the deadline moves at each.
+	// read thread: any frame but close, a ping or pong included, counts as
+	// seen (data_plane.lua's last_seen), so the deadline moves at each; a
+	// ping is not answered (an unknown frame to data_plane.lua).
 	lastSeen := time.Now()
-	conn.SetPongHandler(func(string) error {
+	seen := func(string) error {
 		lastSeen = time.Now()
 		return conn.SetReadDeadline(lastSeen.Add(d.o.PingWait))
-	})
+	}
+	conn.SetPongHandler(seen)
+	conn.SetPingHandler(seen)
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(d.o.PingWait))
 		typ, data, err := conn.ReadMessage()
@@ -470,35 +491,43 @@ func (s *Shared) decode(data []byte) (*decoded, error) {
 			m.err = fmt.Errorf("json_decode: %w", err)
 			return
 		}
-		if m.msg.Type == "reconfigure" {
-			t := bytes.TrimSpace(m.msg.ConfigTable)
-			if len(t) == 0 || t[0] != '{' {
-				m.err = errors.New("assert(msg.config_table): not a table")
-				return
-			}
-			m.table = t
+		if t := bytes.TrimSpace(m.msg.ConfigTable); m.msg.Type == "reconfigure" && len(t) > 0 && t[0] == '{' {
+			m.table, m.plugins = t, configured(t)
 			m.res = s.cache.CheckDeclarative(t)
 		}
 	})
 	return m, m.err
 }
 
-// load is config_helper.update: check, then take the configuration unless
-// its hash is the running one. A failure keeps the running configuration;
-// in Konnect mode it is reported in an error frame.
-func (d *DP) load(m *decoded, conn *websocket.Conn, wmu *sync.Mutex) {
-	hash := ""
-	if m.msg.ConfigHash != nil {
+// load is config_helper.update (Kong 3.9.3 config_helper.lua:296-384): a
+// config_table that is not an object, or hashes that are not one (null
+// included), raise and fail the update; the node computes a hash when none
+// is sent; one equal to the running hash is taken unchecked; then the
+// check, and the hash stored (import.lua: 32 zeros when "" or empty). A
+// failure keeps the running configuration; in Konnect mode it is reported
+// in an error frame. It reports whether the configuration is taken.
+func (d *DP) load(m *decoded, conn *websocket.Conn, wmu *sync.Mutex) bool {
+	hash, sent := "", m.msg.ConfigHash != nil
+	if sent {
 		hash = *m.msg.ConfigHash
 	}
 	res := m.res
-	if res.Invalid == nil {
-		if miss := d.missing(m.table); len(miss) > 0 {
-			res.Invalid = &kongemu.ErrorBody{Name: "invalid declarative configuration", Message: "declarative config is invalid: plugins: " + strings.Join(miss, ", ") + " not enabled; add it to the 'plugins' configuration property"}
+	h := bytes.TrimSpace(m.msg.Hashes)
+	switch {
+	case m.table == nil || len(h) > 0 && h[0] != '{' && h[0] != '[':
+		res.Invalid = &kongemu.ErrorBody{Name: "configuration reload failed", Message: "an exception was raised while updating the configuration"}
+	case !sent:
+		hash = res.Hash // the emulator's scheme, not Kong's MD5 one
+		fallthrough
+	default:
+		if hash != "" && hash == d.Hash() {
+			return true
 		}
-	}
-	if res.Invalid == nil && len(hash) != 32 {
-		hash = res.Hash // the node computes a hash when none is sent
+		if res.Invalid == nil {
+			if miss := d.missing(m.plugins); len(miss) > 0 {
+				res.Invalid = &kongemu.ErrorBody{Name: "invalid declarative configuration", Message: "declarative config is invalid: plugins: " + strings.Join(miss, ", ") + " not enabled; add it to the 'plugins' configuration property"}
+			}
+		}
 	}
 	if res.Invalid != nil {
 		d.update(func() { d.refusals++ })
@@ -506,9 +535,9 @@ func (d *DP) load(m *decoded, conn *websocket.Conn, wmu *sync.Mutex) {
 		if d.o.KonnectMode {
 			d.sendError(conn, wmu, hash, res.Invalid)
 		}
-		return
+		return false
 	}
-	if empty(res.Counts) {
+	if hash == "" || empty(res.Counts) {
 		hash = EmptyHash
 	}
 	d.update(func() {
@@ -517,6 +546,7 @@ func (d *DP) load(m *decoded, conn *websocket.Conn, wmu *sync.Mutex) {
 			d.reconfigures++
 		}
 	})
+	return true
 }
 
 func empty(counts map[string]int) bool {
@@ -528,22 +558,32 @@ func empty(counts map[string]int) bool {
 	return true
 }
 
-// missing lists the plugins table configures that the node lacks: Kong's
-// schema refuses a plugin that is not enabled on the node.
-func (d *DP) missing(table []byte) []string {
+// missing lists the configured plugins the node lacks: Kong's schema
+// refuses a plugin that is not enabled on the node.
+func (d *DP) missing(configured []string) []string {
+	var out []string
+	for _, n := range configured {
+		if !d.plugins[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// configured lists the plugin names table configures, nested ones
+// included, sorted and unique.
+func configured(table []byte) []string {
 	var names []string
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, c := range x {
-				if k == "plugins" {
-					if list, ok := c.([]any); ok {
-						for _, p := range list {
-							if pm, ok := p.(map[string]any); ok {
-								if n, ok := pm["name"].(string); ok && !d.plugins[n] {
-									names = append(names, n)
-								}
+				if list, ok := c.([]any); ok && k == "plugins" {
+					for _, p := range list {
+						if pm, ok := p.(map[string]any); ok {
+							if n, ok := pm["name"].(string); ok {
+								names = append(names, n)
 							}
 						}
 					}
@@ -556,36 +596,29 @@ func (d *DP) missing(table []byte) []string {
 			}
 		}
 	}
-	if len(d.o.Without) == 0 {
-		return nil
-	}
 	var v any
 	if json.Unmarshal(table, &v) != nil {
 		return nil
 	}
 	walk(v)
 	sort.Strings(names)
-	return slicesCompact(names)
-}
-
-func slicesCompact(s []string) []string {
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.Compact(names)
 }
 
 // sendError is data_plane.lua's send_error (Konnect mode): the
-// configuration's parse error as a plain-JSON binary frame.
+// configuration's error (config_helper.lua's err_t) as a plain-JSON binary
+// frame.
 func (d *DP) sendError(conn *websocket.Conn, wmu *sync.Mutex, hash string, inv *kongemu.ErrorBody) {
-	body, _ := json.Marshal(inv.Flattened())
-	var e map[string]any
-	_ = json.Unmarshal(body, &e)
-	e["name"] = "declarative configuration parse failure"
-	e["source"] = "kong.clustering.config_helper.update"
+	e := map[string]any{"name": inv.Name, "message": inv.Message, "source": "kong.clustering.config_helper.update"}
+	if inv.Name != "configuration reload failed" {
+		body, _ := json.Marshal(inv.Flattened())
+		_ = json.Unmarshal(body, &e)
+		e["name"] = "declarative configuration parse failure"
+		e["source"] = "kong.db.declarative.parse_table"
+	}
+	if hash == "" {
+		hash = EmptyHash
+	}
 	e["config_hash"] = hash
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": e})
 	wmu.Lock()

@@ -3,5 +3,6 @@
 // plane runs on the test machines. It follows Kong 3.9's
 // kong/clustering/data_plane.lua and config_helper.lua and
 // lua-resty-websocket's frame rules (DP and frameTap say which);
-// TestFrameRules checks the frame rules.
+// TestFrameRules checks the frame rules, TestConfigHelperRules the update
+// rules.
 package dataplane

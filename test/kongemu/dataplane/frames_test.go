@@ -1,10 +1,15 @@
 package dataplane
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,7 +47,8 @@ func fakeCP(t *testing.T, cert tls.Certificate, up websocket.Upgrader, send func
 	return lis.Addr().String()
 }
 
-func TestFrameRules(t *testing.T) {
+func clusterCert(t *testing.T) tls.Certificate {
+	t.Helper()
 	c, k, err := hybrid.GenerateClusterCert(time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +57,11 @@ func TestFrameRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cert
+}
+
+func TestFrameRules(t *testing.T) {
+	cert := clusterCert(t)
 	for _, tc := range []struct {
 		name string
 		up   websocket.Upgrader
@@ -89,5 +100,101 @@ func TestFrameRules(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		})
+	}
+}
+
+func gzipped(t *testing.T, msg string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(msg))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestConfigHelperRules follows one connection of a Konnect-mode node
+// through Kong 3.9.3's config_helper.update and data_plane.lua: updates
+// that fail (config_table not an object, hashes null, an invalid entity, a
+// plugin the node lacks)
+// keep the connection and are reported, with no ping; one that loads is
+// pinged at once; the control plane's ping is not answered.
+func TestConfigHelperRules(t *testing.T) {
+	cert := clusterCert(t)
+	const h1, h2 = "11111111111111111111111111111111", "22222222222222222222222222222222"
+	const table = `{"_format_version":"3.0","services":[{"name":"s","host":"h"}]}`
+	result := make(chan error, 1)
+	addr := fakeCP(t, cert, websocket.Upgrader{}, func(c *websocket.Conn) {
+		pings, frames := make(chan string, 16), make(chan string, 16)
+		var pongs atomic.Int32
+		c.SetPingHandler(func(p string) error { pings <- p; return nil })
+		c.SetPongHandler(func(string) error { pongs.Add(1); return nil })
+		done := make(chan struct{})
+		go func() { // the one reader; the handlers run in it
+			defer close(done)
+			for {
+				_, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				frames <- string(data)
+			}
+		}()
+		defer func() { _ = c.Close(); <-done }()
+		result <- func() error {
+			if err := c.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)); err != nil {
+				return err
+			}
+			wait := func(ch chan string) (string, error) {
+				select {
+				case s := <-ch:
+					return s, nil
+				case <-time.After(5 * time.Second):
+					return "", errors.New("nothing came")
+				}
+			}
+			if p, err := wait(pings); p != EmptyHash {
+				return fmt.Errorf("first ping %q, %v", p, err)
+			}
+			for _, tc := range []struct{ msg, want string }{
+				{`{"type":"reconfigure","config_table":"x","config_hash":"` + h1 + `"}`, `"name":"configuration reload failed"`},
+				{`{"type":"reconfigure","config_table":` + table + `,"config_hash":"` + h1 + `","hashes":null}`, `"name":"configuration reload failed"`},
+				{`{"type":"reconfigure","config_table":{"_format_version":"3.0","services":[{"name":"s","host":"h","port":70000}]},"config_hash":"` + h1 + `"}`, `"source":"kong.db.declarative.parse_table"`},
+				// A plugin the node lacks (it has cors only) is a parse error.
+				{`{"type":"reconfigure","config_table":{"_format_version":"3.0","plugins":[{"name":"rate-limiting","config":{"minute":5}}]},"config_hash":"` + h1 + `"}`, `"name":"declarative configuration parse failure"`},
+			} {
+				if err := c.WriteMessage(websocket.BinaryMessage, gzipped(t, tc.msg)); err != nil {
+					return err
+				}
+				f, err := wait(frames)
+				if err != nil || !strings.Contains(f, tc.want) || !strings.Contains(f, `"config_hash":"`+h1+`"`) {
+					return fmt.Errorf("after %s: frame %s, %v; want %s", tc.msg, f, err, tc.want)
+				}
+			}
+			if err := c.WriteMessage(websocket.BinaryMessage, gzipped(t, `{"type":"reconfigure","config_table":`+table+`,"config_hash":"`+h2+`"}`)); err != nil {
+				return err
+			}
+			if p, err := wait(pings); p != h2 {
+				return fmt.Errorf("the ping after the failed updates and the loaded one carries %q (%v), want %s", p, err, h2)
+			}
+			if n := pongs.Load(); n != 0 {
+				return fmt.Errorf("the node answered the control plane's ping (%d pongs)", n)
+			}
+			return nil
+		}()
+	})
+	d := Start(Options{Addr: addr, Cert: cert, NodeID: "n1", KonnectMode: true, Plugins: []string{"cors"}, PingInterval: time.Hour, ReconnectMin: time.Hour})
+	defer d.Stop()
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the control plane saw no end")
+	}
+	if s := d.Stats(); s.Connects != 1 || s.Refusals != 4 || d.Hash() != h2 {
+		t.Fatalf("stats %+v, hash %s", s, d.Hash())
 	}
 }
