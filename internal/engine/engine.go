@@ -25,20 +25,16 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// DefaultMaxConcurrentApplies is the limit of applies in flight per pool (gateways, others).
-const DefaultMaxConcurrentApplies = 64
+const (
+	DefaultMaxConcurrentApplies = 64                   // applies in flight per pool (gateways, others)
+	DefaultStatusDispatchWindow = 5 * time.Millisecond // how long a status change waits for its round
+)
 
-// DefaultStatusDispatchWindow is how long a status change waits for its round.
-const DefaultStatusDispatchWindow = 5 * time.Millisecond
-
-// ErrSinkNotFound is returned for an unknown sink name.
-var ErrSinkNotFound = errors.New("sink not found")
-
-// ErrStopped is returned by PutSink and DeleteSink after Stop.
-var ErrStopped = errors.New("engine stopped")
-
-// ErrStreamHasSinks is returned by DeleteStream while sinks read the stream.
-var ErrStreamHasSinks = errors.New("stream has sinks")
+var (
+	ErrSinkNotFound   = errors.New("sink not found")   // an unknown sink name
+	ErrStopped        = errors.New("engine stopped")   // PutSink and DeleteSink after Stop
+	ErrStreamHasSinks = errors.New("stream has sinks") // DeleteStream while sinks read the stream
+)
 
 // Recorder stores what a sink applied and when a generation converged.
 type Recorder interface {
@@ -58,9 +54,7 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
 // WithMessageRedactor cleans a sink's error texts (not its raw body).
-func WithMessageRedactor(f func(string) string) Option {
-	return func(e *Engine) { e.redactMsg = f }
-}
+func WithMessageRedactor(f func(string) string) Option { return func(e *Engine) { e.redactMsg = f } }
 
 // WithSecretValues finds a spec's secrets, redacted in its sink's errors and reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
@@ -90,15 +84,6 @@ func WithStatusDispatchWindow(d time.Duration) Option {
 
 // WithNewStream sets a func called per new stream under the lock; it must not call e.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
-
-// WithRandom sets the source of backoff jitter, uniform in [0,1).
-func WithRandom(f func() float64) Option {
-	return func(e *Engine) {
-		if f != nil {
-			e.rnd = f
-		}
-	}
-}
 
 // Engine fans each stream's newest configuration out to its sinks (package doc).
 type Engine struct {

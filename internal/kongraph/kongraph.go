@@ -249,15 +249,6 @@ func str(v any) string {
 	return s
 }
 
-// Entities lists the configuration's entities in walk order.
-func (d *Doc) Entities() []Entity {
-	out := make([]Entity, len(d.nodes))
-	for i, n := range d.nodes {
-		out[i] = n.Entity
-	}
-	return out
-}
-
 // Find returns the index of the entity a gateway's error names: by id,
 // else by name, its type spelt singular or plural.
 func (d *Doc) Find(typ, id, name string) (int, bool) {

@@ -233,17 +233,7 @@ func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writ
 func (Direct) DeferBelow() int { return math.MaxInt }
 
 func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
-	return StageStreamDirect(d.Commit, size), nil
-}
-
-// StageDirect is Direct.StageConfig with commit.
-func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
-	return Direct{commit}.StageConfig(context.Background(), "", raw, tee)
-}
-
-// StageStreamDirect is Direct.StageStream with commit.
-func StageStreamDirect(commit Committer, size int64) StageWriter {
-	return &direct{commit: commit, size: size}
+	return &direct{commit: d.Commit, size: size}, nil
 }
 
 // direct counts the bytes written to it; the caller keeps them.
