@@ -12,16 +12,11 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Kong data planes are owned by connection, not by hashing: the replica a
-// data plane is connected to claims it, <prefix>/dp/<node_id> = its id
-// under its lease, and runs its kong-dp sink; a claim made later (the data
-// plane connected to another replica) moves it there at once. When a
-// replica dies its claims expire with its lease: each of its sinks then
-// runs on its rendezvous owner, which shows it disconnected until the data
-// plane connects again and purges it after the purge delay, once.
-
-// claim is the replica a data plane is connected to ("" when unknown) as
-// of etcd revision rev.
+// claim is the replica a data plane is connected to ("" when unknown) as of
+// etcd revision rev: that replica writes <prefix>/dp/<node_id> = its id under
+// its lease and runs the kong-dp sink; a later claim moves it. A dead
+// replica's claims expire with its lease, its sinks go to their rendezvous
+// owner, which purges them once after the purge delay.
 type claim struct {
 	owner string
 	rev   int64
@@ -41,8 +36,7 @@ func (p *Placement) take(name string, c claim) {
 	}
 }
 
-// load replaces the claims by those read at revision rev (claims made
-// here since stay).
+// load replaces the claims by those read at revision rev (newer ones stay).
 func (p *Placement) load(read map[string]claim, rev int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -61,9 +55,8 @@ func (p *Placement) load(read map[string]claim, rev int64) {
 
 func (r *Replica) claimsPrefix() string { return r.prefix + "/dp/" }
 
-// PutSink puts the sink of a data plane connected to this replica: it
-// claims the data plane, stores the spec when the shared store holds
-// another, and puts it in the engine, which runs it here.
+// PutSink claims a data plane connected here, stores its sink's spec when
+// the shared store holds another, and puts it in the engine.
 func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()
@@ -85,8 +78,7 @@ func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, erro
 	return r.eng.PutSink(spec)
 }
 
-// DeleteSink forgets a data plane's sink on every replica (its purge) and
-// releases its claim.
+// DeleteSink purges a data plane's sink on every replica and releases its claim.
 func (r *Replica) DeleteSink(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()
@@ -148,9 +140,7 @@ func (r *Replica) watchClaims(ctx context.Context) error {
 			}
 			r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
 		}
-		// A data plane's sink moves where its claim says; the listener
-		// closes the connection of one handed over.
-		r.eng.Reown()
+		r.eng.Reown() // the listener closes a data plane handed over
 	}
 	return errors.New("watch closed")
 }

@@ -15,10 +15,8 @@ import (
 // ErrNotReady is returned by a guarded store while etcd is unreachable.
 var ErrNotReady = errors.New("etcd is unreachable (the replica is not ready)")
 
-// Guard wraps the shared store for the hub and the engine's recorder: while
-// the last probe found etcd unreachable every call fails at once with
-// ErrNotReady (the hub answers Unavailable), and every call is bounded by
-// timeout so a push or an applied record never hangs on a lost etcd.
+// Guard wraps the shared store: while etcd is unreachable (ready false) every
+// call fails at once with ErrNotReady, and every call is bounded by timeout.
 func Guard(st store.Store, ready func() bool, timeout time.Duration) store.Store {
 	if timeout <= 0 {
 		timeout = DefaultOpTimeout
@@ -160,8 +158,7 @@ type guardedStage struct {
 	g *guarded
 }
 
-// Commit under g; when refused the staged bytes are discarded (a no-op
-// after the wrapped Commit ran).
+// Commit under g, discarding the staged bytes when refused.
 func (s guardedStage) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	stored, unchanged, err := s.g.commit(ctx, func(ctx context.Context) (*config.Config, bool, error) { return s.Staged.Commit(ctx, c, expected) })
 	if err != nil {

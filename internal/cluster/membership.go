@@ -19,13 +19,9 @@ import (
 const DefaultLeaseTTL = 5 * time.Second
 
 // Membership keeps this replica's key <prefix>/members/<id> alive under an
-// etcd lease and follows every member's key.
-//
-// The replica counts as registered only while its own lease is alive and its
-// key is in the member set it watches. When the lease is lost (the
-// keepalive channel closes: etcd expired it after a hang such as SIGSTOP, or
-// etcd was unreachable for a TTL) Registered turns false at once, the change
-// is signalled, and the replica registers again with a new lease.
+// etcd lease and follows every member's key. The replica is registered while
+// its lease is alive and its key seen; a lost lease (the keepalive channel
+// closes) unregisters it at once, signalled, and it registers again.
 type Membership struct {
 	cli    *clientv3.Client
 	prefix string
@@ -42,8 +38,7 @@ type Membership struct {
 }
 
 // NewMembership returns the membership of replica id under prefix, logging
-// to log (nil: nowhere; its lines do not name the replica: the logger
-// does). Run starts it.
+// to log (nil: nowhere). Run starts it.
 func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, log *slog.Logger) *Membership {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
@@ -65,8 +60,7 @@ func (m *Membership) membersPrefix() string { return m.prefix + "/members/" }
 // Key is this replica's member key.
 func (m *Membership) Key() string { return m.membersPrefix() + m.id }
 
-// Changes is signalled (coalesced) whenever Members or Registered may have
-// changed.
+// Changes is signalled (coalesced) whenever Members may have changed.
 func (m *Membership) Changes() <-chan struct{} { return m.changed }
 
 // Members returns the sorted live member ids and whether this replica is
@@ -98,8 +92,8 @@ func (m *Membership) signal() {
 	}
 }
 
-// Run keeps the lease and follows the members until ctx ends; then it
-// revokes the lease (so the others take the sinks over at once) and returns.
+// Run keeps the lease and follows the members until ctx ends, then revokes
+// the lease so the others take over at once.
 func (m *Membership) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { m.watchLoop(ctx) })

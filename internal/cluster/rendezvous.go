@@ -2,11 +2,9 @@ package cluster
 
 import "hash/fnv"
 
-// Owner returns the member that owns key among members by rendezvous
-// (highest random weight) hashing: every member scores the key and the
-// highest score wins. Every replica computes the same owner from the same
-// member set, and when a member joins or leaves only the keys it wins or
-// held move. It returns "" when members is empty.
+// Owner returns the member that owns key by rendezvous hashing (highest
+// score wins): the same on every replica, and a join or leave moves only
+// the keys that member wins or held. "" when members is empty.
 func Owner(key string, members []string) string {
 	var best string
 	var bestScore uint64

@@ -27,8 +27,7 @@ const (
 	probeInterval = 500 * time.Millisecond
 )
 
-// Engine is what a replica drives: the local engine (engine.Engine), which
-// keeps every sink and runs the ones Owns says are this replica's.
+// Engine is what a replica drives: the local engine.Engine.
 type Engine interface {
 	Publish(cfg *config.Config)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
@@ -38,17 +37,12 @@ type Engine interface {
 	Reown() map[string]error
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
-	// LastFailed is a sink's last failed apply, known for the sinks run
-	// here; the writer copies it to etcd.
-	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
-	// View is the engine's status broker, which the etcd writer watches.
-	View() status.View
+	LastFailed(sinkName string) (*config.Config, *sink.Error, bool) // copied to etcd
+	View() status.View                                              // watched by the etcd writer
 	Sink(name string) *confighubv1.Sink
 }
 
-// Store is what a replica needs of the store every replica shares (the
-// etcd store): the others' changes, what it lists at start and takeover,
-// and the specs of data planes' sinks.
+// Store is what a replica needs of the shared (etcd) store.
 type Store interface {
 	Watch(ctx context.Context) <-chan store.Event
 	ListStreams(ctx context.Context) ([]*config.Config, error)
@@ -61,22 +55,13 @@ type Store interface {
 
 // Options configure a Replica; zero values take the defaults.
 type Options struct {
-	Logger *slog.Logger
-	// OpTimeout bounds each etcd call the replica makes, and how long the
-	// readiness probe waits (so etcd's loss is noticed within it).
-	OpTimeout time.Duration
-	// Ready is told when etcd becomes reachable (true) or unreachable
-	// (false); the command points it at the gRPC health status.
-	Ready func(ready bool)
-	// Status configures the status writer and mirror.
-	Status []etcdstatus.Option
+	Logger    *slog.Logger
+	OpTimeout time.Duration       // bounds each etcd call, the readiness probe's too
+	Ready     func(ready bool)    // told when etcd becomes reachable or unreachable
+	Status    []etcdstatus.Option // of the status writer and mirror
 }
 
-// Replica runs this hub as one of several sharing etcd. It keeps the
-// membership, places the sinks (Placement, the engine's ownership
-// predicate), follows the store's changes made by any replica into the
-// engine, and feeds the engine the other replicas' sink statuses from the
-// shared status view. See the package doc.
+// Replica runs this hub as one of several sharing etcd (package doc).
 type Replica struct {
 	eng    Engine
 	st     Store
@@ -98,12 +83,9 @@ type Replica struct {
 	owned string // last logged member set, to log changes only
 }
 
-// Placement is the engine's ownership predicate on a replica: a data
-// plane's sink runs where its claim says (claims.go), any other sink on
-// its rendezvous owner among the live members; a stream is led by its own
-// (see Owner). It changes when the replica takes a new member set or
-// claim (then the engine's Reown follows). It places nothing until the
-// replica registered and read the claims.
+// Placement is the engine's ownership predicate on a replica: a data plane's
+// sink runs where its claim says, any other sink and stream on its Owner. It
+// places nothing until the replica registered and read the claims.
 type Placement struct {
 	id       string
 	mu       sync.Mutex
@@ -114,8 +96,7 @@ type Placement struct {
 	listed   bool // the claims were read
 }
 
-// NewPlacement returns the placement of replica id; it owns nothing until
-// the replica registered.
+// NewPlacement returns the placement of replica id.
 func NewPlacement(id string) *Placement { return &Placement{id: id, claims: map[string]claim{}} }
 
 var _ engine.Ownership = (*Placement)(nil)
@@ -135,8 +116,7 @@ func (p *Placement) OwnsStream(name string) bool {
 	return p.placing() && Owner("stream/"+name, p.members) == p.id
 }
 
-// OwnerOf names the replica that runs a sink ("" when this replica does not
-// place sinks now): the engine names it when it hands a sink over.
+// OwnerOf names the replica that runs a sink ("" when not placing now).
 func (p *Placement) OwnerOf(name string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -185,32 +165,23 @@ func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Memb
 		r.onReady = func(bool) {}
 	}
 	common := append([]etcdstatus.Option{etcdstatus.WithLogger(r.log), etcdstatus.WithOpTimeout(r.opTimeout), etcdstatus.WithClock(r.clock)}, o.Status...)
-	// The engine's broker is the source of this replica's statuses; the
-	// mirror is the view every replica serves, and tells the engine what
-	// the sinks run elsewhere did.
 	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, append(common, etcdstatus.WithFailures(eng))...)
 	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common, etcdstatus.WithObserver(eng))...)
 	return r
 }
 
-// View is the status view of every sink of every replica (etcd): the
-// hub's status port on a replica.
+// View is the status view of every sink of every replica (etcd).
 func (r *Replica) View() status.View { return r.mirror }
 
-// Diagnostics answers GetConfig of a sink on a replica (the hub's
-// Diagnostics port): what a sink last applied as its shared status says,
-// and what it last failed as its owner wrote it to etcd, with the
-// configuration's bytes read from the store by generation, so every
-// replica, the owner included, answers the same.
+// Diagnostics answers GetConfig of a sink the same on every replica, from
+// the shared status, the failed records in etcd and the store's bytes.
 func (r *Replica) Diagnostics() *Diagnostics { return &Diagnostics{r: r} }
 
-// Diagnostics is a replica's GetConfig source (see Replica.Diagnostics).
+// Diagnostics is a replica's GetConfig source.
 type Diagnostics struct{ r *Replica }
 
 // LastApplied is the generation the sink's shared status says it applied
-// whole (applied_generation; a DEGRADED sink's fallback is not a whole
-// apply), read from the store; false when it applied none, the
-// generation is no longer kept, or etcd does not answer.
+// whole, from the store; false when none, no longer kept or unreadable.
 func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
 	r := d.r
 	st := r.mirror.Sink(sinkName)
@@ -231,10 +202,8 @@ func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
 	return cfg, true
 }
 
-// LastFailed reads the sink's failed record from etcd and its generation's
-// bytes from the store; false when the sink has none, the generation is no
-// longer kept (the etcd store keeps the last few), or etcd does not answer
-// within --etcd-op-timeout (logged).
+// LastFailed is the sink's failed record in etcd with its generation from
+// the store; false when none, no longer kept or unreadable (logged).
 func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	r := d.r
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
@@ -263,8 +232,7 @@ func (r *Replica) Ready() bool {
 }
 
 // Run follows the store, the membership and etcd's reachability until ctx
-// ends. Then it stops the owned workers and leaves the membership
-// (revoking the lease, so the others take over at once).
+// ends, then stops the owned workers and revokes the lease.
 func (r *Replica) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -333,9 +301,8 @@ func (r *Replica) followMembers(ctx context.Context) {
 	}
 }
 
-// reown takes the current member set as the placement, seeds the engine
-// with the stored applied records (a sink moved here resumes from what
-// its previous owner recorded) and lets it start and stop workers.
+// reown places by the current member set, seeding the engine with the
+// stored applied records, so a sink moved here resumes where it was.
 func (r *Replica) reown(ctx context.Context) {
 	members, registered := r.mem.Members()
 	r.place.set(members, registered)
@@ -353,8 +320,7 @@ func (r *Replica) reown(ctx context.Context) {
 	r.logMembers(members, registered)
 }
 
-// logMembers logs the member set when it changed (the engine logs the
-// sinks it runs).
+// logMembers logs the member set when it changed.
 func (r *Replica) logMembers(members []string, registered bool) {
 	line := fmt.Sprint(registered, members)
 	r.mu.Lock()
@@ -366,8 +332,7 @@ func (r *Replica) logMembers(members []string, registered bool) {
 	}
 }
 
-// followStore applies the store's changes made by any replica: new
-// generations and sink specs go to the local engine.
+// followStore applies the store's changes made by any replica to the engine.
 func (r *Replica) followStore(ctx context.Context) {
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
@@ -407,7 +372,7 @@ func (r *Replica) resync(ctx context.Context) error {
 		return fmt.Errorf("list sinks: %w", err)
 	}
 	for _, s := range streams {
-		r.publish(s)
+		r.eng.Publish(s)
 	}
 	stored := map[string]bool{}
 	for _, s := range sinks {
@@ -425,16 +390,12 @@ func (r *Replica) resync(ctx context.Context) error {
 func (r *Replica) apply(ctx context.Context, ev store.Event) {
 	switch {
 	case ev.Config != nil:
-		r.publish(ev.Config)
+		r.eng.Publish(ev.Config)
 	case ev.SinkPut != nil:
 		r.putSink(ev.SinkPut)
 	case ev.SinkDeleted != "":
 		r.deleteSink(ctx, ev.SinkDeleted)
 	}
-}
-
-func (r *Replica) publish(c *config.Config) {
-	r.eng.Publish(c)
 }
 
 func (r *Replica) putSink(s *confighubv1.Sink) {
@@ -443,8 +404,7 @@ func (r *Replica) putSink(s *confighubv1.Sink) {
 	}
 }
 
-// deleteSink forgets a sink and removes its status key (its owner may be
-// gone).
+// deleteSink forgets a sink and removes its status key (its owner may be gone).
 func (r *Replica) deleteSink(ctx context.Context, name string) {
 	_ = r.eng.DeleteSink(name) // not known here: nothing to stop
 	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
@@ -454,8 +414,6 @@ func (r *Replica) deleteSink(ctx context.Context, name string) {
 	}
 }
 
-// Follow has the writer copy a stream's statuses to etcd. The engine calls
-// it for every stream it gets (engine.WithNewStream), whichever replica
-// accepted the push or put the sink: a replica's own writes to the store
-// are not reported back to it by the store's Watch.
+// Follow has the writer copy a stream's statuses; the engine calls it for
+// every stream (engine.WithNewStream): the store's Watch skips own writes.
 func (r *Replica) Follow(stream string) { r.writer.Follow(stream) }
