@@ -26,17 +26,11 @@ const (
 // Entity names one entity for people. None of its fields is a secret: a
 // key-auth credential, identified by its key, shows no name.
 type Entity struct {
-	// Type is Kong's entity type ("service", "keyauth_credential", ...).
-	Type string `json:"type"`
-	// Name is the entity's endpoint key (a name, a consumer's username, a
-	// target's target, an ACL's group), or "" when it has none to show.
-	Name string `json:"name,omitempty"`
-	ID   string `json:"id,omitempty"`
-	// Parent is what the entity belongs to ("service echo" for a route,
-	// "consumer alice" for a credential), "" for an entity of its own.
-	Parent string `json:"parent,omitempty"`
-	// Tags are the entity's k8s-* tags, which name its Kubernetes object.
-	Tags []string `json:"tags,omitempty"`
+	Type   string   `json:"type"`           // Kong's entity type ("service", "keyauth_credential", ...)
+	Name   string   `json:"name,omitempty"` // its endpoint key (name, username, target, group), if one to show
+	ID     string   `json:"id,omitempty"`
+	Parent string   `json:"parent,omitempty"` // what it belongs to ("service echo" for a route), if any
+	Tags   []string `json:"tags,omitempty"`   // its k8s-* tags, which name its Kubernetes object
 }
 
 // String is "route r1", "plugin cors (route r1)", "keyauth_credential
@@ -55,35 +49,26 @@ func (e Entity) String() string {
 	return s
 }
 
-// Field is one changed field of an updated entity. Old and New are the
-// JSON values, redacted as GetConfig redacts them; nil means the field is
-// absent on that side.
+// Field is one changed field of an updated entity: Old and New are the JSON
+// values, redacted as GetConfig redacts them (nil: absent on that side).
 type Field struct {
-	// Path is the keys from the entity down to the changed value; a list
-	// is compared, and shown, as a whole.
-	Path []string        `json:"path"`
+	Path []string        `json:"path"` // keys down to the value; a list is compared whole
 	Old  json.RawMessage `json:"old,omitempty"`
 	New  json.RawMessage `json:"new,omitempty"`
 }
 
 // Change is one entity created, deleted or updated.
 type Change struct {
-	Action Action `json:"action"`
-	Entity Entity `json:"entity"`
-	// Fields are an update's changed fields, sorted by path.
-	Fields []Field `json:"fields,omitempty"`
-	// Object is a created entity as it is created (flattened), redacted.
-	Object json.RawMessage `json:"object,omitempty"`
-
-	// key is the entity's identity: it may derive from a secret.
-	key string
+	Action Action          `json:"action"`
+	Entity Entity          `json:"entity"`
+	Fields []Field         `json:"fields,omitempty"` // an update's, sorted by path
+	Object json.RawMessage `json:"object,omitempty"` // a created entity (flattened), redacted
+	key    string          // the entity's identity: it may derive from a secret
 }
 
 // Diff is what changed from one configuration to another.
 type Diff struct {
-	// Changes are sorted by entity type (what an entity refers to first:
-	// see order), then by name.
-	Changes []Change `json:"changes"`
+	Changes []Change `json:"changes"` // by entity type (see order), then name
 }
 
 // Counts returns how many entities d creates, updates and deletes.
@@ -114,15 +99,12 @@ func Configs(from, to []byte) (*Diff, error) {
 	return compare(a, b)
 }
 
-// Count returns how many entities of each type raw, the JSON form of a
-// configuration config.Check accepted, holds, as Configs counts them, in
-// one pass without decoding it (the hub counts every push).
+// Count returns how many entities of each type raw (JSON config.Check
+// accepted) holds, as Configs counts them, in one pass without decoding it.
 func Count(raw []byte) map[string]int {
 	type frame struct {
 		obj bool
-		// typ is, for an object, the kongraph type it is ("" for none; root
-		// for the document), for a list the type of its entities.
-		typ string
+		typ string // an object's kongraph type ("" none, root), a list's entities'
 	}
 	const root = "\x00root"
 	out := map[string]int{}
@@ -343,19 +325,14 @@ func rank(typ string) int {
 
 // entity is one flattened entity of a configuration.
 type entity struct {
-	// typ is Kong's entity type, kt kongraph's (plural for credentials).
-	typ, kt string
-	// key is the entity's identity within its configuration (see key).
-	key string
-	// obj is the entity as decoded; its own fields (own) are compared in
-	// place, and copied only to be shown.
-	obj         map[string]any
+	typ, kt     string         // Kong's entity type, kongraph's (plural for credentials)
+	key         string         // its identity within its configuration (index.key)
+	obj         map[string]any // as decoded: own fields are compared in place
 	nested      []string
 	parentField string
 	parentRef   map[string]any
 	parent      *entity
-	// refs are the entity's foreign keys as written: field -> values.
-	refs map[string][]string
+	refs        map[string][]string // foreign keys as written: field -> values
 }
 
 // get is one of the entity's own fields.
@@ -476,14 +453,9 @@ type set struct {
 // beside their parents, each with its identity (index.key); two with the
 // same identity (a configuration Kong refuses) are told apart by order.
 func flatten(raw []byte) (*set, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
+	root, err := kongraph.Decode(raw)
+	if err != nil {
 		return nil, err
-	}
-	if root == nil {
-		return nil, fmt.Errorf("the configuration is not a JSON object")
 	}
 	s := &set{byKey: map[string]*entity{}}
 	kongraph.Walk(root, func(kt string, obj map[string]any, parent *entity, parentField string) *entity {

@@ -10,9 +10,8 @@ import (
 	"strings"
 )
 
-// collections maps a top-level key of a declarative configuration to the
-// type of its entities, Kong's schema name: the key less its "s", but the
-// credentials' and degraphql_routes' schema names are plural (init).
+// collections maps a top-level key to its entities' type, Kong's schema name:
+// the key less its "s", but credentials and degraphql_routes stay plural.
 var collections = map[string]string{}
 
 // credentials are the consumer's credential collections.
@@ -84,8 +83,7 @@ func ChildType(parentType, key string) string {
 
 // Entity is one entity of a configuration.
 type Entity struct {
-	// Type is Kong's schema name ("route", "keyauth_credentials", ...).
-	Type  string
+	Type  string // Kong's schema name ("route", "keyauth_credentials", ...)
 	ID    string
 	Name  string // its endpoint key: name, a consumer's username, ...
 	Tags  []string
@@ -105,27 +103,24 @@ func (e Entity) Key() string {
 
 type node struct {
 	Entity
-	obj map[string]any
-	// parent is the entity this one is nested in (nil at the top level),
-	// parentField the foreign key the nesting stands for.
-	parent      *node
-	parentField string
+	obj         map[string]any
+	parent      *node  // the entity this one is nested in (nil at the top)
+	parentField string // the foreign key the nesting stands for
 }
 
 // Doc is a parsed declarative configuration and its entity graph; it is
 // never modified.
 type Doc struct {
-	raw   []byte
-	nodes []*node
-	// byID and byKey find the first entity of a type by id, by name.
-	byID, byKey map[fk]*node
+	raw         []byte
+	nodes       []*node
+	byID, byKey map[fk]*node // the first entity of a type by id, by name
 }
 
 // Parse reads a declarative configuration (JSON) and its entities.
 func Parse(raw []byte) (*Doc, error) {
-	root, err := decode(raw)
+	root, err := Decode(raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kongraph: %w", err)
 	}
 	d := &Doc{raw: raw, byID: map[fk]*node{}, byKey: map[fk]*node{}}
 	walk(root, func(n *node) {
@@ -141,15 +136,16 @@ func Parse(raw []byte) (*Doc, error) {
 	return d, nil
 }
 
-func decode(raw []byte) (map[string]any, error) {
+// Decode reads a declarative configuration (JSON, numbers as json.Number).
+func Decode(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("kongraph: %w", err)
+		return nil, err
 	}
 	if root == nil {
-		return nil, errors.New("kongraph: the configuration is not a JSON object")
+		return nil, errors.New("the configuration is not a JSON object")
 	}
 	return root, nil
 }
@@ -163,11 +159,9 @@ func walk(root map[string]any, visit func(*node)) {
 	})
 }
 
-// Walk visits every entity of a decoded declarative configuration, nested
-// or flat: top-level collections sorted by key, each entity before its
-// nested ones (sorted by key). visit gets the type (as Entity.Type), the
-// parent visit returned for the entity it is nested in (the zero T at the
-// top level) and the foreign key that nesting stands for ("" at the top).
+// Walk visits every entity of a decoded configuration, collections sorted by
+// key, each entity before its nested ones: visit gets the type, what visit
+// returned for the parent (zero at the top) and the foreign key it stands for.
 func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
 	var top T
 	for _, key := range slices.Sorted(maps.Keys(root)) {
