@@ -102,45 +102,24 @@ func (r *Replica) Sink(name string) *confighubv1.Sink { return r.eng.Sink(name) 
 
 // followClaims follows the claims into the placement until ctx ends.
 func (r *Replica) followClaims(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.watchClaims(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err)
-		if !r.wait(ctx, probeInterval) {
-			return
-		}
-	}
-}
-
-func (r *Replica) watchClaims(ctx context.Context) error {
-	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
-	resp, err := r.cli.Get(tctx, r.claimsPrefix(), clientv3.WithPrefix())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("read the claims: %w", err)
-	}
-	read := map[string]claim{}
-	for _, kv := range resp.Kvs {
-		read[strings.TrimPrefix(string(kv.Key), r.claimsPrefix())] = claim{owner: string(kv.Value), rev: kv.ModRevision}
-	}
-	r.place.load(read, resp.Header.Revision)
-	r.eng.Reown()
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	for wr := range r.cli.Watch(wctx, r.claimsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			c := claim{rev: ev.Kv.ModRevision}
-			if ev.Type == clientv3.EventTypePut {
-				c.owner = string(ev.Kv.Value)
+	follow(ctx, r.cli, r.claimsPrefix(), r.opTimeout, "read the claims", r.wait,
+		func(err error) { r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err) },
+		func(resp *clientv3.GetResponse) {
+			read := map[string]claim{}
+			for _, kv := range resp.Kvs {
+				read[strings.TrimPrefix(string(kv.Key), r.claimsPrefix())] = claim{owner: string(kv.Value), rev: kv.ModRevision}
 			}
-			r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
-		}
-		r.eng.Reown() // the listener closes a data plane handed over
-	}
-	return errors.New("watch closed")
+			r.place.load(read, resp.Header.Revision)
+			r.eng.Reown()
+		},
+		func(evs []*clientv3.Event) {
+			for _, ev := range evs {
+				c := claim{rev: ev.Kv.ModRevision}
+				if ev.Type == clientv3.EventTypePut {
+					c.owner = string(ev.Kv.Value)
+				}
+				r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
+			}
+			r.eng.Reown() // the listener closes a data plane handed over
+		})
 }

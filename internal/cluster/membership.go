@@ -102,14 +102,7 @@ func (m *Membership) Run(ctx context.Context) {
 }
 
 // retry waits before the next attempt; false when ctx ended.
-func (m *Membership) retry(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-m.clock.After(m.ttl / 5):
-		return true
-	}
-}
+func (m *Membership) retry(ctx context.Context) bool { return sleep(ctx, m.clock, m.ttl/5) }
 
 func (m *Membership) leaseLoop(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -168,52 +161,73 @@ func (m *Membership) register(ctx context.Context) (clientv3.LeaseID, <-chan *cl
 }
 
 func (m *Membership) watchLoop(ctx context.Context) {
+	follow(ctx, m.cli, m.membersPrefix(), m.ttl, "list members", m.retry,
+		func(err error) { m.log.Warn("cluster: member watch ended; listing again", "error", err) },
+		func(resp *clientv3.GetResponse) {
+			set := map[string]bool{}
+			for _, kv := range resp.Kvs {
+				set[strings.TrimPrefix(string(kv.Key), m.membersPrefix())] = true
+			}
+			m.mu.Lock()
+			m.members = set
+			m.mu.Unlock()
+			m.signal()
+		},
+		func(evs []*clientv3.Event) {
+			m.mu.Lock()
+			for _, ev := range evs {
+				id := strings.TrimPrefix(string(ev.Kv.Key), m.membersPrefix())
+				m.members[id] = ev.Type == clientv3.EventTypePut
+				if !m.members[id] {
+					delete(m.members, id)
+				}
+			}
+			m.mu.Unlock()
+			m.signal()
+		})
+}
+
+// follow lists the keys under prefix into list (its error prefixed by what),
+// then passes their changes to change until the watch fails; it logs the
+// failure with warn and, after wait, lists again, until ctx ends.
+func follow(ctx context.Context, cli *clientv3.Client, prefix string, timeout time.Duration, what string, wait func(context.Context) bool,
+	warn func(error), list func(*clientv3.GetResponse), change func([]*clientv3.Event)) {
+	once := func() error {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := cli.Get(tctx, prefix, clientv3.WithPrefix())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		list(resp)
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			change(wr.Events)
+		}
+		return errors.New("watch closed")
+	}
 	for ctx.Err() == nil {
-		err := m.watchOnce(ctx)
+		err := once()
 		if ctx.Err() != nil {
 			return
 		}
-		m.log.Warn("cluster: member watch ended; listing again", "error", err)
-		if !m.retry(ctx) {
+		warn(err)
+		if !wait(ctx) {
 			return
 		}
 	}
 }
 
-// watchOnce lists the members and follows their changes until the watch
-// fails (compaction, closed).
-func (m *Membership) watchOnce(ctx context.Context) error {
-	tctx, cancel := context.WithTimeout(ctx, m.ttl)
-	resp, err := m.cli.Get(tctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("list members: %w", err)
+// sleep waits d on clock; false when ctx ends first.
+func sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-clock.After(d):
+		return true
 	}
-	set := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		set[strings.TrimPrefix(string(kv.Key), m.membersPrefix())] = true
-	}
-	m.mu.Lock()
-	m.members = set
-	m.mu.Unlock()
-	m.signal()
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	wch := m.cli.Watch(wctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-	for wr := range wch {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		m.mu.Lock()
-		for _, ev := range wr.Events {
-			id := strings.TrimPrefix(string(ev.Kv.Key), m.membersPrefix())
-			m.members[id] = ev.Type == clientv3.EventTypePut
-			if !m.members[id] {
-				delete(m.members, id)
-			}
-		}
-		m.mu.Unlock()
-		m.signal()
-	}
-	return errors.New("watch closed")
 }

@@ -274,20 +274,14 @@ func (r *Replica) probe(ctx context.Context) {
 			}
 			r.onReady(ok)
 		}
-		if !r.wait(ctx, probeInterval) {
+		if !r.wait(ctx) {
 			return
 		}
 	}
 }
 
-func (r *Replica) wait(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-r.clock.After(d):
-		return true
-	}
-}
+// wait waits probeInterval; false when ctx ended.
+func (r *Replica) wait(ctx context.Context) bool { return sleep(ctx, r.clock, probeInterval) }
 
 // followMembers re-places the sinks at every membership change.
 func (r *Replica) followMembers(ctx context.Context) {
@@ -342,7 +336,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		if err := r.resync(ctx); err != nil {
 			cancel()
 			r.log.Warn("cluster: reading the store failed; retrying", "error", err)
-			if !r.wait(ctx, probeInterval) {
+			if !r.wait(ctx) {
 				return
 			}
 			continue
@@ -353,7 +347,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		cancel()
 		if ctx.Err() == nil {
 			r.log.Warn("cluster: store watch ended; watching again")
-			if !r.wait(ctx, probeInterval) {
+			if !r.wait(ctx) {
 				return
 			}
 		}
