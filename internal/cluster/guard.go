@@ -129,8 +129,7 @@ func (g *guarded) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, er
 
 func (g *guarded) DeferBelow() int { return g.st.DeferBelow() }
 
-// StageConfig stages through the wrapped store; the handle's Commit is
-// guarded like CommitConfig.
+// StageConfig stages through the wrapped store; the handle's Commit is guarded like CommitConfig.
 func (g *guarded) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
 	if !g.ready() {
 		return nil, ErrNotReady

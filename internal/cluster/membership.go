@@ -14,8 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// DefaultLeaseTTL is how long a replica stays a member after its last
-// keepalive reached etcd.
+// DefaultLeaseTTL is how long a replica stays a member after its last keepalive reached etcd.
 const DefaultLeaseTTL = 5 * time.Second
 
 // Membership keeps this replica's key <prefix>/members/<id> alive under an

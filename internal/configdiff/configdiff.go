@@ -33,8 +33,7 @@ type Entity struct {
 	Tags   []string `json:"tags,omitempty"`   // its k8s-* tags, which name its Kubernetes object
 }
 
-// String is "route r1", "plugin cors (route r1)", "keyauth_credential
-// (consumer alice)".
+// String is "route r1", "plugin cors (route r1)", "keyauth_credential (consumer alice)".
 func (e Entity) String() string {
 	s := e.Type
 	switch {
@@ -248,8 +247,7 @@ func valueAt(obj map[string]any, path []string) (json.RawMessage, error) {
 	return b, nil
 }
 
-// marshal is json.Marshal without HTML escaping, so that "<redacted>"
-// reads as it is.
+// marshal is json.Marshal without HTML escaping, so that "<redacted>" reads as it is.
 func marshal(v any) (json.RawMessage, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -308,8 +306,7 @@ func equal(a, b any) bool {
 	return a == b // strings, json.Number, bools, nil
 }
 
-// order is the order of entity types in a diff: what an entity refers to
-// comes before it.
+// order is the order of entity types in a diff: what an entity refers to comes before it.
 var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "vault",
 	"service", "route", "upstream", "target", "consumer_group", "consumer",
 	"keyauth_credential", "basicauth_credential", "hmacauth_credential", "jwt_secret",
@@ -602,8 +599,7 @@ func (idx index) key(e *entity) string {
 	return e.typ + ":" + k
 }
 
-// digest stands for a value that may be a secret (a key-auth key, a
-// private key) in an identity.
+// digest stands for a value that may be a secret (a key-auth key, a private key) in an identity.
 func digest(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {

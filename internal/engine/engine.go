@@ -551,8 +551,7 @@ func (e *Engine) Held() (streams int, bytes int64) {
 	return e.heldStreams, e.heldBytes
 }
 
-// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks
-// while sinks read it.
+// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks while sinks read it.
 func (e *Engine) DeleteStream(name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -98,8 +98,7 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	}
 }
 
-// ObserveGeneration takes the leader's convergence time for a stream not
-// led here.
+// ObserveGeneration takes the leader's convergence time for a stream not led here.
 func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStatus) {
 	if gs.GetConvergeTime() == nil || e.own.OwnsStream(stream) {
 		return

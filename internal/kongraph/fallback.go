@@ -196,8 +196,7 @@ func flatten(n *node) map[string]any {
 	return out
 }
 
-// ref is how a foreign key names e: its id, else its name (a consumer's
-// username).
+// ref is how a foreign key names e: its id, else its name (a consumer's username).
 func ref(e Entity) (field, value string) {
 	switch {
 	case e.ID != "":

@@ -108,8 +108,7 @@ type node struct {
 	parentField string // the foreign key the nesting stands for
 }
 
-// Doc is a parsed declarative configuration and its entity graph; it is
-// never modified.
+// Doc is a parsed declarative configuration and its entity graph; it is never modified.
 type Doc struct {
 	raw         []byte
 	nodes       []*node

@@ -13,8 +13,7 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// The store's sentinel errors; stored data that cannot be read is
-// ErrCorrupt, never reset silently.
+// The store's sentinel errors; stored data that cannot be read is ErrCorrupt, never reset silently.
 var (
 	ErrNotFound    = errors.New("not found")
 	ErrConflict    = errors.New("generation conflict")

@@ -6,8 +6,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Encodings shares each of the latest changes' encoding between the
-// watchers that send it.
+// Encodings shares each of the latest changes' encoding between the watchers that send it.
 type Encodings[T any] struct {
 	mu      sync.Mutex
 	byEv    map[*confighubv1.WatchStatusResponse]*encoding[T]

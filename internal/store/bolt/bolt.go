@@ -451,6 +451,5 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 	return key, s.wrap(err)
 }
 
-// Close refuses later stages and commits, waits for those under way and
-// releases the file.
+// Close refuses later stages and commits, waits for those under way and releases the file.
 func (s *Store) Close() error { return s.close() }
