@@ -55,8 +55,7 @@ func (p *Placement) load(read map[string]claim, rev int64) {
 
 func (r *Replica) claimsPrefix() string { return r.prefix + "/dp/" }
 
-// PutSink claims a data plane connected here, stores its sink's spec when
-// the shared store holds another, and puts it in the engine.
+// PutSink claims a data plane connected here, storing and putting its sink.
 func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()

@@ -36,8 +36,7 @@ type Membership struct {
 	changed chan struct{}
 }
 
-// NewMembership returns the membership of replica id under prefix, logging
-// to log (nil: nowhere). Run starts it.
+// NewMembership returns replica id's membership under prefix (log nil: none).
 func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, log *slog.Logger) *Membership {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
@@ -62,8 +61,7 @@ func (m *Membership) Key() string { return m.membersPrefix() + m.id }
 // Changes is signalled (coalesced) whenever Members may have changed.
 func (m *Membership) Changes() <-chan struct{} { return m.changed }
 
-// Members returns the sorted live member ids and whether this replica is
-// registered (its lease alive and its key seen).
+// Members returns the sorted live member ids and whether this replica is registered.
 func (m *Membership) Members() (members []string, registered bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,8 +89,7 @@ func (m *Membership) signal() {
 	}
 }
 
-// Run keeps the lease and follows the members until ctx ends, then revokes
-// the lease so the others take over at once.
+// Run keeps the lease and follows the members until ctx ends, then revokes the lease.
 func (m *Membership) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { m.watchLoop(ctx) })

@@ -25,8 +25,7 @@ func score(member, key string) uint64 {
 	return mix(h.Sum64())
 }
 
-// mix is splitmix64's finaliser: FNV alone leaves similar names (gw-1,
-// gw-2) with correlated high bits, which skews the balance.
+// mix is splitmix64's finaliser: FNV alone skews the balance of similar names.
 func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

@@ -108,8 +108,7 @@ func (p *Placement) OwnsSink(name string) bool {
 	return p.placing() && p.sinkOwner(name) == p.id
 }
 
-// OwnsStream says whether this replica leads a stream: it writes the
-// stream's generation statuses and records its convergence.
+// OwnsStream says whether this replica leads a stream (its generation statuses).
 func (p *Placement) OwnsStream(name string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -147,9 +146,8 @@ func (p *Placement) stop() {
 	p.stopping = true
 }
 
-// New returns the replica whose membership is mem, driving eng, whose
-// ownership predicate is place. st is the shared (etcd) store, whose
-// changes it follows; the status keys live under prefix. Run starts it.
+// New returns the replica of mem driving eng placed by place, following st;
+// the status keys live under prefix. Run starts it.
 func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, o Options) *Replica {
 	r := &Replica{
 		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
@@ -231,8 +229,7 @@ func (r *Replica) Ready() bool {
 	return r.ready
 }
 
-// Run follows the store, the membership and etcd's reachability until ctx
-// ends, then stops the owned workers and revokes the lease.
+// Run follows the store, the members and etcd until ctx ends, then leaves.
 func (r *Replica) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -251,8 +248,7 @@ func (r *Replica) Run(ctx context.Context) {
 	r.mirror.Close()
 }
 
-// probe checks etcd with a linearizable read (it needs a quorum) and tells
-// onReady about every change.
+// probe checks etcd with a linearizable read, telling onReady every change.
 func (r *Replica) probe(ctx context.Context) {
 	for {
 		tctx, cancel := context.WithTimeout(ctx, r.opTimeout)

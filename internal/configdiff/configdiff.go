@@ -155,8 +155,7 @@ func Count(raw []byte) map[string]int {
 	return out
 }
 
-// stringEnd is the index of the quote that ends the string whose first
-// byte is at from (len(raw) when it does not end).
+// stringEnd is the index of the quote ending the string from from (or len(raw)).
 func stringEnd(raw []byte, from int) int {
 	for {
 		q := bytes.IndexByte(raw[from:], '"')
@@ -258,8 +257,7 @@ func marshal(v any) (json.RawMessage, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// diffValues appends the path of every difference between a and b: the
-// keys of two objects are compared one by one, anything else as a whole.
+// diffValues appends the path of each difference (objects key by key, else whole).
 func diffValues(path []string, a, b any, out *[][]string) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
@@ -284,8 +282,7 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	}
 }
 
-// equal is reflect.DeepEqual for what encoding/json decodes, without its
-// allocation per call (it runs for every field of every entity).
+// equal is reflect.DeepEqual for decoded JSON, without its allocation per call.
 func equal(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
@@ -490,8 +487,7 @@ func flatten(raw []byte) (*set, error) {
 	return s, nil
 }
 
-// ref is how a nested entity names its parent: {"id": ...}, else
-// {"name": ...} ({"username": ...} for a consumer).
+// ref is how a nested entity names its parent: {"id": ...}, else its name.
 func (e *entity) ref() map[string]any {
 	if id := str(e.obj["id"]); id != "" {
 		return map[string]any{"id": id}
@@ -533,8 +529,7 @@ func (idx index) resolve(typ, ref string) string {
 	return typ + "?" + ref
 }
 
-// scope is the identity of what field names: the parent for the field its
-// nesting stands for, else the foreign key resolved.
+// scope is the identity of what field names: the parent, else the reference.
 func (idx index) scope(e *entity, typ, field string) string {
 	if e.parent != nil && e.parent.typ == typ {
 		return idx.key(e.parent)

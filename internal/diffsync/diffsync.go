@@ -29,8 +29,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// KonnectKongVersion is the Kong version the target is rendered for when
-// syncing a Konnect control plane, which reports none.
+// KonnectKongVersion is the Kong version a Konnect target is rendered for.
 var KonnectKongVersion = semver.MustParse("3.9.0")
 
 // Options configure a Syncer; the zero value syncs a Kong Admin API.
@@ -42,8 +41,7 @@ type Options struct {
 	TempDir       string       // for the per-sync temporary file ("": the system's)
 }
 
-// Syncer syncs configurations to one destination. Sync must not be called
-// concurrently (the engine applies one generation at a time per sink).
+// Syncer syncs configurations to one destination, one Sync at a time.
 type Syncer struct {
 	client      *kong.Client
 	o           Options
@@ -247,8 +245,7 @@ const (
 	escapedDelim  = `${{"${{"}}`
 )
 
-// readContent runs the reconciler's file reader on raw through a private
-// temporary file (mode 0600) removed before it returns.
+// readContent runs the reconciler's file reader on raw through a private temp file.
 func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	body := bytes.TrimLeft(raw, " \t\r\n")
 	if bytes.Contains(body, []byte(templateDelim)) {

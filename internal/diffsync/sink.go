@@ -25,8 +25,7 @@ type ClientOptions struct {
 	Workspace string                 // a Kong Enterprise workspace; "" for the default
 }
 
-// NewClient returns a go-kong client for o (no overall timeout: each
-// apply's context bounds it) and the transport to close with the sink.
+// NewClient returns a go-kong client for o and the transport to close with the sink.
 func NewClient(o ClientOptions) (*kong.Client, *http.Transport, error) {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

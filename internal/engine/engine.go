@@ -721,8 +721,7 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// recount counts a sink joining (total 1), leaving (-1) or moving from prev
-// to cur, and wakes the gated workers. e.mu is held.
+// recount counts a sink joining (total 1), leaving (-1) or moving. e.mu is held.
 func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
 		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)

@@ -111,8 +111,7 @@ func (m *slotMachine) seed(gen uint64, hash string) {
 	m.appliedGen, m.appliedHash = gen, hash
 }
 
-// offer puts cfg in the slot, reporting whether an unattempted generation
-// was replaced and whether to cancel the apply in flight.
+// offer puts cfg in the slot: was an unattempted one replaced, is the apply in flight cancelled.
 func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cancelInFlight bool) {
 	if old := m.desired; old != nil && old.Generation > m.attemptedGen && old.Generation > m.appliedGen && old.Generation != m.blockedGen {
 		m.coalescedPending++

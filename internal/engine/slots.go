@@ -15,8 +15,7 @@ func newSlotPool(name string, n int) *slotPool {
 	return &slotPool{name: name, max: n, free: n}
 }
 
-// acquire gives w a slot, or queues it once and returns false; a nil pool
-// always gives one. e.mu is held.
+// acquire gives w a slot (a nil pool always), or queues it and returns false. e.mu is held.
 func (p *slotPool) acquire(w *worker) bool {
 	if p == nil || w.slotHeld {
 		return true

@@ -5,8 +5,7 @@ import (
 	"fmt"
 )
 
-// Excluded is one entity a fallback leaves out of its configuration (or
-// holds at its previous version).
+// Excluded is one entity a fallback leaves out (or holds at its previous version).
 type Excluded struct {
 	Entity
 	Rejected     bool   // the gateway named it
@@ -169,8 +168,7 @@ func pruneList(typ string, v any) any {
 	return out
 }
 
-// flatten is n's object for a top-level list: without its nested
-// entities, with its parent as a foreign key.
+// flatten is n's object for a top-level list: no nested ones, its parent a reference.
 func flatten(n *node) map[string]any {
 	if n.Type == "consumer_group_consumer" && n.parent != nil {
 		// A nested membership is the other side's reference.

@@ -30,8 +30,7 @@ var nested = map[string]map[string]string{
 	"key_set":        {"keys": "set"},
 }
 
-// refs are the foreign keys each type holds: field -> referenced type
-// (init adds a credential's consumer).
+// refs are each type's foreign keys: field -> type (init adds a credential's consumer).
 var refs = map[string]map[string]string{
 	"route":                   {"service": "service"},
 	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
@@ -68,8 +67,7 @@ func init() {
 	}
 }
 
-// CollectionType is the type of the entities of a top-level collection
-// ("route" for "routes"), "" for a key that holds none.
+// CollectionType is a top-level collection's entities' type ("route" for "routes"), or "".
 func CollectionType(key string) string { return collections[key] }
 
 // ChildType is the type of an entity nested under parentType at key; a
@@ -192,12 +190,10 @@ func walkEntity[T any](typ string, obj map[string]any, parent T, parentField str
 	}
 }
 
-// NestedKeys are the keys under which entities of type typ nest others
-// ("routes" and "plugins" under a service, ...), sorted.
+// NestedKeys are the keys under which typ nests others, sorted.
 func NestedKeys(typ string) []string { return nestedKeys[typ] }
 
-// ForeignKey is the type that field of an entity of type typ refers to
-// ("service" for a route's "service"), or "" when field is no foreign key.
+// ForeignKey is the type field of a typ refers to, or "" when it is no foreign key.
 func ForeignKey(typ, field string) string { return refs[typ][field] }
 
 // ForeignKeys are the foreign key fields of type typ, sorted.
@@ -273,8 +269,7 @@ func typeSpellings(typ string) []string {
 	return out
 }
 
-// deps are the entities n depends on: its parent and what its foreign
-// keys resolve to (a dangling one is the gateway's to report).
+// deps are n's parent and what its foreign keys resolve to.
 func (d *Doc) deps(n *node) []*node {
 	var out []*node
 	if n.parent != nil {

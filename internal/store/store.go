@@ -216,8 +216,7 @@ func (l *Locks) Lock(name string) func() {
 // Committer is the CommitConfig of a store whose stages write nothing.
 type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
 
-// Direct is the staging of a store (memory, etcd) whose commit writes the
-// bytes; it embeds Direct with Commit set to its CommitConfig.
+// Direct is the staging of a store whose commit writes the bytes (memory, etcd).
 type Direct struct{ Commit Committer }
 
 func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {

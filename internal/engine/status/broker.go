@@ -49,14 +49,12 @@ func WithDispatchWindow(d time.Duration) Option {
 // WithClock sets the clock of the dispatch window (tests pass a fake).
 func WithClock(c clockwork.Clock) Option { return func(b *Broker) { b.clock = cmp.Or(c, b.clock) } }
 
-// WithFirstRevision starts the revisions after rev; a resume from below rev
-// gets a "resume-gap" snapshot.
+// WithFirstRevision starts the revisions after rev (a resume from below: "resume-gap").
 func WithFirstRevision(rev uint64) Option {
 	return func(b *Broker) { b.rev, b.base = rev, rev }
 }
 
-// View is what status readers need; Broker and etcdstatus.Mirror pass one
-// conformance suite (statustest).
+// View is what status readers need (Broker, etcdstatus.Mirror: statustest).
 type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
@@ -223,8 +221,7 @@ func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.G
 	return b.putGeneration(s, rev, g)
 }
 
-// GapAt says changes before rev may be missing: every watcher, and a resume
-// from below rev, gets a "resume-gap" snapshot.
+// GapAt says changes before rev may be missing: watchers get a "resume-gap" snapshot.
 func (b *Broker) GapAt(rev uint64) {
 	defer b.mu.Unlock()
 	if rev = b.at(rev); rev == 0 {
@@ -240,8 +237,7 @@ func (b *Broker) GapAt(rev uint64) {
 	}
 }
 
-// RemoveStream forgets a stream without sink statuses; its watchers get a
-// ReasonStreamDeleted snapshot.
+// RemoveStream forgets a stream without sinks; watchers get a ReasonStreamDeleted snapshot.
 func (b *Broker) RemoveStream(streamName string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -512,8 +508,7 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 	return w.ch
 }
 
-// serve owns one watcher: it closes the channel when the watch ends and
-// replaces a victim's backlog with a fresh snapshot.
+// serve owns one watcher: it closes it at the end and cuts a victim over to a snapshot.
 func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 	defer b.wg.Done()
 	for {

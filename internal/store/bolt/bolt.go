@@ -83,8 +83,7 @@ type Store struct {
 
 var errClosed = errors.New("bolt store: closed")
 
-// Open opens or creates the store file at path and its parent directories,
-// and loads every stream's current generation.
+// Open opens or creates the store file at path and loads each stream's current generation.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := options{lockTimeout: time.Second, syncDir: syncDir, keep: store.DefaultRetention(), inlineBelow: deferMax}
 	for _, opt := range opts {
@@ -345,8 +344,7 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("store %s: %w", s.path, err)
 }
 
-// put stores raw (encoded with error err) under key in bucket through
-// run: db.Update, or db.Batch (which may run it twice).
+// put stores raw (encoded with error err) under key in bucket through db.Update or db.Batch.
 func (s *Store) put(ctx context.Context, run func(func(*bbolt.Tx) error) error, bucket []byte, key string, raw []byte, err error) error {
 	if err == nil {
 		err = ctx.Err()

@@ -447,8 +447,7 @@ func (s *Store) ListGenerations(ctx context.Context, name string, before uint64,
 	return out, err
 }
 
-// GetGeneration implements store.Store: the current generation from
-// memory, another from the index and its record file.
+// GetGeneration implements store.Store: the current one from memory, others from disk.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
 	if c := s.current(name); c != nil && c.Generation == gen && ctx.Err() == nil {
 		return c, nil

@@ -169,8 +169,7 @@ func (s *Store) isOwn(rev int64) bool {
 	return ok
 }
 
-// CommitConfig implements store.Store with one transaction conditional
-// on the stream's meta key as read.
+// CommitConfig implements store.Store: one transaction, conditional on the meta read.
 func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if err := validName("stream", c.Stream); err != nil {
 		return nil, false, err
@@ -370,8 +369,7 @@ func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	return s.deleteAll(ctx, "sink", name, 2, clientv3.OpDelete(s.key(kSinks, name)), clientv3.OpDelete(s.key(kApplied, name)))
 }
 
-// deleteAll runs ops (deletions) in one transaction: ErrNotFound when the
-// first found of them deleted nothing.
+// deleteAll runs deletions in one transaction: ErrNotFound when the first found did nothing.
 func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops ...clientv3.Op) error {
 	return s.ownWrite(func() (int64, error) {
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
@@ -429,8 +427,7 @@ func list[T any](s *Store, ctx context.Context, kind string, decode func(name st
 	return out, resp.Header.Revision, nil
 }
 
-// put stores raw (encoded with error err) under name of a kind; a sink's
-// revision is recorded as this Store's.
+// put stores raw (encoded with error err) under name of a kind.
 func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err error) error {
 	if err != nil {
 		return fmt.Errorf("etcd store: encode %s%s: %w", kind, name, err)
