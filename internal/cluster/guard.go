@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,10 +19,7 @@ var ErrNotReady = errors.New("etcd is unreachable (the replica is not ready)")
 // Guard wraps the shared store: while etcd is unreachable (ready false) every
 // call fails at once with ErrNotReady, and every call is bounded by timeout.
 func Guard(st store.Store, ready func() bool, timeout time.Duration) store.Store {
-	if timeout <= 0 {
-		timeout = DefaultOpTimeout
-	}
-	return &guarded{st: st, ready: ready, timeout: timeout}
+	return &guarded{st: st, ready: ready, timeout: cmp.Or(max(timeout, 0), DefaultOpTimeout)}
 }
 
 type guarded struct {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,15 +39,9 @@ type Membership struct {
 
 // NewMembership returns replica id's membership under prefix (log nil: none).
 func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, log *slog.Logger) *Membership {
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Membership{
-		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: ttl, clock: clockwork.NewRealClock(), log: log,
-		members: map[string]bool{}, changed: make(chan struct{}, 1),
+		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: cmp.Or(max(ttl, 0), DefaultLeaseTTL), clock: clockwork.NewRealClock(),
+		log: cmp.Or(log, slog.New(slog.DiscardHandler)), members: map[string]bool{}, changed: make(chan struct{}, 1),
 	}
 }
 

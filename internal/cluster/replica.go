@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -78,9 +80,8 @@ type Replica struct {
 
 	place *Placement
 
-	mu    sync.Mutex
-	ready bool
-	owned string // last logged member set, to log changes only
+	ready atomic.Bool
+	owned atomic.Value // the last logged member set
 }
 
 // Placement is the engine's ownership predicate on a replica: a data plane's
@@ -151,14 +152,10 @@ func (p *Placement) stop() {
 func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, o Options) *Replica {
 	r := &Replica{
 		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
-		clock: clockwork.NewRealClock(), log: o.Logger, opTimeout: o.OpTimeout, onReady: o.Ready, ready: true,
+		clock: clockwork.NewRealClock(), log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		opTimeout: cmp.Or(max(o.OpTimeout, 0), DefaultOpTimeout), onReady: o.Ready,
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
-	if r.opTimeout <= 0 {
-		r.opTimeout = DefaultOpTimeout
-	}
+	r.ready.Store(true)
 	if r.onReady == nil {
 		r.onReady = func(bool) {}
 	}
@@ -224,9 +221,7 @@ func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, 
 
 // Ready says whether etcd answered the last probe.
 func (r *Replica) Ready() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ready
+	return r.ready.Load()
 }
 
 // Run follows the store, the members and etcd until ctx ends, then leaves.
@@ -258,11 +253,7 @@ func (r *Replica) probe(ctx context.Context) {
 			return
 		}
 		ok := err == nil
-		r.mu.Lock()
-		changed := ok != r.ready
-		r.ready = ok
-		r.mu.Unlock()
-		if changed {
+		if r.ready.Swap(ok) != ok {
 			if ok {
 				r.log.Info("cluster: etcd reachable again; serving")
 			} else {
@@ -313,11 +304,7 @@ func (r *Replica) reown(ctx context.Context) {
 // logMembers logs the member set when it changed.
 func (r *Replica) logMembers(members []string, registered bool) {
 	line := fmt.Sprint(registered, members)
-	r.mu.Lock()
-	changed := line != r.owned
-	r.owned = line
-	r.mu.Unlock()
-	if changed {
+	if r.owned.Swap(line) != any(line) {
 		r.log.Info("cluster: members", "registered", registered, "members", strings.Join(members, ","))
 	}
 }

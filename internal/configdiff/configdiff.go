@@ -414,10 +414,7 @@ func (e *entity) show() Entity {
 
 // label is "service echo" or "certificate 1b2c...".
 func (e *entity) label() string {
-	n := e.name()
-	if n == "" {
-		n = str(e.obj["id"])
-	}
+	n := cmp.Or(e.name(), str(e.obj["id"]))
 	if n == "" {
 		return e.typ
 	}

@@ -2,6 +2,7 @@ package diffsync
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,12 +51,8 @@ type Syncer struct {
 
 // New returns a Syncer that talks to the destination through client.
 func New(client *kong.Client, o Options) *Syncer {
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Concurrency = cmp.Or(max(o.Concurrency, 0), 10)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return &Syncer{client: client, o: o}
 }
 
@@ -315,11 +312,7 @@ func validationEntityErrors(err error) []*confighubv1.EntityError {
 			Tags     []string `json:"tags"`
 		}
 		if json.Unmarshal([]byte(ve.Object), &obj) == nil {
-			ee.EntityId, ee.EntityTags = obj.ID, obj.Tags
-			ee.EntityName = obj.Name
-			if ee.EntityName == "" {
-				ee.EntityName = obj.Username
-			}
+			ee.EntityId, ee.EntityTags, ee.EntityName = obj.ID, obj.Tags, cmp.Or(obj.Name, obj.Username)
 		}
 		// gojsonschema: "consumers.0.hmacauth_credentials.0: secret is required"
 		msg := ve.Err.Error()

@@ -1,6 +1,7 @@
 package diffsync
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -99,10 +100,7 @@ var (
 // NewSink wraps syncer; Close closes tr (may be nil); before (if set) runs
 // before each apply, its error failing it (retryable).
 func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, before func() error) *Sink {
-	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now, before: before}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
+	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)), clock: time.Now, before: before}
 	if deps.Clock != nil {
 		s.clock = deps.Clock.Now
 	}
