@@ -2,9 +2,8 @@ package cluster
 
 import "hash/fnv"
 
-// Owner returns the member that owns key by rendezvous hashing (highest
-// score wins): the same on every replica, and a join or leave moves only
-// the keys that member wins or held. "" when members is empty.
+// Owner returns the member that owns key by rendezvous hashing, the same on every
+// replica; a join or leave moves only the keys that member wins or held ("": none).
 func Owner(key string, members []string) string {
 	var best string
 	var bestScore uint64

@@ -36,11 +36,8 @@ type Entity struct {
 // String is "route r1", "plugin cors (route r1)", "keyauth_credential (consumer alice)".
 func (e Entity) String() string {
 	s := e.Type
-	switch {
-	case e.Name != "":
-		s += " " + e.Name
-	case e.ID != "":
-		s += " " + e.ID
+	if n := cmp.Or(e.Name, e.ID); n != "" {
+		s += " " + n
 	}
 	if e.Parent != "" {
 		s += " (" + e.Parent + ")"
@@ -440,9 +437,8 @@ type set struct {
 	byKey map[string]*entity
 }
 
-// flatten decodes a configuration and lists its entities, nested ones
-// beside their parents, each with its identity (index.key); two with the
-// same identity (a configuration Kong refuses) are told apart by order.
+// flatten lists a configuration's entities, nested ones beside their parents,
+// each with its identity (index.key; a duplicate, which Kong refuses, by order).
 func flatten(raw []byte) (*set, error) {
 	root, err := kongraph.Decode(raw)
 	if err != nil {
@@ -538,9 +534,8 @@ func (idx index) scope(e *entity, typ, field string) string {
 	return strings.Join(out, ",")
 }
 
-// key is e's identity, the key Kong's reconciler (go-database-reconciler's
-// state) finds it by: its id, else its endpoint key, within its scope
-// (plugins, targets, ACLs, ...); a secret (a key-auth key) as a digest.
+// key is e's identity as Kong's reconciler finds it: its id, else its endpoint
+// key within its scope (plugins, targets, ACLs, ...), a secret as a digest.
 func (idx index) key(e *entity) string {
 	if id := str(e.obj["id"]); id != "" {
 		return e.typ + ":id:" + id

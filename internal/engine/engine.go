@@ -177,8 +177,8 @@ type genTrack struct {
 	labels   map[string]string
 	applied  uint32
 	converge time.Time
-	// counted: by the leader; unled: seen here unled (Reown counts it).
-	counted, unled bool
+	counted  bool // by the leader
+	unled    bool // seen here unled (Reown counts it)
 }
 
 // New returns an engine. It starts no goroutine until sinks are put.
@@ -312,9 +312,8 @@ func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	return s, err
 }
 
-// PutSink validates spec, builds the sink and starts its worker, replacing
-// a sink of that name unless its spec is unchanged. A sink not owned here is
-// a peer; ownership is checked again after registering.
+// PutSink validates spec, builds the sink and starts its worker (a peer if not
+// owned here), replacing one of that name unless its spec is unchanged.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	norm, kind, err := e.specs.Normalise(spec)
 	if err != nil {

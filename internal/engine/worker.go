@@ -39,9 +39,8 @@ const (
 	stateDegraded = confighubv1.SinkState_SINK_STATE_DEGRADED
 )
 
-// worker owns one sink run here: a goroutine while its slot has work, plus
-// the Runner's. Fields after ctx are guarded by Engine.mu, never held while
-// calling the sink.
+// worker owns one sink run here: a goroutine while its slot has work, plus the
+// Runner's. Fields after ctx are guarded by Engine.mu, not held calling the sink.
 type worker struct {
 	*member
 	e     *Engine

@@ -2,6 +2,7 @@ package kongraph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,11 +91,8 @@ type Entity struct {
 
 // Key names the entity for people: "route foo", "plugin 1b2c...".
 func (e Entity) Key() string {
-	switch {
-	case e.Name != "":
-		return e.Type + " " + e.Name
-	case e.ID != "":
-		return e.Type + " " + e.ID
+	if n := cmp.Or(e.Name, e.ID); n != "" {
+		return e.Type + " " + n
 	}
 	return fmt.Sprintf("%s #%d", e.Type, e.Index)
 }
@@ -204,10 +202,7 @@ func Identify(typ string, obj map[string]any) Entity {
 	e := Entity{Type: typ, ID: str(obj["id"])}
 	switch typ {
 	case "consumer":
-		e.Name = str(obj["username"])
-		if e.Name == "" {
-			e.Name = str(obj["custom_id"])
-		}
+		e.Name = cmp.Or(str(obj["username"]), str(obj["custom_id"]))
 	case "target":
 		e.Name = str(obj["target"])
 	case "keyauth_credentials", "jwt_secrets":

@@ -81,9 +81,8 @@ type GenerationInfo struct {
 	Origin     config.Origin
 }
 
-// Store keeps streams, their retained generations, sinks, applied and
-// convergence records durably; it is safe for concurrent use. Lists are
-// sorted by name.
+// Store keeps streams, their retained generations, sinks, applied and convergence
+// records durably; it is safe for concurrent use; lists are sorted by name.
 type Store interface {
 	// CommitConfig durably makes c (its Generation ignored) the stream's
 	// next generation, returned sharing c's bytes; expected > 0 must be the
@@ -145,9 +144,8 @@ type Staged interface {
 	Discard() error
 }
 
-// StageWriter takes a stage's bytes in order, no more than announced;
-// Staged (once all are written; the caller keeps them for c.Raw) or
-// Discard ends it.
+// StageWriter takes a stage's bytes in order, no more than announced, until
+// Staged (all written; the caller keeps them for c.Raw) or Discard.
 type StageWriter interface {
 	Write(p []byte) (int, error)
 	Staged() (Staged, error)

@@ -163,9 +163,8 @@ func openDB(path string, o options) (db *bbolt.DB, err error) {
 	return nil, fmt.Errorf("store %s: open: %w", path, err)
 }
 
-// precheckSize refuses a file shorter than its newest valid meta page
-// says: a fault recovered inside bbolt.Open would leave it mapped and
-// locked for the rest of the process.
+// precheckSize refuses a file shorter than its newest meta page says: a fault
+// recovered inside bbolt.Open would leave it mapped and locked.
 func precheckSize(path string) error {
 	f, err := os.Open(path)
 	if err != nil {

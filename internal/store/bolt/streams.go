@@ -256,10 +256,9 @@ func validName(c *config.Config) error {
 	return nil
 }
 
-// commit makes c, staged in g, the stream's next generation: under the
-// stream's lock it checks, flushes g's file and its directory entry, then
-// writes the index in a group transaction that also applies the retention.
-// named says whether g's file is now the stream's.
+// commit makes c, staged in g, the stream's next generation: under the stream's
+// lock it checks, flushes g's file and directory entry, then writes the index
+// and the retention in a group transaction; named: g's file is now the stream's.
 func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g *staged) (out *config.Config, unchanged, named bool, err error) {
 	if err := validName(c); err != nil {
 		return nil, false, false, err

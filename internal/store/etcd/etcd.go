@@ -108,8 +108,6 @@ type meta struct {
 	Count  int    `json:"count"`
 }
 
-func decodeMeta(key string, v []byte) (meta, error) { return decodeJSON[meta](key, v) }
-
 func decodeJSON[T any](key string, v []byte) (T, error) {
 	var r T
 	if err := json.Unmarshal(v, &r); err != nil {
@@ -140,8 +138,7 @@ func validName(kind, name string) error {
 	return nil
 }
 
-// ownWrite runs write, which returns the revision of a change it made (0:
-// none), and records that revision as this Store's, so Watch skips it.
+// ownWrite records the revision write returns (0: none) as this Store's, for Watch to skip.
 func (s *Store) ownWrite(write func() (int64, error)) error {
 	s.writing.RLock()
 	defer s.writing.RUnlock()
@@ -201,7 +198,7 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	cmp := clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)
 	if len(resp.Kvs) == 1 {
 		cmp = clientv3.Compare(clientv3.ModRevision(mk), "=", resp.Kvs[0].ModRevision)
-		if cur, err = decodeMeta(mk, resp.Kvs[0].Value); err != nil {
+		if cur, err = decodeJSON[meta](mk, resp.Kvs[0].Value); err != nil {
 			return nil, false, false, err
 		}
 	}
@@ -279,7 +276,7 @@ func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix
 
 // readStream reads a generation's chunks at rev and assembles it.
 func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (*config.Config, error) {
-	m, err := decodeMeta(s.key(kStreams, name), metaVal)
+	m, err := decodeJSON[meta](s.key(kStreams, name), metaVal)
 	if err != nil {
 		return nil, err
 	}
@@ -306,8 +303,7 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	})
 }
 
-// atMeta passes stream name's meta and the revision it was read at to
-// read, again while read finds that revision compacted.
+// atMeta passes stream name's meta and its revision to read, again while compacted.
 func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
 	return retryCompacted(s, ctx, fmt.Sprintf("stream %q", name), func() (*config.Config, error) {
 		resp, err := s.cli.Get(ctx, s.key(kStreams, name))
