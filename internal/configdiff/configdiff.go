@@ -138,11 +138,7 @@ func Count(raw []byte) map[string]int {
 			end := stringEnd(raw, i+1)
 			// A string in an object followed by ':' is a key.
 			if n := len(stack); n > 0 && stack[n-1].obj {
-				j := end + 1
-				for j < len(raw) && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\n' || raw[j] == '\r') {
-					j++
-				}
-				if j < len(raw) && raw[j] == ':' {
+				if rest := bytes.TrimLeft(raw[min(end+1, len(raw)):], " \t\n\r"); len(rest) > 0 && rest[0] == ':' {
 					key = raw[i+1 : end]
 				}
 			}

@@ -27,10 +27,8 @@ var _ store.Shared = (*Store)(nil)
 const (
 	DefaultPrefix    = "/confighub/" // unless WithPrefix
 	defaultChunkSize = 1 << 20       // the largest chunk written in one request
-	// maxAttempts bounds the retries of a commit that lost a race with
-	// another replica, and of reads whose revision was compacted.
-	maxAttempts = 16
-	ownRevs     = 4096 // how many of this Store's write revisions it remembers
+	maxAttempts      = 16            // retries of a commit that lost a race, of a read compacted
+	ownRevs          = 4096          // how many of this Store's write revisions it remembers
 )
 
 // The kinds of keys under the prefix (see the package doc).
@@ -66,14 +64,10 @@ type Store struct {
 	ctx    context.Context // cancelled by Close; parent of every watch
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	locks  store.Locks // one replica's commits of a stream queue here, not in etcd retries
 
-	// locks settles one replica's concurrent commits of a stream, rather
-	// than etcd transaction retries.
-	locks store.Locks
-
-	// writing is held (shared) by a write until its revision is in own, and
-	// (exclusively) by the watch before it asks isOwn: the watch may see a
-	// write's event before the writer has its answer.
+	// writing is held shared by a write until its revision is in own, exclusively
+	// by the watch before isOwn: it may see an event before the writer knows it.
 	writing sync.RWMutex
 
 	mu          sync.Mutex
