@@ -12,11 +12,10 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// claim is the replica a data plane is connected to ("" when unknown) as of
-// etcd revision rev: that replica writes <prefix>/dp/<node_id> = its id under
-// its lease and runs the kong-dp sink; a later claim moves it. A dead
-// replica's claims expire with its lease, its sinks go to their rendezvous
-// owner, which purges them once after the purge delay.
+// claim is the replica a data plane is connected to ("": unknown) as of etcd revision
+// rev: it writes <prefix>/dp/<node_id> = its id under its lease and runs the kong-dp
+// sink; a later claim moves it. A dead replica's claims expire with its lease, its
+// sinks go to their rendezvous owner, which purges them once after the purge delay.
 type claim struct {
 	owner string
 	rev   int64

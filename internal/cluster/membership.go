@@ -18,10 +18,9 @@ import (
 // DefaultLeaseTTL is how long a replica stays a member after its last keepalive reached etcd.
 const DefaultLeaseTTL = 5 * time.Second
 
-// Membership keeps this replica's key <prefix>/members/<id> alive under an
-// etcd lease and follows every member's key. The replica is registered while
-// its lease is alive and its key seen; a lost lease (the keepalive channel
-// closes) unregisters it at once, signalled, and it registers again.
+// Membership keeps <prefix>/members/<id> alive under a lease and follows every
+// member's key; registered while its lease is alive and key seen, a lost lease
+// (the keepalive channel closes) unregisters it at once, and it registers again.
 type Membership struct {
 	cli    *clientv3.Client
 	prefix string
@@ -178,9 +177,8 @@ func (m *Membership) watchLoop(ctx context.Context) {
 		})
 }
 
-// follow lists the keys under prefix into list (its error prefixed by what),
-// then passes their changes to change until the watch fails; it logs the
-// failure with warn and, after wait, lists again, until ctx ends.
+// follow lists the keys under prefix (an error prefixed by what), passes their changes
+// to change until the watch fails, then warns and, after wait, again until ctx ends.
 func follow(ctx context.Context, cli *clientv3.Client, prefix string, timeout time.Duration, what string, wait func(context.Context) bool,
 	warn func(error), list func(*clientv3.GetResponse), change func([]*clientv3.Event)) {
 	once := func() error {

@@ -151,8 +151,7 @@ func (b *Broker) at(rev uint64) uint64 {
 	return rev
 }
 
-// PutSink stores st as the newest status of its sink (st.Stream, st.Sink)
-// and returns the change's revision. st must not be modified afterwards.
+// PutSink stores st (not modified after) as its sink's newest status; it returns the revision.
 func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 { return b.PutSinkAt(0, st) }
 
 // PutSinkAt is PutSink at the caller's revision (0: next); like every At
@@ -199,9 +198,8 @@ func (b *Broker) RemoveSinkAt(rev uint64, streamName, sinkName string) uint64 {
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
-// PutGeneration stores one generation's status; one older than the newest
-// Generations is dropped (0). A sinks_applied ahead of the sink statuses is
-// held (0) until the PutSink that catches up, so no reader sees it ahead.
+// PutGeneration stores a generation's status: dropped (0) if older than the newest
+// Generations, held (0) while its sinks_applied is ahead of the sinks' statuses.
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
 	return b.PutGenerationAt(0, streamName, g)
 }
@@ -363,9 +361,8 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce drops from one round each change a later one of the same sink
-// (before the next generation change) or generation supersedes, so a watcher
-// still matches the broker at each generation change. It reuses events.
+// coalesce drops the changes a later one of the same sink (before the next generation
+// change) or generation supersedes: watchers match at each generation. It reuses events.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events

@@ -71,11 +71,9 @@ type Store struct {
 	mu      sync.Mutex                // guards streams and failed
 	streams map[string]*config.Config // each stream's current generation
 	locks   store.Locks               // a stream's commits and deletion, check to index write
-	// failed (set by a failed flush or index write, or by Close) fails
-	// every later stage and commit; ops counts those under way.
-	failed error
-	ops    sync.WaitGroup
-	close  func() error
+	failed  error                     // a failed flush or index write, or Close: fails later stages, commits
+	ops     sync.WaitGroup            // the stages and commits under way
+	close   func() error
 
 	sync      func(*os.File) error // fdatasync but in tests
 	hookIndex func()               // tests: runs before a commit's index transaction
