@@ -138,8 +138,7 @@ func (b *Broker) Revision() uint64 {
 	return b.rev
 }
 
-// at locks b and returns the revision of a change made at rev (0: the
-// next one); 0 when rev is not above Revision() (the change is dropped).
+// at locks b and returns the revision of a change at rev (0: next), 0 if not above Revision().
 func (b *Broker) at(rev uint64) uint64 {
 	b.mu.Lock()
 	switch {

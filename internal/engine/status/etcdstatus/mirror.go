@@ -19,10 +19,9 @@ import (
 )
 
 const (
-	retryWait = 200 * time.Millisecond // before reading etcd again
-	// DefaultInterval is how often the writer writes the changed statuses.
-	DefaultInterval = 100 * time.Millisecond
-	txnBatch        = 100 // operations per transaction (etcd's limit: 128)
+	retryWait       = 200 * time.Millisecond // before reading etcd again
+	DefaultInterval = 100 * time.Millisecond // how often the writer writes the changed statuses
+	txnBatch        = 100                    // operations per transaction (etcd's limit: 128)
 )
 
 // Option configures a Mirror or a Writer.
