@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -196,16 +197,12 @@ func deckForm(raw []byte) []byte {
 			if !ok {
 				return raw
 			}
-			e := map[string]any{"type": "degraphql_routes"}
-			fields := map[string]any{}
-			for k, v := range rm {
-				if k == "id" {
-					e["id"] = v
-				} else {
-					fields[k] = v
-				}
+			fields := maps.Clone(rm)
+			delete(fields, "id")
+			e := map[string]any{"type": "degraphql_routes", "fields": fields}
+			if id, ok := rm["id"]; ok {
+				e["id"] = id
 			}
-			e["fields"] = fields
 			custom = append(custom, e)
 		}
 		delete(root, "degraphql_routes")
