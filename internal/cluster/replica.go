@@ -147,8 +147,7 @@ func (p *Placement) stop() {
 	p.stopping = true
 }
 
-// New returns the replica of mem driving eng placed by place, following st;
-// the status keys live under prefix. Run starts it.
+// New returns the replica of mem driving eng placed by place, following st (status under prefix).
 func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, o Options) *Replica {
 	r := &Replica{
 		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
@@ -168,8 +167,7 @@ func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Memb
 // View is the status view of every sink of every replica (etcd).
 func (r *Replica) View() status.View { return r.mirror }
 
-// Diagnostics answers GetConfig of a sink the same on every replica, from
-// the shared status, the failed records in etcd and the store's bytes.
+// Diagnostics answers GetConfig of a sink the same on every replica (status, etcd, store).
 func (r *Replica) Diagnostics() *Diagnostics { return &Diagnostics{r: r} }
 
 // Diagnostics is a replica's GetConfig source.
@@ -282,8 +280,7 @@ func (r *Replica) followMembers(ctx context.Context) {
 	}
 }
 
-// reown places by the current member set, seeding the engine with the
-// stored applied records, so a sink moved here resumes where it was.
+// reown places by the current members, seeding the engine with the stored applied records.
 func (r *Replica) reown(ctx context.Context) {
 	members, registered := r.mem.Members()
 	r.place.set(members, registered)

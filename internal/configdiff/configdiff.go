@@ -363,8 +363,7 @@ func (e *entity) sameAs(o *entity) bool {
 	return true
 }
 
-// own is the entity's own fields, flattened as the reconciler's file reader
-// flattens it: without nested entities, with parentRef as parentField.
+// own is the entity's own fields as the reconciler flattens it (parentRef as parentField).
 func (e *entity) own() map[string]any {
 	if len(e.nested) == 0 && e.parentRef == nil {
 		return e.obj
@@ -509,8 +508,7 @@ func newIndex(list []*entity) index {
 	return idx
 }
 
-// resolve is the identity of what typ ref names: the referenced entity's
-// (which holds no foreign key), or the reference as written.
+// resolve is the identity of what typ ref names: the entity's, or the reference as written.
 func (idx index) resolve(typ, ref string) string {
 	if e := idx[typed{typ, ref}]; e != nil {
 		return idx.key(e)

@@ -97,8 +97,7 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// NewSink wraps syncer; Close closes tr (may be nil); before (if set) runs
-// before each apply, its error failing it (retryable).
+// NewSink wraps syncer; Close closes tr (may be nil); before (if set) runs before each apply.
 func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, before func() error) *Sink {
 	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)), clock: time.Now, before: before}
 	if deps.Clock != nil {

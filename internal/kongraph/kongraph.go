@@ -71,8 +71,7 @@ func init() {
 // CollectionType is a top-level collection's entities' type ("route" for "routes"), or "".
 func CollectionType(key string) string { return collections[key] }
 
-// ChildType is the type of an entity nested under parentType at key; a
-// consumer's groups and a group's consumers are memberships.
+// ChildType is the type nested under parentType at key (groups, consumers: memberships).
 func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
@@ -233,8 +232,7 @@ func str(v any) string {
 	return s
 }
 
-// Find returns the index of the entity a gateway's error names: by id,
-// else by name, its type spelt singular or plural.
+// Find returns the index of the entity a gateway's error names: by id, else name, any spelling.
 func (d *Doc) Find(typ, id, name string) (int, bool) {
 	for _, t := range typeSpellings(typ) {
 		if id != "" {

@@ -132,8 +132,7 @@ func mkdirDurable(dir string, sync func(string) error) error {
 	return sync(filepath.Dir(dir))
 }
 
-// openDB opens the bbolt file; garbage that passes bbolt's meta page
-// checks and panics or faults is reported as corrupt.
+// openDB opens the bbolt file; garbage that makes bbolt panic or fault is reported as corrupt.
 func openDB(path string, o options) (db *bbolt.DB, err error) {
 	if err := precheckSize(path); err != nil {
 		return nil, err
@@ -242,8 +241,7 @@ func verify(db *bbolt.DB, path string) (err error) {
 	return nil
 }
 
-// walk visits every key and value under c, touching one byte per page of
-// each value so that every overflow page is read.
+// walk reads every key and value under c, one byte per page so every overflow page is read.
 func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v == nil {

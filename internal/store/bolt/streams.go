@@ -51,8 +51,7 @@ func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	return m, nil
 }
 
-// eachGen calls fn with each generation entry of b older than before (0:
-// all), newest first, while fn returns true and no error.
+// eachGen calls fn on b's entries older than before (0: all), newest first, until false or error.
 func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error)) error {
 	c := b.Cursor()
 	k, v := c.Last()

@@ -235,8 +235,7 @@ func (m *Mirror) follow(ctx context.Context, rev int64) {
 	}
 }
 
-// applyEvent publishes one change at *rev and advances it past any held
-// generation change it released. m.mu is held.
+// applyEvent publishes one change at *rev, advancing it past what it released. m.mu is held.
 func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 	start := *rev
 	defer func() { *rev = max(*rev, start+1, m.b.Revision()+1) }()
