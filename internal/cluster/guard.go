@@ -16,8 +16,7 @@ import (
 // ErrNotReady is returned by a guarded store while etcd is unreachable.
 var ErrNotReady = errors.New("etcd is unreachable (the replica is not ready)")
 
-// Guard wraps the shared store: while etcd is unreachable (ready false) every
-// call fails at once with ErrNotReady, and every call is bounded by timeout.
+// Guard wraps the shared store: ErrNotReady at once while etcd is unreachable, every call bounded.
 func Guard(st store.Store, ready func() bool, timeout time.Duration) store.Store {
 	return &guarded{st: st, ready: ready, timeout: cmp.Or(max(timeout, 0), DefaultOpTimeout)}
 }

@@ -23,8 +23,7 @@ const (
 	Delete Action = "delete"
 )
 
-// Entity names one entity for people. None of its fields is a secret: a
-// key-auth credential, identified by its key, shows no name.
+// Entity names one entity for people; no field is a secret (a key-auth credential shows no name).
 type Entity struct {
 	Type   string   `json:"type"`           // Kong's entity type ("service", "keyauth_credential", ...)
 	Name   string   `json:"name,omitempty"` // its endpoint key (name, username, target, group), if one to show

@@ -243,8 +243,7 @@ func (e *Engine) RestoreConverged(cs []store.Converged) {
 	}
 }
 
-// Publish makes cfg its stream's newest configuration and offers it to the
-// sinks run here, never waiting. An older generation is tracked, not offered.
+// Publish makes cfg its stream's newest config, offered without waiting; an older one is tracked.
 func (e *Engine) Publish(cfg *config.Config) {
 	if cfg == nil {
 		return

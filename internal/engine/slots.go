@@ -2,8 +2,7 @@ package engine
 
 import "slices"
 
-// slotPool limits applies in flight, guarded by Engine.mu. A release hands
-// the slot to the first queued worker, waking one, not all (TestSlotPool).
+// slotPool limits applies in flight (Engine.mu); a release wakes the first queued worker only.
 type slotPool struct {
 	name  string
 	max   int

@@ -117,8 +117,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// mkdirDurable creates dir and its missing parents, flushing the parent
-// of each, so an acked record does not vanish with its dir's entry.
+// mkdirDurable creates dir and its parents, flushing each parent so an acked record stays.
 func mkdirDurable(dir string, sync func(string) error) error {
 	if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
 		return nil
@@ -206,8 +205,7 @@ func corruptErr(path string, err any) error {
 	return fmt.Errorf("store %s: %w: the index file cannot be read: %v (the file is kept as is)", path, store.ErrCorrupt, err)
 }
 
-// verify checks the layout and reads every key and value, reporting a
-// fault (a truncated file) or a bbolt panic (a bad page) as corrupt.
+// verify checks the layout and reads everything, reporting a fault or bbolt panic as corrupt.
 func verify(db *bbolt.DB, path string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -264,8 +262,7 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the record directory and a new file's buckets, loads each
-// stream's current generation, and removes the record files not named.
+// init creates the record dir and buckets, loads current generations, removes unnamed files.
 func (s *Store) init(o options) error {
 	if err := mkdirDurable(s.blobDir, o.syncDir); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)

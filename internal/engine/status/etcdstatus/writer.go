@@ -20,8 +20,7 @@ type Leaser interface {
 	Lease() clientv3.LeaseID
 }
 
-// Writer watches a local view and copies the owned sinks' and led streams'
-// statuses to etcd, coalesced, once per interval, conditional on the lease.
+// Writer copies the owned sinks' and led streams' statuses to etcd each interval, under the lease.
 type Writer struct {
 	cli    *clientv3.Client
 	keys   keys
