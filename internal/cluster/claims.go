@@ -12,16 +12,10 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Kong data planes are owned by connection, not by hashing: the replica a
-// data plane is connected to claims it, <prefix>/dp/<node_id> = its id
-// under its lease, and runs its kong-dp sink; a claim made later (the data
-// plane connected to another replica) moves it there at once. When a
-// replica dies its claims expire with its lease: each of its sinks then
-// runs on its rendezvous owner, which shows it disconnected until the data
-// plane connects again and purges it after the purge delay, once.
-
-// claim is the replica a data plane is connected to ("" when unknown) as
-// of etcd revision rev.
+// claim is the replica a data plane is connected to ("": unknown) as of etcd revision
+// rev: it writes <prefix>/dp/<node_id> = its id under its lease and runs the kong-dp
+// sink; a later claim moves it. A dead replica's claims expire with its lease, its
+// sinks go to their rendezvous owner, which purges them once after the purge delay.
 type claim struct {
 	owner string
 	rev   int64
@@ -41,8 +35,7 @@ func (p *Placement) take(name string, c claim) {
 	}
 }
 
-// load replaces the claims by those read at revision rev (claims made
-// here since stay).
+// load replaces the claims by those read at revision rev (newer ones stay).
 func (p *Placement) load(read map[string]claim, rev int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -61,9 +54,7 @@ func (p *Placement) load(read map[string]claim, rev int64) {
 
 func (r *Replica) claimsPrefix() string { return r.prefix + "/dp/" }
 
-// PutSink puts the sink of a data plane connected to this replica: it
-// claims the data plane, stores the spec when the shared store holds
-// another, and puts it in the engine, which runs it here.
+// PutSink claims a data plane connected here, storing and putting its sink.
 func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()
@@ -85,8 +76,7 @@ func (r *Replica) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, erro
 	return r.eng.PutSink(spec)
 }
 
-// DeleteSink forgets a data plane's sink on every replica (its purge) and
-// releases its claim.
+// DeleteSink purges a data plane's sink on every replica and releases its claim.
 func (r *Replica) DeleteSink(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
 	defer cancel()
@@ -110,47 +100,24 @@ func (r *Replica) Sink(name string) *confighubv1.Sink { return r.eng.Sink(name) 
 
 // followClaims follows the claims into the placement until ctx ends.
 func (r *Replica) followClaims(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.watchClaims(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err)
-		if !r.wait(ctx, probeInterval) {
-			return
-		}
-	}
-}
-
-func (r *Replica) watchClaims(ctx context.Context) error {
-	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
-	resp, err := r.cli.Get(tctx, r.claimsPrefix(), clientv3.WithPrefix())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("read the claims: %w", err)
-	}
-	read := map[string]claim{}
-	for _, kv := range resp.Kvs {
-		read[strings.TrimPrefix(string(kv.Key), r.claimsPrefix())] = claim{owner: string(kv.Value), rev: kv.ModRevision}
-	}
-	r.place.load(read, resp.Header.Revision)
-	r.eng.Reown()
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	for wr := range r.cli.Watch(wctx, r.claimsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			c := claim{rev: ev.Kv.ModRevision}
-			if ev.Type == clientv3.EventTypePut {
-				c.owner = string(ev.Kv.Value)
+	follow(ctx, r.cli, r.claimsPrefix(), r.opTimeout, "read the claims", r.wait,
+		func(err error) { r.log.Warn("cluster: data plane claim watch ended; reading again", "error", err) },
+		func(resp *clientv3.GetResponse) {
+			read := map[string]claim{}
+			for _, kv := range resp.Kvs {
+				read[strings.TrimPrefix(string(kv.Key), r.claimsPrefix())] = claim{owner: string(kv.Value), rev: kv.ModRevision}
 			}
-			r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
-		}
-		// A data plane's sink moves where its claim says; the listener
-		// closes the connection of one handed over.
-		r.eng.Reown()
-	}
-	return errors.New("watch closed")
+			r.place.load(read, resp.Header.Revision)
+			r.eng.Reown()
+		},
+		func(evs []*clientv3.Event) {
+			for _, ev := range evs {
+				c := claim{rev: ev.Kv.ModRevision}
+				if ev.Type == clientv3.EventTypePut {
+					c.owner = string(ev.Kv.Value)
+				}
+				r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
+			}
+			r.eng.Reown() // the listener closes a data plane handed over
+		})
 }

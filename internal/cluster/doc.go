@@ -1,22 +1,14 @@
-// Package cluster runs confighub as several replicas on etcd with the same
-// engine path as one node: it keeps the membership of the replicas, places
-// the sinks among them (the engine's ownership predicate), and follows the
-// shared store into the local engine. The engine runs the sinks this replica
-// owns; the status view is etcd's (etcdstatus).
-//
-// Any replica accepts pushes: the etcd store's transaction assigns the
-// generation, and every replica follows the store's Watch into its engine.
+// Package cluster runs confighub as several replicas on etcd with the engine
+// path of one node. Any replica accepts pushes (the etcd store's transaction
+// assigns the generation) and follows the store's Watch into its engine.
 // Each replica keeps <prefix>/members/<id> under a lease (Membership); a sink
 // runs on its rendezvous owner among the live members, a stream is led by
-// the owner of "stream/<name>". A Kong data plane's sink runs on the replica
-// it is connected to, which claims it under its lease (claims.go). An etcdstatus.Writer writes the owned sinks'
-// statuses to etcd and the etcdstatus.Mirror reads every status back: it is
-// the view GetStatus and WatchStatus serve on every replica.
-//
-// During a handover two replicas may briefly apply the same sink; applies are
-// idempotent (same generation, same bytes; hash skip; check_hash), and a
-// replica whose lease is gone cannot write statuses (its writes are
-// conditional on its member key's lease).
+// the owner of "stream/<name>", a Kong data plane's sink runs where it is
+// connected (claims.go). An etcdstatus.Writer copies the owned statuses to
+// etcd; the etcdstatus.Mirror reads them all back as the view every replica
+// serves. During a handover two replicas may briefly apply the same sink:
+// applies are idempotent (hash skip, check_hash), and a replica without its
+// lease cannot write statuses.
 //
 // Guarantees:
 //   - Stable, balanced, minimal placement (TestOwnerIsStable, TestAssignIsBalanced, TestAssignMovesMinimally).

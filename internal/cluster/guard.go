@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,15 +16,9 @@ import (
 // ErrNotReady is returned by a guarded store while etcd is unreachable.
 var ErrNotReady = errors.New("etcd is unreachable (the replica is not ready)")
 
-// Guard wraps the shared store for the hub and the engine's recorder: while
-// the last probe found etcd unreachable every call fails at once with
-// ErrNotReady (the hub answers Unavailable), and every call is bounded by
-// timeout so a push or an applied record never hangs on a lost etcd.
+// Guard wraps the shared store: ErrNotReady at once while etcd is unreachable, every call bounded.
 func Guard(st store.Store, ready func() bool, timeout time.Duration) store.Store {
-	if timeout <= 0 {
-		timeout = DefaultOpTimeout
-	}
-	return &guarded{st: st, ready: ready, timeout: timeout}
+	return &guarded{st: st, ready: ready, timeout: cmp.Or(max(timeout, 0), DefaultOpTimeout)}
 }
 
 type guarded struct {
@@ -131,8 +126,7 @@ func (g *guarded) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, er
 
 func (g *guarded) DeferBelow() int { return g.st.DeferBelow() }
 
-// StageConfig stages through the wrapped store; the handle's Commit is
-// guarded like CommitConfig.
+// StageConfig stages through the wrapped store; the handle's Commit is guarded like CommitConfig.
 func (g *guarded) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
 	if !g.ready() {
 		return nil, ErrNotReady
@@ -160,8 +154,7 @@ type guardedStage struct {
 	g *guarded
 }
 
-// Commit under g; when refused the staged bytes are discarded (a no-op
-// after the wrapped Commit ran).
+// Commit under g, discarding the staged bytes when refused.
 func (s guardedStage) Commit(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	stored, unchanged, err := s.g.commit(ctx, func(ctx context.Context) (*config.Config, bool, error) { return s.Staged.Commit(ctx, c, expected) })
 	if err != nil {

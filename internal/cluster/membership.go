@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,18 +15,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// DefaultLeaseTTL is how long a replica stays a member after its last
-// keepalive reached etcd.
+// DefaultLeaseTTL is how long a replica stays a member after its last keepalive reached etcd.
 const DefaultLeaseTTL = 5 * time.Second
 
-// Membership keeps this replica's key <prefix>/members/<id> alive under an
-// etcd lease and follows every member's key.
-//
-// The replica counts as registered only while its own lease is alive and its
-// key is in the member set it watches. When the lease is lost (the
-// keepalive channel closes: etcd expired it after a hang such as SIGSTOP, or
-// etcd was unreachable for a TTL) Registered turns false at once, the change
-// is signalled, and the replica registers again with a new lease.
+// Membership keeps <prefix>/members/<id> alive under a lease and follows every
+// member's key; registered while its lease is alive and key seen, a lost lease
+// (the keepalive channel closes) unregisters it at once, and it registers again.
 type Membership struct {
 	cli    *clientv3.Client
 	prefix string
@@ -41,19 +36,11 @@ type Membership struct {
 	changed chan struct{}
 }
 
-// NewMembership returns the membership of replica id under prefix, logging
-// to log (nil: nowhere; its lines do not name the replica: the logger
-// does). Run starts it.
+// NewMembership returns replica id's membership under prefix (log nil: none).
 func NewMembership(cli *clientv3.Client, prefix, id string, ttl time.Duration, log *slog.Logger) *Membership {
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Membership{
-		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: ttl, clock: clockwork.NewRealClock(), log: log,
-		members: map[string]bool{}, changed: make(chan struct{}, 1),
+		cli: cli, prefix: strings.TrimSuffix(prefix, "/"), id: id, ttl: cmp.Or(max(ttl, 0), DefaultLeaseTTL), clock: clockwork.NewRealClock(),
+		log: cmp.Or(log, slog.New(slog.DiscardHandler)), members: map[string]bool{}, changed: make(chan struct{}, 1),
 	}
 }
 
@@ -65,12 +52,10 @@ func (m *Membership) membersPrefix() string { return m.prefix + "/members/" }
 // Key is this replica's member key.
 func (m *Membership) Key() string { return m.membersPrefix() + m.id }
 
-// Changes is signalled (coalesced) whenever Members or Registered may have
-// changed.
+// Changes is signalled (coalesced) whenever Members may have changed.
 func (m *Membership) Changes() <-chan struct{} { return m.changed }
 
-// Members returns the sorted live member ids and whether this replica is
-// registered (its lease alive and its key seen).
+// Members returns the sorted live member ids and whether this replica is registered.
 func (m *Membership) Members() (members []string, registered bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,8 +83,7 @@ func (m *Membership) signal() {
 	}
 }
 
-// Run keeps the lease and follows the members until ctx ends; then it
-// revokes the lease (so the others take the sinks over at once) and returns.
+// Run keeps the lease and follows the members until ctx ends, then revokes the lease.
 func (m *Membership) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { m.watchLoop(ctx) })
@@ -108,14 +92,7 @@ func (m *Membership) Run(ctx context.Context) {
 }
 
 // retry waits before the next attempt; false when ctx ended.
-func (m *Membership) retry(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-m.clock.After(m.ttl / 5):
-		return true
-	}
-}
+func (m *Membership) retry(ctx context.Context) bool { return sleep(ctx, m.clock, m.ttl/5) }
 
 func (m *Membership) leaseLoop(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -174,52 +151,72 @@ func (m *Membership) register(ctx context.Context) (clientv3.LeaseID, <-chan *cl
 }
 
 func (m *Membership) watchLoop(ctx context.Context) {
+	follow(ctx, m.cli, m.membersPrefix(), m.ttl, "list members", m.retry,
+		func(err error) { m.log.Warn("cluster: member watch ended; listing again", "error", err) },
+		func(resp *clientv3.GetResponse) {
+			set := map[string]bool{}
+			for _, kv := range resp.Kvs {
+				set[strings.TrimPrefix(string(kv.Key), m.membersPrefix())] = true
+			}
+			m.mu.Lock()
+			m.members = set
+			m.mu.Unlock()
+			m.signal()
+		},
+		func(evs []*clientv3.Event) {
+			m.mu.Lock()
+			for _, ev := range evs {
+				id := strings.TrimPrefix(string(ev.Kv.Key), m.membersPrefix())
+				m.members[id] = ev.Type == clientv3.EventTypePut
+				if !m.members[id] {
+					delete(m.members, id)
+				}
+			}
+			m.mu.Unlock()
+			m.signal()
+		})
+}
+
+// follow lists the keys under prefix (an error prefixed by what), passes their changes
+// to change until the watch fails, then warns and, after wait, again until ctx ends.
+func follow(ctx context.Context, cli *clientv3.Client, prefix string, timeout time.Duration, what string, wait func(context.Context) bool,
+	warn func(error), list func(*clientv3.GetResponse), change func([]*clientv3.Event)) {
+	once := func() error {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := cli.Get(tctx, prefix, clientv3.WithPrefix())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		list(resp)
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		for wr := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			change(wr.Events)
+		}
+		return errors.New("watch closed")
+	}
 	for ctx.Err() == nil {
-		err := m.watchOnce(ctx)
+		err := once()
 		if ctx.Err() != nil {
 			return
 		}
-		m.log.Warn("cluster: member watch ended; listing again", "error", err)
-		if !m.retry(ctx) {
+		warn(err)
+		if !wait(ctx) {
 			return
 		}
 	}
 }
 
-// watchOnce lists the members and follows their changes until the watch
-// fails (compaction, closed).
-func (m *Membership) watchOnce(ctx context.Context) error {
-	tctx, cancel := context.WithTimeout(ctx, m.ttl)
-	resp, err := m.cli.Get(tctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("list members: %w", err)
+// sleep waits d on clock; false when ctx ends first.
+func sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-clock.After(d):
+		return true
 	}
-	set := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		set[strings.TrimPrefix(string(kv.Key), m.membersPrefix())] = true
-	}
-	m.mu.Lock()
-	m.members = set
-	m.mu.Unlock()
-	m.signal()
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	wch := m.cli.Watch(wctx, m.membersPrefix(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-	for wr := range wch {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		m.mu.Lock()
-		for _, ev := range wr.Events {
-			id := strings.TrimPrefix(string(ev.Kv.Key), m.membersPrefix())
-			m.members[id] = ev.Type == clientv3.EventTypePut
-			if !m.members[id] {
-				delete(m.members, id)
-			}
-		}
-		m.mu.Unlock()
-		m.signal()
-	}
-	return errors.New("watch closed")
 }

@@ -2,11 +2,8 @@ package cluster
 
 import "hash/fnv"
 
-// Owner returns the member that owns key among members by rendezvous
-// (highest random weight) hashing: every member scores the key and the
-// highest score wins. Every replica computes the same owner from the same
-// member set, and when a member joins or leaves only the keys it wins or
-// held move. It returns "" when members is empty.
+// Owner returns the member that owns key by rendezvous hashing, the same on every
+// replica; a join or leave moves only the keys that member wins or held ("": none).
 func Owner(key string, members []string) string {
 	var best string
 	var bestScore uint64
@@ -27,8 +24,7 @@ func score(member, key string) uint64 {
 	return mix(h.Sum64())
 }
 
-// mix is splitmix64's finaliser: FNV alone leaves similar names (gw-1,
-// gw-2) with correlated high bits, which skews the balance.
+// mix is splitmix64's finaliser: FNV alone skews the balance of similar names.
 func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -27,8 +29,7 @@ const (
 	probeInterval = 500 * time.Millisecond
 )
 
-// Engine is what a replica drives: the local engine (engine.Engine), which
-// keeps every sink and runs the ones Owns says are this replica's.
+// Engine is what a replica drives: the local engine.Engine.
 type Engine interface {
 	Publish(cfg *config.Config)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
@@ -38,17 +39,12 @@ type Engine interface {
 	Reown() map[string]error
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
-	// LastFailed is a sink's last failed apply, known for the sinks run
-	// here; the writer copies it to etcd.
-	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
-	// View is the engine's status broker, which the etcd writer watches.
-	View() status.View
+	LastFailed(sinkName string) (*config.Config, *sink.Error, bool) // copied to etcd
+	View() status.View                                              // watched by the etcd writer
 	Sink(name string) *confighubv1.Sink
 }
 
-// Store is what a replica needs of the store every replica shares (the
-// etcd store): the others' changes, what it lists at start and takeover,
-// and the specs of data planes' sinks.
+// Store is what a replica needs of the shared (etcd) store.
 type Store interface {
 	Watch(ctx context.Context) <-chan store.Event
 	ListStreams(ctx context.Context) ([]*config.Config, error)
@@ -61,22 +57,13 @@ type Store interface {
 
 // Options configure a Replica; zero values take the defaults.
 type Options struct {
-	Logger *slog.Logger
-	// OpTimeout bounds each etcd call the replica makes, and how long the
-	// readiness probe waits (so etcd's loss is noticed within it).
-	OpTimeout time.Duration
-	// Ready is told when etcd becomes reachable (true) or unreachable
-	// (false); the command points it at the gRPC health status.
-	Ready func(ready bool)
-	// Status configures the status writer and mirror.
-	Status []etcdstatus.Option
+	Logger    *slog.Logger
+	OpTimeout time.Duration       // bounds each etcd call, the readiness probe's too
+	Ready     func(ready bool)    // told when etcd becomes reachable or unreachable
+	Status    []etcdstatus.Option // of the status writer and mirror
 }
 
-// Replica runs this hub as one of several sharing etcd. It keeps the
-// membership, places the sinks (Placement, the engine's ownership
-// predicate), follows the store's changes made by any replica into the
-// engine, and feeds the engine the other replicas' sink statuses from the
-// shared status view. See the package doc.
+// Replica runs this hub as one of several sharing etcd (package doc).
 type Replica struct {
 	eng    Engine
 	st     Store
@@ -93,17 +80,13 @@ type Replica struct {
 
 	place *Placement
 
-	mu    sync.Mutex
-	ready bool
-	owned string // last logged member set, to log changes only
+	ready atomic.Bool
+	owned atomic.Value // the last logged member set
 }
 
-// Placement is the engine's ownership predicate on a replica: a data
-// plane's sink runs where its claim says (claims.go), any other sink on
-// its rendezvous owner among the live members; a stream is led by its own
-// (see Owner). It changes when the replica takes a new member set or
-// claim (then the engine's Reown follows). It places nothing until the
-// replica registered and read the claims.
+// Placement is the engine's ownership predicate on a replica: a data plane's
+// sink runs where its claim says, any other sink and stream on its Owner. It
+// places nothing until the replica registered and read the claims.
 type Placement struct {
 	id       string
 	mu       sync.Mutex
@@ -114,8 +97,7 @@ type Placement struct {
 	listed   bool // the claims were read
 }
 
-// NewPlacement returns the placement of replica id; it owns nothing until
-// the replica registered.
+// NewPlacement returns the placement of replica id.
 func NewPlacement(id string) *Placement { return &Placement{id: id, claims: map[string]claim{}} }
 
 var _ engine.Ownership = (*Placement)(nil)
@@ -127,16 +109,14 @@ func (p *Placement) OwnsSink(name string) bool {
 	return p.placing() && p.sinkOwner(name) == p.id
 }
 
-// OwnsStream says whether this replica leads a stream: it writes the
-// stream's generation statuses and records its convergence.
+// OwnsStream says whether this replica leads a stream (its generation statuses).
 func (p *Placement) OwnsStream(name string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.placing() && Owner("stream/"+name, p.members) == p.id
 }
 
-// OwnerOf names the replica that runs a sink ("" when this replica does not
-// place sinks now): the engine names it when it hands a sink over.
+// OwnerOf names the replica that runs a sink ("" when not placing now).
 func (p *Placement) OwnerOf(name string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -167,50 +147,34 @@ func (p *Placement) stop() {
 	p.stopping = true
 }
 
-// New returns the replica whose membership is mem, driving eng, whose
-// ownership predicate is place. st is the shared (etcd) store, whose
-// changes it follows; the status keys live under prefix. Run starts it.
+// New returns the replica of mem driving eng placed by place, following st (status under prefix).
 func New(eng Engine, place *Placement, st Store, cli *clientv3.Client, mem *Membership, prefix string, o Options) *Replica {
 	r := &Replica{
 		eng: eng, place: place, st: st, cli: cli, mem: mem, prefix: strings.TrimSuffix(prefix, "/"),
-		clock: clockwork.NewRealClock(), log: o.Logger, opTimeout: o.OpTimeout, onReady: o.Ready, ready: true,
+		clock: clockwork.NewRealClock(), log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		opTimeout: cmp.Or(max(o.OpTimeout, 0), DefaultOpTimeout), onReady: o.Ready,
 	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
-	if r.opTimeout <= 0 {
-		r.opTimeout = DefaultOpTimeout
-	}
+	r.ready.Store(true)
 	if r.onReady == nil {
 		r.onReady = func(bool) {}
 	}
 	common := append([]etcdstatus.Option{etcdstatus.WithLogger(r.log), etcdstatus.WithOpTimeout(r.opTimeout), etcdstatus.WithClock(r.clock)}, o.Status...)
-	// The engine's broker is the source of this replica's statuses; the
-	// mirror is the view every replica serves, and tells the engine what
-	// the sinks run elsewhere did.
 	r.writer = etcdstatus.NewWriter(cli, prefix, eng.View(), place, mem, append(common, etcdstatus.WithFailures(eng))...)
 	r.mirror = etcdstatus.NewMirror(cli, prefix, append(common, etcdstatus.WithObserver(eng))...)
 	return r
 }
 
-// View is the status view of every sink of every replica (etcd): the
-// hub's status port on a replica.
+// View is the status view of every sink of every replica (etcd).
 func (r *Replica) View() status.View { return r.mirror }
 
-// Diagnostics answers GetConfig of a sink on a replica (the hub's
-// Diagnostics port): what a sink last applied as its shared status says,
-// and what it last failed as its owner wrote it to etcd, with the
-// configuration's bytes read from the store by generation, so every
-// replica, the owner included, answers the same.
+// Diagnostics answers GetConfig of a sink the same on every replica (status, etcd, store).
 func (r *Replica) Diagnostics() *Diagnostics { return &Diagnostics{r: r} }
 
-// Diagnostics is a replica's GetConfig source (see Replica.Diagnostics).
+// Diagnostics is a replica's GetConfig source.
 type Diagnostics struct{ r *Replica }
 
 // LastApplied is the generation the sink's shared status says it applied
-// whole (applied_generation; a DEGRADED sink's fallback is not a whole
-// apply), read from the store; false when it applied none, the
-// generation is no longer kept, or etcd does not answer.
+// whole, from the store; false when none, no longer kept or unreadable.
 func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
 	r := d.r
 	st := r.mirror.Sink(sinkName)
@@ -231,10 +195,8 @@ func (d *Diagnostics) LastApplied(sinkName string) (*config.Config, bool) {
 	return cfg, true
 }
 
-// LastFailed reads the sink's failed record from etcd and its generation's
-// bytes from the store; false when the sink has none, the generation is no
-// longer kept (the etcd store keeps the last few), or etcd does not answer
-// within --etcd-op-timeout (logged).
+// LastFailed is the sink's failed record in etcd with its generation from
+// the store; false when none, no longer kept or unreadable (logged).
 func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, bool) {
 	r := d.r
 	ctx, cancel := context.WithTimeout(context.Background(), r.opTimeout)
@@ -257,14 +219,10 @@ func (d *Diagnostics) LastFailed(sinkName string) (*config.Config, *sink.Error, 
 
 // Ready says whether etcd answered the last probe.
 func (r *Replica) Ready() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ready
+	return r.ready.Load()
 }
 
-// Run follows the store, the membership and etcd's reachability until ctx
-// ends. Then it stops the owned workers and leaves the membership
-// (revoking the lease, so the others take over at once).
+// Run follows the store, the members and etcd until ctx ends, then leaves.
 func (r *Replica) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -283,8 +241,7 @@ func (r *Replica) Run(ctx context.Context) {
 	r.mirror.Close()
 }
 
-// probe checks etcd with a linearizable read (it needs a quorum) and tells
-// onReady about every change.
+// probe checks etcd with a linearizable read, telling onReady every change.
 func (r *Replica) probe(ctx context.Context) {
 	for {
 		tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
@@ -294,11 +251,7 @@ func (r *Replica) probe(ctx context.Context) {
 			return
 		}
 		ok := err == nil
-		r.mu.Lock()
-		changed := ok != r.ready
-		r.ready = ok
-		r.mu.Unlock()
-		if changed {
+		if r.ready.Swap(ok) != ok {
 			if ok {
 				r.log.Info("cluster: etcd reachable again; serving")
 			} else {
@@ -306,20 +259,14 @@ func (r *Replica) probe(ctx context.Context) {
 			}
 			r.onReady(ok)
 		}
-		if !r.wait(ctx, probeInterval) {
+		if !r.wait(ctx) {
 			return
 		}
 	}
 }
 
-func (r *Replica) wait(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-r.clock.After(d):
-		return true
-	}
-}
+// wait waits probeInterval; false when ctx ended.
+func (r *Replica) wait(ctx context.Context) bool { return sleep(ctx, r.clock, probeInterval) }
 
 // followMembers re-places the sinks at every membership change.
 func (r *Replica) followMembers(ctx context.Context) {
@@ -333,9 +280,7 @@ func (r *Replica) followMembers(ctx context.Context) {
 	}
 }
 
-// reown takes the current member set as the placement, seeds the engine
-// with the stored applied records (a sink moved here resumes from what
-// its previous owner recorded) and lets it start and stop workers.
+// reown places by the current members, seeding the engine with the stored applied records.
 func (r *Replica) reown(ctx context.Context) {
 	members, registered := r.mem.Members()
 	r.place.set(members, registered)
@@ -353,21 +298,15 @@ func (r *Replica) reown(ctx context.Context) {
 	r.logMembers(members, registered)
 }
 
-// logMembers logs the member set when it changed (the engine logs the
-// sinks it runs).
+// logMembers logs the member set when it changed.
 func (r *Replica) logMembers(members []string, registered bool) {
 	line := fmt.Sprint(registered, members)
-	r.mu.Lock()
-	changed := line != r.owned
-	r.owned = line
-	r.mu.Unlock()
-	if changed {
+	if r.owned.Swap(line) != any(line) {
 		r.log.Info("cluster: members", "registered", registered, "members", strings.Join(members, ","))
 	}
 }
 
-// followStore applies the store's changes made by any replica: new
-// generations and sink specs go to the local engine.
+// followStore applies the store's changes made by any replica to the engine.
 func (r *Replica) followStore(ctx context.Context) {
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
@@ -377,7 +316,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		if err := r.resync(ctx); err != nil {
 			cancel()
 			r.log.Warn("cluster: reading the store failed; retrying", "error", err)
-			if !r.wait(ctx, probeInterval) {
+			if !r.wait(ctx) {
 				return
 			}
 			continue
@@ -388,7 +327,7 @@ func (r *Replica) followStore(ctx context.Context) {
 		cancel()
 		if ctx.Err() == nil {
 			r.log.Warn("cluster: store watch ended; watching again")
-			if !r.wait(ctx, probeInterval) {
+			if !r.wait(ctx) {
 				return
 			}
 		}
@@ -407,7 +346,7 @@ func (r *Replica) resync(ctx context.Context) error {
 		return fmt.Errorf("list sinks: %w", err)
 	}
 	for _, s := range streams {
-		r.publish(s)
+		r.eng.Publish(s)
 	}
 	stored := map[string]bool{}
 	for _, s := range sinks {
@@ -425,16 +364,12 @@ func (r *Replica) resync(ctx context.Context) error {
 func (r *Replica) apply(ctx context.Context, ev store.Event) {
 	switch {
 	case ev.Config != nil:
-		r.publish(ev.Config)
+		r.eng.Publish(ev.Config)
 	case ev.SinkPut != nil:
 		r.putSink(ev.SinkPut)
 	case ev.SinkDeleted != "":
 		r.deleteSink(ctx, ev.SinkDeleted)
 	}
-}
-
-func (r *Replica) publish(c *config.Config) {
-	r.eng.Publish(c)
 }
 
 func (r *Replica) putSink(s *confighubv1.Sink) {
@@ -443,8 +378,7 @@ func (r *Replica) putSink(s *confighubv1.Sink) {
 	}
 }
 
-// deleteSink forgets a sink and removes its status key (its owner may be
-// gone).
+// deleteSink forgets a sink and removes its status key (its owner may be gone).
 func (r *Replica) deleteSink(ctx context.Context, name string) {
 	_ = r.eng.DeleteSink(name) // not known here: nothing to stop
 	tctx, cancel := context.WithTimeout(ctx, r.opTimeout)
@@ -454,8 +388,6 @@ func (r *Replica) deleteSink(ctx context.Context, name string) {
 	}
 }
 
-// Follow has the writer copy a stream's statuses to etcd. The engine calls
-// it for every stream it gets (engine.WithNewStream), whichever replica
-// accepted the push or put the sink: a replica's own writes to the store
-// are not reported back to it by the store's Watch.
+// Follow has the writer copy a stream's statuses; the engine calls it for
+// every stream (engine.WithNewStream): the store's Watch skips own writes.
 func (r *Replica) Follow(stream string) { r.writer.Follow(stream) }

@@ -59,12 +59,12 @@ func (s *sharedStore) CommitConfig(ctx context.Context, c *config.Config, expect
 }
 
 // StageConfig and StageStream commit through CommitConfig, which emits.
-func (s *sharedStore) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (store.Staged, error) {
-	return store.StageDirect(s.CommitConfig, raw, tee)
+func (s *sharedStore) StageConfig(ctx context.Context, stream string, raw []byte, tee io.Writer) (store.Staged, error) {
+	return store.Direct{Commit: s.CommitConfig}.StageConfig(ctx, stream, raw, tee)
 }
 
-func (s *sharedStore) StageStream(_ context.Context, _ string, size int64) (store.StageWriter, error) {
-	return store.StageStreamDirect(s.CommitConfig, size), nil
+func (s *sharedStore) StageStream(ctx context.Context, stream string, size int64) (store.StageWriter, error) {
+	return store.Direct{Commit: s.CommitConfig}.StageStream(ctx, stream, size)
 }
 
 func (s *sharedStore) PutSink(ctx context.Context, sk *confighubv1.Sink) error {

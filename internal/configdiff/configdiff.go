@@ -23,31 +23,20 @@ const (
 	Delete Action = "delete"
 )
 
-// Entity names one entity for people. None of its fields is a secret: a
-// key-auth credential, identified by its key, shows no name.
+// Entity names one entity for people; no field is a secret (a key-auth credential shows no name).
 type Entity struct {
-	// Type is Kong's entity type ("service", "keyauth_credential", ...).
-	Type string `json:"type"`
-	// Name is the entity's endpoint key (a name, a consumer's username, a
-	// target's target, an ACL's group), or "" when it has none to show.
-	Name string `json:"name,omitempty"`
-	ID   string `json:"id,omitempty"`
-	// Parent is what the entity belongs to ("service echo" for a route,
-	// "consumer alice" for a credential), "" for an entity of its own.
-	Parent string `json:"parent,omitempty"`
-	// Tags are the entity's k8s-* tags, which name its Kubernetes object.
-	Tags []string `json:"tags,omitempty"`
+	Type   string   `json:"type"`           // Kong's entity type ("service", "keyauth_credential", ...)
+	Name   string   `json:"name,omitempty"` // its endpoint key (name, username, target, group), if one to show
+	ID     string   `json:"id,omitempty"`
+	Parent string   `json:"parent,omitempty"` // what it belongs to ("service echo" for a route), if any
+	Tags   []string `json:"tags,omitempty"`   // its k8s-* tags, which name its Kubernetes object
 }
 
-// String is "route r1", "plugin cors (route r1)", "keyauth_credential
-// (consumer alice)".
+// String is "route r1", "plugin cors (route r1)", "keyauth_credential (consumer alice)".
 func (e Entity) String() string {
 	s := e.Type
-	switch {
-	case e.Name != "":
-		s += " " + e.Name
-	case e.ID != "":
-		s += " " + e.ID
+	if n := cmp.Or(e.Name, e.ID); n != "" {
+		s += " " + n
 	}
 	if e.Parent != "" {
 		s += " (" + e.Parent + ")"
@@ -55,35 +44,26 @@ func (e Entity) String() string {
 	return s
 }
 
-// Field is one changed field of an updated entity. Old and New are the
-// JSON values, redacted as GetConfig redacts them; nil means the field is
-// absent on that side.
+// Field is one changed field of an updated entity: Old and New are the JSON
+// values, redacted as GetConfig redacts them (nil: absent on that side).
 type Field struct {
-	// Path is the keys from the entity down to the changed value; a list
-	// is compared, and shown, as a whole.
-	Path []string        `json:"path"`
+	Path []string        `json:"path"` // keys down to the value; a list is compared whole
 	Old  json.RawMessage `json:"old,omitempty"`
 	New  json.RawMessage `json:"new,omitempty"`
 }
 
 // Change is one entity created, deleted or updated.
 type Change struct {
-	Action Action `json:"action"`
-	Entity Entity `json:"entity"`
-	// Fields are an update's changed fields, sorted by path.
-	Fields []Field `json:"fields,omitempty"`
-	// Object is a created entity as it is created (flattened), redacted.
-	Object json.RawMessage `json:"object,omitempty"`
-
-	// key is the entity's identity: it may derive from a secret.
-	key string
+	Action Action          `json:"action"`
+	Entity Entity          `json:"entity"`
+	Fields []Field         `json:"fields,omitempty"` // an update's, sorted by path
+	Object json.RawMessage `json:"object,omitempty"` // a created entity (flattened), redacted
+	key    string          // the entity's identity: it may derive from a secret
 }
 
 // Diff is what changed from one configuration to another.
 type Diff struct {
-	// Changes are sorted by entity type (what an entity refers to first:
-	// see order), then by name.
-	Changes []Change `json:"changes"`
+	Changes []Change `json:"changes"` // by entity type (see order), then name
 }
 
 // Counts returns how many entities d creates, updates and deletes.
@@ -114,15 +94,12 @@ func Configs(from, to []byte) (*Diff, error) {
 	return compare(a, b)
 }
 
-// Count returns how many entities of each type raw, the JSON form of a
-// configuration config.Check accepted, holds, as Configs counts them, in
-// one pass without decoding it (the hub counts every push).
+// Count returns how many entities of each type raw (JSON config.Check
+// accepted) holds, as Configs counts them, in one pass without decoding it.
 func Count(raw []byte) map[string]int {
 	type frame struct {
 		obj bool
-		// typ is, for an object, the kongraph type it is ("" for none; root
-		// for the document), for a list the type of its entities.
-		typ string
+		typ string // an object's kongraph type ("" none, root), a list's entities'
 	}
 	const root = "\x00root"
 	out := map[string]int{}
@@ -160,11 +137,7 @@ func Count(raw []byte) map[string]int {
 			end := stringEnd(raw, i+1)
 			// A string in an object followed by ':' is a key.
 			if n := len(stack); n > 0 && stack[n-1].obj {
-				j := end + 1
-				for j < len(raw) && (raw[j] == ' ' || raw[j] == '\t' || raw[j] == '\n' || raw[j] == '\r') {
-					j++
-				}
-				if j < len(raw) && raw[j] == ':' {
+				if rest := bytes.TrimLeft(raw[min(end+1, len(raw)):], " \t\n\r"); len(rest) > 0 && rest[0] == ':' {
 					key = raw[i+1 : end]
 				}
 			}
@@ -174,8 +147,7 @@ func Count(raw []byte) map[string]int {
 	return out
 }
 
-// stringEnd is the index of the quote that ends the string whose first
-// byte is at from (len(raw) when it does not end).
+// stringEnd is the index of the quote ending the string from from (or len(raw)).
 func stringEnd(raw []byte, from int) int {
 	for {
 		q := bytes.IndexByte(raw[from:], '"')
@@ -266,8 +238,7 @@ func valueAt(obj map[string]any, path []string) (json.RawMessage, error) {
 	return b, nil
 }
 
-// marshal is json.Marshal without HTML escaping, so that "<redacted>"
-// reads as it is.
+// marshal is json.Marshal without HTML escaping, so that "<redacted>" reads as it is.
 func marshal(v any) (json.RawMessage, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -278,8 +249,7 @@ func marshal(v any) (json.RawMessage, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// diffValues appends the path of every difference between a and b: the
-// keys of two objects are compared one by one, anything else as a whole.
+// diffValues appends the path of each difference (objects key by key, else whole).
 func diffValues(path []string, a, b any, out *[][]string) {
 	ma, okA := a.(map[string]any)
 	mb, okB := b.(map[string]any)
@@ -304,8 +274,7 @@ func diffValues(path []string, a, b any, out *[][]string) {
 	}
 }
 
-// equal is reflect.DeepEqual for what encoding/json decodes, without its
-// allocation per call (it runs for every field of every entity).
+// equal is reflect.DeepEqual for decoded JSON, without its allocation per call.
 func equal(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
@@ -326,8 +295,7 @@ func equal(a, b any) bool {
 	return a == b // strings, json.Number, bools, nil
 }
 
-// order is the order of entity types in a diff: what an entity refers to
-// comes before it.
+// order is the order of entity types in a diff: what an entity refers to comes before it.
 var order = []string{"certificate", "ca_certificate", "sni", "key_set", "key", "vault",
 	"service", "route", "upstream", "target", "consumer_group", "consumer",
 	"keyauth_credential", "basicauth_credential", "hmacauth_credential", "jwt_secret",
@@ -343,19 +311,14 @@ func rank(typ string) int {
 
 // entity is one flattened entity of a configuration.
 type entity struct {
-	// typ is Kong's entity type, kt kongraph's (plural for credentials).
-	typ, kt string
-	// key is the entity's identity within its configuration (see key).
-	key string
-	// obj is the entity as decoded; its own fields (own) are compared in
-	// place, and copied only to be shown.
-	obj         map[string]any
+	typ, kt     string         // Kong's entity type, kongraph's (plural for credentials)
+	key         string         // its identity within its configuration (index.key)
+	obj         map[string]any // as decoded: own fields are compared in place
 	nested      []string
 	parentField string
 	parentRef   map[string]any
 	parent      *entity
-	// refs are the entity's foreign keys as written: field -> values.
-	refs map[string][]string
+	refs        map[string][]string // foreign keys as written: field -> values
 }
 
 // get is one of the entity's own fields.
@@ -399,8 +362,7 @@ func (e *entity) sameAs(o *entity) bool {
 	return true
 }
 
-// own is the entity's own fields, flattened as the reconciler's file reader
-// flattens it: without nested entities, with parentRef as parentField.
+// own is the entity's own fields as the reconciler flattens it (parentRef as parentField).
 func (e *entity) own() map[string]any {
 	if len(e.nested) == 0 && e.parentRef == nil {
 		return e.obj
@@ -443,10 +405,7 @@ func (e *entity) show() Entity {
 
 // label is "service echo" or "certificate 1b2c...".
 func (e *entity) label() string {
-	n := e.name()
-	if n == "" {
-		n = str(e.obj["id"])
-	}
+	n := cmp.Or(e.name(), str(e.obj["id"]))
 	if n == "" {
 		return e.typ
 	}
@@ -472,18 +431,12 @@ type set struct {
 	byKey map[string]*entity
 }
 
-// flatten decodes a configuration and lists its entities, nested ones
-// beside their parents, each with its identity (index.key); two with the
-// same identity (a configuration Kong refuses) are told apart by order.
+// flatten lists a configuration's entities, nested ones beside their parents,
+// each with its identity (index.key; a duplicate, which Kong refuses, by order).
 func flatten(raw []byte) (*set, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
+	root, err := kongraph.Decode(raw)
+	if err != nil {
 		return nil, err
-	}
-	if root == nil {
-		return nil, fmt.Errorf("the configuration is not a JSON object")
 	}
 	s := &set{byKey: map[string]*entity{}}
 	kongraph.Walk(root, func(kt string, obj map[string]any, parent *entity, parentField string) *entity {
@@ -521,8 +474,7 @@ func flatten(raw []byte) (*set, error) {
 	return s, nil
 }
 
-// ref is how a nested entity names its parent: {"id": ...}, else
-// {"name": ...} ({"username": ...} for a consumer).
+// ref is how a nested entity names its parent: {"id": ...}, else its name.
 func (e *entity) ref() map[string]any {
 	if id := str(e.obj["id"]); id != "" {
 		return map[string]any{"id": id}
@@ -555,8 +507,7 @@ func newIndex(list []*entity) index {
 	return idx
 }
 
-// resolve is the identity of what typ ref names: the referenced entity's
-// (which holds no foreign key), or the reference as written.
+// resolve is the identity of what typ ref names: the entity's, or the reference as written.
 func (idx index) resolve(typ, ref string) string {
 	if e := idx[typed{typ, ref}]; e != nil {
 		return idx.key(e)
@@ -564,8 +515,7 @@ func (idx index) resolve(typ, ref string) string {
 	return typ + "?" + ref
 }
 
-// scope is the identity of what field names: the parent for the field its
-// nesting stands for, else the foreign key resolved.
+// scope is the identity of what field names: the parent, else the reference.
 func (idx index) scope(e *entity, typ, field string) string {
 	if e.parent != nil && e.parent.typ == typ {
 		return idx.key(e.parent)
@@ -577,9 +527,8 @@ func (idx index) scope(e *entity, typ, field string) string {
 	return strings.Join(out, ",")
 }
 
-// key is e's identity, the key Kong's reconciler (go-database-reconciler's
-// state) finds it by: its id, else its endpoint key, within its scope
-// (plugins, targets, ACLs, ...); a secret (a key-auth key) as a digest.
+// key is e's identity as Kong's reconciler finds it: its id, else its endpoint
+// key within its scope (plugins, targets, ACLs, ...), a secret as a digest.
 func (idx index) key(e *entity) string {
 	if id := str(e.obj["id"]); id != "" {
 		return e.typ + ":id:" + id
@@ -630,8 +579,7 @@ func (idx index) key(e *entity) string {
 	return e.typ + ":" + k
 }
 
-// digest stands for a value that may be a secret (a key-auth key, a
-// private key) in an identity.
+// digest stands for a value that may be a secret (a key-auth key, a private key) in an identity.
 func digest(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {

@@ -1,9 +1,8 @@
-// Package configdiff compares two Kong declarative configurations entity
-// by entity, as deck diff does (created, deleted, updated with each changed
-// field), for DiffConfig, the per-sink diff, confighubctl diff and the
-// status page; Count gives the entity counts the hub records with a push.
-// Pure: bytes in, a Diff out. Entities are identified as Kong's reconciler
-// identifies them (see flatten); nested ones are compared flattened.
+// Package configdiff compares two Kong declarative configurations entity by
+// entity, as deck diff does (created, deleted, updated with each changed field),
+// for DiffConfig, the per-sink diff, confighubctl diff and the status page; Count
+// gives the entity counts the hub records with a push. Pure: bytes in, a Diff out;
+// entities are identified as Kong's reconciler does (flatten), nested ones flat.
 //
 // Guarantees:
 //   - Applying Diff(a, b) to a's entities gives b's (TestApplyingTheDiffGivesTheTarget).

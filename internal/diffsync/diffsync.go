@@ -2,11 +2,13 @@ package diffsync
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,26 +31,19 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// KonnectKongVersion is the Kong version the target is rendered for when
-// syncing a Konnect control plane, which reports none.
+// KonnectKongVersion is the Kong version a Konnect target is rendered for.
 var KonnectKongVersion = semver.MustParse("3.9.0")
 
 // Options configure a Syncer; the zero value syncs a Kong Admin API.
 type Options struct {
-	Concurrency int // entity operations at once (0: 10)
-	// ControlPlane is the Konnect control plane to sync, whose Admin API
-	// is the client's base URL; the reconciler then asks Konnect for
-	// schemas and skips what Konnect does not support.
-	ControlPlane string
-	// DropConsumers leaves consumers, their credentials and the plugins
-	// scoped to a consumer out of the target.
-	DropConsumers bool
+	Concurrency   int          // entity operations at once (0: 10)
+	ControlPlane  string       // the Konnect control plane whose Admin API the client's base URL is
+	DropConsumers bool         // leave consumers, their credentials and plugins out of the target
 	Logger        *slog.Logger // nil: discard
 	TempDir       string       // for the per-sync temporary file ("": the system's)
 }
 
-// Syncer syncs configurations to one destination. Sync must not be called
-// concurrently (the engine applies one generation at a time per sink).
+// Syncer syncs configurations to one destination, one Sync at a time.
 type Syncer struct {
 	client      *kong.Client
 	o           Options
@@ -57,20 +52,16 @@ type Syncer struct {
 
 // New returns a Syncer that talks to the destination through client.
 func New(client *kong.Client, o Options) *Syncer {
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Concurrency = cmp.Or(max(o.Concurrency, 0), 10)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return &Syncer{client: client, o: o}
 }
 
 // Result counts the operations a Sync sent.
 type Result struct{ Created, Updated, Deleted int }
 
-// Sync makes the destination hold cfg. It returns a *sink.Error (see the
-// package doc) on failure.
+// Sync makes the destination hold cfg; it fails with a *sink.Error. The
+// reconciler retries a 500 itself (up to 4 times) within the attempt's timeout.
 func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	raw, err := cfg.JSON()
 	if err != nil {
@@ -120,9 +111,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 		return Result{}, &sink.Error{Code: sink.CodeInternal, Message: "creating the syncer: " + err.Error(), Err: err}
 	}
 
-	// The syncer blocks until its entity actions are read; it closes the
-	// channel when Solve's workers are done.
-	var failed []diff.EntityAction
+	var failed []diff.EntityAction // read while Solve runs: the syncer blocks on them
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -144,8 +133,7 @@ func (s *Syncer) Sync(ctx context.Context, cfg *config.Config) (Result, error) {
 	return res, solveError(ctx, errs, failed)
 }
 
-// kongVersion is the version the target is rendered for: the Konnect
-// default, or the destination's GET / (asked once per Syncer).
+// kongVersion is the version the target is rendered for (GET /, asked once).
 func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	if s.o.ControlPlane != "" {
 		return KonnectKongVersion, nil
@@ -168,10 +156,9 @@ func (s *Syncer) kongVersion(ctx context.Context) (semver.Version, error) {
 	return v, nil
 }
 
-// deckForm rewrites the two collections Kong's DB-less format spells unlike
-// deck's file format: consumer_group_consumers become each consumer's
-// groups, degraphql_routes custom_entities. What it cannot read is
-// returned unchanged (the reader reports it).
+// deckForm rewrites consumer_group_consumers into consumers' groups and
+// degraphql_routes into custom_entities, as deck spells them; what it cannot
+// read is returned unchanged (the reader reports it).
 func deckForm(raw []byte) []byte {
 	if !bytes.Contains(raw, []byte(`"consumer_group_consumers"`)) && !bytes.Contains(raw, []byte(`"degraphql_routes"`)) {
 		return raw
@@ -210,16 +197,12 @@ func deckForm(raw []byte) []byte {
 			if !ok {
 				return raw
 			}
-			e := map[string]any{"type": "degraphql_routes"}
-			fields := map[string]any{}
-			for k, v := range rm {
-				if k == "id" {
-					e["id"] = v
-				} else {
-					fields[k] = v
-				}
+			fields := maps.Clone(rm)
+			delete(fields, "id")
+			e := map[string]any{"type": "degraphql_routes", "fields": fields}
+			if id, ok := rm["id"]; ok {
+				e["id"] = id
 			}
-			e["fields"] = fields
 			custom = append(custom, e)
 		}
 		delete(root, "degraphql_routes")
@@ -232,8 +215,7 @@ func deckForm(raw []byte) []byte {
 	return out
 }
 
-// index maps each value of the given string fields of a list of objects
-// to its object.
+// index maps each value of the given string fields of a list's objects to it.
 func index(list any, fields ...string) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	items, _ := list.([]any)
@@ -251,15 +233,13 @@ func index(list any, fields ...string) map[string]map[string]any {
 	return out
 }
 
-// templateDelim is deck's template opening delimiter; escapedDelim is a
-// template action that prints it, so rendering is the identity.
+// deck's template opening delimiter, and an action that prints it.
 const (
 	templateDelim = "${{"
 	escapedDelim  = `${{"${{"}}`
 )
 
-// readContent runs the reconciler's file reader (JSON-schema validation and
-// decoding) on raw through a private temporary file.
+// readContent runs the reconciler's file reader on raw through a private temp file.
 func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	body := bytes.TrimLeft(raw, " \t\r\n")
 	if bytes.Contains(body, []byte(templateDelim)) {
@@ -281,8 +261,7 @@ func (s *Syncer) readContent(raw []byte) (*file.Content, error) {
 	return content, nil
 }
 
-// readerError drops the temporary file name the reader puts in its
-// message, keeping the reconciler's errors in the chain.
+// readerError drops the temporary file's name from the reader's message.
 func readerError(path string, err error) error {
 	var arr utils.ErrArray
 	if errors.As(err, &arr) && len(arr.Errors) > 0 {
@@ -306,8 +285,7 @@ type readError struct {
 func (e *readError) Error() string { return e.msg }
 func (e *readError) Unwrap() error { return e.err }
 
-// validationEntityErrors turns the reader's JSON-schema errors into entity
-// errors naming the object (with its k8s-* tags) and the field wanted.
+// validationEntityErrors turns the reader's JSON-schema errors into entity errors.
 func validationEntityErrors(err error) []*confighubv1.EntityError {
 	var out []*confighubv1.EntityError
 	var walk func(error)
@@ -331,11 +309,7 @@ func validationEntityErrors(err error) []*confighubv1.EntityError {
 			Tags     []string `json:"tags"`
 		}
 		if json.Unmarshal([]byte(ve.Object), &obj) == nil {
-			ee.EntityId, ee.EntityTags = obj.ID, obj.Tags
-			ee.EntityName = obj.Name
-			if ee.EntityName == "" {
-				ee.EntityName = obj.Username
-			}
+			ee.EntityId, ee.EntityTags, ee.EntityName = obj.ID, obj.Tags, cmp.Or(obj.Name, obj.Username)
 		}
 		// gojsonschema: "consumers.0.hmacauth_credentials.0: secret is required"
 		msg := ve.Err.Error()
@@ -406,8 +380,7 @@ func classify(what string, err error) *sink.Error {
 	return &sink.Error{Code: sink.CodeUnavailable, Message: msg, Err: err}
 }
 
-// classifyBuild maps an error of file.Get: a request error (schemas) is
-// classified as such, anything else is the reconciler refusing the content.
+// classifyBuild maps an error of file.Get: a request's, or a refusal.
 func classifyBuild(err error) *sink.Error {
 	var apiErr *kong.APIError
 	if errors.As(err, &apiErr) || isTransport(err) {
@@ -460,8 +433,7 @@ func solveError(ctx context.Context, errs []error, failed []diff.EntityAction) *
 	return out
 }
 
-// entityError describes a failed operation; the reconciler's entities
-// embed go-kong structs with ID and Tags fields.
+// entityError describes a failed operation (go-kong structs: ID, Tags).
 func entityError(a diff.EntityAction) *confighubv1.EntityError {
 	subj := a.Entity.New
 	if subj == nil || reflect.ValueOf(subj).IsNil() {

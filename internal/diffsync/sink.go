@@ -1,6 +1,7 @@
 package diffsync
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -17,18 +18,15 @@ import (
 
 // ClientOptions describe the HTTP side of a destination.
 type ClientOptions struct {
-	BaseURL string            // the Admin API root (for Konnect, the control plane's)
-	TLS     *tls.Config       // nil: defaults
-	Headers map[string]string // set on every request (e.g. Kong-Admin-Token)
-	// Auth, when set, gives each request's Authorization header (re-read:
-	// a rotated token file is used).
-	Auth      func() (string, error)
-	MaxConns  int    // bounds connections to the destination (the concurrency)
-	Workspace string // a Kong Enterprise workspace; "" for the default
+	BaseURL   string                 // the Admin API root (for Konnect, the control plane's)
+	TLS       *tls.Config            // nil: defaults
+	Headers   map[string]string      // set on every request (e.g. Kong-Admin-Token)
+	Auth      func() (string, error) // each request's Authorization header, if set
+	MaxConns  int                    // bounds connections to the destination (the concurrency)
+	Workspace string                 // a Kong Enterprise workspace; "" for the default
 }
 
-// NewClient returns a go-kong client for o (no overall timeout: each
-// apply's context bounds it) and the transport to close with the sink.
+// NewClient returns a go-kong client for o and the transport to close with the sink.
 func NewClient(o ClientOptions) (*kong.Client, *http.Transport, error) {
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -99,14 +97,9 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-// NewSink wraps syncer; tr (may be nil) is closed by Close. before, when
-// set, runs before each apply (e.g. to re-read a token file); its error
-// fails the apply (retryable).
+// NewSink wraps syncer; Close closes tr (may be nil); before (if set) runs before each apply.
 func NewSink(syncer *Syncer, caps sink.Capabilities, tr *http.Transport, deps sink.Deps, before func() error) *Sink {
-	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: deps.Logger, clock: time.Now, before: before}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
+	s := &Sink{syncer: syncer, caps: caps, tr: tr, logger: cmp.Or(deps.Logger, slog.New(slog.DiscardHandler)), clock: time.Now, before: before}
 	if deps.Clock != nil {
 		s.clock = deps.Clock.Now
 	}

@@ -10,8 +10,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Bounds of a sink's error in status, so a snapshot of 1,000 failing sinks
-// stays about 40 MiB.
+// Bounds of a sink's error in status, so a snapshot of 1,000 failing sinks stays about 40 MiB.
 const (
 	maxErrorText       = 4 << 10  // last_error
 	maxEntityErrors    = 100      // entity_errors per sink

@@ -1,8 +1,7 @@
-// Package engine fans each stream's newest configuration, published by the
-// hub once durable, out to its sinks: one goroutine (while it has work) and
-// latest-wins slot per sink, decided by a pure state machine (machine.go),
-// each attempt ending in one outcome event for status, metrics and logs
-// (outcome.go). Status goes to a revisioned broker (internal/engine/status).
+// Package engine fans each stream's newest durable configuration out to its
+// sinks: a latest-wins slot per sink decided by a pure state machine
+// (machine.go), one outcome event per attempt (outcome.go), status in a
+// revisioned broker (internal/engine/status).
 //
 // Guarantees (engine_test.go unless noted):
 //   - Isolation: a hung, failing or panicking sink delays no one (TestHungSinkDoesNotDelayOthers, TestPublishNeverBlocks); an idle sink holds no goroutine (idle_test.go TestIdleSinksHoldNoGoroutine).

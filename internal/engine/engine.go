@@ -25,20 +25,16 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// DefaultMaxConcurrentApplies is the limit of applies in flight per pool (gateways, others).
-const DefaultMaxConcurrentApplies = 64
+const (
+	DefaultMaxConcurrentApplies = 64                   // applies in flight per pool (gateways, others)
+	DefaultStatusDispatchWindow = 5 * time.Millisecond // how long a status change waits for its round
+)
 
-// DefaultStatusDispatchWindow is how long a status change waits for its round.
-const DefaultStatusDispatchWindow = 5 * time.Millisecond
-
-// ErrSinkNotFound is returned for an unknown sink name.
-var ErrSinkNotFound = errors.New("sink not found")
-
-// ErrStopped is returned by PutSink and DeleteSink after Stop.
-var ErrStopped = errors.New("engine stopped")
-
-// ErrStreamHasSinks is returned by DeleteStream while sinks read the stream.
-var ErrStreamHasSinks = errors.New("stream has sinks")
+var (
+	ErrSinkNotFound   = errors.New("sink not found")   // an unknown sink name
+	ErrStopped        = errors.New("engine stopped")   // PutSink and DeleteSink after Stop
+	ErrStreamHasSinks = errors.New("stream has sinks") // DeleteStream while sinks read the stream
+)
 
 // Recorder stores what a sink applied and when a generation converged.
 type Recorder interface {
@@ -58,9 +54,7 @@ func WithClock(c clockwork.Clock) Option { return func(e *Engine) { e.clock = c 
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
 // WithMessageRedactor cleans a sink's error texts (not its raw body).
-func WithMessageRedactor(f func(string) string) Option {
-	return func(e *Engine) { e.redactMsg = f }
-}
+func WithMessageRedactor(f func(string) string) Option { return func(e *Engine) { e.redactMsg = f } }
 
 // WithSecretValues finds a spec's secrets, redacted in its sink's errors and reports.
 func WithSecretValues(f func(*confighubv1.Sink) []string) Option {
@@ -90,15 +84,6 @@ func WithStatusDispatchWindow(d time.Duration) Option {
 
 // WithNewStream sets a func called per new stream under the lock; it must not call e.
 func WithNewStream(fn func(stream string)) Option { return func(e *Engine) { e.newStream = fn } }
-
-// WithRandom sets the source of backoff jitter, uniform in [0,1).
-func WithRandom(f func() float64) Option {
-	return func(e *Engine) {
-		if f != nil {
-			e.rnd = f
-		}
-	}
-}
 
 // Engine fans each stream's newest configuration out to its sinks (package doc).
 type Engine struct {
@@ -192,8 +177,8 @@ type genTrack struct {
 	labels   map[string]string
 	applied  uint32
 	converge time.Time
-	// counted: by the leader; unled: seen here unled (Reown counts it).
-	counted, unled bool
+	counted  bool // by the leader
+	unled    bool // seen here unled (Reown counts it)
 }
 
 // New returns an engine. It starts no goroutine until sinks are put.
@@ -258,8 +243,7 @@ func (e *Engine) RestoreConverged(cs []store.Converged) {
 	}
 }
 
-// Publish makes cfg its stream's newest configuration and offers it to the
-// sinks run here, never waiting. An older generation is tracked, not offered.
+// Publish makes cfg its stream's newest config, offered without waiting; an older one is tracked.
 func (e *Engine) Publish(cfg *config.Config) {
 	if cfg == nil {
 		return
@@ -327,9 +311,8 @@ func (e *Engine) ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	return s, err
 }
 
-// PutSink validates spec, builds the sink and starts its worker, replacing
-// a sink of that name unless its spec is unchanged. A sink not owned here is
-// a peer; ownership is checked again after registering.
+// PutSink validates spec, builds the sink and starts its worker (a peer if not
+// owned here), replacing one of that name unless its spec is unchanged.
 func (e *Engine) PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	norm, kind, err := e.specs.Normalise(spec)
 	if err != nil {
@@ -566,8 +549,7 @@ func (e *Engine) Held() (streams int, bytes int64) {
 	return e.heldStreams, e.heldBytes
 }
 
-// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks
-// while sinks read it.
+// DeleteStream forgets a stream's configuration and status; ErrStreamHasSinks while sinks read it.
 func (e *Engine) DeleteStream(name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -737,8 +719,7 @@ func (e *Engine) flushConverged() {
 	}
 }
 
-// recount counts a sink joining (total 1), leaving (-1) or moving from prev
-// to cur, and wakes the gated workers. e.mu is held.
+// recount counts a sink joining (total 1), leaving (-1) or moving. e.mu is held.
 func (e *Engine) recount(st *stream, total int, prev, cur uint64) {
 	for _, g := range st.gens {
 		d := b2i(cur >= g.gen) - b2i(prev >= g.gen)

@@ -33,3 +33,6 @@ func HeldConfigs(e *Engine) (distinct, perSinkMax int) {
 	}
 	return len(seen), perSinkMax
 }
+
+// WithRandom sets the source of backoff jitter, uniform in [0,1).
+func WithRandom(f func() float64) Option { return func(e *Engine) { e.rnd = f } }

@@ -7,8 +7,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// gate says whether w may apply generation gen now, over every sink of the
-// stream (run here or not). e.mu is held.
+// gate says whether w may apply generation gen now. e.mu is held.
 func (e *Engine) gate(w *worker, gen uint64) gateVerdict {
 	switch w.opts.Gate {
 	case confighubv1.Gate_GATE_NONE:

@@ -10,8 +10,7 @@ import (
 )
 
 // slotMachine decides one sink's latest-wins slot: what to apply, when, and
-// what an outcome changes. It is pure (no I/O, lock or clock) so every branch
-// has a table test; the worker owns one under Engine.mu.
+// what an outcome changes; pure (no I/O, lock or clock), so table-tested.
 type slotMachine struct {
 	stream string // named in a reason
 	opts   sinkspec.Options
@@ -83,8 +82,7 @@ type decision struct {
 	blocked     bool           // a lower wave's rejection newly closed the gate
 }
 
-// gateVerdict is whether a sink may apply a generation now; if not, skipBy
-// names the rejecting sink (skip it) or is empty (wait).
+// gateVerdict: may a sink apply a generation now; if not, skip (skipBy the rejecter) or wait.
 type gateVerdict struct {
 	open           bool
 	skipBy, reason string
@@ -113,8 +111,7 @@ func (m *slotMachine) seed(gen uint64, hash string) {
 	m.appliedGen, m.appliedHash = gen, hash
 }
 
-// offer puts cfg in the slot, reporting whether an unattempted generation
-// was replaced and whether to cancel the apply in flight.
+// offer puts cfg in the slot: was an unattempted one replaced, is the apply in flight cancelled.
 func (m *slotMachine) offer(cfg *config.Config, now time.Time) (coalesced, cancelInFlight bool) {
 	if old := m.desired; old != nil && old.Generation > m.attemptedGen && old.Generation > m.appliedGen && old.Generation != m.blockedGen {
 		m.coalescedPending++
@@ -155,8 +152,7 @@ func (m *slotMachine) decide(now time.Time, gate func(gen uint64) gateVerdict) d
 		m.desiredGen, m.desiredHash = cfg.Generation, cfg.Hash
 		m.attempts = 0
 	}
-	// A rejected or degraded generation stays so until a newer one (or, for
-	// a fallback, a resync).
+	// Rejected or degraded until a newer generation (a fallback: or a resync).
 	if cfg.Generation == m.rejectedGen && !(m.fallback.gen == cfg.Generation && m.resync) {
 		m.setRejectedState()
 		return decision{kind: actIdle}
@@ -287,9 +283,7 @@ func (m *slotMachine) outcome(o attemptOutcome, now time.Time) transition {
 		m.fallback = fallbackState{}
 		m.setState(stateApplied, "")
 		t.result = ResultApplied
-	case outDegraded:
-		// Counts as rejected; applied_hash is the fallback's, so no later
-		// generation is skipped as applied.
+	case outDegraded: // rejected; applied_hash is the fallback's: no later generation is skipped
 		m.fallback = o.fallback
 		m.fallback.gen = gen
 		m.rejectedGen = gen

@@ -24,8 +24,7 @@ func Results() []Result {
 	return []Result{ResultApplied, ResultSkipped, ResultFailed, ResultRejected, ResultDegraded, ResultCancelled}
 }
 
-// Metrics receives the engine's measurements, some under the engine's lock:
-// implementations are concurrency-safe and fast.
+// Metrics receives the engine's measurements, some under its lock: be safe and fast.
 type Metrics interface {
 	// ApplyDone: per attempt or hash skip; reason is the code or skip cause.
 	ApplyDone(sink, kind string, result Result, reason string, d time.Duration, configBytes int)

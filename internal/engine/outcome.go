@@ -25,13 +25,12 @@ type applyOutcome struct {
 	fallback           fallbackState // ResultDegraded
 }
 
-// failure is an attempt's error as status shows it: redacted, scrubbed and
-// bounded (omitted: entity errors left out).
+// failure is an attempt's error as status shows it: redacted, scrubbed, bounded.
 type failure struct {
 	err     *sink.Error
 	code    sink.Code
 	message string
-	omitted uint32
+	omitted uint32 // entity errors left out
 }
 
 // classify turns an attempt's end into the machine's outcome and a failure.

@@ -11,9 +11,8 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Ownership decides which sinks run here and which streams this replica
-// leads (counts convergences); others' sinks are peers, followed by
-// ObserveSink. The default owns everything.
+// Ownership decides which sinks run here (others' are peers, see ObserveSink)
+// and which streams this replica leads; the default owns everything.
 type Ownership interface {
 	OwnsSink(name string) bool
 	OwnsStream(name string) bool
@@ -30,8 +29,7 @@ func (ownAll) OwnerOf(string) string  { return "" }
 // WithOwnership sets which sinks run here; Reown applies a change of it.
 func WithOwnership(o Ownership) Option { return func(e *Engine) { e.own = cmp.Or(o, e.own) } }
 
-// member is one sink of a stream: run here (w) or a peer (shared: its newest
-// shared status). Guarded by Engine.mu.
+// member is one sink of a stream, run here (w) or a peer (shared). Guarded by Engine.mu.
 type member struct {
 	name     string
 	spec     *confighubv1.Sink
@@ -57,8 +55,7 @@ func (m *member) lastApplied() time.Time {
 	return m.shared.GetLastAppliedTime().AsTime()
 }
 
-// refusal names the sink whose rejection made m refuse gen (a peer names
-// itself), "" if m did not refuse it.
+// refusal names the sink whose rejection made m refuse gen, "" if none.
 func (m *member) refusal(gen uint64) string {
 	if m.w != nil {
 		return m.w.m.refusal(m.name, gen)
@@ -98,8 +95,7 @@ func (e *Engine) ObserveSink(name string, st *confighubv1.SinkStatus) {
 	}
 }
 
-// ObserveGeneration takes the leader's convergence time for a stream not
-// led here.
+// ObserveGeneration takes the leader's convergence time for a stream not led here.
 func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStatus) {
 	if gs.GetConvergeTime() == nil || e.own.OwnsStream(stream) {
 		return
@@ -124,8 +120,7 @@ func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStat
 }
 
 // Reown applies a change of Ownership: sinks gained start, sinks lost become
-// peers, and unled convergences of streams now led here are counted. It
-// returns the start errors by sink.
+// peers, convergences of streams now led here count. It returns start errors.
 func (e *Engine) Reown() map[string]error {
 	e.mu.Lock()
 	var change []*confighubv1.Sink

@@ -2,8 +2,7 @@ package engine
 
 import "slices"
 
-// slotPool limits applies in flight, guarded by Engine.mu. A release hands
-// the slot to the first queued worker, waking one, not all (TestSlotPool).
+// slotPool limits applies in flight (Engine.mu); a release wakes the first queued worker only.
 type slotPool struct {
 	name  string
 	max   int
@@ -15,8 +14,7 @@ func newSlotPool(name string, n int) *slotPool {
 	return &slotPool{name: name, max: n, free: n}
 }
 
-// acquire gives w a slot, or queues it once and returns false; a nil pool
-// always gives one. e.mu is held.
+// acquire gives w a slot (a nil pool always), or queues it and returns false. e.mu is held.
 func (p *slotPool) acquire(w *worker) bool {
 	if p == nil || w.slotHeld {
 		return true

@@ -20,11 +20,10 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Causes of an attempt's end, and the mark of a recovered panic in Apply.
 var (
 	errSuperseded     = errors.New("superseded by a newer generation") // cancel_in_flight
 	errAttemptTimeout = errors.New("apply timed out")                  // options.timeout
-	errSinkPanicked   = errors.New("the sink panicked")
+	errSinkPanicked   = errors.New("the sink panicked")                // a recovered panic in Apply
 )
 
 type state = confighubv1.SinkState
@@ -40,10 +39,8 @@ const (
 	stateDegraded = confighubv1.SinkState_SINK_STATE_DEGRADED
 )
 
-// worker owns one sink run here: a goroutine applying its slot's newest
-// generation while the slot has work (an idle sink holds none), plus the
-// Runner's. Fields after ctx are guarded by Engine.mu, never held while
-// calling the sink.
+// worker owns one sink run here: a goroutine while its slot has work, plus the
+// Runner's. Fields after ctx are guarded by Engine.mu, not held calling the sink.
 type worker struct {
 	*member
 	e     *Engine
@@ -116,8 +113,7 @@ func (w *worker) scrubText(s string) string {
 	return w.scrub.Replace(s)
 }
 
-// wake has the loop look at its slot again: it signals the loop's
-// goroutine, or starts one. e.mu is held.
+// wake signals the loop's goroutine, or starts one. e.mu is held.
 func (w *worker) wake() {
 	if w.running {
 		kick(w.kick)
@@ -136,8 +132,7 @@ func (w *worker) goRun(f func()) {
 	})
 }
 
-// idle ends the loop's goroutine unless a wake came since it decided there
-// was nothing to do; the next wake starts another.
+// idle ends the loop's goroutine unless a wake came since it found nothing to do.
 func (w *worker) idle() bool {
 	w.e.mu.Lock()
 	defer w.e.mu.Unlock()
@@ -240,8 +235,7 @@ func (w *worker) loop() {
 	}
 }
 
-// unlock reports state and status, releases e.mu, then records what the
-// sink applied (a failure is recorded again by the next apply).
+// unlock reports state and status, releases e.mu, then records what the sink applied.
 func (w *worker) unlock() {
 	w.reportState()
 	w.emit()
@@ -280,8 +274,7 @@ func (w *worker) wait(d time.Duration) bool {
 	return true
 }
 
-// decide asks the machine, reporting a hash skip and registering a gated
-// worker as a waiter. e.mu is held.
+// decide asks the machine, reporting a hash skip and registering a gated waiter. e.mu is held.
 func (w *worker) decide(now time.Time) decision {
 	e := w.e
 	d := w.m.decide(now, func(gen uint64) gateVerdict { return e.gate(w, gen) })
@@ -330,8 +323,7 @@ func (w *worker) finish(cfg *config.Config, err, cause error, dur time.Duration)
 	w.report(w.outcomeOf(o, t, f, dur, now), t.prevApplied, t.kickWaiters)
 }
 
-// report shows, measures and logs ev, and updates the stream's counts and
-// gates. e.mu is held.
+// report shows, measures and logs ev, and updates the stream's counts. e.mu is held.
 func (w *worker) report(ev applyOutcome, prevApplied uint64, kick bool) {
 	w.show(ev)
 	w.reportState()

@@ -1,9 +1,8 @@
-// Package kongraph is the entity graph of a Kong declarative configuration
-// and the fallback built from it when a gateway rejects some entities. It is
-// pure: bytes in, bytes out, no I/O. Parse reads the nested and flat forms
-// alike; an entity depends on the entity it is nested in and on what its
-// foreign keys name. Closure(rejected) is the rejected entities and every
-// entity that depends on one; Fallback removes them.
+// Package kongraph is the entity graph of a Kong declarative configuration and
+// the fallback built from it when a gateway rejects some entities; pure, no I/O.
+// Parse reads nested and flat forms alike; an entity depends on its parent and
+// on what its foreign keys name. Closure(rejected) is the rejected entities and
+// every one depending on them; Fallback removes them.
 //
 // Guarantees:
 //   - Removing any entity of any KIC golden configuration leaves no dangling reference, checked by a separate walker (TestEveryFixtureRemovingAnyEntityLeavesNoDanglingReference, TestDanglingRefsSeesARemovedService).

@@ -5,15 +5,12 @@ import (
 	"fmt"
 )
 
-// Excluded is one entity a fallback leaves out of its configuration (or
-// holds at its previous version).
+// Excluded is one entity a fallback leaves out (or holds at its previous version).
 type Excluded struct {
 	Entity
-	// Rejected: the gateway named it; else it depends on DependsOn.
-	Rejected  bool
-	DependsOn string
-	// PreviousKept: the fallback holds its previous version.
-	PreviousKept bool
+	Rejected     bool   // the gateway named it
+	DependsOn    string // else: the excluded entity it depends on
+	PreviousKept bool   // the fallback holds its previous version
 }
 
 // Closure returns the entities excluded with the rejected ones (indexes
@@ -51,12 +48,10 @@ func (d *Doc) Closure(rejected []int) map[int]int {
 	return out
 }
 
-// Fallback is the configuration (JSON) without the rejected entities
-// (indexes in d) and their Closure. Where prev (the last applied, may be
-// nil) holds a version of an excluded entity whose foreign keys resolve,
-// it is kept (flat), and a dependant that resolves again comes back.
-// Nothing in the result names what it lacks; excluded lists, in walk
-// order, what it leaves out or holds at a previous version.
+// Fallback is the configuration (JSON) without the rejected entities (indexes
+// in d) and their Closure, but with prev's version (flat) of an excluded one
+// whose references resolve, and what resolves again then. Nothing in it names
+// what it lacks; excluded lists, in walk order, what is out or held back.
 func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Excluded, err error) {
 	closure := d.Closure(rejected)
 	in := present{}
@@ -65,10 +60,8 @@ func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Exclu
 			in.add(n.Entity)
 		}
 	}
-	// restored: the new version is back (inserted flat); kept: the
-	// previous version is.
-	restored := map[int]bool{}
-	kept := map[int]*node{}
+	restored := map[int]bool{} // the new version is back (inserted flat)
+	kept := map[int]*node{}    // the previous version is
 	for changed := true; changed; {
 		changed = false
 		for _, n := range d.nodes {
@@ -93,9 +86,9 @@ func (d *Doc) Fallback(rejected []int, prev *Doc) (body []byte, excluded []Exclu
 		}
 	}
 
-	root, err := decode(d.raw)
+	root, err := Decode(d.raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("kongraph: %w", err)
 	}
 	fresh := make([]*node, 0, len(d.nodes))
 	walk(root, func(n *node) { fresh = append(fresh, n) })
@@ -175,8 +168,7 @@ func pruneList(typ string, v any) any {
 	return out
 }
 
-// flatten is n's object for a top-level list: without its nested
-// entities, with its parent as a foreign key.
+// flatten is n's object for a top-level list: no nested ones, its parent a reference.
 func flatten(n *node) map[string]any {
 	if n.Type == "consumer_group_consumer" && n.parent != nil {
 		// A nested membership is the other side's reference.
@@ -202,8 +194,7 @@ func flatten(n *node) map[string]any {
 	return out
 }
 
-// ref is how a foreign key names e: its id, else its name (a consumer's
-// username).
+// ref is how a foreign key names e: its id, else its name (a consumer's username).
 func ref(e Entity) (field, value string) {
 	switch {
 	case e.ID != "":

@@ -2,6 +2,7 @@ package kongraph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +11,8 @@ import (
 	"strings"
 )
 
-// collections maps a top-level key of a declarative configuration to the
-// type of its entities, Kong's schema name: the key less its "s", but the
-// credentials' and degraphql_routes' schema names are plural (init).
+// collections maps a top-level key to its entities' type, Kong's schema name:
+// the key less its "s", but credentials and degraphql_routes stay plural.
 var collections = map[string]string{}
 
 // credentials are the consumer's credential collections.
@@ -31,8 +31,7 @@ var nested = map[string]map[string]string{
 	"key_set":        {"keys": "set"},
 }
 
-// refs are the foreign keys each type holds: field -> referenced type
-// (init adds a credential's consumer).
+// refs are each type's foreign keys: field -> type (init adds a credential's consumer).
 var refs = map[string]map[string]string{
 	"route":                   {"service": "service"},
 	"plugin":                  {"service": "service", "route": "route", "consumer": "consumer", "consumer_group": "consumer_group"},
@@ -69,12 +68,10 @@ func init() {
 	}
 }
 
-// CollectionType is the type of the entities of a top-level collection
-// ("route" for "routes"), "" for a key that holds none.
+// CollectionType is a top-level collection's entities' type ("route" for "routes"), or "".
 func CollectionType(key string) string { return collections[key] }
 
-// ChildType is the type of an entity nested under parentType at key; a
-// consumer's groups and a group's consumers are memberships.
+// ChildType is the type nested under parentType at key (groups, consumers: memberships).
 func ChildType(parentType, key string) string {
 	if (parentType == "consumer" && key == "groups") || (parentType == "consumer_group" && key == "consumers") {
 		return "consumer_group_consumer"
@@ -84,8 +81,7 @@ func ChildType(parentType, key string) string {
 
 // Entity is one entity of a configuration.
 type Entity struct {
-	// Type is Kong's schema name ("route", "keyauth_credentials", ...).
-	Type  string
+	Type  string // Kong's schema name ("route", "keyauth_credentials", ...)
 	ID    string
 	Name  string // its endpoint key: name, a consumer's username, ...
 	Tags  []string
@@ -94,38 +90,31 @@ type Entity struct {
 
 // Key names the entity for people: "route foo", "plugin 1b2c...".
 func (e Entity) Key() string {
-	switch {
-	case e.Name != "":
-		return e.Type + " " + e.Name
-	case e.ID != "":
-		return e.Type + " " + e.ID
+	if n := cmp.Or(e.Name, e.ID); n != "" {
+		return e.Type + " " + n
 	}
 	return fmt.Sprintf("%s #%d", e.Type, e.Index)
 }
 
 type node struct {
 	Entity
-	obj map[string]any
-	// parent is the entity this one is nested in (nil at the top level),
-	// parentField the foreign key the nesting stands for.
-	parent      *node
-	parentField string
+	obj         map[string]any
+	parent      *node  // the entity this one is nested in (nil at the top)
+	parentField string // the foreign key the nesting stands for
 }
 
-// Doc is a parsed declarative configuration and its entity graph; it is
-// never modified.
+// Doc is a parsed declarative configuration and its entity graph; it is never modified.
 type Doc struct {
-	raw   []byte
-	nodes []*node
-	// byID and byKey find the first entity of a type by id, by name.
-	byID, byKey map[fk]*node
+	raw         []byte
+	nodes       []*node
+	byID, byKey map[fk]*node // the first entity of a type by id, by name
 }
 
 // Parse reads a declarative configuration (JSON) and its entities.
 func Parse(raw []byte) (*Doc, error) {
-	root, err := decode(raw)
+	root, err := Decode(raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kongraph: %w", err)
 	}
 	d := &Doc{raw: raw, byID: map[fk]*node{}, byKey: map[fk]*node{}}
 	walk(root, func(n *node) {
@@ -141,15 +130,16 @@ func Parse(raw []byte) (*Doc, error) {
 	return d, nil
 }
 
-func decode(raw []byte) (map[string]any, error) {
+// Decode reads a declarative configuration (JSON, numbers as json.Number).
+func Decode(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("kongraph: %w", err)
+		return nil, err
 	}
 	if root == nil {
-		return nil, errors.New("kongraph: the configuration is not a JSON object")
+		return nil, errors.New("the configuration is not a JSON object")
 	}
 	return root, nil
 }
@@ -163,11 +153,9 @@ func walk(root map[string]any, visit func(*node)) {
 	})
 }
 
-// Walk visits every entity of a decoded declarative configuration, nested
-// or flat: top-level collections sorted by key, each entity before its
-// nested ones (sorted by key). visit gets the type (as Entity.Type), the
-// parent visit returned for the entity it is nested in (the zero T at the
-// top level) and the foreign key that nesting stands for ("" at the top).
+// Walk visits every entity of a decoded configuration, collections sorted by
+// key, each entity before its nested ones: visit gets the type, what visit
+// returned for the parent (zero at the top) and the foreign key it stands for.
 func Walk[T any](root map[string]any, visit func(typ string, obj map[string]any, parent T, parentField string) T) {
 	var top T
 	for _, key := range slices.Sorted(maps.Keys(root)) {
@@ -199,12 +187,10 @@ func walkEntity[T any](typ string, obj map[string]any, parent T, parentField str
 	}
 }
 
-// NestedKeys are the keys under which entities of type typ nest others
-// ("routes" and "plugins" under a service, ...), sorted.
+// NestedKeys are the keys under which typ nests others, sorted.
 func NestedKeys(typ string) []string { return nestedKeys[typ] }
 
-// ForeignKey is the type that field of an entity of type typ refers to
-// ("service" for a route's "service"), or "" when field is no foreign key.
+// ForeignKey is the type field of a typ refers to, or "" when it is no foreign key.
 func ForeignKey(typ, field string) string { return refs[typ][field] }
 
 // ForeignKeys are the foreign key fields of type typ, sorted.
@@ -215,10 +201,7 @@ func Identify(typ string, obj map[string]any) Entity {
 	e := Entity{Type: typ, ID: str(obj["id"])}
 	switch typ {
 	case "consumer":
-		e.Name = str(obj["username"])
-		if e.Name == "" {
-			e.Name = str(obj["custom_id"])
-		}
+		e.Name = cmp.Or(str(obj["username"]), str(obj["custom_id"]))
 	case "target":
 		e.Name = str(obj["target"])
 	case "keyauth_credentials", "jwt_secrets":
@@ -249,17 +232,7 @@ func str(v any) string {
 	return s
 }
 
-// Entities lists the configuration's entities in walk order.
-func (d *Doc) Entities() []Entity {
-	out := make([]Entity, len(d.nodes))
-	for i, n := range d.nodes {
-		out[i] = n.Entity
-	}
-	return out
-}
-
-// Find returns the index of the entity a gateway's error names: by id,
-// else by name, its type spelt singular or plural.
+// Find returns the index of the entity a gateway's error names: by id, else name, any spelling.
 func (d *Doc) Find(typ, id, name string) (int, bool) {
 	for _, t := range typeSpellings(typ) {
 		if id != "" {
@@ -289,8 +262,7 @@ func typeSpellings(typ string) []string {
 	return out
 }
 
-// deps are the entities n depends on: its parent and what its foreign
-// keys resolve to (a dangling one is the gateway's to report).
+// deps are n's parent and what its foreign keys resolve to.
 func (d *Doc) deps(n *node) []*node {
 	var out []*node
 	if n.parent != nil {

@@ -13,8 +13,7 @@ import (
 	"github.com/confighub/confighub/config"
 )
 
-// The store's sentinel errors; stored data that cannot be read is
-// ErrCorrupt, never reset silently.
+// The store's sentinel errors; stored data that cannot be read is ErrCorrupt, never reset silently.
 var (
 	ErrNotFound    = errors.New("not found")
 	ErrConflict    = errors.New("generation conflict")
@@ -82,9 +81,8 @@ type GenerationInfo struct {
 	Origin     config.Origin
 }
 
-// Store keeps streams, their retained generations, sinks, applied and
-// convergence records durably; it is safe for concurrent use. Lists are
-// sorted by name.
+// Store keeps streams, their retained generations, sinks, applied and convergence
+// records durably; it is safe for concurrent use; lists are sorted by name.
 type Store interface {
 	// CommitConfig durably makes c (its Generation ignored) the stream's
 	// next generation, returned sharing c's bytes; expected > 0 must be the
@@ -146,9 +144,8 @@ type Staged interface {
 	Discard() error
 }
 
-// StageWriter takes a stage's bytes in order, no more than announced;
-// Staged (once all are written; the caller keeps them for c.Raw) or
-// Discard ends it.
+// StageWriter takes a stage's bytes in order, no more than announced, until
+// Staged (all written; the caller keeps them for c.Raw) or Discard.
 type StageWriter interface {
 	Write(p []byte) (int, error)
 	Staged() (Staged, error)
@@ -217,8 +214,7 @@ func (l *Locks) Lock(name string) func() {
 // Committer is the CommitConfig of a store whose stages write nothing.
 type Committer func(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error)
 
-// Direct is the staging of a store (memory, etcd) whose commit writes the
-// bytes; it embeds Direct with Commit set to its CommitConfig.
+// Direct is the staging of a store whose commit writes the bytes (memory, etcd).
 type Direct struct{ Commit Committer }
 
 func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writer) (Staged, error) {
@@ -233,17 +229,7 @@ func (d Direct) StageConfig(_ context.Context, _ string, raw []byte, tee io.Writ
 func (Direct) DeferBelow() int { return math.MaxInt }
 
 func (d Direct) StageStream(_ context.Context, _ string, size int64) (StageWriter, error) {
-	return StageStreamDirect(d.Commit, size), nil
-}
-
-// StageDirect is Direct.StageConfig with commit.
-func StageDirect(commit Committer, raw []byte, tee io.Writer) (Staged, error) {
-	return Direct{commit}.StageConfig(context.Background(), "", raw, tee)
-}
-
-// StageStreamDirect is Direct.StageStream with commit.
-func StageStreamDirect(commit Committer, size int64) StageWriter {
-	return &direct{commit: commit, size: size}
+	return &direct{commit: d.Commit, size: size}, nil
 }
 
 // direct counts the bytes written to it; the caller keeps them.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -63,11 +64,16 @@ func entities(t *testing.T, body []byte) []kongraph.Entity {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := kongraph.Parse(j)
-	if err != nil {
+	var root map[string]any
+	if err := json.Unmarshal(j, &root); err != nil {
 		t.Fatal(err)
 	}
-	return d.Entities()
+	var out []kongraph.Entity
+	kongraph.Walk(root, func(typ string, obj map[string]any, _ bool, _ string) bool {
+		out = append(out, kongraph.Identify(typ, obj))
+		return false
+	})
+	return out
 }
 
 func keys(es []kongraph.Entity) []string {

@@ -49,14 +49,12 @@ func WithDispatchWindow(d time.Duration) Option {
 // WithClock sets the clock of the dispatch window (tests pass a fake).
 func WithClock(c clockwork.Clock) Option { return func(b *Broker) { b.clock = cmp.Or(c, b.clock) } }
 
-// WithFirstRevision starts the revisions after rev; a resume from below rev
-// gets a "resume-gap" snapshot.
+// WithFirstRevision starts the revisions after rev (a resume from below: "resume-gap").
 func WithFirstRevision(rev uint64) Option {
 	return func(b *Broker) { b.rev, b.base = rev, rev }
 }
 
-// View is what status readers need; Broker and etcdstatus.Mirror pass one
-// conformance suite (statustest).
+// View is what status readers need (Broker, etcdstatus.Mirror: statustest).
 type View interface {
 	// Snapshot returns the stream's status at one revision; false when the
 	// stream has neither a generation nor a sink.
@@ -140,8 +138,7 @@ func (b *Broker) Revision() uint64 {
 	return b.rev
 }
 
-// at locks b and returns the revision of a change made at rev (0: the
-// next one); 0 when rev is not above Revision() (the change is dropped).
+// at locks b and returns the revision of a change at rev (0: next), 0 if not above Revision().
 func (b *Broker) at(rev uint64) uint64 {
 	b.mu.Lock()
 	switch {
@@ -153,8 +150,7 @@ func (b *Broker) at(rev uint64) uint64 {
 	return rev
 }
 
-// PutSink stores st as the newest status of its sink (st.Stream, st.Sink)
-// and returns the change's revision. st must not be modified afterwards.
+// PutSink stores st (not modified after) as its sink's newest status; it returns the revision.
 func (b *Broker) PutSink(st *confighubv1.SinkStatus) uint64 { return b.PutSinkAt(0, st) }
 
 // PutSinkAt is PutSink at the caller's revision (0: next); like every At
@@ -201,9 +197,8 @@ func (b *Broker) RemoveSinkAt(rev uint64, streamName, sinkName string) uint64 {
 	return b.publish(s, rev, &confighubv1.WatchStatusResponse{Event: &confighubv1.WatchStatusResponse_SinkRemoved{SinkRemoved: sinkName}})
 }
 
-// PutGeneration stores one generation's status; one older than the newest
-// Generations is dropped (0). A sinks_applied ahead of the sink statuses is
-// held (0) until the PutSink that catches up, so no reader sees it ahead.
+// PutGeneration stores a generation's status: dropped (0) if older than the newest
+// Generations, held (0) while its sinks_applied is ahead of the sinks' statuses.
 func (b *Broker) PutGeneration(streamName string, g *confighubv1.GenerationStatus) uint64 {
 	return b.PutGenerationAt(0, streamName, g)
 }
@@ -223,8 +218,7 @@ func (b *Broker) PutGenerationAt(rev uint64, streamName string, g *confighubv1.G
 	return b.putGeneration(s, rev, g)
 }
 
-// GapAt says changes before rev may be missing: every watcher, and a resume
-// from below rev, gets a "resume-gap" snapshot.
+// GapAt says changes before rev may be missing: watchers get a "resume-gap" snapshot.
 func (b *Broker) GapAt(rev uint64) {
 	defer b.mu.Unlock()
 	if rev = b.at(rev); rev == 0 {
@@ -240,8 +234,7 @@ func (b *Broker) GapAt(rev uint64) {
 	}
 }
 
-// RemoveStream forgets a stream without sink statuses; its watchers get a
-// ReasonStreamDeleted snapshot.
+// RemoveStream forgets a stream without sinks; watchers get a ReasonStreamDeleted snapshot.
 func (b *Broker) RemoveStream(streamName string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -367,9 +360,8 @@ func (b *Broker) dispatch() {
 	}
 }
 
-// coalesce drops from one round each change a later one of the same sink
-// (before the next generation change) or generation supersedes, so a watcher
-// still matches the broker at each generation change. It reuses events.
+// coalesce drops the changes a later one of the same sink (before the next generation
+// change) or generation supersedes: watchers match at each generation. It reuses events.
 func coalesce(events []*confighubv1.WatchStatusResponse) []*confighubv1.WatchStatusResponse {
 	if len(events) < 2 {
 		return events
@@ -512,8 +504,7 @@ func (b *Broker) Watch(ctx context.Context, streamName string, fromRevision uint
 	return w.ch
 }
 
-// serve owns one watcher: it closes the channel when the watch ends and
-// replaces a victim's backlog with a fresh snapshot.
+// serve owns one watcher: it closes it at the end and cuts a victim over to a snapshot.
 func (b *Broker) serve(ctx context.Context, s *stream, w *watcher) {
 	defer b.wg.Done()
 	for {

@@ -1,8 +1,7 @@
-// Package status is the hub's status broker: the newest status of each sink
-// and recent generation per stream, every change numbered by a monotonic
-// revision and fanned out to watchers in rounds. Readers see a View: the
-// local Broker, or etcdstatus.Mirror on replicas (one suite, statustest).
-// Messages handed out are shared: read only.
+// Package status is the hub's status broker: each sink's newest status and the
+// recent generations per stream, every change numbered by a monotonic revision
+// and fanned out to watchers in rounds. Readers see a View: the local Broker, or
+// etcdstatus.Mirror on replicas (statustest); messages handed out are read-only.
 //
 // Guarantees (broker_test.go; TestConformance/X is a subtest of the suite):
 //   - Revisions are monotonic across streams, and start after WithFirstRevision (TestRevisionsAreMonotonic).

@@ -2,18 +2,18 @@ package status
 
 import (
 	"sync"
+	"sync/atomic"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Encodings shares each of the latest changes' encoding between the
-// watchers that send it.
+// Encodings shares each of the latest changes' encoding between the watchers that send it.
 type Encodings[T any] struct {
 	mu      sync.Mutex
 	byEv    map[*confighubv1.WatchStatusResponse]*encoding[T]
 	order   []*confighubv1.WatchStatusResponse // byEv's keys, oldest first
 	max     int
-	encodes int
+	encodes atomic.Int64
 }
 
 type encoding[T any] struct {
@@ -42,16 +42,10 @@ func (c *Encodings[T]) Get(ev *confighubv1.WatchStatusResponse, encode func() (T
 	c.mu.Unlock()
 	e.once.Do(func() {
 		e.v, e.err = encode()
-		c.mu.Lock()
-		c.encodes++
-		c.mu.Unlock()
+		c.encodes.Add(1)
 	})
 	return e.v, e.err
 }
 
 // Encodes returns how many encodings were made.
-func (c *Encodings[T]) Encodes() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.encodes
-}
+func (c *Encodings[T]) Encodes() int { return int(c.encodes.Load()) }

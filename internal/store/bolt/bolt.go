@@ -71,11 +71,9 @@ type Store struct {
 	mu      sync.Mutex                // guards streams and failed
 	streams map[string]*config.Config // each stream's current generation
 	locks   store.Locks               // a stream's commits and deletion, check to index write
-	// failed (set by a failed flush or index write, or by Close) fails
-	// every later stage and commit; ops counts those under way.
-	failed error
-	ops    sync.WaitGroup
-	close  func() error
+	failed  error                     // a failed flush or index write, or Close: fails later stages, commits
+	ops     sync.WaitGroup            // the stages and commits under way
+	close   func() error
 
 	sync      func(*os.File) error // fdatasync but in tests
 	hookIndex func()               // tests: runs before a commit's index transaction
@@ -83,8 +81,7 @@ type Store struct {
 
 var errClosed = errors.New("bolt store: closed")
 
-// Open opens or creates the store file at path and its parent directories,
-// and loads every stream's current generation.
+// Open opens or creates the store file at path and loads each stream's current generation.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := options{lockTimeout: time.Second, syncDir: syncDir, keep: store.DefaultRetention(), inlineBelow: deferMax}
 	for _, opt := range opts {
@@ -120,8 +117,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// mkdirDurable creates dir and its missing parents, flushing the parent
-// of each, so an acked record does not vanish with its dir's entry.
+// mkdirDurable creates dir and its parents, flushing each parent so an acked record stays.
 func mkdirDurable(dir string, sync func(string) error) error {
 	if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
 		return nil
@@ -135,8 +131,7 @@ func mkdirDurable(dir string, sync func(string) error) error {
 	return sync(filepath.Dir(dir))
 }
 
-// openDB opens the bbolt file; garbage that passes bbolt's meta page
-// checks and panics or faults is reported as corrupt.
+// openDB opens the bbolt file; garbage that makes bbolt panic or fault is reported as corrupt.
 func openDB(path string, o options) (db *bbolt.DB, err error) {
 	if err := precheckSize(path); err != nil {
 		return nil, err
@@ -164,9 +159,8 @@ func openDB(path string, o options) (db *bbolt.DB, err error) {
 	return nil, fmt.Errorf("store %s: open: %w", path, err)
 }
 
-// precheckSize refuses a file shorter than its newest valid meta page
-// says: a fault recovered inside bbolt.Open would leave it mapped and
-// locked for the rest of the process.
+// precheckSize refuses a file shorter than its newest meta page says: a fault
+// recovered inside bbolt.Open would leave it mapped and locked.
 func precheckSize(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -211,8 +205,7 @@ func corruptErr(path string, err any) error {
 	return fmt.Errorf("store %s: %w: the index file cannot be read: %v (the file is kept as is)", path, store.ErrCorrupt, err)
 }
 
-// verify checks the layout and reads every key and value, reporting a
-// fault (a truncated file) or a bbolt panic (a bad page) as corrupt.
+// verify checks the layout and reads everything, reporting a fault or bbolt panic as corrupt.
 func verify(db *bbolt.DB, path string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -246,8 +239,7 @@ func verify(db *bbolt.DB, path string) (err error) {
 	return nil
 }
 
-// walk visits every key and value under c, touching one byte per page of
-// each value so that every overflow page is read.
+// walk reads every key and value under c, one byte per page so every overflow page is read.
 func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v == nil {
@@ -270,8 +262,7 @@ func walk(c *bbolt.Cursor, sink *byte, bucket func([]byte) *bbolt.Bucket) error 
 	return nil
 }
 
-// init creates the record directory and a new file's buckets, loads each
-// stream's current generation, and removes the record files not named.
+// init creates the record dir and buckets, loads current generations, removes unnamed files.
 func (s *Store) init(o options) error {
 	if err := mkdirDurable(s.blobDir, o.syncDir); err != nil {
 		return fmt.Errorf("store %s: create %s: %w", s.path, s.blobDir, err)
@@ -345,8 +336,7 @@ func (s *Store) wrap(err error) error {
 	return fmt.Errorf("store %s: %w", s.path, err)
 }
 
-// put stores raw (encoded with error err) under key in bucket through
-// run: db.Update, or db.Batch (which may run it twice).
+// put stores raw (encoded with error err) under key in bucket through db.Update or db.Batch.
 func (s *Store) put(ctx context.Context, run func(func(*bbolt.Tx) error) error, bucket []byte, key string, raw []byte, err error) error {
 	if err == nil {
 		err = ctx.Err()
@@ -451,6 +441,5 @@ func (s *Store) FingerprintKey(ctx context.Context, newKey []byte) ([]byte, erro
 	return key, s.wrap(err)
 }
 
-// Close refuses later stages and commits, waits for those under way and
-// releases the file.
+// Close refuses later stages and commits, waits for those under way and releases the file.
 func (s *Store) Close() error { return s.close() }

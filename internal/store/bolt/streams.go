@@ -51,8 +51,7 @@ func decodeMeta(stream string, k, v []byte) (genMeta, error) {
 	return m, nil
 }
 
-// eachGen calls fn with each generation entry of b older than before (0:
-// all), newest first, while fn returns true and no error.
+// eachGen calls fn on b's entries older than before (0: all), newest first, until false or error.
 func eachGen(b *bbolt.Bucket, before uint64, fn func(k, v []byte) (bool, error)) error {
 	c := b.Cursor()
 	k, v := c.Last()
@@ -256,10 +255,9 @@ func validName(c *config.Config) error {
 	return nil
 }
 
-// commit makes c, staged in g, the stream's next generation: under the
-// stream's lock it checks, flushes g's file and its directory entry, then
-// writes the index in a group transaction that also applies the retention.
-// named says whether g's file is now the stream's.
+// commit makes c, staged in g, the stream's next generation: under the stream's
+// lock it checks, flushes g's file and directory entry, then writes the index
+// and the retention in a group transaction; named: g's file is now the stream's.
 func (s *Store) commit(ctx context.Context, c *config.Config, expected uint64, g *staged) (out *config.Config, unchanged, named bool, err error) {
 	if err := validName(c); err != nil {
 		return nil, false, false, err
@@ -447,8 +445,7 @@ func (s *Store) ListGenerations(ctx context.Context, name string, before uint64,
 	return out, err
 }
 
-// GetGeneration implements store.Store: the current generation from
-// memory, another from the index and its record file.
+// GetGeneration implements store.Store: the current one from memory, others from disk.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
 	if c := s.current(name); c != nil && c.Generation == gen && ctx.Err() == nil {
 		return c, nil

@@ -27,10 +27,8 @@ var _ store.Shared = (*Store)(nil)
 const (
 	DefaultPrefix    = "/confighub/" // unless WithPrefix
 	defaultChunkSize = 1 << 20       // the largest chunk written in one request
-	// maxAttempts bounds the retries of a commit that lost a race with
-	// another replica, and of reads whose revision was compacted.
-	maxAttempts = 16
-	ownRevs     = 4096 // how many of this Store's write revisions it remembers
+	maxAttempts      = 16            // retries of a commit that lost a race, of a read compacted
+	ownRevs          = 4096          // how many of this Store's write revisions it remembers
 )
 
 // The kinds of keys under the prefix (see the package doc).
@@ -66,14 +64,10 @@ type Store struct {
 	ctx    context.Context // cancelled by Close; parent of every watch
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	locks  store.Locks // one replica's commits of a stream queue here, not in etcd retries
 
-	// locks settles one replica's concurrent commits of a stream, rather
-	// than etcd transaction retries.
-	locks store.Locks
-
-	// writing is held (shared) by a write until its revision is in own, and
-	// (exclusively) by the watch before it asks isOwn: the watch may see a
-	// write's event before the writer has its answer.
+	// writing is held shared by a write until its revision is in own, exclusively
+	// by the watch before isOwn: it may see an event before the writer knows it.
 	writing sync.RWMutex
 
 	mu          sync.Mutex
@@ -108,8 +102,6 @@ type meta struct {
 	Count  int    `json:"count"`
 }
 
-func decodeMeta(key string, v []byte) (meta, error) { return decodeJSON[meta](key, v) }
-
 func decodeJSON[T any](key string, v []byte) (T, error) {
 	var r T
 	if err := json.Unmarshal(v, &r); err != nil {
@@ -140,8 +132,7 @@ func validName(kind, name string) error {
 	return nil
 }
 
-// ownWrite runs write, which returns the revision of a change it made (0:
-// none), and records that revision as this Store's, so Watch skips it.
+// ownWrite records the revision write returns (0: none) as this Store's, for Watch to skip.
 func (s *Store) ownWrite(write func() (int64, error)) error {
 	s.writing.RLock()
 	defer s.writing.RUnlock()
@@ -169,8 +160,7 @@ func (s *Store) isOwn(rev int64) bool {
 	return ok
 }
 
-// CommitConfig implements store.Store with one transaction conditional
-// on the stream's meta key as read.
+// CommitConfig implements store.Store: one transaction, conditional on the meta read.
 func (s *Store) CommitConfig(ctx context.Context, c *config.Config, expected uint64) (*config.Config, bool, error) {
 	if err := validName("stream", c.Stream); err != nil {
 		return nil, false, err
@@ -202,7 +192,7 @@ func (s *Store) tryCommit(ctx context.Context, c *config.Config, expected uint64
 	cmp := clientv3.Compare(clientv3.CreateRevision(mk), "=", 0)
 	if len(resp.Kvs) == 1 {
 		cmp = clientv3.Compare(clientv3.ModRevision(mk), "=", resp.Kvs[0].ModRevision)
-		if cur, err = decodeMeta(mk, resp.Kvs[0].Value); err != nil {
+		if cur, err = decodeJSON[meta](mk, resp.Kvs[0].Value); err != nil {
 			return nil, false, false, err
 		}
 	}
@@ -280,7 +270,7 @@ func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%06d", prefix
 
 // readStream reads a generation's chunks at rev and assembles it.
 func (s *Store) readStream(ctx context.Context, name string, metaVal []byte, rev int64) (*config.Config, error) {
-	m, err := decodeMeta(s.key(kStreams, name), metaVal)
+	m, err := decodeJSON[meta](s.key(kStreams, name), metaVal)
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +297,7 @@ func (s *Store) GetStream(ctx context.Context, name string) (*config.Config, err
 	})
 }
 
-// atMeta passes stream name's meta and the revision it was read at to
-// read, again while read finds that revision compacted.
+// atMeta passes stream name's meta and its revision to read, again while compacted.
 func (s *Store) atMeta(ctx context.Context, name string, read func(meta []byte, rev int64) (*config.Config, error)) (*config.Config, error) {
 	return retryCompacted(s, ctx, fmt.Sprintf("stream %q", name), func() (*config.Config, error) {
 		resp, err := s.cli.Get(ctx, s.key(kStreams, name))
@@ -370,8 +359,7 @@ func (s *Store) DeleteSink(ctx context.Context, name string) error {
 	return s.deleteAll(ctx, "sink", name, 2, clientv3.OpDelete(s.key(kSinks, name)), clientv3.OpDelete(s.key(kApplied, name)))
 }
 
-// deleteAll runs ops (deletions) in one transaction: ErrNotFound when the
-// first found of them deleted nothing.
+// deleteAll runs deletions in one transaction: ErrNotFound when the first found did nothing.
 func (s *Store) deleteAll(ctx context.Context, kind, name string, found int, ops ...clientv3.Op) error {
 	return s.ownWrite(func() (int64, error) {
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
@@ -429,8 +417,7 @@ func list[T any](s *Store, ctx context.Context, kind string, decode func(name st
 	return out, resp.Header.Revision, nil
 }
 
-// put stores raw (encoded with error err) under name of a kind; a sink's
-// revision is recorded as this Store's.
+// put stores raw (encoded with error err) under name of a kind.
 func (s *Store) put(ctx context.Context, kind, name string, raw []byte, err error) error {
 	if err != nil {
 		return fmt.Errorf("etcd store: encode %s%s: %w", kind, name, err)

@@ -30,7 +30,7 @@ func (s *Store) sweep(ctx context.Context, name string, gen uint64, size int, pr
 	}
 	sizes, gens := []int64{int64(size)}, []uint64{gen}
 	for _, kv := range resp.Kvs {
-		m, err := decodeMeta(string(kv.Key), kv.Value)
+		m, err := decodeJSON[meta](string(kv.Key), kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +51,7 @@ func (s *Store) sweep(ctx context.Context, name string, gen uint64, size int, pr
 // GetGeneration implements store.Store, at one revision with the meta.
 func (s *Store) GetGeneration(ctx context.Context, name string, gen uint64) (*config.Config, error) {
 	return s.atMeta(ctx, name, func(metaVal []byte, rev int64) (*config.Config, error) {
-		cur, err := decodeMeta(s.key(kStreams, name), metaVal)
+		cur, err := decodeJSON[meta](s.key(kStreams, name), metaVal)
 		if err != nil || gen == cur.Generation {
 			return s.readStream(ctx, name, metaVal, rev)
 		}
@@ -97,7 +97,7 @@ func (s *Store) ListGenerations(ctx context.Context, name string, before uint64,
 		}
 		out = make([]store.GenerationInfo, 0, len(resp.Kvs))
 		for _, kv := range resp.Kvs {
-			m, err := decodeMeta(string(kv.Key), kv.Value)
+			m, err := decodeJSON[meta](string(kv.Key), kv.Value)
 			if err != nil {
 				return nil, err
 			}

@@ -17,9 +17,8 @@ import (
 // watchBackoff is the wait before a failed watch is opened again.
 const watchBackoff = 500 * time.Millisecond
 
-// Watch implements store.Shared: other Stores' changes in commit order,
-// from after the last List* on this Store (or from now), until ctx is done
-// or the Store closed; a slow reader delays the watch, not the store.
+// Watch implements store.Shared: other Stores' changes in commit order from after
+// the last List* (or now) until ctx or the Store ends; a slow reader delays only it.
 func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	ch := make(chan store.Event)
 	ctx, cancel := context.WithCancel(ctx)
@@ -52,8 +51,7 @@ func (s *Store) Watch(ctx context.Context) <-chan store.Event {
 	return ch
 }
 
-// watch runs until ctx is done from after revision last (0: now); known
-// are the sinks the reader knows of, for a resync to report deletions.
+// watch runs from after revision last (0: now) until ctx is done; known: the reader's sinks.
 func (s *Store) watch(ctx context.Context, ch chan<- store.Event, last int64, known map[string]bool) {
 	for ctx.Err() == nil {
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
@@ -148,9 +146,8 @@ func (s *Store) deliver(ctx context.Context, ch chan<- store.Event, ev *clientv3
 	return nil
 }
 
-// resync sends every stream and sink and a deletion for each known sink
-// gone, once the watch's history was compacted; it returns the revision
-// to continue from, retrying until ctx is done.
+// resync sends every stream, sink and known sink's deletion after a compaction,
+// retrying until ctx is done; it returns the revision to continue from.
 func (s *Store) resync(ctx context.Context, ch chan<- store.Event, known map[string]bool) int64 {
 	for {
 		if rev, err := s.resyncOnce(ctx, ch, known); err == nil || !s.sleep(ctx, watchBackoff) {

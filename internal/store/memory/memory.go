@@ -17,8 +17,7 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
-// Store keeps everything in maps under one mutex; a committed config is
-// kept as it is (configs are immutable).
+// Store keeps everything in maps under one mutex; configs are kept as committed.
 type Store struct {
 	store.Direct
 	mu      sync.Mutex

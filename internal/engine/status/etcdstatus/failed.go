@@ -13,8 +13,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// MaxFailedBody bounds a failed record's raw body below etcd's default
-// --max-request-bytes (1.5 MiB).
+// MaxFailedBody bounds a failed record's body below etcd's default --max-request-bytes.
 const MaxFailedBody = 1 << 20
 
 // Failures is where the Writer reads a sink's last failed apply.
@@ -22,17 +21,15 @@ type Failures interface {
 	LastFailed(sink string) (*config.Config, *sink.Error, bool)
 }
 
-// WithFailures makes the Writer copy each sink's last failed apply (not the
-// config's bytes) so every replica answers GetConfig with failed the same.
+// WithFailures makes the Writer copy each sink's last failed apply (not its bytes).
 func WithFailures(f Failures) Option { return func(o *options) { o.failures = f } }
 
-// Failed is a sink's last failed apply as a record keeps it (BodyOmitted:
-// bytes cut at MaxFailedBody).
+// Failed is a sink's last failed apply as a record keeps it.
 type Failed struct {
 	Stream      string      `json:"stream"`
 	Generation  uint64      `json:"generation"`
 	Hash        string      `json:"hash"`
-	BodyOmitted int         `json:"body_omitted,omitempty"`
+	BodyOmitted int         `json:"body_omitted,omitempty"` // bytes cut at MaxFailedBody
 	Err         *sink.Error `json:"-"`
 }
 

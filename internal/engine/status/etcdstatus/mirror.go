@@ -19,10 +19,9 @@ import (
 )
 
 const (
-	retryWait = 200 * time.Millisecond // before reading etcd again
-	// DefaultInterval is how often the writer writes the changed statuses.
-	DefaultInterval = 100 * time.Millisecond
-	txnBatch        = 100 // operations per transaction (etcd's limit: 128)
+	retryWait       = 200 * time.Millisecond // before reading etcd again
+	DefaultInterval = 100 * time.Millisecond // how often the writer writes the changed statuses
+	txnBatch        = 100                    // operations per transaction (etcd's limit: 128)
 )
 
 // Option configures a Mirror or a Writer.
@@ -67,8 +66,7 @@ func WithBrokerOptions(opts ...status.Option) Option {
 	return func(o *options) { o.brokerOpts = append(o.brokerOpts, opts...) }
 }
 
-// Observer is told every status the mirror reads, in etcd order (st nil:
-// removed): the engine learns its peers' statuses and convergence times.
+// Observer is told every status the mirror reads, in etcd order (st nil: removed).
 type Observer interface {
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
@@ -77,8 +75,7 @@ type Observer interface {
 // WithObserver sets the mirror's Observer.
 func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
 
-// Mirror is a replica's status.View, numbered from etcd revisions (viewRev);
-// a lost etcd watch is followed by a re-read published as one gap.
+// Mirror is a replica's status.View by etcd revisions; a lost watch is re-read as a gap.
 type Mirror struct {
 	status.View // the broker's Snapshot and Watch
 	cli         *clientv3.Client
@@ -178,8 +175,7 @@ func (m *Mirror) applied(rev int64) {
 	m.seen = make(chan struct{})
 }
 
-// applySink publishes a sink's status (nil: removed) at *rev and advances
-// it; the returned calls are made off m.mu.
+// applySink publishes a sink's status (nil: removed) at *rev; call the result off m.mu.
 func (m *Mirror) applySink(rev *uint64, name string, st *confighubv1.SinkStatus) []func() {
 	var out []func()
 	obs := m.o.observer
@@ -239,8 +235,7 @@ func (m *Mirror) follow(ctx context.Context, rev int64) {
 	}
 }
 
-// applyEvent publishes one change at *rev and advances it past any held
-// generation change it released. m.mu is held.
+// applyEvent publishes one change at *rev, advancing it past what it released. m.mu is held.
 func (m *Mirror) applyEvent(rev *uint64, ev *clientv3.Event) []func() {
 	start := *rev
 	defer func() { *rev = max(*rev, start+1, m.b.Revision()+1) }()

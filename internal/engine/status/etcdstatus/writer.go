@@ -14,15 +14,13 @@ import (
 	"github.com/confighub/confighub/internal/engine/status"
 )
 
-// Leaser is this replica's membership: writes commit only while its key
-// holds its lease, so a replica never overwrites its sinks' new owner.
+// Leaser is this replica's membership: writes commit only while its key holds its lease.
 type Leaser interface {
 	Key() string
 	Lease() clientv3.LeaseID
 }
 
-// Writer watches a local view and copies the owned sinks' and led streams'
-// statuses to etcd, coalesced, once per interval, conditional on the lease.
+// Writer copies the owned sinks' and led streams' statuses to etcd each interval, under the lease.
 type Writer struct {
 	cli    *clientv3.Client
 	keys   keys
@@ -44,8 +42,7 @@ type Writer struct {
 	failedClear map[string]uint64 // the generation up to which records were deleted
 }
 
-// NewWriter returns the writer of src's statuses under prefix (lease nil:
-// unconditional). Run starts it.
+// NewWriter returns the writer of src's statuses under prefix (lease nil: unconditional).
 func NewWriter(cli *clientv3.Client, prefix string, src status.View, filter engine.Ownership, lease Leaser, opts ...Option) *Writer {
 	return &Writer{cli: cli, keys: newKeys(prefix), o: newOptions(opts), src: src, filter: filter, lease: lease,
 		streams: map[string]bool{}, sinks: map[string]*confighubv1.SinkStatus{},
