@@ -20,13 +20,10 @@ const (
 	fvMax    = 64
 )
 
-// Scanner is Check for a JSON configuration that arrives in pieces (an
-// upload's chunks): Write the bytes in order, cut anywhere, then Close. It
-// holds a few KiB and the names of the open objects, not the document, and
-// Write fails at the first piece that cannot continue a valid document, so
-// an upload can stop there. jsontext reads the tokens: strictly (RFC 7493:
-// strings are UTF-8, lone surrogate escapes included; no object holds a
-// name twice, compared unescaped; at most maxDepth levels).
+// Scanner is Check for a JSON configuration written in pieces cut anywhere,
+// then Closed. It holds the names of the open objects, not the document, and
+// Write fails at the first piece that cannot continue a valid one. jsontext
+// reads strictly (RFC 7493: UTF-8, no name twice, at most maxDepth levels).
 type Scanner struct {
 	in  pieces
 	dec *jsontext.Decoder
@@ -34,17 +31,15 @@ type Scanner struct {
 	// top is the top-level value's kind (0 before it); done: it ended.
 	top  jsontext.Kind
 	done bool
-	// fvNext: the next token starts the top level's _format_version,
-	// whose kind and text (a string unescaped, else as written) follow.
+	// fvNext: the next token is the top level's _format_version.
 	fvNext, fvSeen bool
 	fvKind         jsontext.Kind
 	fv             string
 	err            error
 }
 
-// pieces feeds the decoder the piece being written, then errMore until
-// the next one, io.EOF once closed. The decoder resumes a read that failed
-// for want of input where it stopped (TestScannerEverySplit).
+// pieces feeds the decoder the piece being written, then errMore, then
+// io.EOF once closed; the decoder resumes where it stopped (TestScannerEverySplit).
 type pieces struct {
 	p      []byte
 	closed bool
