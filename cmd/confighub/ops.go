@@ -102,8 +102,7 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	return o, nil
 }
 
-// checkListenPolicy refuses a non-loopback --listen or --metrics-listen
-// without --auth-tokens, unless --insecure-listen-any.
+// checkListenPolicy refuses a non-loopback listener without --auth-tokens or --insecure-listen-any.
 func checkListenPolicy(f flags) error {
 	if f.ops.authTokens != "" || f.ops.insecureListenAny {
 		return nil
@@ -150,8 +149,7 @@ func (o *ops) engineOptions() []engine.Option {
 	return opts
 }
 
-// serverOptions adds TLS, the drain, the metric interceptors (before auth,
-// to count denied calls), auth and the redactor.
+// serverOptions adds TLS, the drain, metrics (before auth, to count denials), auth and the redactor.
 func (o *ops) serverOptions() []server.Option {
 	var (
 		opts   []server.Option
@@ -176,7 +174,7 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// pageURLFor is the URL of the listener at addr, an unspecified host as this machine's name.
+// pageURLFor is the URL of the listener at addr (an unspecified host: this machine's name).
 func pageURLFor(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -244,7 +242,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	return nil
 }
 
-// reload re-reads the token file and the TLS certificate; a failure keeps the old.
+// reload re-reads the tokens and the TLS certificate; a failure keeps the old.
 func (o *ops) reload() {
 	if o.auth == nil && o.tls == nil {
 		o.log.Info("SIGHUP: nothing to reload (no --auth-tokens, no --tls-cert)")

@@ -156,10 +156,20 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	ropts := reflection.ServerOptions{Services: withPluginContract{gs}}
 	reflectionv1.RegisterServerReflectionServer(gs, reflection.NewServerV1(ropts))
 	reflectionv1alpha.RegisterServerReflectionServer(gs, reflection.NewServer(ropts))
-	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
-		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	s := &Server{GRPC: gs, Health: hs, hub: svc, conns: conns}
+	s.SetServing(true)
+	return s, nil
+}
+
+// SetServing sets the health of the server and of both services.
+func (s *Server) SetServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
 	}
-	return &Server{GRPC: gs, Health: hs, hub: svc, conns: conns}, nil
+	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
+		s.Health.SetServingStatus(svc, st)
+	}
 }
 
 // ConnectionUsage is the most calls one connection has open, and the bound.
