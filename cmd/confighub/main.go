@@ -185,16 +185,15 @@ func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, erro
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	var log *slog.Logger
 	f, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if err == nil {
+		log, err = newLogger(stderr, f.logLevel, f.logFormat)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "confighub: %v\n", err)
-		return 2
-	}
-	log, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
+	case err != nil:
 		fmt.Fprintf(stderr, "confighub: %v\n", err)
 		return 2
 	}

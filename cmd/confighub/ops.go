@@ -157,8 +157,7 @@ func (o *ops) serverOptions() []server.Option {
 		stream = []grpc.StreamServerInterceptor{o.drain.interceptor()}
 	)
 	if o.metrics != nil {
-		u, s := o.metrics.Interceptors()
-		unary, stream = append(unary, u...), append(stream, s...)
+		unary, stream = append(unary, o.metrics.GRPC.UnaryServerInterceptor()), append(stream, o.metrics.GRPC.StreamServerInterceptor())
 		opts = append(opts, server.WithRefusals(o.metrics.Bounds))
 	}
 	if o.auth != nil {
@@ -195,7 +194,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	rctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
 	if o.metrics != nil {
-		o.metrics.InitializeGRPC(srv.GRPC)
+		o.metrics.GRPC.InitializeMetrics(srv.GRPC) // every method's series at zero
 		var page http.Handler
 		if o.page != nil {
 			popts := []statuspage.Option{statuspage.WithLogger(o.log)}

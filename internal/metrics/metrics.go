@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
@@ -255,14 +254,6 @@ func New() (*Set, error) {
 	}
 	return &Set{Registry: reg, Engine: em, GRPC: gm, Bounds: bm}, nil
 }
-
-// Interceptors are the gRPC server metric interceptors (server.WithInterceptors).
-func (s *Set) Interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
-	return []grpc.UnaryServerInterceptor{s.GRPC.UnaryServerInterceptor()}, []grpc.StreamServerInterceptor{s.GRPC.StreamServerInterceptor()}
-}
-
-// InitializeGRPC creates the per-method gRPC series at zero; call it after registering services.
-func (s *Set) InitializeGRPC(gs *grpc.Server) { s.GRPC.InitializeMetrics(gs) }
 
 // Server is the /metrics HTTP endpoint.
 type Server struct {
