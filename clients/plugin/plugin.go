@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,10 +211,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 		return &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
 			Message: fmt.Sprintf("configuration of %d bytes is larger than the plugin's max_config_bytes %d", len(body), max)}
 	}
-	chunk := int(d.GetChunkBytes())
-	if chunk <= 0 {
-		chunk = DefaultChunkBytes
-	}
+	chunk := cmp.Or(int(d.GetChunkBytes()), DefaultChunkBytes)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.client.Apply(sctx)

@@ -92,12 +92,7 @@ func (t *Tokens) Lookup(token string) (Role, string) {
 	return Role(role), t.list[idx].Name
 }
 
-// tokenFile is the YAML form with names:
-//
-//	tokens:
-//	  - name: controller
-//	    token: 3f1c...
-//	    role: push
+// tokenFile is the YAML form with names (tokens: [{name, token, role}]).
 type tokenFile struct {
 	Tokens []struct {
 		Name  string `yaml:"name"`
