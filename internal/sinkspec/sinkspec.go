@@ -1,6 +1,7 @@
 package sinkspec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -134,23 +135,14 @@ func Resolve(s *confighubv1.Sink) (Options, error) {
 		MaxDelay:       orDefault(o.GetMaxDelay(), 0),
 		Wave:           o.GetWave(),
 		WaveMinApplied: o.GetWaveMinApplied(),
-		Gate:           o.GetGate(),
+		Gate:           cmp.Or(o.GetGate(), confighubv1.Gate_GATE_WAVE),
 		CancelInFlight: o.GetCancelInFlight(),
 		Backoff: Backoff{
 			Initial:    orDefault(b.GetInitial(), DefaultBackoffInitial),
 			Max:        orDefault(b.GetMax(), DefaultBackoffMax),
-			Multiplier: b.GetMultiplier(),
-			Jitter:     b.GetJitter(),
+			Multiplier: cmp.Or(b.GetMultiplier(), DefaultBackoffMultiplier),
+			Jitter:     cmp.Or(b.GetJitter(), DefaultBackoffJitter),
 		},
-	}
-	if r.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
-		r.Gate = confighubv1.Gate_GATE_WAVE
-	}
-	if r.Backoff.Multiplier == 0 {
-		r.Backoff.Multiplier = DefaultBackoffMultiplier
-	}
-	if r.Backoff.Jitter == 0 {
-		r.Backoff.Jitter = DefaultBackoffJitter
 	}
 	switch {
 	case r.MaxDelay > 0 && r.Debounce == 0:
