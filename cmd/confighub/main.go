@@ -129,8 +129,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// storeMode is what a --store mode gives serve; serving runs once the
-// server exists, and its stop before the engine stops.
+// storeMode is what a --store mode gives serve; serving runs once the server exists, and its stop before the engine stops.
 type storeMode struct {
 	store        store.Store
 	log          *slog.Logger

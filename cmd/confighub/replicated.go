@@ -106,8 +106,7 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	return cfg, nil
 }
 
-// openReplicated opens --store etcd: this hub is one of several replicas
-// sharing etcd (package cluster).
+// openReplicated opens --store etcd: this hub is one of several replicas sharing etcd (package cluster).
 func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	r := f.replica
 	ccfg, err := r.clientConfig()

@@ -16,8 +16,7 @@ type ServerTLS struct {
 	clientCAs         *x509.CertPool
 }
 
-// NewServerTLS loads the certificate and key and, if set, the CA every
-// client certificate must chain to (mTLS).
+// NewServerTLS loads the certificate and key and, if set, the CA every client certificate must chain to (mTLS).
 func NewServerTLS(certFile, keyFile, clientCAFile string) (*ServerTLS, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("--tls-cert and --tls-key go together")

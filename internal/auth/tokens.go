@@ -73,8 +73,7 @@ func (t *Tokens) Counts() map[string]int {
 	return m
 }
 
-// Lookup returns the role and name of token, or RoleNone, comparing its
-// SHA-256 with every entry's in constant time.
+// Lookup returns the role and name of token, or RoleNone, comparing its SHA-256 with every entry's in constant time.
 func (t *Tokens) Lookup(token string) (Role, string) {
 	if t == nil || token == "" {
 		return RoleNone, ""

@@ -13,8 +13,7 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Generation is one retained generation and what became of it (Status is
-// nil once the status view no longer tracks it).
+// Generation is one retained generation and what became of it (Status is nil once the status view no longer tracks it).
 type Generation struct {
 	store.GenerationInfo
 	Status   *confighubv1.GenerationStatus

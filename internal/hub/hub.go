@@ -219,8 +219,7 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	return p
 }
 
-// commit stores a prepared configuration and hands it to the engine, or
-// maps why it was not prepared to the hub's sentinels.
+// commit stores a prepared configuration and hands it to the engine, or maps why it was not prepared to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
 		defer func() { _ = p.staged.Discard() }() // a no-op after Commit
@@ -279,8 +278,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 	return c, nil
 }
 
-// SinkConfig returns what a sink last applied, or with failed, what it last
-// failed to apply and the error.
+// SinkConfig returns what a sink last applied, or with failed, what it last failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
 	if !h.sinks.HasSink(name) {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)

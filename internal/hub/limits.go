@@ -204,8 +204,7 @@ func (h *Hub) admitSink(name string) error {
 	return nil
 }
 
-// BeginWatch admits one status watcher against MaxWatchers until the
-// returned function runs, or refuses it.
+// BeginWatch admits one status watcher against MaxWatchers until the returned function runs, or refuses it.
 func (h *Hub) BeginWatch() (func(), error) {
 	b := &h.bounds
 	b.mu.Lock()
@@ -224,8 +223,7 @@ type StreamInfo struct {
 	Sinks  int
 }
 
-// ListStreams lists the streams that hold a configuration or that a sink
-// reads, sorted by name.
+// ListStreams lists the streams that hold a configuration or that a sink reads, sorted by name.
 func (h *Hub) ListStreams() []StreamInfo {
 	byName := map[string]*StreamInfo{}
 	for _, c := range h.pub.Streams() {

@@ -23,8 +23,7 @@ type Publisher interface {
 	Streams() []*config.Config
 }
 
-// SinkAdmin validates, starts, stops and lists sinks; the counts and
-// lookups answer without copying every spec.
+// SinkAdmin validates, starts, stops and lists sinks; the counts and lookups answer without copying every spec.
 type SinkAdmin interface {
 	ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)

@@ -45,8 +45,7 @@ const pipeDepth = 4
 // span is a chunk's place in Upload.raw.
 type span struct{ from, to int64 }
 
-// BeginUpload checks an upload's header (in without Config) and returns
-// the Upload its chunks go to; ctx bounds the upload.
+// BeginUpload checks an upload's header (in without Config) and returns the Upload its chunks go to; ctx bounds the upload.
 func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, expectedHash string) (*Upload, error) {
 	switch {
 	case totalSize == 0:
@@ -205,8 +204,7 @@ func (u *Upload) drain() error {
 	return u.failed()
 }
 
-// Finish checks that every byte arrived with the announced hash, then
-// commits (JSON) or pushes (YAML) the configuration.
+// Finish checks that every byte arrived with the announced hash, then commits (JSON) or pushes (YAML) the configuration.
 func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	if u.got != u.total {
 		return PushResult{}, fmt.Errorf("%w: upload truncated: got %d of %d bytes", ErrInvalid, u.got, u.total)

@@ -9,8 +9,7 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// Bounds exports each bound of the hub by its flag: the limit, what is held
-// of it (read at each scrape) and the refusals.
+// Bounds exports each bound of the hub by its flag: the limit, what is held of it (read at each scrape) and the refusals.
 type Bounds struct {
 	refusals *prometheus.CounterVec
 	limit    *prometheus.Desc

@@ -92,8 +92,7 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 	})
 }
 
-// timed calls the started hook before a request that runs a while (with
-// delta, only a named profile given seconds).
+// timed calls the started hook before a request that runs a while (with delta, only a named profile given seconds).
 func (p *profiling) timed(delta bool, next http.Handler) http.Handler {
 	if p.started == nil {
 		return next

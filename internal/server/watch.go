@@ -46,8 +46,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 	}
 }
 
-// send sends ev on stream; a change is marshalled once for all streams
-// (watchEnc), a snapshot is each watcher's own.
+// send sends ev on stream; a change is marshalled once for all streams (watchEnc), a snapshot is each watcher's own.
 func (s *hubService) send(stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse], ev *confighubv1.WatchStatusResponse) error {
 	if ev.GetSnapshot() != nil {
 		return stream.Send(ev)

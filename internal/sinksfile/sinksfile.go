@@ -60,8 +60,7 @@ func Load(path string) ([]*confighubv1.Sink, error) {
 // Parse reads a YAML or JSON list of sinks.
 func Parse(b []byte) ([]*confighubv1.Sink, error) { return parse(b, false) }
 
-// ParseOneOrMany is Parse that also takes a single sink (a mapping), as
-// `confighubctl sinks put -f` does.
+// ParseOneOrMany is Parse that also takes a single sink (a mapping), as `confighubctl sinks put -f` does.
 func ParseOneOrMany(b []byte) ([]*confighubv1.Sink, error) { return parse(b, true) }
 
 func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {

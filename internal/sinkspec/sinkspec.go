@@ -123,8 +123,7 @@ type Backoff struct {
 	Jitter       float64
 }
 
-// Resolve fills the engine defaults into the options of a proto-valid spec
-// and checks the rules that span fields.
+// Resolve fills the engine defaults into the options of a proto-valid spec and checks the rules that span fields.
 func Resolve(s *confighubv1.Sink) (Options, error) {
 	o := s.GetOptions()
 	b := o.GetBackoff()
@@ -162,8 +161,7 @@ func orDefault(d *durationpb.Duration, def time.Duration) time.Duration {
 	return d.AsDuration()
 }
 
-// Delay is the wait after the n-th consecutive failure (n >= 1); rnd is
-// uniform in [0,1).
+// Delay is the wait after the n-th consecutive failure (n >= 1); rnd is uniform in [0,1).
 func (b Backoff) Delay(n int, rnd float64) time.Duration {
 	d := float64(b.Initial)
 	for i := 1; i < n && d < float64(b.Max); i++ {

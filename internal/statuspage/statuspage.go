@@ -166,8 +166,7 @@ func writeProto(w http.ResponseWriter, m proto.Message, err error) {
 	}
 }
 
-// valid checks req, the same call's gRPC request, against its rules, and
-// answers 400 when it breaks one.
+// valid checks req, the same call's gRPC request, against its rules, and answers 400 when it breaks one.
 func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
 	err := protovalidate.Validate(req)
 	if err == nil {
