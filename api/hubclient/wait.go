@@ -74,9 +74,8 @@ func Tag(tags []string, key string) (string, bool) {
 	return "", false
 }
 
-// Wait watches the stream until every sink applied gen (or later) and
-// returns each sink's status; a *RejectedError at the first rejection,
-// ErrNoSinks, or ctx's error with the statuses so far.
+// Wait watches the stream until every sink applied gen (or later) and returns each sink's status; a
+// *RejectedError at the first rejection, ErrNoSinks, or ctx's error with the statuses so far.
 func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, error) {
 	v := NewStatusView(gen, nil)
 	var res *Result

@@ -1,6 +1,5 @@
-// Command confighub runs the config-distribution hub: it accepts Kong
-// declarative configurations over gRPC, stores them durably, and fans them
-// out to its sinks.
+// Command confighub runs the config-distribution hub: it accepts Kong declarative configurations
+// over gRPC, stores them durably, and fans them out to its sinks.
 package main
 
 import (

@@ -100,9 +100,8 @@ type tokenFile struct {
 	} `yaml:"tokens"`
 }
 
-// ParseTokens reads a token file: a "tokens" list of {name, token, role}, a
-// YAML mapping token: role, or lines "TOKEN ROLE" ('#' comments). Errors
-// name the entry, never the token.
+// ParseTokens reads a token file: a "tokens" list of {name, token, role}, a YAML mapping token:
+// role, or lines "TOKEN ROLE" ('#' comments). Errors name the entry, never the token.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var (
 		entries []Token

@@ -79,9 +79,8 @@ func (h *Hub) Usage() []Usage {
 	}
 }
 
-// bounds adds what is on its way to what the engine and sinks count, so
-// concurrent pushes cannot pass a bound together; what does not fit is
-// refused at once.
+// bounds adds what is on its way to what the engine and sinks count, so concurrent pushes cannot
+// pass a bound together; what does not fit is refused at once.
 type bounds struct {
 	limits       Limits
 	uploadLimit  int64 // <= 0: no budget

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
@@ -33,9 +34,8 @@ type Upload struct {
 	toCheck chan span
 	toStore chan span
 	workers sync.WaitGroup
-	mu      sync.Mutex
-	werr    error  // the first error of a worker
-	release func() // gives the upload's share of the budget back
+	werr    atomic.Pointer[error] // the first error of a worker
+	release func()                // gives the upload's share of the budget back
 }
 
 // pipeDepth is how many chunks each worker may have queued: a full queue
@@ -90,8 +90,10 @@ func (u *Upload) decide(f config.Format) error {
 	u.toCheck, u.toStore = toCheck, toStore
 	work := func(ch <-chan span, f func([]byte) error) {
 		for sp := range ch {
-			if u.failed() == nil {
-				u.setErr(f(u.raw[sp.from:sp.to]))
+			if err := u.failed(); err == nil {
+				if err = f(u.raw[sp.from:sp.to]); err != nil {
+					u.werr.CompareAndSwap(nil, &err)
+				}
 			}
 		}
 	}
@@ -180,17 +182,10 @@ func (u *Upload) write(pieces [][]byte) error {
 }
 
 func (u *Upload) failed() error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.werr
-}
-
-func (u *Upload) setErr(err error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.werr == nil {
-		u.werr = err
+	if err := u.werr.Load(); err != nil {
+		return *err
 	}
+	return nil
 }
 
 // drain waits for the workers to finish what was queued and returns their first error.

@@ -1,6 +1,5 @@
-// Package kongapi is the one reading of a Kong Admin API (or Konnect) HTTP
-// answer as a sink error code, shared by kong, kong-db and konnect so they
-// cannot disagree (TestStatusCodes).
+// Package kongapi is the one reading of a Kong Admin API (or Konnect) HTTP answer as a sink error
+// code, shared by kong, kong-db and konnect so they cannot disagree (TestStatusCodes).
 package kongapi
 
 import (

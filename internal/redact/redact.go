@@ -125,9 +125,7 @@ func walk(n *yaml.Node) bool {
 			}
 			if fields, ok := byCollection[k.Value]; ok && v.Kind == yaml.SequenceNode {
 				for _, e := range v.Content {
-					if e.Kind == yaml.MappingNode && redactEntity(e, fields) {
-						changed = true
-					}
+					changed = e.Kind == yaml.MappingNode && redactEntity(e, fields) || changed
 				}
 			}
 		}
@@ -136,9 +134,7 @@ func walk(n *yaml.Node) bool {
 			changed = true
 		}
 		for i := 1; i < len(n.Content); i += 2 {
-			if walk(n.Content[i]) {
-				changed = true
-			}
+			changed = walk(n.Content[i]) || changed
 		}
 	case yaml.ScalarNode:
 		if m := Message(n.Value); m != n.Value {
@@ -147,9 +143,7 @@ func walk(n *yaml.Node) bool {
 		}
 	case yaml.SequenceNode, yaml.DocumentNode:
 		for _, c := range n.Content {
-			if walk(c) {
-				changed = true
-			}
+			changed = walk(c) || changed
 		}
 	}
 	return changed

@@ -285,9 +285,8 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// SecretName reports whether a setting's name marks its value as secret: it
-// holds a secret part, or one of its words (split at non-alphanumerics and
-// lower-to-upper changes) is a secret word.
+// SecretName reports whether a setting's name marks its value as secret: it holds a secret part, or
+// one of its words (split at non-alphanumerics and lower-to-upper changes) is a secret word.
 func SecretName(name string) bool {
 	lower := strings.ToLower(name)
 	for _, p := range []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"} {

@@ -19,9 +19,8 @@ const (
 	FlagMaxConcurrentStreams    = "--max-concurrent-streams"
 )
 
-// streamHeadroom is how many HTTP/2 streams past the bound a connection may
-// open, so that calls past it reach connLimit, which refuses them by name,
-// instead of waiting silently in the client.
+// streamHeadroom is how many HTTP/2 streams past the bound a connection may open, so that calls
+// past it reach connLimit, which refuses them by name, instead of waiting silently in the client.
 const streamHeadroom = 16
 
 // connLimit bounds the calls in flight per connection: a stats handler

@@ -94,9 +94,8 @@ func DefaultKeepalive() Keepalive {
 	return Keepalive{MinClientPing: 5 * time.Second, PingAfterIdle: 30 * time.Second, PingTimeout: 10 * time.Second}
 }
 
-// streamWorkers serve calls and keep their grown stacks between them:
-// growing a fresh stack for a push cost more CPU than the rest of it
-// (docs/performance.md, scenario 7).
+// streamWorkers serve calls and keep their grown stacks between them: growing a fresh stack for a
+// push cost more CPU than the rest of it (docs/performance.md, scenario 7).
 const streamWorkers = 64
 
 // Server is the hub's gRPC server with its health service.

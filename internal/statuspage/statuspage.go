@@ -118,8 +118,6 @@ func (h *Handler) streams(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string][]string{"streams": s})
 }
 
-var jsonOut = protojson.MarshalOptions{}
-
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	stream := r.URL.Query().Get("stream")
 	if !h.valid(w, &confighubv1.GetStatusRequest{Stream: stream}) {
@@ -153,7 +151,7 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 func writeProto(w http.ResponseWriter, m proto.Message, err error) {
 	var b []byte
 	if err == nil {
-		b, err = jsonOut.Marshal(m)
+		b, err = protojson.Marshal(m)
 	}
 	switch {
 	case errors.Is(err, hub.ErrNotFound):
@@ -255,7 +253,7 @@ func appendEvent(b []byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) 
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, ev.GetRevision(), 10)
 	b = append(b, "\ndata: "...)
-	b, err := jsonOut.MarshalAppend(b, proto.Message(ev))
+	b, err := protojson.MarshalOptions{}.MarshalAppend(b, ev)
 	if err != nil {
 		return b, err
 	}
