@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -29,7 +28,7 @@ var webFS embed.FS
 
 // Source is the status view the page reads, as GetStatus and WatchStatus do (hub.Hub).
 type Source interface {
-	// Streams names every stream that has a sink or a configuration.
+	// Streams names the streams that have a sink, sorted.
 	Streams() []string
 	Status(stream string) (*confighubv1.GetStatusResponse, error)
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
@@ -113,7 +112,6 @@ func writeError(w http.ResponseWriter, code int, e apiError) {
 
 func (h *Handler) streams(w http.ResponseWriter, _ *http.Request) {
 	s := h.src.Streams()
-	sort.Strings(s)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string][]string{"streams": s})
 }

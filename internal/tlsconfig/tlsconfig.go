@@ -32,18 +32,14 @@ func Build(spec *confighubv1.TLS) (*tls.Config, error) {
 		}
 		c.RootCAs = pool
 	}
-	cert, err := clientCertificate(spec)
-	if err != nil {
+	if c.Certificates, err = clientCertificates(spec); err != nil {
 		return nil, err
-	}
-	if cert != nil {
-		c.Certificates = []tls.Certificate{*cert}
 	}
 	return c, nil
 }
 
-// clientCertificate returns the client certificate of spec, or nil when it sets none.
-func clientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
+// clientCertificates returns the client certificate of spec, or nil when it sets none.
+func clientCertificates(spec *confighubv1.TLS) ([]tls.Certificate, error) {
 	certPEM, err := pemOrFile("cert", spec.GetCertPem(), spec.GetCertFile())
 	if err != nil {
 		return nil, err
@@ -64,7 +60,7 @@ func clientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: client certificate: %w", err)
 	}
-	return &cert, nil
+	return []tls.Certificate{cert}, nil
 }
 
 func pemOrFile(what, pem, file string) ([]byte, error) {
