@@ -158,13 +158,6 @@ func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 	}), nil
 }
 
-// checkConfig is admitConfig's check alone, for an upload's header.
-func (h *Hub) checkConfig(stream string, size int64) error {
-	h.bounds.mu.Lock()
-	defer h.bounds.mu.Unlock()
-	return h.checkConfigLocked(stream, size)
-}
-
 func (h *Hub) checkConfigLocked(stream string, size int64) error {
 	b := &h.bounds
 	if b.deleting[stream] {

@@ -56,7 +56,10 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 		return nil, fmt.Errorf("%w: upload header: expected_hash must be 64 hex characters", ErrInvalid)
 	}
 	stream := config.StreamName(in.Stream)
-	if err := h.checkConfig(stream, int64(totalSize)); err != nil {
+	h.bounds.mu.Lock()
+	err := h.checkConfigLocked(stream, int64(totalSize)) // admitted again at the commit
+	h.bounds.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	// The announced size is taken from the budget before any chunk is read.

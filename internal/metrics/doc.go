@@ -1,7 +1,6 @@
-// Package metrics serves the hub's Prometheus metrics at /metrics from a
-// private registry (engine series, go-grpc-middleware's gRPC metrics, Go
-// and process collectors) and, with WithProfiling, Go's profiles under
-// /debug/pprof/. Methods are safe for concurrent use and do no I/O.
+// Package metrics serves the hub's Prometheus metrics (engine, gRPC, Go and
+// process) at /metrics from a private registry and, with WithProfiling, Go's
+// profiles under /debug/pprof/; methods are concurrency-safe and do no I/O.
 // docs/metrics.md lists every series (test/docs TestMetricsDocumented).
 //
 // Guarantees:
