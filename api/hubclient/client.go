@@ -44,12 +44,10 @@ type Client struct {
 	Hub   confighubv1.ConfigHubServiceClient
 	Admin confighubv1.SinkAdminServiceClient
 
-	unaryLimit int
-	chunk      int
-	progress   func(sent, total int64)
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	watchState func(error)
+	unaryLimit, chunk      int
+	progress               func(sent, total int64)
+	minBackoff, maxBackoff time.Duration
+	watchState             func(error)
 }
 
 // Option configures a Client.

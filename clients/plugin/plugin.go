@@ -60,12 +60,11 @@ func register(r *sink.Registry, o options) error {
 
 // Sink is one external plugin.
 type Sink struct {
-	name     string
-	address  string
-	settings *structpb.Struct
-	log      *slog.Logger
-	conn     *grpc.ClientConn
-	client   sinkv1.SinkPluginServiceClient
+	name, address string
+	settings      *structpb.Struct
+	log           *slog.Logger
+	conn          *grpc.ClientConn
+	client        sinkv1.SinkPluginServiceClient
 
 	epoch        atomic.Uint64 // transport connections; desc is valid for its epoch
 	describeLock chan struct{} // unlike a mutex, given up on ctx

@@ -29,15 +29,9 @@ import (
 const defaultMetricsListen = "127.0.0.1:9464"
 
 type opsFlags struct {
-	authTokens        string
-	tlsCert           string
-	tlsKey            string
-	tlsClientCA       string
-	insecureListenAny bool
-	metricsListen     string
-	metricsListenSet  bool // given, even with the default value
-	includeSecrets    bool
-	profiling         bool
+	authTokens, tlsCert, tlsKey, tlsClientCA, metricsListen string
+	insecureListenAny, includeSecrets, profiling            bool
+	metricsListenSet                                        bool // given, even with the default value
 }
 
 // metricsRequired: the metrics listener must bind or the start fails.

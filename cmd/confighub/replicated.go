@@ -34,16 +34,8 @@ var (
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
 type replicaFlags struct {
-	endpoints string
-	ca        string
-	cert      string
-	key       string
-	username  string
-	password  string
-	prefix    string
-	replicaID string
-	leaseTTL  time.Duration
-	opTimeout time.Duration
+	endpoints, ca, cert, key, username, password, prefix, replicaID string
+	leaseTTL, opTimeout                                             time.Duration
 }
 
 func addReplicaFlags(fs *flag.FlagSet, r *replicaFlags) {

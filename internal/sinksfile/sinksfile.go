@@ -18,11 +18,8 @@ import (
 // Error is a problem at a line and column (1-based) of the user's file, in
 // an entry (index, -1 for none; name), at a field path as the user spelled it.
 type Error struct {
-	Line, Column int
-	Entry        int
-	Name         string
-	Path         string
-	Msg          string
+	Line, Column, Entry int
+	Name, Path, Msg     string
 }
 
 func (e *Error) Error() string {
