@@ -33,8 +33,7 @@ func (f Format) String() string {
 	return formatNames[f]
 }
 
-// ParseFormat is the inverse of Format.String, for stores that keep the
-// format as text.
+// ParseFormat is the inverse of Format.String.
 func ParseFormat(s string) (Format, error) {
 	if i := slices.Index(formatNames[:], s); i >= 0 {
 		return Format(i), nil
@@ -45,8 +44,7 @@ func ParseFormat(s string) (Format, error) {
 // DefaultStream is the stream a push, request or sink without one targets.
 const DefaultStream = "default"
 
-// StreamName is the stream that name designates: DefaultStream when name
-// is empty. The hub applies it where requests and sink specs enter.
+// StreamName is the stream that name designates: DefaultStream when name is empty.
 func StreamName(name string) string {
 	if name == "" {
 		return DefaultStream
@@ -60,35 +58,27 @@ var SupportedFormatVersions = []string{"1.1", "2.1", "3.0"}
 // ErrInvalid is wrapped by every error Check returns.
 var ErrInvalid = errors.New("invalid configuration")
 
-// Config is one accepted configuration of a stream, as the hub holds it,
-// hands to sinks and stores. It is immutable and shared: never modify Raw,
-// Labels or what JSON and YAML return. Build it with New.
+// Config is one accepted configuration of a stream, immutable and shared:
+// never modify Raw, Labels or what JSON and YAML return. Build it with New.
 type Config struct {
 	Stream     string
 	Generation uint64
-	// Hash is the hex SHA-256 of Raw.
-	Hash   string
-	Format Format
-	// Raw is the configuration as pushed.
-	Raw        []byte
+	Hash       string // the hex SHA-256 of Raw
+	Format     Format
+	Raw        []byte // as pushed
 	Labels     map[string]string
 	AcceptTime time.Time
-	// Origin is who pushed it and how (set by the hub, kept by the store).
-	Origin Origin
+	Origin     Origin // who pushed it and how
 
 	forms *forms // shared by the copies WithGeneration and WithOrigin make
 }
 
 // Origin says where a configuration came from.
 type Origin struct {
-	// Pusher is the name of the pusher's token, or "anonymous".
-	Pusher string
-	// Peer is the pusher's address.
-	Peer string
-	// RollbackOf is the generation whose bytes this one restores, or 0.
-	RollbackOf uint64
-	// Entities counts the configuration's entities by type.
-	Entities map[string]int
+	Pusher     string         // the name of the pusher's token, or "anonymous"
+	Peer       string         // the pusher's address
+	RollbackOf uint64         // the generation whose bytes this one restores, or 0
+	Entities   map[string]int // the configuration's entities by type
 }
 
 // WithOrigin returns c with origin o: the same bytes, labels and forms.
@@ -107,16 +97,14 @@ func (c *Config) copy() *Config {
 	return &n
 }
 
-// forms holds the JSON and YAML forms of Raw (indexed by Format), each
-// made once, on first use.
+// forms holds the JSON and YAML forms of Raw (by Format), each made on first use.
 type forms [FormatYAML + 1]struct {
 	once sync.Once
 	b    []byte
 	err  error
 }
 
-// New builds a Config from accepted bytes. jsonForm may be nil; it is the
-// JSON form of a YAML configuration when the caller already has it.
+// New builds a Config from accepted bytes; jsonForm, if not nil, is a YAML one's JSON form.
 func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte, labels map[string]string, accepted time.Time) *Config {
 	c := &Config{Stream: stream, Generation: gen, Hash: hash, Format: f, Raw: raw, Labels: labels, AcceptTime: accepted, forms: &forms{}}
 	if f == FormatJSON {
@@ -129,8 +117,7 @@ func New(stream string, gen uint64, hash string, f Format, raw, jsonForm []byte,
 	return c
 }
 
-// WithGeneration returns c as generation gen (a store assigns it at the
-// commit), sharing everything else, the forms included.
+// WithGeneration returns c as generation gen, sharing everything else.
 func (c *Config) WithGeneration(gen uint64) *Config {
 	n := c.copy()
 	n.Generation = gen
@@ -166,8 +153,7 @@ func (c *Config) form(to Format) ([]byte, error) {
 // Size is the length of the configuration as pushed.
 func (c *Config) Size() int { return len(c.Raw) }
 
-// Hash returns the hex SHA-256 of b: in one call up to hashPiece bytes
-// (no digest to allocate), through a Hasher above.
+// Hash returns the hex SHA-256 of b.
 func Hash(b []byte) string {
 	if len(b) <= hashPiece {
 		sum := sha256.Sum256(b)
@@ -178,13 +164,11 @@ func Hash(b []byte) string {
 	return h.Sum()
 }
 
-// hashPiece bounds the bytes one call into SHA-256 takes: its assembly
-// cannot be preempted, and a stop of the world waits for the call in
-// progress with every goroutine (about 0.8 ms per MiB; 64 KiB take 50 us).
+// hashPiece bounds one call into SHA-256, whose assembly a stop of the
+// world waits for (about 0.8 ms per MiB; 64 KiB take 50 us).
 const hashPiece = 64 << 10
 
-// Hasher computes Hash over bytes written in any number of calls, feeding
-// SHA-256 at most hashPiece bytes per call.
+// Hasher computes Hash over bytes written in pieces of at most hashPiece.
 type Hasher struct{ h hash.Hash }
 
 // NewHasher returns an empty Hasher.
@@ -218,17 +202,14 @@ func Detect(raw []byte) Format {
 
 // Checked is the outcome of Check.
 type Checked struct {
-	Format Format
-	// JSON is the JSON form: Raw itself for JSON, the conversion for YAML.
-	JSON          []byte
+	Format        Format
+	JSON          []byte // Raw itself for JSON, the conversion for YAML
 	FormatVersion string
 }
 
-// Check validates raw as a Kong declarative configuration without decoding
-// it into Go values: well-formed, strict where parsers disagree (no key
-// twice in an object at any depth, UTF-8 strings, at most 10,000 levels,
-// one YAML document), a top-level object, a supported _format_version. f
-// may be FormatUnknown to detect. YAML is converted to JSON once, here.
+// Check validates raw (f FormatUnknown: detected) as a Kong declarative
+// configuration, strict where parsers disagree (no key twice, UTF-8, at most
+// maxDepth levels, one YAML document), with a supported _format_version.
 func Check(raw []byte, f Format) (Checked, error) {
 	if len(raw) == 0 {
 		return Checked{}, fmt.Errorf("%w: the configuration is empty", ErrInvalid)
@@ -255,10 +236,8 @@ func Check(raw []byte, f Format) (Checked, error) {
 	return Checked{Format: f, JSON: js, FormatVersion: fv}, nil
 }
 
-// formatVersionNotString refuses a _format_version that is not a string:
-// text as the document writes it, first its JSON kind. When quoting text
-// gives a version Kong accepts the message says so: an unquoted YAML 3.0
-// is the usual slip.
+// formatVersionNotString refuses a _format_version that is not a string
+// (text as written, first its JSON kind), saying when quoting it would do.
 func formatVersionNotString(text string, first byte) error {
 	kind := "a number"
 	switch first {

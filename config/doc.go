@@ -1,18 +1,9 @@
 // Package config owns one Kong declarative configuration as the hub holds
-// it: the bytes as pushed, their SHA-256, the stream's generation, and the
-// checks that run before a push is acknowledged.
-//
-// Check reads JSON with jsontext (no decode into Go values) and finds
-// _format_version on the way; YAML is converted to JSON once, there, and the
-// Config keeps that JSON for every sink to share. An upload's chunks are
-// checked as they arrive by a Scanner with the same verdict. Input is strict
-// where parsers disagree (Kong keeps the last of two equal keys, gjson the
-// first; Kong refuses what is not UTF-8), and every refusal wraps ErrInvalid
-// and says what and where.
-//
-// A Config is immutable once built and shared by every sink of its stream
-// and by the store: the bytes are held once. An empty stream name designates
-// DefaultStream (StreamName).
+// it (bytes as pushed, SHA-256, generation; immutable, shared by every sink
+// and the store) and the checks before a push is acknowledged. JSON is read
+// with jsontext, never decoded into Go values; YAML is converted to JSON
+// once. Input is strict where parsers disagree; every refusal wraps
+// ErrInvalid and says what and where.
 //
 // Guarantees:
 //   - JSON accepted is exactly encoding/json.Valid's that is UTF-8 (no lone surrogate escape) with no key twice in an object (TestValidTable, TestValidMatchesStdlib, TestValidFixtures, FuzzValid).

@@ -20,13 +20,10 @@ const (
 	fvMax    = 64
 )
 
-// Scanner is Check for a JSON configuration that arrives in pieces (an
-// upload's chunks): Write the bytes in order, cut anywhere, then Close. It
-// holds a few KiB and the names of the open objects, not the document, and
-// Write fails at the first piece that cannot continue a valid document, so
-// an upload can stop there. jsontext reads the tokens: strictly (RFC 7493:
-// strings are UTF-8, lone surrogate escapes included; no object holds a
-// name twice, compared unescaped; at most maxDepth levels).
+// Scanner is Check for a JSON configuration written in pieces cut anywhere,
+// then Closed. It holds the names of the open objects, not the document, and
+// Write fails at the first piece that cannot continue a valid one. jsontext
+// reads strictly (RFC 7493: UTF-8, no name twice, at most maxDepth levels).
 type Scanner struct {
 	in  pieces
 	dec *jsontext.Decoder
@@ -34,17 +31,15 @@ type Scanner struct {
 	// top is the top-level value's kind (0 before it); done: it ended.
 	top  jsontext.Kind
 	done bool
-	// fvNext: the next token starts the top level's _format_version,
-	// whose kind and text (a string unescaped, else as written) follow.
+	// fvNext: the next token is the top level's _format_version.
 	fvNext, fvSeen bool
 	fvKind         jsontext.Kind
 	fv             string
 	err            error
 }
 
-// pieces feeds the decoder the piece being written, then errMore until
-// the next one, io.EOF once closed. The decoder resumes a read that failed
-// for want of input where it stopped (TestScannerEverySplit).
+// pieces feeds the decoder the piece being written, then errMore, then
+// io.EOF once closed; the decoder resumes where it stopped (TestScannerEverySplit).
 type pieces struct {
 	p      []byte
 	closed bool
@@ -71,8 +66,7 @@ func NewScanner() *Scanner {
 	return s
 }
 
-// scan reads a whole JSON document in place, strict as Scanner is, for
-// verdict: fast, else (or to word a refusal as Scanner does) token by token.
+// scan reads a whole JSON document as Scanner does: fast, else token by token.
 func scan(js []byte) (*Scanner, error) {
 	s := &Scanner{dec: jsontext.NewDecoder(bytes.NewBuffer(js)), n: int64(len(js))}
 	if s.fast() {
@@ -82,8 +76,7 @@ func scan(js []byte) (*Scanner, error) {
 	return s, s.end()
 }
 
-// fast reads a top-level object with each member's value whole (about 1.5
-// times the token loop's rate) and reports whether it is valid.
+// fast reads a top-level object value by value (1.5 times the token loop's rate), if valid.
 func (s *Scanner) fast() bool {
 	if s.dec.PeekKind() != '{' {
 		return false
@@ -114,8 +107,7 @@ func (s *Scanner) fast() bool {
 	return true
 }
 
-// Write checks the next bytes of the document; it fails at the first
-// invalid piece (and from then on). It keeps no reference to p.
+// Write checks the next bytes of the document, keeping no reference to p.
 func (s *Scanner) Write(p []byte) (int, error) {
 	if s.err == nil {
 		s.n += int64(len(p))
@@ -129,8 +121,7 @@ func (s *Scanner) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close checks that the document ended and is a configuration Check
-// accepts, and returns its _format_version.
+// Close checks that the document ended as Check accepts, and returns its _format_version.
 func (s *Scanner) Close() (string, error) {
 	if s.n == 0 && s.err == nil {
 		return "", fmt.Errorf("%w: the configuration is empty", ErrInvalid)
@@ -153,8 +144,7 @@ func (s *Scanner) end() error {
 	return s.err
 }
 
-// run reads the tokens the input holds, noting the top level's kind and
-// _format_version; it fails with the refusal.
+// run reads the tokens the input holds, noting the top level's kind and _format_version.
 func (s *Scanner) run() error {
 	for {
 		if s.done && s.dec.PeekKind() != 0 {
@@ -188,8 +178,7 @@ func (s *Scanner) run() error {
 	}
 }
 
-// verdict wants a top-level object with a supported _format_version string.
-// yamlRaw is the YAML document whose JSON form was read, if any.
+// verdict wants a top-level object with a supported _format_version (yamlRaw: the YAML read, if any).
 func (s *Scanner) verdict(yamlRaw []byte) (string, error) {
 	switch {
 	case s.top != '{':
@@ -230,8 +219,7 @@ func (s *Scanner) refusal(err error) error {
 	}
 }
 
-// path writes a JSON pointer as services[3].routes[0].name, the decoder's
-// stack telling indexes from keys.
+// path writes a JSON pointer as services[3].routes[0].name.
 func (s *Scanner) path(ptr jsontext.Pointer) string {
 	var parts []string
 	for tok := range ptr.Tokens() {
@@ -246,15 +234,13 @@ func (s *Scanner) path(ptr jsontext.Pointer) string {
 	return joinPath(parts)
 }
 
-// Bounds of an error path, so that hostile input cannot make a message
-// large.
+// Bounds of an error path, so that hostile input cannot make a message large.
 const (
 	maxPathKey   = 64
 	maxPathParts = 24
 )
 
-// joinPath joins the parts of a path (".key", "[3]"), keeping the ends of a
-// deep one; the top level is "$".
+// joinPath joins the parts of a path, keeping the ends of a deep one; the top level is "$".
 func joinPath(parts []string) string {
 	if len(parts) > maxPathParts {
 		cut := len(parts) - maxPathParts

@@ -13,14 +13,11 @@ import (
 	yaml "go.yaml.in/yaml/v2"
 )
 
-// errSeveralDocuments: Kong's parser and the hub's would not agree on which
-// document counts.
+// errSeveralDocuments: Kong's parser and the hub's would disagree on which counts.
 var errSeveralDocuments = errors.New("the YAML stream holds more than one document (a second one follows '---'): push one configuration per stream")
 
-// yamlToJSON parses raw as exactly one YAML document, as
-// sigs.k8s.io/yaml.YAMLToJSON (and Kong's libyaml) reads it, and returns
-// its JSON form as that function does; unlike it, a key twice in a mapping
-// (compared as JSON keys) and a second document are errors.
+// yamlToJSON is sigs.k8s.io/yaml.YAMLToJSON, except that a key twice in a
+// mapping (compared as JSON keys) and a second document are errors.
 func yamlToJSON(raw []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	var doc yamlDoc
@@ -33,8 +30,7 @@ func yamlToJSON(raw []byte) ([]byte, error) {
 		}
 		return nil, err
 	}
-	// The decoder panics when asked for more after an error, so only a
-	// clean first document is followed by this look.
+	// Only after a clean document: the decoder panics when asked for more after an error.
 	var next any
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
 		return nil, errSeveralDocuments
@@ -46,8 +42,7 @@ func yamlToJSON(raw []byte) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// yamlDoc decodes a document's top level as a yaml.MapSlice (so nested
-// mappings are MapSlices too), or as whatever else it is.
+// yamlDoc decodes a document's top level as a yaml.MapSlice, or as whatever else it is.
 type yamlDoc struct{ v any }
 
 func (d *yamlDoc) UnmarshalYAML(unmarshal func(any) error) error {
@@ -106,8 +101,7 @@ func jsonable(v any, path []string) (any, error) {
 	}
 }
 
-// yamlKey writes a mapping key as the JSON key sigs.k8s.io/yaml makes of
-// it.
+// yamlKey writes a mapping key as the JSON key sigs.k8s.io/yaml makes of it.
 func yamlKey(k any) (string, error) {
 	switch t := k.(type) {
 	case string:
@@ -136,10 +130,8 @@ func yamlKey(k any) (string, error) {
 	}
 }
 
-// yamlScalarText is the _format_version of a YAML document as its text
-// reads (3.0 where the JSON form holds 3), or json, its JSON form, when the
-// document does not give one as a scalar. Only a refusal calls it: it
-// parses the document again.
+// yamlScalarText is a YAML document's _format_version as written (3.0 where
+// the JSON form holds 3), else json; only a refusal parses the document again.
 func yamlScalarText(raw []byte, json string) string {
 	var top struct {
 		FV string `yaml:"_format_version"`

@@ -26,8 +26,7 @@ var Codes = []Code{CodeRejected, CodeInvalid, CodeTooLarge, CodeRateLimited, Cod
 // Known reports whether c is one of Codes.
 func (c Code) Known() bool { return slices.Contains(Codes, c) }
 
-// ParseCode maps a free-form code onto the set: unknown ones become
-// CodeRejected when permanent, else CodeUnavailable.
+// ParseCode maps a free-form code onto the set: unknown ones become CodeRejected when permanent, else CodeUnavailable.
 func ParseCode(s string, permanent bool) Code {
 	if c := Code(s); c.Known() {
 		return c

@@ -25,15 +25,11 @@ type Sink interface {
 
 // Capabilities describe a sink to the engine.
 type Capabilities struct {
-	// Gateway counts for GATE_ANY_GATEWAY and runs in the gateway apply pool.
-	Gateway bool
-	// NoApplySlot: an apply holds no hub resource (a hybrid data plane is
-	// awaited), so it takes no slot of the hub-wide apply limit.
-	NoApplySlot bool
+	Gateway     bool // counts for GATE_ANY_GATEWAY, runs in the gateway apply pool
+	NoApplySlot bool // an apply holds no hub resource: no slot of the apply limit
 }
 
-// Runner is a sink with background work (kong's status poll), run in its
-// own goroutine until the sink is deleted or the hub stops.
+// Runner is a sink with background work, run until the sink is deleted or the hub stops.
 type Runner interface {
 	Run(ctx context.Context, n Notifier)
 }
@@ -57,21 +53,17 @@ type Deps struct {
 	Clock  clockwork.Clock
 }
 
-// Factory builds a sink from its proto-validated spec, validating the rest
-// without network I/O.
+// Factory builds a sink from its proto-validated spec, without network I/O.
 type Factory func(spec *confighubv1.Sink, deps Deps) (Sink, error)
 
 // Kind is a registered sink kind.
 type Kind struct {
 	Name     string
 	Factory  Factory
-	Defaults *confighubv1.SinkOptions // fill unset options
-	// Validate (optional) checks the options after defaults.
-	Validate func(spec *confighubv1.Sink) error
-	// Owns (optional) reports whether a spec sets this kind's oneof member.
-	Owns func(spec *confighubv1.Sink) bool
-	// Gateway: every sink of the kind is a gateway, known before one is built.
-	Gateway bool
+	Defaults *confighubv1.SinkOptions           // fill unset options
+	Validate func(spec *confighubv1.Sink) error // optional, after defaults
+	Owns     func(spec *confighubv1.Sink) bool  // optional: spec sets the kind's oneof member
+	Gateway  bool                               // every sink of the kind is a gateway
 }
 
 // Registry maps kind names to factories; make it with NewRegistry.
@@ -163,10 +155,9 @@ var ErrInvalidSpec = errors.New("invalid sink spec")
 
 // Error tells the engine how to treat a failed apply.
 type Error struct {
-	Code    Code
-	Message string
-	// Permanent: not retried until a new generation.
-	Permanent    bool
+	Code         Code
+	Message      string
+	Permanent    bool // not retried until a new generation
 	RetryAfter   time.Duration
 	EntityErrors []*confighubv1.EntityError
 	Body         []byte // the destination's raw answer

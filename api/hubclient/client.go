@@ -28,8 +28,7 @@ const (
 // StatusPageHeader is the GetStatus/WatchStatus response header naming the hub's status page URL.
 const StatusPageHeader = "confighub-status-page"
 
-// BearerToken sends token with every call, as the hub's --auth-tokens
-// expects; it works over plaintext too (a loopback hub).
+// BearerToken sends token with every call, also over plaintext (a loopback hub).
 func BearerToken(token string) credentials.PerRPCCredentials { return bearer(token) }
 
 type bearer string
@@ -45,12 +44,10 @@ type Client struct {
 	Hub   confighubv1.ConfigHubServiceClient
 	Admin confighubv1.SinkAdminServiceClient
 
-	unaryLimit int
-	chunk      int
-	progress   func(sent, total int64)
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	watchState func(error)
+	unaryLimit, chunk      int
+	progress               func(sent, total int64)
+	minBackoff, maxBackoff time.Duration
+	watchState             func(error)
 }
 
 // Option configures a Client.
@@ -70,8 +67,8 @@ func WithWatchBackoff(min, max time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
 }
 
-// WithWatchState makes Watch (and Wait) call f(err) on each break or failed
-// reconnect it retries, and f(nil) once the hub's header answers a new stream.
+// WithWatchState makes Watch call f(err) on each break or failed reconnect,
+// and f(nil) once the hub's header answers a new stream.
 func WithWatchState(f func(err error)) Option { return func(c *Client) { c.watchState = f } }
 
 // New returns a client on conn.
@@ -159,8 +156,7 @@ func (c *Client) uploadErr(st grpc.ClientStreamingClient[confighubv1.UploadConfi
 }
 
 // Watch calls fn with every status event of a stream until ctx ends or fn
-// fails; a broken stream resumes from the last revision after a backoff,
-// and permanent errors are returned.
+// fails, resuming a broken stream from the last revision; permanent errors end it.
 func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, fn func(*confighubv1.WatchStatusResponse) error) error {
 	rev, wait, broken := fromRevision, c.minBackoff, false
 	var fnErr error
@@ -217,8 +213,7 @@ func (c *Client) Watch(ctx context.Context, stream string, fromRevision uint64, 
 	}
 }
 
-// hashHex is the hub's config hash (hex SHA-256), fed in pieces as the hub
-// does so that a GC never waits on one unpreemptible call over a whole config.
+// hashHex is the hub's config hash, fed in pieces as the hub does (config.Hasher).
 func hashHex(b []byte) string {
 	h := sha256.New()
 	writePieces(h, b)

@@ -11,8 +11,7 @@ import (
 // Outcome is what a sink did with a generation.
 type Outcome int
 
-// The outcomes of OutcomeOf: Applied covers a later generation too, and
-// Rejected a later one rejected before applying this one.
+// The outcomes of OutcomeOf: Applied and Rejected cover a later generation too.
 const (
 	Pending Outcome = iota
 	Applied
@@ -30,9 +29,8 @@ func OutcomeOf(st *confighubv1.SinkStatus, gen uint64) Outcome {
 	return Pending
 }
 
-// StatusView is one stream's status folded from its WatchStatus events; it
-// counts the sinks by Outcome as events come, so a fleet wait is O(1) per
-// event. Not safe for concurrent use.
+// StatusView is one stream's status folded from its WatchStatus events,
+// counting the sinks by Outcome as they come. Not safe for concurrent use.
 type StatusView struct {
 	stream string
 	rev    uint64
@@ -120,9 +118,6 @@ func (v *StatusView) Revision() uint64 { return v.rev }
 
 // Len is the number of sinks.
 func (v *StatusView) Len() int { return len(v.sinks) }
-
-// Sink returns a sink's newest status, nil if the view has none.
-func (v *StatusView) Sink(name string) *confighubv1.SinkStatus { return v.sinks[name] }
 
 // Sinks returns every sink's newest status, sorted by name.
 func (v *StatusView) Sinks() []*confighubv1.SinkStatus {

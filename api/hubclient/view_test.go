@@ -105,8 +105,8 @@ func TestStatusViewTarget(t *testing.T) {
 	if a, r, p := v.Counts(); a != 2 || r != 0 || p != 0 {
 		t.Fatalf("after the events: counts %d/%d/%d, want 2/0/0", a, r, p)
 	}
-	if v.Sink("gw-1").GetAppliedGeneration() != 2 || v.Sink("nope") != nil || v.Len() != 3 {
-		t.Fatalf("Sink, Len: %v %v %d", v.Sink("gw-1"), v.Sink("nope"), v.Len())
+	if s := v.Sinks(); s[1].GetSink() != "gw-1" || s[1].GetAppliedGeneration() != 2 || v.Len() != 3 {
+		t.Fatalf("Sinks, Len: %v %d", s, v.Len())
 	}
 }
 

@@ -23,8 +23,7 @@ type Result struct {
 	Sinks      []*confighubv1.SinkStatus
 }
 
-// RejectedError is returned by Wait when a sink rejected the generation:
-// Rejected are those sinks, Result every sink at that point.
+// RejectedError is returned by Wait when sinks (Rejected) rejected the generation; Result has every sink.
 type RejectedError struct {
 	Rejected []*confighubv1.SinkStatus
 	Result   *Result
@@ -75,9 +74,8 @@ func Tag(tags []string, key string) (string, bool) {
 	return "", false
 }
 
-// Wait watches the stream until every sink applied gen (or later), and
-// returns each sink's status; a *RejectedError at the first rejection,
-// ErrNoSinks, or ctx's error with the statuses so far once watching began.
+// Wait watches the stream until every sink applied gen (or later) and returns each sink's status; a
+// *RejectedError at the first rejection, ErrNoSinks, or ctx's error with the statuses so far.
 func (c *Client) Wait(ctx context.Context, stream string, gen uint64) (*Result, error) {
 	v := NewStatusView(gen, nil)
 	var res *Result

@@ -11,8 +11,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Register adds the built-in kinds to r: file (writing under fileRoot),
-// kong, kong-db, konnect, plugin.
+// Register adds the built-in kinds to r: file (writing under fileRoot), kong, kong-db, konnect, plugin.
 func Register(r *sink.Registry, fileRoot string) error {
 	for _, reg := range []func(*sink.Registry) error{
 		func(r *sink.Registry) error { return file.Register(r, fileRoot) },

@@ -37,8 +37,7 @@ type Sink struct {
 
 var _ sink.Sink = (*Sink)(nil)
 
-// Factory returns the factory of the "file" kind for sinks confined to root:
-// a file.path that leaves it, also through a link, is sink.ErrInvalidSpec.
+// Factory returns the factory of the "file" kind for sinks confined to root.
 func Factory(root string) (sink.Factory, error) {
 	if root == "" {
 		return nil, errors.New("file sinks: the root directory is empty")
@@ -57,8 +56,8 @@ func Factory(root string) (sink.Factory, error) {
 	}, nil
 }
 
-// confine returns path relative to root, or why it is not a file inside
-// root, lexically and then on disk (os.Root); missing folders are accepted.
+// confine returns path relative to root, or why it is not a file inside it
+// (lexically, then on disk); missing folders are accepted.
 func confine(root, path string) (string, error) {
 	rel, ok := filepath.Clean(path), true
 	if filepath.IsAbs(rel) {
@@ -149,8 +148,8 @@ func render(cfg *config.Config, f confighubv1.Format) ([]byte, error) {
 	return b, nil
 }
 
-// WriteAtomic durably replaces name under root with b: missing folders,
-// then a temporary file fsynced and renamed over name, then a folder fsync.
+// WriteAtomic durably replaces name under root with b: missing folders made, a temporary
+// file fsynced and renamed over name, the folder fsynced.
 func WriteAtomic(root *os.Root, name string, b []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(name)
 	if err := mkdirAll(root, dir); err != nil {

@@ -1,7 +1,6 @@
 // Package kong is the "kong" sink kind: one DB-less Kong gateway, configured
-// with POST /config of its Admin API. With ON_REJECT_FALLBACK a rejection is
-// followed by a fallback built by internal/kongraph (docs/fallback.md); a
-// GET /status poll resyncs a gateway that restarted empty.
+// with POST /config; with ON_REJECT_FALLBACK a rejection is followed by a
+// fallback (docs/fallback.md); a GET /status poll resyncs a restarted gateway.
 //
 // Guarantees:
 //   - 201 and 304 are success (TestApply201Then304).

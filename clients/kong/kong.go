@@ -162,8 +162,7 @@ func (s *Sink) do(ctx context.Context, method, path string, body []byte) (*http.
 	return s.http.Do(req)
 }
 
-// closeBody drains an answer, bounded, so its connection is reused (a 201
-// lists every loaded entity: drained, never read).
+// closeBody drains an answer, bounded, so its connection is reused.
 func closeBody(resp *http.Response) {
 	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
 	_ = resp.Body.Close()
@@ -271,8 +270,8 @@ type flatEntity struct {
 	} `json:"errors"`
 }
 
-// ParseFlattenedErrors reads a 400 body's flattened_errors, and the reference
-// errors Kong leaves nested in fields, into entity errors; it returns Kong's message.
+// ParseFlattenedErrors reads a 400 body's flattened_errors and the reference
+// errors nested in fields into entity errors, and returns Kong's message.
 func ParseFlattenedErrors(raw []byte) ([]*confighubv1.EntityError, string) {
 	var f flattened
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -355,9 +354,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// Run polls GET /status: an empty hash after an apply (or at the first poll)
-// means a restart, so it resyncs; every failed poll reports Health(err),
-// since an apply in between clears the engine's view.
+// Run polls GET /status: an empty hash after an apply (or at the first
+// poll) means a restart, so it resyncs; every failed poll reports Health.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	t := s.clock.NewTicker(s.interval)
 	defer t.Stop()

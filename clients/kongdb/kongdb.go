@@ -1,6 +1,7 @@
 package kongdb
 
 import (
+	"cmp"
 	"fmt"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
@@ -27,10 +28,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: kong_db.tls: %v", sink.ErrInvalidSpec, spec.GetName(), err)
 	}
-	conc := int(ks.GetConcurrency())
-	if conc == 0 {
-		conc = DefaultConcurrency
-	}
+	conc := cmp.Or(int(ks.GetConcurrency()), DefaultConcurrency)
 	client, tr, err := diffsync.NewClient(diffsync.ClientOptions{
 		BaseURL: ks.GetAddress(), TLS: tlsCfg, Headers: ks.GetHeaders(), MaxConns: conc, Workspace: ks.GetWorkspace(),
 	})

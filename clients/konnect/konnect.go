@@ -1,6 +1,7 @@
 package konnect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -94,10 +95,7 @@ func New(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 	if (tlsCfg == nil || len(tlsCfg.Certificates) == 0) && *tok.value.Load() == "" {
 		return nil, bad("needs a client certificate (tls.cert_pem/key_pem or cert_file/key_file) or a token (token or token_file)")
 	}
-	conc := int(ks.GetConcurrency())
-	if conc == 0 {
-		conc = DefaultConcurrency
-	}
+	conc := cmp.Or(int(ks.GetConcurrency()), DefaultConcurrency)
 	opts := diffsync.ClientOptions{BaseURL: BaseURL(ks.GetAddress(), cp), TLS: tlsCfg, MaxConns: conc}
 	if *tok.value.Load() != "" {
 		opts.Auth = tok.header

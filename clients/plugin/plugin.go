@@ -40,21 +40,18 @@ const (
 	describeTimeout   = 10 * time.Second
 )
 
-// Options tune the kind's connections (zero: backoff capped at 30s, 5s connect timeout).
-type Options struct {
+// options tune the kind's connections (tests shorten them).
+type options struct {
 	Backoff           backoff.Config
 	MinConnectTimeout time.Duration
 }
 
 // Register adds the "plugin" kind to r.
-func Register(r *sink.Registry) error { return RegisterWith(r, Options{}) }
+func Register(r *sink.Registry) error {
+	return register(r, options{backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: DefaultBackoffMax}, 5 * time.Second})
+}
 
-// RegisterWith adds the "plugin" kind to r with o.
-func RegisterWith(r *sink.Registry, o Options) error {
-	if o.Backoff == (backoff.Config{}) {
-		o.Backoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 30 * time.Second}
-	}
-	o.MinConnectTimeout = cmp.Or(o.MinConnectTimeout, 5*time.Second)
+func register(r *sink.Registry, o options) error {
 	return r.Register(Kind, func(spec *confighubv1.Sink, deps sink.Deps) (sink.Sink, error) {
 		return newSink(spec, deps, o)
 	}, sink.WithSpec(func(s *confighubv1.Sink) bool { return s.GetPlugin() != nil }),
@@ -63,17 +60,14 @@ func RegisterWith(r *sink.Registry, o Options) error {
 
 // Sink is one external plugin.
 type Sink struct {
-	name     string
-	address  string
-	settings *structpb.Struct
-	log      *slog.Logger
-	conn     *grpc.ClientConn
-	client   sinkv1.SinkPluginServiceClient
+	name, address string
+	settings      *structpb.Struct
+	log           *slog.Logger
+	conn          *grpc.ClientConn
+	client        sinkv1.SinkPluginServiceClient
 
-	// epoch counts transport connections; desc is valid for its epoch.
-	// describeLock, unlike a mutex, is given up on ctx.
-	epoch        atomic.Uint64
-	describeLock chan struct{}
+	epoch        atomic.Uint64 // transport connections; desc is valid for its epoch
+	describeLock chan struct{} // unlike a mutex, given up on ctx
 	desc         atomic.Pointer[described]
 }
 
@@ -88,7 +82,7 @@ var (
 	_ sink.Closer = (*Sink)(nil)
 )
 
-func newSink(spec *confighubv1.Sink, deps sink.Deps, o Options) (*Sink, error) {
+func newSink(spec *confighubv1.Sink, deps sink.Deps, o options) (*Sink, error) {
 	ps := spec.GetPlugin()
 	log := deps.Logger
 	if log == nil {
@@ -124,8 +118,7 @@ func (s *Sink) Describe() sink.Capabilities { return sink.Capabilities{} }
 // Close releases the connection.
 func (s *Sink) Close() error { return s.conn.Close() }
 
-// Run keeps the connection up, Describes on each new connection, reports
-// health, and asks for a resync after the plugin came back.
+// Run keeps the connection up, Describes each new one, reports health, and resyncs a plugin that came back.
 func (s *Sink) Run(ctx context.Context, n sink.Notifier) {
 	lost := false
 	_ = s.follow(ctx, func(st connectivity.State) bool {
@@ -184,8 +177,7 @@ func (s *Sink) connect(ctx context.Context) error {
 	})
 }
 
-// follow passes each state of the connection, made when idle, to fn until
-// fn returns false, ctx ends or the connection shuts down.
+// follow passes each state of the connection to fn until fn returns false, ctx ends or it shuts down.
 func (s *Sink) follow(ctx context.Context, fn func(connectivity.State) bool) error {
 	for {
 		st := s.conn.GetState()
@@ -218,10 +210,7 @@ func (s *Sink) Apply(ctx context.Context, cfg *config.Config) error {
 		return &sink.Error{Code: sink.CodeTooLarge, Permanent: true,
 			Message: fmt.Sprintf("configuration of %d bytes is larger than the plugin's max_config_bytes %d", len(body), max)}
 	}
-	chunk := int(d.GetChunkBytes())
-	if chunk <= 0 {
-		chunk = DefaultChunkBytes
-	}
+	chunk := cmp.Or(int(d.GetChunkBytes()), DefaultChunkBytes)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.client.Apply(sctx)
@@ -324,8 +313,7 @@ func codeName(c codes.Code) string {
 	return b.String()
 }
 
-// render picks the bytes to send: as pushed if the plugin takes that format
-// (default JSON), else the Config's shared conversion.
+// render picks the bytes to send: as pushed if the plugin takes that format, else a shared conversion.
 func render(cfg *config.Config, d *sinkv1.DescribeResponse) ([]byte, sinkv1.Format, error) {
 	formats := d.GetFormats()
 	if len(formats) == 0 {

@@ -11,8 +11,7 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// drainer ends the server-streaming calls (WatchStatus), which never end
-// on their own, with Unavailable once drain is called (a shutdown starts).
+// drainer ends the server-streaming calls (WatchStatus) with Unavailable once drain is called.
 type drainer struct {
 	ctx   context.Context
 	drain context.CancelFunc

@@ -16,8 +16,7 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// limitFlags are the bounds on what clients can make the hub hold, and
-// the Go memory limit.
+// limitFlags are the bounds of what clients can make the hub hold, and the Go memory limit.
 type limitFlags struct {
 	hub         hub.Limits
 	connStreams int    // --max-concurrent-streams
@@ -69,8 +68,7 @@ func parseSize(s string) (int64, error) {
 
 const cgroupRoot = "/sys/fs/cgroup"
 
-// cgroupMemoryLimit reads the cgroup v2 or v1 memory limit under root (0:
-// none) and the file it read.
+// cgroupMemoryLimit reads the cgroup v2 or v1 memory limit under root (0: none) and its file.
 func cgroupMemoryLimit(root string) (int64, string, error) {
 	for _, f := range []string{filepath.Join(root, "memory.max"), filepath.Join(root, "memory", "memory.limit_in_bytes")} {
 		b, err := os.ReadFile(f)
@@ -97,8 +95,7 @@ func cgroupMemoryLimit(root string) (int64, string, error) {
 	return 0, "", nil
 }
 
-// autoMemoryShare of the cgroup's limit goes to the Go runtime; the rest
-// is for what it does not count (thread stacks, the store's page cache).
+// autoMemoryShare of the cgroup's limit goes to the Go runtime; the rest to what it does not count.
 const autoMemoryShare = 0.9
 
 // memoryLimit is the soft limit --memory-limit asks for, and its source.

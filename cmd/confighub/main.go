@@ -1,6 +1,5 @@
-// Command confighub runs the config-distribution hub: it accepts Kong
-// declarative configurations over gRPC, stores them durably, and fans them
-// out to its sinks.
+// Command confighub runs the config-distribution hub: it accepts Kong declarative configurations
+// over gRPC, stores them durably, and fans them out to its sinks.
 package main
 
 import (
@@ -129,9 +128,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// storeMode is what a --store mode gives serve: its store, the hub's ports
-// on the engine, a failed start's name and bound (0: none), and serving,
-// run once the server exists; its stop runs before the engine stops.
+// storeMode is what a --store mode gives serve; serving runs once the server exists, and its stop before the engine stops.
 type storeMode struct {
 	store        store.Store
 	log          *slog.Logger
@@ -186,16 +183,15 @@ func sinkSecrets(ctx context.Context, st store.Store) (*redact.SinkSecrets, erro
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	var log *slog.Logger
 	f, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	if err == nil {
+		log, err = newLogger(stderr, f.logLevel, f.logFormat)
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "confighub: %v\n", err)
-		return 2
-	}
-	log, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
+	case err != nil:
 		fmt.Fprintf(stderr, "confighub: %v\n", err)
 		return 2
 	}
@@ -294,8 +290,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	return listenAndServe(ctx, f, log, o, srv, append(m.attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }
 
-// listenAndServe serves gRPC on --listen until ctx ends, then ends the
-// status watches and lets other calls finish within --shutdown-timeout.
+// listenAndServe serves gRPC on --listen until ctx ends, then drains within --shutdown-timeout.
 func listenAndServe(ctx context.Context, f flags, log *slog.Logger, o *ops, srv *server.Server, attrs ...any) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {

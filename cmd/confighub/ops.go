@@ -29,15 +29,9 @@ import (
 const defaultMetricsListen = "127.0.0.1:9464"
 
 type opsFlags struct {
-	authTokens        string
-	tlsCert           string
-	tlsKey            string
-	tlsClientCA       string
-	insecureListenAny bool
-	metricsListen     string
-	metricsListenSet  bool // given, even with the default value
-	includeSecrets    bool
-	profiling         bool
+	authTokens, tlsCert, tlsKey, tlsClientCA, metricsListen string
+	insecureListenAny, includeSecrets, profiling            bool
+	metricsListenSet                                        bool // given, even with the default value
 }
 
 // metricsRequired: the metrics listener must bind or the start fails.
@@ -102,8 +96,7 @@ func startOps(f flags, log *slog.Logger) (*ops, error) {
 	return o, nil
 }
 
-// checkListenPolicy refuses a non-loopback --listen or --metrics-listen
-// without --auth-tokens, unless --insecure-listen-any.
+// checkListenPolicy refuses a non-loopback listener without --auth-tokens or --insecure-listen-any.
 func checkListenPolicy(f flags) error {
 	if f.ops.authTokens != "" || f.ops.insecureListenAny {
 		return nil
@@ -150,8 +143,7 @@ func (o *ops) engineOptions() []engine.Option {
 	return opts
 }
 
-// serverOptions adds TLS, the drain, the metric interceptors (before auth,
-// to count denied calls), auth and the redactor.
+// serverOptions adds TLS, the drain, metrics (before auth, to count denials), auth and the redactor.
 func (o *ops) serverOptions() []server.Option {
 	var (
 		opts   []server.Option
@@ -159,8 +151,7 @@ func (o *ops) serverOptions() []server.Option {
 		stream = []grpc.StreamServerInterceptor{o.drain.interceptor()}
 	)
 	if o.metrics != nil {
-		u, s := o.metrics.Interceptors()
-		unary, stream = append(unary, u...), append(stream, s...)
+		unary, stream = append(unary, o.metrics.GRPC.UnaryServerInterceptor()), append(stream, o.metrics.GRPC.StreamServerInterceptor())
 		opts = append(opts, server.WithRefusals(o.metrics.Bounds))
 	}
 	if o.auth != nil {
@@ -176,7 +167,7 @@ func (o *ops) serverOptions() []server.Option {
 	return opts
 }
 
-// pageURLFor is the URL of the listener at addr, an unspecified host as this machine's name.
+// pageURLFor is the URL of the listener at addr (an unspecified host: this machine's name).
 func pageURLFor(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -197,7 +188,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	rctx, cancel := context.WithCancel(ctx)
 	o.cancel = cancel
 	if o.metrics != nil {
-		o.metrics.InitializeGRPC(srv.GRPC)
+		o.metrics.GRPC.InitializeMetrics(srv.GRPC) // every method's series at zero
 		var page http.Handler
 		if o.page != nil {
 			popts := []statuspage.Option{statuspage.WithLogger(o.log)}
@@ -244,7 +235,7 @@ func (o *ops) serve(ctx context.Context, f flags, srv *server.Server) error {
 	return nil
 }
 
-// reload re-reads the token file and the TLS certificate; a failure keeps the old.
+// reload re-reads the tokens and the TLS certificate; a failure keeps the old.
 func (o *ops) reload() {
 	if o.auth == nil && o.tls == nil {
 		o.log.Info("SIGHUP: nothing to reload (no --auth-tokens, no --tls-cert)")

@@ -18,9 +18,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/cluster"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
@@ -36,16 +34,8 @@ var (
 
 // replicaFlags configure --store etcd (hub replicas sharing one etcd).
 type replicaFlags struct {
-	endpoints string
-	ca        string
-	cert      string
-	key       string
-	username  string
-	password  string
-	prefix    string
-	replicaID string
-	leaseTTL  time.Duration
-	opTimeout time.Duration
+	endpoints, ca, cert, key, username, password, prefix, replicaID string
+	leaseTTL, opTimeout                                             time.Duration
 }
 
 func addReplicaFlags(fs *flag.FlagSet, r *replicaFlags) {
@@ -87,8 +77,7 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 		Username:             r.username,
 		Password:             cmp.Or(r.password, os.Getenv("CONFIGHUB_ETCD_PASSWORD")),
 		Logger:               zap.NewNop(), // the hub logs what matters
-		// Reconnect to a restarted etcd within a second, not after gRPC's
-		// default backoff of up to two minutes.
+		// Reconnect to a restarted etcd within a second, not gRPC's default two minutes.
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: r.opTimeout,
@@ -109,10 +98,7 @@ func (r replicaFlags) clientConfig() (clientv3.Config, error) {
 	return cfg, nil
 }
 
-// openReplicated opens --store etcd: this hub is one replica of several
-// sharing etcd; any replica accepts pushes, each runs the workers of the
-// sinks it owns, and every replica serves every sink's status (package
-// cluster).
+// openReplicated opens --store etcd: this hub is one of several replicas sharing etcd (package cluster).
 func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	r := f.replica
 	ccfg, err := r.clientConfig()
@@ -134,9 +120,7 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	ready := func() bool { return rep.Ready() }
 	guarded := cluster.Guard(st, ready, r.opTimeout)
 	mem := cluster.NewMembership(cli, prefix, r.replicaID, r.leaseTTL, log)
-	// The engine keeps every sink and runs the ones the replica owns;
-	// statuses go to etcd and come back through the replica's mirror, the
-	// status view every replica serves.
+	// The engine keeps every sink and runs the ones the replica owns.
 	place := cluster.NewPlacement(r.replicaID)
 	m := &storeMode{store: guarded, log: log, what: "start (etcd " + r.endpoints + ")", startTimeout: 30 * time.Second,
 		engine: []engine.Option{
@@ -150,16 +134,8 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 	m.ports = func(eng *engine.Engine) hub.Ports {
 		rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
 			Ready: func(ok bool) {
-				s := health.Load()
-				if s == nil {
-					return
-				}
-				status := healthpb.HealthCheckResponse_NOT_SERVING
-				if ok {
-					status = healthpb.HealthCheckResponse_SERVING
-				}
-				for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
-					s.Health.SetServingStatus(svc, status)
+				if s := health.Load(); s != nil {
+					s.SetServing(ok)
 				}
 			}})
 		m.dataPlanes = rep // a data plane is claimed by the replica it connects to
@@ -168,8 +144,7 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 		ports.Diagnostics = rep.Diagnostics()
 		return ports
 	}
-	// On every exit the replica leaves the membership (the others take
-	// the sinks at once) before the engine stops.
+	// On every exit the replica leaves the membership before the engine stops.
 	m.serving = func(ctx context.Context, srv *server.Server) func() {
 		health.Store(srv)
 		ctx, cancel := context.WithCancel(ctx)

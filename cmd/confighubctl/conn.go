@@ -16,11 +16,10 @@ import (
 	"github.com/confighub/confighub/api/hubclient"
 )
 
-// maxRecv bounds answers (config get of a large configuration).
-const maxRecv = 512 << 20
-
-// maxReconnectWait bounds the wait between connection attempts and watch retries.
-const maxReconnectWait = 5 * time.Second
+const (
+	maxRecv          = 512 << 20       // bounds answers (config get of a large configuration)
+	maxReconnectWait = 5 * time.Second // between connection attempts and watch retries
+)
 
 func dial(g *globals) (*grpc.ClientConn, error) {
 	useTLS := g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != "" || g.tlsServerName != ""

@@ -324,8 +324,7 @@ func (x *invocation) print(res proto.Message, text func() string) error {
 	return err
 }
 
-// each runs do for items 0..n-1 and prints each one's text, or with
-// --output json one document of those done, also when one fails.
+// each runs do for items 0..n-1 and prints each one's text, or with --output json those done.
 func (x *invocation) each(n int, do func(i int) (proto.Message, string, error)) error {
 	var done []proto.Message
 	defer func() {

@@ -90,9 +90,8 @@ func pushCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 	}
 }
 
-// pushFitting pushes p; when the hub refuses a message as larger than its
-// --max-message-bytes (nothing was stored), it uploads p again, once, in
-// chunks under that limit.
+// pushFitting pushes p, and once more in chunks under the hub's limit when
+// it refuses a message as larger than its --max-message-bytes.
 func pushFitting(ctx context.Context, cc grpc.ClientConnInterface, p hubclient.Push, upload bool, opts []hubclient.Option) (*confighubv1.PushConfigResponse, error) {
 	first := opts
 	if upload {

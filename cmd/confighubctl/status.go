@@ -46,8 +46,7 @@ func statusCmd(fs *flag.FlagSet) func(*invocation, []string) error {
 }
 
 // watchStatus follows a stream: a table redrawn as sinks apply (and every
-// second on a terminal, for AGE), or JSON events; an outage is a notice
-// above the table, or a line on stderr at its start and end.
+// second on a terminal), or JSON events; an outage is a notice above it.
 func watchStatus(x *invocation, stream string, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
@@ -150,7 +149,7 @@ func newStatusView() *statusView { return &statusView{fold: hubclient.NewStatusV
 
 func (v *statusView) seen() bool { return v.fold.Ready() || v.down != nil }
 
-// connection records what WithWatchState reports, and says whether the notice changed.
+// connection records what WithWatchState reports; true when the notice changed.
 func (v *statusView) connection(err error, now time.Time) bool {
 	switch {
 	case err == nil:

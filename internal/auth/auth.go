@@ -16,8 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Policy is the role each full gRPC method name needs; methods under
-// OpenServices need none, any other RoleAdmin.
+// Policy is the role each gRPC method needs; OpenServices need none, others RoleAdmin.
 var Policy = map[string]Role{
 	"/confighub.v1.ConfigHubService/GetConfig":       RoleRead,
 	"/confighub.v1.ConfigHubService/GetStatus":       RoleRead,
@@ -34,8 +33,7 @@ var Policy = map[string]Role{
 	"/confighub.v1.SinkAdminService/DeleteStream":    RoleAdmin,
 }
 
-// OpenServices need no token, so probes and `grpcurl list/describe` work
-// (reflection exposes the schema only).
+// OpenServices need no token, so probes and `grpcurl list/describe` work.
 var OpenServices = []string{
 	"/grpc.health.v1.Health/",
 	"/grpc.reflection.v1.ServerReflection/",
@@ -61,8 +59,7 @@ type Option func(*Authenticator)
 // WithLogger sets where reloads and denials are logged.
 func WithLogger(l *slog.Logger) Option { return func(a *Authenticator) { a.log = l } }
 
-// Authenticator checks bearer tokens against a token set that can be
-// reloaded while the hub serves.
+// Authenticator checks bearer tokens against a reloadable token set.
 type Authenticator struct {
 	path   string
 	log    *slog.Logger
@@ -82,43 +79,41 @@ func New(t *Tokens, opts ...Option) *Authenticator {
 
 // NewFromFile loads path; Reload reads it again.
 func NewFromFile(path string, opts ...Option) (*Authenticator, error) {
-	t, err := LoadTokens(path)
-	if err != nil {
+	a := New(nil, opts...)
+	a.path = path
+	if err := a.load("loaded"); err != nil {
 		return nil, err
 	}
-	a := New(t, opts...)
-	a.path = path
-	warnPermissions(a.log, path)
-	a.log.Info("auth tokens loaded", "file", path, "tokens", t.Len(), "roles", t.Counts())
 	return a, nil
 }
 
-// warnPermissions warns when anyone but the owner and its group may read
-// or write the tokens (group read is how Kubernetes mounts a Secret for a
-// non-root pod).
-func warnPermissions(log *slog.Logger, path string) {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o027 != 0 {
-		log.Warn("auth tokens file is writable by its group or open to others; chmod 600 (or 640) it", "file", path, "mode", fi.Mode().Perm().String())
+// load reads the token file into a, warning when the group may write or
+// others access it (group read is how Kubernetes mounts a Secret).
+func (a *Authenticator) load(verb string) error {
+	t, err := LoadTokens(a.path)
+	if err != nil {
+		return err
 	}
+	a.tokens.Store(t)
+	if fi, err := os.Stat(a.path); err == nil && fi.Mode().Perm()&0o027 != 0 {
+		a.log.Warn("auth tokens file is writable by its group or open to others; chmod 600 (or 640) it", "file", a.path, "mode", fi.Mode().Perm().String())
+	}
+	a.log.Info("auth tokens "+verb, "file", a.path, "tokens", t.Len(), "roles", t.Counts())
+	return nil
 }
 
-// Reload reads the token file again. On any error the tokens in force stay
-// and the error is logged and returned.
+// Reload reads the token file again; on error the tokens in force stay.
 func (a *Authenticator) Reload() error {
 	a.reload.Lock()
 	defer a.reload.Unlock()
 	if a.path == "" {
 		return errors.New("auth: no tokens file to reload")
 	}
-	t, err := LoadTokens(a.path)
+	err := a.load("reloaded")
 	if err != nil {
 		a.log.Error("auth tokens reload failed; keeping the previous tokens", "file", a.path, "error", err, "tokens_in_force", a.tokens.Load().Len())
-		return err
 	}
-	a.tokens.Store(t)
-	warnPermissions(a.log, a.path)
-	a.log.Info("auth tokens reloaded", "file", a.path, "tokens", t.Len(), "roles", t.Counts())
-	return nil
+	return err
 }
 
 type principalKey struct{}
@@ -148,9 +143,8 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 )
 
-// Check looks token up and checks its role against need, for callers that
-// are not gRPC. Errors wrap ErrUnknownToken or ErrPermissionDenied (with
-// the token's name and role) and never quote the token.
+// Check looks token up and checks its role against need; errors wrap
+// ErrUnknownToken or ErrPermissionDenied and never quote the token.
 func (a *Authenticator) Check(token string, need Role) (Principal, error) {
 	role, name := a.tokens.Load().Lookup(token)
 	p := Principal{Name: name, Role: role}
@@ -163,8 +157,7 @@ func (a *Authenticator) Check(token string, need Role) (Principal, error) {
 	return p, nil
 }
 
-// authorize is the grpcauth.AuthFunc: it checks the bearer token of ctx
-// against the role of its method (grpc.Method).
+// authorize is the grpcauth.AuthFunc: ctx's bearer token against its method's role.
 func (a *Authenticator) authorize(ctx context.Context) (context.Context, error) {
 	fullMethod, _ := grpc.Method(ctx)
 	need := Required(fullMethod)

@@ -1,9 +1,7 @@
 // Package auth owns who may call the hub: bearer tokens mapped to roles
-// (read < push < admin), the per-method policy, the gRPC interceptors that
-// enforce it (go-grpc-middleware v2's interceptors/auth), the token file and
-// its reload, and the server's TLS / mTLS configuration. A token is compared
-// with every configured token in constant time; tokens never appear in logs
-// or error messages.
+// (read < push < admin) by a reloadable token file, the per-method policy
+// and its interceptors, and the server's TLS / mTLS. Tokens are compared in
+// constant time and never appear in logs or errors.
 //
 // Guarantees:
 //   - No or an unknown token is Unauthenticated, a lower role PermissionDenied (TestRoles).

@@ -8,15 +8,12 @@ import (
 	"strings"
 )
 
-// ErrNoToken: an HTTP request without an "Authorization: Bearer <token>"
-// header.
+// ErrNoToken: an HTTP request without an "Authorization: Bearer <token>" header.
 var ErrNoToken = errors.New("no bearer token")
 
-// CheckRequest checks the bearer token of an HTTP request against need. On
-// a refusal it returns the status to answer and an error that never quotes
-// the token: 401 for no token (ErrNoToken) or an unknown one
-// (ErrUnknownToken), with WWW-Authenticate set on w; 403 for a role below
-// need (ErrPermissionDenied).
+// CheckRequest checks an HTTP request's bearer token against need; a
+// refusal is 401 (ErrNoToken, ErrUnknownToken; WWW-Authenticate set on w) or
+// 403 (ErrPermissionDenied), with an error that never quotes the token.
 func (a *Authenticator) CheckRequest(w http.ResponseWriter, r *http.Request, need Role) (Principal, int, error) {
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
@@ -34,11 +31,9 @@ func (a *Authenticator) CheckRequest(w http.ResponseWriter, r *http.Request, nee
 	return Principal{}, http.StatusUnauthorized, err
 }
 
-// Require serves next only to requests that CheckRequest lets through,
-// with the caller in the request's context (FromContext). A refusal is
-// logged as "<what>: token refused" (not for a missing token) and answered
-// by refuse in the caller's own format. A nil Authenticator lets every
-// request through.
+// Require serves next the requests CheckRequest lets through, the caller in
+// their context; a refusal is logged (but for a missing token) and answered
+// by refuse. A nil Authenticator lets every request through.
 func (a *Authenticator) Require(need Role, log *slog.Logger, what string, refuse func(http.ResponseWriter, int, error), next http.Handler) http.Handler {
 	if a == nil {
 		return next

@@ -9,17 +9,14 @@ import (
 	"sync/atomic"
 )
 
-// ServerTLS holds the hub's certificate, reloadable (SIGHUP) like the
-// tokens, and the client CA for mTLS.
+// ServerTLS holds the hub's reloadable certificate and the client CA for mTLS.
 type ServerTLS struct {
 	certFile, keyFile string
 	cert              atomic.Pointer[tls.Certificate]
 	clientCAs         *x509.CertPool
 }
 
-// NewServerTLS loads the certificate and key, and, when clientCAFile is
-// set, the CA pool every client certificate must chain to (mTLS: a client
-// without a valid certificate fails the handshake).
+// NewServerTLS loads the certificate and key and, if set, the CA every client certificate must chain to (mTLS).
 func NewServerTLS(certFile, keyFile, clientCAFile string) (*ServerTLS, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("--tls-cert and --tls-key go together")

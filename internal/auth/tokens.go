@@ -43,8 +43,7 @@ func ParseRole(s string) (Role, error) {
 	return RoleNone, fmt.Errorf("unknown role %q: want read, push or admin", s)
 }
 
-// Token is one entry of a token file: its name (logged in place of the
-// token), role and the token's SHA-256.
+// Token is one entry of a token file: name (logged in its place), role, SHA-256.
 type Token struct {
 	Name string
 	Role Role
@@ -74,9 +73,7 @@ func (t *Tokens) Counts() map[string]int {
 	return m
 }
 
-// Lookup returns the role and name of token, or RoleNone. It compares the
-// token's SHA-256 with every entry's in constant time and visits every
-// entry, so the time tells neither the token's length nor its position.
+// Lookup returns the role and name of token, or RoleNone, comparing its SHA-256 with every entry's in constant time.
 func (t *Tokens) Lookup(token string) (Role, string) {
 	if t == nil || token == "" {
 		return RoleNone, ""
@@ -94,12 +91,7 @@ func (t *Tokens) Lookup(token string) (Role, string) {
 	return Role(role), t.list[idx].Name
 }
 
-// tokenFile is the YAML form with names:
-//
-//	tokens:
-//	  - name: controller
-//	    token: 3f1c...
-//	    role: push
+// tokenFile is the YAML form with names (tokens: [{name, token, role}]).
 type tokenFile struct {
 	Tokens []struct {
 		Name  string `yaml:"name"`
@@ -108,11 +100,8 @@ type tokenFile struct {
 	} `yaml:"tokens"`
 }
 
-// ParseTokens reads a token file in one of three forms: YAML with names (a
-// "tokens" list of {name, token, role}), a YAML mapping token: role, or
-// lines "TOKEN ROLE" ('#' starts a comment). No token, an empty token, one
-// with spaces, a duplicate or an unknown role is an error naming the entry,
-// never the token.
+// ParseTokens reads a token file: a "tokens" list of {name, token, role}, a YAML mapping token:
+// role, or lines "TOKEN ROLE" ('#' comments). Errors name the entry, never the token.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var (
 		entries []Token
@@ -155,8 +144,7 @@ func ParseTokens(data []byte) (*Tokens, error) {
 	return &Tokens{list: entries}, nil
 }
 
-// parseYAML handles the two YAML forms; it reports false when data is not
-// one of them (then it is read as lines).
+// parseYAML handles the two YAML forms; false when data is neither.
 func parseYAML(data []byte, add func(where, name, token, role string) error) (bool, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(data, &n); err != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
@@ -166,8 +154,7 @@ func parseYAML(data []byte, add func(where, name, token, role string) error) (bo
 	if len(m.Content) == 2 && m.Content[0].Value == "tokens" && m.Content[1].Kind == yaml.SequenceNode {
 		var f tokenFile
 		if err := m.Decode(&f); err != nil {
-			// yaml's message quotes the offending value, which may be a
-			// token (a list of bare tokens): name the line only.
+			// yaml's message may quote a token: name the line only.
 			return true, fmt.Errorf("tokens list: want entries {name, token, role}%s", yamlErrLine(err))
 		}
 		for i, e := range f.Tokens {

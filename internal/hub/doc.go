@@ -1,13 +1,8 @@
-// Package hub is the hub's application core, between the transport
-// (server/) and the machinery (engine/, store/): it owns the order of
-// operations that make the product's promises hold.
-//
-// A push is checked (config.Check) while the store writes the bytes aside and
-// hashes them (store.Store.StageConfig); only a push that passed the check is
-// committed (the store assigns the generation and enforces
-// expected_generation), then acknowledged, then handed to the engine. A JSON
-// upload is checked, hashed and staged chunk by chunk as it arrives. Errors
-// wrap the sentinels in errors.go; server/ maps them to gRPC codes, once.
+// Package hub is the application core between the transport (server/) and
+// the machinery (engine/, store/): a push is checked (config.Check) while
+// the store stages and hashes it, committed only if the check passed,
+// acknowledged, then handed to the engine; an upload does the same chunk
+// by chunk. Errors wrap the sentinels of errors.go.
 //
 // Guarantees:
 //   - Stored, then published, never delayed by a sink (TestPushStoresThenPublishes).

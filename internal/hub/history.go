@@ -13,9 +13,7 @@ import (
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Generation is one retained generation and what became of it: its
-// convergence while the status view tracks it (nil after), and how many
-// sinks last rejected it.
+// Generation is one retained generation and what became of it (Status is nil once the status view no longer tracks it).
 type Generation struct {
 	store.GenerationInfo
 	Status   *confighubv1.GenerationStatus
@@ -23,13 +21,11 @@ type Generation struct {
 	Outcome  confighubv1.GenerationOutcome
 }
 
-// DefaultGenerationsPage is how many generations Generations returns when
-// asked for none in particular.
+// DefaultGenerationsPage is how many generations Generations returns by default.
 const DefaultGenerationsPage = 20
 
 // Generations lists a stream's retained generations, newest first, older
-// than before (0: from the newest), at most limit (0: the default page);
-// next is the before of the next page, 0 after the last.
+// than before (0: all), at most limit; next is the next page's before (0: none).
 func (h *Hub) Generations(ctx context.Context, stream string, before uint64, limit int) (gens []Generation, next uint64, err error) {
 	stream = config.StreamName(stream)
 	if limit <= 0 {
@@ -85,8 +81,7 @@ func outcome(g Generation, current uint64) confighubv1.GenerationOutcome {
 	return confighubv1.GenerationOutcome_GENERATION_OUTCOME_CONVERGING
 }
 
-// Generation returns a stream's generation gen (0: the current one). One
-// the store no longer keeps is ErrNotFound naming the retained range.
+// Generation returns a stream's generation gen (0: the current one).
 func (h *Hub) Generation(ctx context.Context, stream string, gen uint64) (*config.Config, error) {
 	cur, err := h.Config(ctx, stream)
 	if err != nil || gen == 0 || gen == cur.Generation {
@@ -104,8 +99,7 @@ func (h *Hub) Generation(ctx context.Context, stream string, gen uint64) (*confi
 	return c, nil
 }
 
-// Diff is two configurations of a stream compared entity by entity; From
-// is nil before a stream's first generation, Sink set for a failed sink's.
+// Diff is two configurations of a stream compared entity by entity (From nil: before the first).
 type Diff struct {
 	Stream   string
 	From, To *config.Config
@@ -195,14 +189,11 @@ func (h *Hub) diff(d Diff) (Diff, error) {
 	return d, nil
 }
 
-// RollbackLabel is the label a rollback adds to the generation's own
-// labels: the generation it rolls back to.
+// RollbackLabel is the label a rollback adds: the generation it rolls back to.
 const RollbackLabel = "confighub.rollback-of"
 
-// Rollback pushes generation gen of a stream again, as a new generation
-// with gen's bytes, format and labels (plus RollbackLabel), through Push:
-// the same checks, ack and fan-out. expected is as PushInput's; a
-// generation whose hash is the current one is an unchanged push.
+// Rollback pushes generation gen of a stream again through Push, as a new
+// generation with gen's bytes, format and labels plus RollbackLabel.
 func (h *Hub) Rollback(ctx context.Context, stream string, gen, expected uint64, origin config.Origin) (PushResult, error) {
 	c, err := h.Generation(ctx, stream, gen)
 	if err != nil {

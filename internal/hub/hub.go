@@ -25,26 +25,22 @@ const DefaultMaxConfigBytes = 256 << 20
 
 // Hub orders the operations behind every RPC. Safe for concurrent use.
 type Hub struct {
-	store    store.Store
-	pub      Publisher
-	sinks    SinkAdmin
-	view     status.View
-	diag     Diagnostics
-	clock    clockwork.Clock
-	log      *slog.Logger
-	maxBytes int64
-	secrets  SinkSecrets
-	bounds   bounds
-	refusals Refusals
-	maxSpecs int // maxSinkSpecsBytes; smaller in tests
-	// deferBelow is the store's DeferBelow, asked once: below it a push
-	// checks, hashes and stages in turn (see prepare).
-	deferBelow int
+	store      store.Store
+	pub        Publisher
+	sinks      SinkAdmin
+	view       status.View
+	diag       Diagnostics
+	clock      clockwork.Clock
+	log        *slog.Logger
+	maxBytes   int64
+	secrets    SinkSecrets
+	bounds     bounds
+	refusals   Refusals
+	maxSpecs   int // maxSinkSpecsBytes; smaller in tests
+	deferBelow int // the store's DeferBelow (see prepare)
 }
 
-// SinkSecrets hides the secrets of sink specs (redact.SinkSecrets): Redact
-// copies s with placeholders for its secrets; Restore copies in with each
-// placeholder replaced by the value stored has there, an error when none.
+// SinkSecrets hides and restores the secrets of sink specs (redact.SinkSecrets).
 type SinkSecrets interface {
 	Redact(s *confighubv1.Sink) *confighubv1.Sink
 	Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error)
@@ -62,8 +58,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 // WithMaxConfigBytes bounds the size of a configuration (push or upload).
 func WithMaxConfigBytes(n int64) Option { return func(h *Hub) { h.maxBytes = n } }
 
-// WithSinkSecrets sets how sink secrets are hidden and restored (default:
-// redact.SinkSecrets with a random key).
+// WithSinkSecrets sets how sink secrets are hidden (default: a random key).
 func WithSinkSecrets(s SinkSecrets) Option { return func(h *Hub) { h.secrets = s } }
 
 // New returns a hub on st that hands configurations and sinks to p.
@@ -131,8 +126,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 		if _, _, err := h.sinks.PutSink(s); err == nil {
 			running++
 		} else {
-			// A stored sink whose kind is gone (e.g. a plugin kind no longer
-			// compiled in) must not stop the hub: say so and go on.
+			// A kind no longer compiled in must not stop the hub.
 			h.log.Error("stored sink not started", "sink", s.GetName(), "error", err)
 		}
 	}
@@ -145,8 +139,7 @@ func (h *Hub) Start(ctx context.Context, seed []*confighubv1.Sink) error {
 	return nil
 }
 
-// PushInput is one configuration to accept; Hash, when set, is its
-// SHA-256 already computed, Origin who pushed it.
+// PushInput is one configuration to accept; Hash, when set, is its SHA-256.
 type PushInput struct {
 	Stream             string
 	Config             []byte
@@ -157,8 +150,7 @@ type PushInput struct {
 	Origin             config.Origin
 }
 
-// PushResult is what the push acknowledged; Sinks is how many sinks the
-// stream had at the ack (0 is also what a misspelt stream name gives).
+// PushResult is what the push acknowledged; Sinks is the stream's sinks at the ack.
 type PushResult struct {
 	Generation uint64
 	Hash       string
@@ -181,8 +173,7 @@ func (h *Hub) Push(ctx context.Context, in PushInput) (PushResult, error) {
 	return h.commit(ctx, stream, in, h.prepare(ctx, stream, in))
 }
 
-// prepared is a push (or upload: what) checked, hashed and staged; or why
-// not.
+// prepared is a push (or upload: what) checked, hashed and staged; or why not.
 type prepared struct {
 	what     string // "push" or "upload", for the abandoned message
 	checked  config.Checked
@@ -192,12 +183,9 @@ type prepared struct {
 	stageErr error
 }
 
-// prepare checks, hashes and stages in.Config. From the store's
-// DeferBelow on, the stage (hashing each chunk as the disk writes it) runs
-// beside the check: the ack costs about the slower of the two plus a small
-// commit. Below it the store writes nothing at the stage, so the three run
-// in turn on the calling goroutine, which costs less CPU than a goroutine.
-// Staged bytes stay invisible until the commit.
+// prepare checks, hashes and stages in.Config: from the store's DeferBelow
+// on the stage (hashing as the disk writes) runs beside the check; below it,
+// where the stage writes nothing, the three run in turn on this goroutine.
 func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared {
 	p := prepared{what: "push", hash: in.Hash}
 	if len(in.Config) < h.deferBelow {
@@ -231,9 +219,7 @@ func (h *Hub) prepare(ctx context.Context, stream string, in PushInput) prepared
 	return p
 }
 
-// commit stores a prepared configuration (p.staged is discarded unless
-// committed) and hands it to the engine, or maps why it was not prepared
-// to the hub's sentinels.
+// commit stores a prepared configuration and hands it to the engine, or maps why it was not prepared to the hub's sentinels.
 func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepared) (PushResult, error) {
 	if p.staged != nil {
 		defer func() { _ = p.staged.Discard() }() // a no-op after Commit
@@ -268,8 +254,7 @@ func (h *Hub) commit(ctx context.Context, stream string, in PushInput, p prepare
 	return PushResult{Generation: stored.Generation, Hash: stored.Hash, Unchanged: unchanged, Sinks: sinks}, nil
 }
 
-// storeErr is ErrUnavailable: the store's error, or, once the caller went
-// away, that the push was abandoned (nothing is stored).
+// storeErr is ErrUnavailable: the store's error, or that the caller abandoned the push.
 func (p prepared) storeErr(ctx context.Context, stream string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: stream %q: %s abandoned: %v", ErrUnavailable, stream, p.what, ctx.Err())
@@ -293,8 +278,7 @@ func (h *Hub) Config(ctx context.Context, stream string) (*config.Config, error)
 	return c, nil
 }
 
-// SinkConfig returns what a sink last applied, or with failed, what it last
-// failed to apply and the error.
+// SinkConfig returns what a sink last applied, or with failed, what it last failed to apply and the error.
 func (h *Hub) SinkConfig(name string, failed bool) (*config.Config, *sink.Error, error) {
 	if !h.sinks.HasSink(name) {
 		return nil, nil, fmt.Errorf("%w: sink %q", ErrNotFound, name)
@@ -339,8 +323,7 @@ func (h *Hub) Streams() []string {
 	return out
 }
 
-// ListSinks lists the sinks of a stream ("" for all), their secrets
-// redacted.
+// ListSinks lists the sinks of a stream ("" for all), their secrets redacted.
 func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 	sinks := h.sinks.ListSinks(stream)
 	out := make([]*confighubv1.Sink, len(sinks))
@@ -350,10 +333,9 @@ func (h *Hub) ListSinks(stream string) []*confighubv1.Sink {
 	return out
 }
 
-// PutSink validates, stores, then starts a sink, and returns it with its
-// secrets redacted; redacted placeholders in spec stand for the values
-// stored for the sink. A sink that does not start (its kind's factory
-// refuses the spec) is taken out of the store again.
+// PutSink validates, stores, then starts a sink (placeholders in spec stand
+// for the stored values), or takes it out of the store again if it does not
+// start; it returns the sink with its secrets redacted.
 func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1.Sink, bool, error) {
 	prev := h.sinks.Sink(spec.GetName())
 	restored, err := h.secrets.Restore(spec, prev)
@@ -393,8 +375,7 @@ func (h *Hub) PutSink(ctx context.Context, spec *confighubv1.Sink) (*confighubv1
 	return h.secrets.Redact(out), created, nil
 }
 
-// DeleteSink stops a sink and forgets it. A sink listed in the sinks file
-// comes back at the next start.
+// DeleteSink stops a sink and forgets it (one of the sinks file comes back at the next start).
 func (h *Hub) DeleteSink(ctx context.Context, name string) error {
 	engErr := h.sinks.DeleteSink(name)
 	stErr := h.store.DeleteSink(ctx, name)
@@ -415,8 +396,7 @@ const (
 	maxSinkSpecsBytes = 32 << 20
 )
 
-// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or past
-// h.maxSpecs with the others (ErrTooLarge).
+// checkSpecBytes refuses a spec over maxSinkSpecBytes (ErrInvalid) or past h.maxSpecs in all (ErrTooLarge).
 func (h *Hub) checkSpecBytes(n *confighubv1.Sink) error {
 	size := proto.Size(n)
 	if size > maxSinkSpecBytes {

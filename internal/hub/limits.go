@@ -17,19 +17,14 @@ const (
 	DefaultMaxStreams = 1000
 	DefaultMaxSinks   = 50_000
 	// DefaultMaxWatchers bounds the WatchStatus streams open at once.
-	DefaultMaxWatchers = 10_000
-	// DefaultMaxHeldConfigBytes: eight of the largest default configuration.
+	DefaultMaxWatchers        = 10_000
 	DefaultMaxHeldConfigBytes = 8 * DefaultMaxConfigBytes
-	// DefaultUploadBudgetBytes: two uploads of the largest default
-	// configuration at once.
-	DefaultUploadBudgetBytes = 2 * DefaultMaxConfigBytes
+	DefaultUploadBudgetBytes  = 2 * DefaultMaxConfigBytes // two of the largest uploads at once
 )
 
-// Limits bound what clients can make the hub hold, each set by the flag
-// of its Flag constant; 0 removes a bound. A bound counts what exists: a
-// hub that starts with more serves it all and refuses only what would add
-// to it (a new stream, a sink of a new name, one more watcher, bytes past
-// the total of the streams' current configurations).
+// Limits bound what clients can make the hub hold, each set by the flag of
+// its Flag constant (0: no bound). A bound counts what exists and refuses
+// only what would add to it: a hub that starts with more serves it all.
 type Limits struct {
 	MaxStreams         int
 	MaxSinks           int
@@ -45,12 +40,10 @@ func DefaultLimits() Limits {
 // WithLimits sets the hub's bounds (default DefaultLimits).
 func WithLimits(l Limits) Option { return func(h *Hub) { h.bounds.limits = l } }
 
-// WithUploadBudgetBytes bounds the bytes all uploads in flight may hold
-// together (their announced total_size); 0 removes the bound.
+// WithUploadBudgetBytes bounds the total_size of all uploads in flight (0: none).
 func WithUploadBudgetBytes(n int64) Option { return func(h *Hub) { h.bounds.uploadLimit = n } }
 
-// Refusals counts the refusals of each bound, by the flag that sets it
-// (metrics.Bounds implements it).
+// Refusals counts the refusals of each bound by its flag (metrics.Bounds).
 type Refusals interface{ Refused(flag string) }
 
 // WithRefusals counts every refusal of a bound on r.
@@ -86,27 +79,22 @@ func (h *Hub) Usage() []Usage {
 	}
 }
 
-// bounds is the hub's accounting of its Limits and upload budget. What
-// exists is counted by the engine (Publisher.Held, which on replicas
-// follows the other replicas too) and the sinks; bounds adds what is on
-// its way, so concurrent pushes cannot pass a bound together. Nothing
-// waits: what does not fit is refused at once.
+// bounds adds what is on its way to what the engine and sinks count, so concurrent pushes cannot
+// pass a bound together; what does not fit is refused at once.
 type bounds struct {
-	limits      Limits
-	uploadLimit int64 // <= 0: no budget
-	mu          sync.Mutex
-	pushing     map[string]int  // pushes in flight per stream
-	newStreams  map[string]bool // those streams that held no configuration
-	// pendingBytes are the bytes admitted pushes may add.
-	pendingBytes int64
+	limits       Limits
+	uploadLimit  int64 // <= 0: no budget
+	mu           sync.Mutex
+	pushing      map[string]int  // pushes in flight per stream
+	newStreams   map[string]bool // those streams that held no configuration
+	pendingBytes int64           // the bytes admitted pushes may add
 	deleting     map[string]bool // streams DeleteStream is removing
 	watchers     int
 	uploadBytes  int64 // total_size announced by the uploads in flight
 	uploads      int
 }
 
-// release returns f as a function that runs it once under b.mu, however
-// often it is called.
+// release returns f as a function that runs it once under b.mu.
 func (b *bounds) release(f func()) func() {
 	return sync.OnceFunc(func() {
 		b.mu.Lock()
@@ -115,8 +103,7 @@ func (b *bounds) release(f func()) func() {
 	})
 }
 
-// refuse counts a refusal of flag's bound and says why (what), what to do
-// (instead) or to raise flag.
+// refuse counts a refusal of flag's bound and says why, what to do instead, or to raise flag.
 func (h *Hub) refuse(flag, what, instead string) error {
 	if h.refusals != nil {
 		h.refusals.Refused(flag)
@@ -124,8 +111,7 @@ func (h *Hub) refuse(flag, what, instead string) error {
 	return fmt.Errorf("%w: %s (%s); %s or raise %s", ErrLimit, what, flag, instead, flag)
 }
 
-// reserveUpload takes n bytes of the upload budget; call the returned
-// function once the upload ended, acked or not.
+// reserveUpload takes n bytes of the upload budget until the returned function runs.
 func (h *Hub) reserveUpload(n int64) (func(), error) {
 	b := &h.bounds
 	b.mu.Lock()
@@ -139,17 +125,15 @@ func (h *Hub) reserveUpload(n int64) (func(), error) {
 	return b.release(func() { b.uploadBytes -= n; b.uploads-- }), nil
 }
 
-// UploadsInFlight is what the uploads in flight hold of the budget: bytes
-// announced and how many uploads.
+// UploadsInFlight is the bytes the uploads in flight announced, and how many they are.
 func (h *Hub) UploadsInFlight() (bytes int64, uploads int) {
 	h.bounds.mu.Lock()
 	defer h.bounds.mu.Unlock()
 	return h.bounds.uploadBytes, h.bounds.uploads
 }
 
-// admitConfig admits a push of size bytes to stream against MaxStreams
-// and MaxHeldConfigBytes, or refuses it (ErrLimit naming the flag); call
-// the returned function once the push was published or failed.
+// admitConfig admits a push of size bytes to stream against MaxStreams and
+// MaxHeldConfigBytes until the returned function runs, or refuses it.
 func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 	b := &h.bounds
 	b.mu.Lock()
@@ -172,14 +156,6 @@ func (h *Hub) admitConfig(stream string, size int64) (func(), error) {
 			delete(b.newStreams, stream)
 		}
 	}), nil
-}
-
-// checkConfig is admitConfig's check alone, for an upload's header (its
-// commit is admitted again).
-func (h *Hub) checkConfig(stream string, size int64) error {
-	h.bounds.mu.Lock()
-	defer h.bounds.mu.Unlock()
-	return h.checkConfigLocked(stream, size)
 }
 
 func (h *Hub) checkConfigLocked(stream string, size int64) error {
@@ -220,9 +196,7 @@ func (h *Hub) admitSink(name string) error {
 	return nil
 }
 
-// BeginWatch admits one status watcher against MaxWatchers, or refuses it
-// (ErrLimit naming the flag); call the returned function when the watch
-// ends.
+// BeginWatch admits one status watcher against MaxWatchers until the returned function runs, or refuses it.
 func (h *Hub) BeginWatch() (func(), error) {
 	b := &h.bounds
 	b.mu.Lock()
@@ -234,16 +208,14 @@ func (h *Hub) BeginWatch() (func(), error) {
 	return b.release(func() { b.watchers-- }), nil
 }
 
-// StreamInfo is one stream as ListStreams shows it (Config is nil when
-// only sinks name the stream).
+// StreamInfo is one stream as ListStreams shows it (Config nil: only sinks name it).
 type StreamInfo struct {
 	Name   string
 	Config *config.Config
 	Sinks  int
 }
 
-// ListStreams lists the streams that hold a configuration or that a sink
-// reads, sorted by name.
+// ListStreams lists the streams that hold a configuration or that a sink reads, sorted by name.
 func (h *Hub) ListStreams() []StreamInfo {
 	byName := map[string]*StreamInfo{}
 	for _, c := range h.pub.Streams() {
@@ -266,10 +238,8 @@ func (h *Hub) ListStreams() []StreamInfo {
 }
 
 // DeleteStream removes a stream's configuration from the store and the
-// engine, so it stops counting against MaxStreams. It is ErrInUse, naming
-// them, while sinks read the stream, ErrNotFound when the stream holds no
-// configuration, and ErrUnavailable while a push to it is in flight
-// (pushes are refused until the deletion answered).
+// engine; ErrInUse while sinks read it, ErrUnavailable while a push to it
+// is in flight (pushes are refused until the deletion answered).
 func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 	name = config.StreamName(name)
 	if sinks := h.sinks.ListSinks(name); len(sinks) > 0 {
@@ -300,8 +270,7 @@ func (h *Hub) DeleteStream(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: delete stream %q: %v", ErrUnavailable, name, err)
 	}
 	if err := h.pub.DeleteStream(name); err != nil {
-		// A sink was put since the check: the stored configuration is
-		// gone, the sink keeps what the engine offered it.
+		// A sink was put since the check: it keeps what the engine offered it.
 		return fmt.Errorf("%w: %v", ErrInUse, err)
 	}
 	h.log.Info("stream deleted", "stream", name)

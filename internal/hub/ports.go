@@ -8,28 +8,22 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Publisher takes what the store accepted: the records loaded at start,
-// and every new generation.
+// Publisher takes what the store accepted: the records loaded at start, and every new generation.
 type Publisher interface {
 	Restore(applied []store.Applied)
-	// RestoreConverged comes before the streams are published, so a
-	// restart shows the convergences as they were observed.
+	// RestoreConverged comes before the streams are published.
 	RestoreConverged(cs []store.Converged)
 	Publish(cfg *config.Config)
 	Current(stream string) *config.Config
-	// Held is how many streams hold a configuration and their bytes,
-	// counted as they change (asked on every push).
+	// Held is how many streams hold a configuration and their bytes (asked on every push).
 	Held() (streams int, bytes int64)
-	// DeleteStream forgets a stream; an error naming them while sinks
-	// read it.
+	// DeleteStream forgets a stream; an error naming them while sinks read it.
 	DeleteStream(stream string) error
 	// Streams returns every stream's current configuration (shared).
 	Streams() []*config.Config
 }
 
-// SinkAdmin validates, starts, stops and lists sinks. What the hub asks on
-// every ack or PutSink (SinkCount, SinkTotal, Sink, SpecBytes, HasSink) it
-// answers without copying every spec.
+// SinkAdmin validates, starts, stops and lists sinks; the counts and lookups answer without copying every spec.
 type SinkAdmin interface {
 	ValidateSink(spec *confighubv1.Sink) (*confighubv1.Sink, error)
 	PutSink(spec *confighubv1.Sink) (*confighubv1.Sink, bool, error)
@@ -45,15 +39,13 @@ type SinkAdmin interface {
 	HasSink(name string) bool
 }
 
-// Diagnostics answers GetConfig of a sink: what it last applied, or failed
-// to apply.
+// Diagnostics answers GetConfig of a sink: what it last applied, or failed to apply.
 type Diagnostics interface {
 	LastApplied(sinkName string) (*config.Config, bool)
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool)
 }
 
-// Ports are what the hub needs, by role. A test may leave out a port its
-// test never uses.
+// Ports are what the hub needs, by role (a test may leave out one it never uses).
 type Ports struct {
 	Publisher   Publisher
 	Sinks       SinkAdmin
@@ -69,8 +61,7 @@ type Engine interface {
 	View() status.View
 }
 
-// PortsOf returns the ports of one engine; a replica replaces Status and
-// Diagnostics with the shared ones.
+// PortsOf returns the ports of one engine (a replica replaces Status and Diagnostics).
 func PortsOf(e Engine) Ports {
 	return Ports{Publisher: e, Sinks: e, Status: e.View(), Diagnostics: e}
 }

@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/confighub/confighub/config"
 	"github.com/confighub/confighub/internal/store"
 )
 
-// Upload is one UploadConfig under way. Every chunk is copied once, into
-// raw (the slice the sinks get after the commit), and hashed. A JSON
-// configuration is also checked (config.Scanner) and staged chunk by chunk
-// by two workers while the transport receives the next, so the ack follows
-// the last chunk by about one flush. A YAML one, whose check converts the
-// whole document, is pushed once complete.
+// Upload is one UploadConfig under way. Every chunk is copied once into raw
+// (what the sinks get) and hashed; JSON is also checked and staged chunk by
+// chunk by two workers, so the ack follows the last chunk by about one
+// flush; YAML is pushed once complete.
 type Upload struct {
 	h       *Hub
 	ctx     context.Context
@@ -29,28 +28,24 @@ type Upload struct {
 	raw     []byte // allocated at the first chunk: a header alone holds no memory
 	off     int64
 	sum     *config.Hasher
-	// JSON: raw[from:to] of each chunk is queued to both workers; raw is
-	// only written before its span is queued and only read after.
+	// JSON: each chunk's span of raw is queued to both workers once written.
 	scan    *config.Scanner
 	w       store.StageWriter
 	toCheck chan span
 	toStore chan span
 	workers sync.WaitGroup
-	mu      sync.Mutex
-	werr    error  // the first error of a worker
-	release func() // gives the upload's share of the budget back
+	werr    atomic.Pointer[error] // the first error of a worker
+	release func()                // gives the upload's share of the budget back
 }
 
-// pipeDepth is how many chunks each worker may have queued: what is queued
-// at the last chunk is worked off after it, so a full queue holds the
-// client back instead and leaves the workers the CPU.
+// pipeDepth is how many chunks each worker may have queued: a full queue
+// holds the client back, so little is left to work off after the last chunk.
 const pipeDepth = 4
 
 // span is a chunk's place in Upload.raw.
 type span struct{ from, to int64 }
 
-// BeginUpload checks an upload's header (in without Config) and returns
-// the Upload its chunks go to; ctx bounds the upload.
+// BeginUpload checks an upload's header (in without Config) and returns the Upload its chunks go to; ctx bounds the upload.
 func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, expectedHash string) (*Upload, error) {
 	switch {
 	case totalSize == 0:
@@ -61,7 +56,10 @@ func (h *Hub) BeginUpload(ctx context.Context, in PushInput, totalSize uint64, e
 		return nil, fmt.Errorf("%w: upload header: expected_hash must be 64 hex characters", ErrInvalid)
 	}
 	stream := config.StreamName(in.Stream)
-	if err := h.checkConfig(stream, int64(totalSize)); err != nil {
+	h.bounds.mu.Lock()
+	err := h.checkConfigLocked(stream, int64(totalSize)) // admitted again at the commit
+	h.bounds.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	// The announced size is taken from the budget before any chunk is read.
@@ -95,8 +93,10 @@ func (u *Upload) decide(f config.Format) error {
 	u.toCheck, u.toStore = toCheck, toStore
 	work := func(ch <-chan span, f func([]byte) error) {
 		for sp := range ch {
-			if u.failed() == nil {
-				u.setErr(f(u.raw[sp.from:sp.to]))
+			if err := u.failed(); err == nil {
+				if err = f(u.raw[sp.from:sp.to]); err != nil {
+					u.werr.CompareAndSwap(nil, &err)
+				}
 			}
 		}
 	}
@@ -124,9 +124,8 @@ func (u *Upload) decide(f config.Format) error {
 // Received is the number of bytes so far.
 func (u *Upload) Received() int64 { return u.got }
 
-// WriteChunk takes the next chunk as pieces, in order (the transport's
-// receive buffers), and keeps no reference to them once it returns. An
-// error ends the upload (Abort it).
+// WriteChunk takes the next chunk as pieces (the transport's receive
+// buffers) and keeps no reference to them; an error ends the upload.
 func (u *Upload) WriteChunk(pieces [][]byte) error {
 	var n int64
 	for _, p := range pieces {
@@ -163,8 +162,7 @@ func (u *Upload) WriteChunk(pieces [][]byte) error {
 	return u.write(pieces)
 }
 
-// write copies pieces into raw and hashes them (YAML) or queues their span
-// for both workers (JSON).
+// write copies pieces into raw and hashes them (YAML) or queues their span (JSON).
 func (u *Upload) write(pieces [][]byte) error {
 	if err := u.failed(); err != nil {
 		return err
@@ -187,21 +185,13 @@ func (u *Upload) write(pieces [][]byte) error {
 }
 
 func (u *Upload) failed() error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.werr
-}
-
-func (u *Upload) setErr(err error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.werr == nil {
-		u.werr = err
+	if err := u.werr.Load(); err != nil {
+		return *err
 	}
+	return nil
 }
 
-// drain waits for the workers to finish what was queued and returns their
-// first error.
+// drain waits for the workers to finish what was queued and returns their first error.
 func (u *Upload) drain() error {
 	if u.toCheck != nil {
 		close(u.toCheck)
@@ -212,8 +202,7 @@ func (u *Upload) drain() error {
 	return u.failed()
 }
 
-// Finish checks that every byte arrived with the announced hash, then
-// commits (JSON) or pushes (YAML) the configuration.
+// Finish checks that every byte arrived with the announced hash, then commits (JSON) or pushes (YAML) the configuration.
 func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	if u.got != u.total {
 		return PushResult{}, fmt.Errorf("%w: upload truncated: got %d of %d bytes", ErrInvalid, u.got, u.total)
@@ -247,21 +236,17 @@ func (u *Upload) Finish(ctx context.Context) (PushResult, error) {
 	u.w = nil
 	res, err := u.h.commit(ctx, u.stream, in, p)
 	if err == nil && u.total >= releaseAfterBytes {
-		// The replaced generation is garbage now (unless a sink still
-		// applies it): give its pages back at once, so a hub holds about
-		// one large configuration, not three.
+		// Give the replaced generation's pages back now: a hub holds about one large configuration, not three.
 		debug.FreeOSMemory()
 	}
 	return res, err
 }
 
-// releaseAfterBytes is the upload size from which Finish returns the
-// replaced configuration's memory to the OS before it answers.
+// releaseAfterBytes is the upload size from which Finish frees the replaced configuration's memory.
 const releaseAfterBytes = 32 << 20
 
-// Abort drops what a streamed upload staged (a no-op after Finish) and
-// gives the upload's share of the budget back: call it once the upload
-// ended, whatever its outcome.
+// Abort drops what the upload staged (a no-op after Finish) and gives its
+// budget back: call it once the upload ended, whatever its outcome.
 func (u *Upload) Abort() {
 	_ = u.drain()
 	if u.w != nil {

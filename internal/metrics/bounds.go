@@ -9,9 +9,7 @@ import (
 	"github.com/confighub/confighub/internal/server"
 )
 
-// Bounds exports the hub's bounds (hub.Limits and the per-connection
-// bound) by the flag that sets each: the bound, what is held of it (read
-// at each scrape) and the refusals.
+// Bounds exports each bound of the hub by its flag: the limit, what is held of it (read at each scrape) and the refusals.
 type Bounds struct {
 	refusals *prometheus.CounterVec
 	limit    *prometheus.Desc
@@ -47,8 +45,7 @@ func desc(o prometheus.Opts) *prometheus.Desc {
 	return prometheus.NewDesc(o.Name, o.Help, []string{"flag"}, nil)
 }
 
-// SetSource sets what the scrapes read; before it only the refusals are
-// exported.
+// SetSource sets what the scrapes read (before it, only the refusals).
 func (b *Bounds) SetSource(f func() []hub.Usage) { b.source.Store(&f) }
 
 // Refused counts one refusal of the bound flag sets.

@@ -1,10 +1,6 @@
-// Package metrics owns the hub's Prometheus metrics: the engine's
-// measurements (engine.Metrics, as confighub_* series in base units), the
-// gRPC server metrics of go-grpc-middleware's prometheus provider, and the Go
-// and process collectors, all on a private registry, served at /metrics.
-// With WithProfiling (--profiling) the same listener serves Go's profiles
-// under /debug/pprof/ on its own mux. Every method is safe for concurrent
-// use and does no I/O (the engine calls some under its lock).
+// Package metrics serves the hub's Prometheus metrics (engine, gRPC, Go and
+// process) at /metrics from a private registry and, with WithProfiling, Go's
+// profiles under /debug/pprof/; methods are concurrency-safe and do no I/O.
 // docs/metrics.md lists every series (test/docs TestMetricsDocumented).
 //
 // Guarantees:

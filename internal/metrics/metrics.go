@@ -15,16 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
 
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 	"github.com/confighub/confighub/internal/auth"
 	"github.com/confighub/confighub/internal/engine"
 )
 
-// DurationBuckets are the buckets (seconds) of the apply-duration and
-// convergence histograms: from 5 ms (a local file) to 5 min (a large
-// Konnect sync).
+// DurationBuckets (seconds) of the apply and convergence histograms: 5 ms (a file) to 5 min (Konnect).
 var DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
 // Engine implements engine.Metrics with Prometheus series.
@@ -39,30 +36,23 @@ type Engine struct {
 	state         *prometheus.GaugeVec
 	generation    *prometheus.GaugeVec
 	convergence   *prometheus.HistogramVec
-	// perSink are the vectors labelled by sink and kind.
-	perSink []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}
+	perSink       []interface{ DeletePartialMatch(prometheus.Labels) int } // by sink and kind
 
-	// mu guards each sink's kind (a sink put again with another kind loses
-	// its old kind's series) and reason labels, and orders every per-sink
-	// update against SinkRemoved.
+	// mu guards each sink's kind and reasons, and orders updates against SinkRemoved.
 	mu      sync.Mutex
 	kinds   map[string]string
 	reasons map[string]map[string]bool
 }
 
-// MaxReasonsPerSink bounds the distinct reason labels per sink: a reason
-// is a sink.Error code, which a plugin chooses freely; past this many, or
-// when it is not a short code (at most maxReasonLen), it counts as "other".
+// MaxReasonsPerSink bounds the distinct reason labels per sink (a plugin
+// chooses its codes); past it, or past maxReasonLen, a reason is "other".
 const (
 	MaxReasonsPerSink = 16
 	maxReasonLen      = 32
 )
 
-// reasonLabel returns reason, or "other" when it is not a short
-// [a-z0-9_.-] code or the sink already has MaxReasonsPerSink others. The
-// caller holds mu.
+// reasonLabel returns reason, or "other" when it is not a short [a-z0-9_.-]
+// code or the sink has MaxReasonsPerSink others; the caller holds mu.
 func (m *Engine) reasonLabel(sink, reason string) string {
 	if len(reason) > maxReasonLen || strings.IndexFunc(reason, func(r rune) bool {
 		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_' && r != '.'
@@ -96,8 +86,7 @@ var states = func() []confighubv1.SinkState {
 	return out
 }()
 
-// StateLabel is the value of the state label: "applied" for
-// SINK_STATE_APPLIED.
+// StateLabel is the value of the state label: "applied" for SINK_STATE_APPLIED.
 func StateLabel(s confighubv1.SinkState) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "SINK_STATE_"))
 }
@@ -143,8 +132,7 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 	return m, nil
 }
 
-// lock takes mu, records the sink's kind (dropping the series of a
-// previous kind) and returns mu's Unlock.
+// lock takes mu, records the sink's kind (dropping a previous kind's series) and returns Unlock.
 func (m *Engine) lock(sink, kind string) func() {
 	m.mu.Lock()
 	if prev, ok := m.kinds[sink]; ok && prev != kind {
@@ -161,8 +149,7 @@ func (m *Engine) deleteSeries(l prometheus.Labels) {
 	}
 }
 
-// ApplyDone counts one attempt and, unless it was a hash skip, observes its
-// duration.
+// ApplyDone counts one attempt and, unless it was a hash skip, observes its duration.
 func (m *Engine) ApplyDone(sink, kind string, result engine.Result, reason string, d time.Duration, configBytes int) {
 	defer m.lock(sink, kind)()
 	m.applies.WithLabelValues(sink, kind, string(result), m.reasonLabel(sink, reason)).Inc()
@@ -196,8 +183,7 @@ func (m *Engine) EntityErrors(sink, kind string, n int) {
 	m.entityErrors.WithLabelValues(sink, kind).Set(float64(n))
 }
 
-// ExcludedEntities sets the number of entities the sink's running
-// fallback leaves out.
+// ExcludedEntities sets the number of entities the sink's running fallback leaves out.
 func (m *Engine) ExcludedEntities(sink, kind string, n int) {
 	defer m.lock(sink, kind)()
 	m.excluded.WithLabelValues(sink, kind).Set(float64(n))
@@ -243,8 +229,7 @@ type Set struct {
 	Bounds   *Bounds
 }
 
-// New builds the registry with the Go and process collectors, the gRPC
-// server metrics (with a handling-time histogram) and the engine series.
+// New builds the registry: Go, process, gRPC server and engine metrics.
 func New() (*Set, error) {
 	reg := prometheus.NewRegistry()
 	gm := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
@@ -270,15 +255,6 @@ func New() (*Set, error) {
 	return &Set{Registry: reg, Engine: em, GRPC: gm, Bounds: bm}, nil
 }
 
-// Interceptors are the gRPC server metric interceptors (server.WithInterceptors).
-func (s *Set) Interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
-	return []grpc.UnaryServerInterceptor{s.GRPC.UnaryServerInterceptor()}, []grpc.StreamServerInterceptor{s.GRPC.StreamServerInterceptor()}
-}
-
-// InitializeGRPC pre-creates the per-method gRPC series at zero, so
-// rate() works from the first scrape. Call it after registering services.
-func (s *Set) InitializeGRPC(gs *grpc.Server) { s.GRPC.InitializeMetrics(gs) }
-
 // Server is the /metrics HTTP endpoint.
 type Server struct {
 	srv  *http.Server
@@ -294,23 +270,18 @@ type listenConfig struct {
 	base context.Context // when set, the base of every request's context
 }
 
-// WithBaseContext makes ctx the base of every request's context: Shutdown
-// never ends a running profile, canceling ctx before it does.
+// WithBaseContext makes ctx the base of every request's context (Shutdown never ends a profile; ctx does).
 func WithBaseContext(ctx context.Context) ListenOption {
 	return func(l *listenConfig) { l.base = ctx }
 }
 
-// WithProfiling also serves Go's profiles under /debug/pprof/ (see
-// doc.go). With a, every profile needs a token of the admin role; with
-// nil, whoever reaches the listener may take them, as they may read
-// /metrics.
+// WithProfiling also serves Go's profiles under /debug/pprof/; with a,
+// each needs an admin token, with nil they are as open as /metrics.
 func WithProfiling(a *auth.Authenticator) ListenOption {
 	return func(l *listenConfig) { l.prof = &profiling{auth: a, running: make(chan struct{}, 1)} }
 }
 
-// Listen binds addr and serves /metrics on it until Shutdown. root, when
-// not nil, serves every other path (the status page); without it / says
-// where the metrics are.
+// Listen binds addr and serves /metrics until Shutdown; root, if not nil, serves every other path.
 func (s *Set) Listen(addr string, log *slog.Logger, root http.Handler, opts ...ListenOption) (*Server, error) {
 	var cfg listenConfig
 	for _, o := range opts {

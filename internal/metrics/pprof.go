@@ -11,8 +11,7 @@ import (
 	"github.com/confighub/confighub/internal/auth"
 )
 
-// MaxProfileSeconds bounds the seconds parameter of every profile (a CPU
-// profile or trace costs CPU as long as it runs).
+// MaxProfileSeconds bounds the seconds parameter of every profile.
 const MaxProfileSeconds = 60
 
 // NamedProfiles returns the runtime profiles served at /debug/pprof/<name>;
@@ -21,8 +20,7 @@ func NamedProfiles() []string {
 	return []string{"heap", "goroutine", "allocs", "block", "mutex", "threadcreate"}
 }
 
-// profiling serves net/http/pprof's handlers under /debug/pprof/ on the
-// listener's own mux.
+// profiling serves net/http/pprof's handlers under /debug/pprof/.
 type profiling struct {
 	auth    *auth.Authenticator // when set, every profile needs an admin token
 	log     *slog.Logger
@@ -39,8 +37,7 @@ func (p *profiling) register(mux *http.ServeMux) {
 	admin("", http.HandlerFunc(pprof.Index))
 	admin("cmdline", http.HandlerFunc(pprof.Cmdline))
 	admin("symbol", http.HandlerFunc(pprof.Symbol))
-	// Profile reads seconds as an integer (a fraction would silently
-	// become its default 30 s), Trace as a number.
+	// Profile reads seconds as an integer (else its default 30 s), Trace as a number.
 	admin("profile", bounded(true, p.exclusive("CPU profile", p.timed(false, http.HandlerFunc(pprof.Profile)))))
 	admin("trace", bounded(false, p.exclusive("trace", p.timed(false, http.HandlerFunc(pprof.Trace)))))
 	for _, name := range NamedProfiles() {
@@ -48,8 +45,7 @@ func (p *profiling) register(mux *http.ServeMux) {
 	}
 }
 
-// bounded answers 400 to a seconds parameter that is not a positive
-// number (an integer when integer is set) or is over MaxProfileSeconds.
+// bounded answers 400 to seconds that are not a positive number (integer) up to MaxProfileSeconds.
 func bounded(integer bool, next http.Handler) http.Handler {
 	kind := "number"
 	if integer {
@@ -76,9 +72,7 @@ func bounded(integer bool, next http.Handler) http.Handler {
 	})
 }
 
-// exclusive lets one CPU profile or trace run at a time and answers 409
-// to the others (the runtime would refuse a second CPU profile with an
-// obscure 500).
+// exclusive lets one CPU profile or trace run at a time and answers 409 to the others.
 func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -90,8 +84,7 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 		defer func() { <-p.running }()
 		attrs := []any{"seconds", r.FormValue("seconds"), "remote", r.RemoteAddr}
 		if who, ok := auth.FromContext(r.Context()); ok {
-			// The token's name, never the token: who to ask about the
-			// CPU the profile costs.
+			// The token's name, never the token.
 			attrs = append(attrs, "token", who.Name)
 		}
 		p.log.Info("profiling: "+what+" started", attrs...)
@@ -99,9 +92,7 @@ func (p *profiling) exclusive(what string, next http.Handler) http.Handler {
 	})
 }
 
-// timed calls the started hook before a request that runs for a while: a
-// CPU profile or a trace (once it holds the slot), or, when delta is set,
-// a named profile given seconds.
+// timed calls the started hook before a request that runs a while (with delta, only a named profile given seconds).
 func (p *profiling) timed(delta bool, next http.Handler) http.Handler {
 	if p.started == nil {
 		return next

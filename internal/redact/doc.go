@@ -1,11 +1,8 @@
 // Package redact removes credentials from a Kong declarative configuration
-// (and from a Kong Admin API error body) before it is shown for diagnostics
-// (GetConfig), keeping the input's format and key order, and hides the
-// secrets of sink specs.
-//
-// What is redacted (the value becomes "<redacted>"), wherever the collection
-// appears (top level, under consumers, or as the entity of a flattened
-// error):
+// or Admin API error body shown for diagnostics (GetConfig), keeping format
+// and key order, and hides the secrets of sink specs. These values become
+// "<redacted>" wherever the collection appears (top level, under consumers,
+// as a flattened error's entity), and every string is scrubbed of them:
 //
 //	keyauth_credentials   key
 //	basicauth_credentials password
@@ -16,11 +13,9 @@
 //	keys                  jwk, pem.private_key (pem.public_key stays)
 //	services, upstreams   client_certificate.key, client_certificate.key_alt (inline)
 //
-// Every string is also scrubbed of those values (Kong quotes a duplicate
-// key in its messages). Plugin configuration fields are not touched: which
-// are secret depends on the plugin; keep plugin secrets in Kong vaults.
-// Sink spec secrets are the fields marked (confighub.v1.secret) in
-// sink.proto, shown as "<redacted:FP>" (an HMAC fingerprint).
+// Plugin fields are not touched (keep plugin secrets in Kong vaults). Sink
+// spec secrets, the fields marked (confighub.v1.secret), show as
+// "<redacted:FP>" (an HMAC fingerprint).
 //
 // Guarantees:
 //   - A key-auth credential's name, its key, is never named (TestNameIsSecret; clients/kong TestKeyAuthKeyNeverNamed).

@@ -19,8 +19,7 @@ const Placeholder = "<redacted>"
 // field is a path of keys inside one entity; most are one key long.
 type field []string
 
-// byCollection lists the secret fields of each entity collection (the plural
-// names of a declarative configuration).
+// byCollection lists the secret fields of each entity collection.
 var byCollection = map[string][]field{
 	"keyauth_credentials":   {{"key"}},
 	"basicauth_credentials": {{"password"}},
@@ -29,19 +28,15 @@ var byCollection = map[string][]field{
 	"oauth2_credentials":    {{"client_secret"}},
 	"certificates":          {{"key"}, {"key_alt"}},
 	"keys":                  {{"jwk"}, {"pem", "private_key"}},
-	// A service or upstream may carry its client certificate inline
-	// (Kong hoists it into certificates; its flattened error says so).
+	// A service or upstream may carry its client certificate inline.
 	"services":  {{"client_certificate", "key"}, {"client_certificate", "key_alt"}},
 	"upstreams": {{"client_certificate", "key"}, {"client_certificate", "key_alt"}},
 }
 
-// uniqueValue finds the value Kong quotes in a uniqueness error of a secret
-// field ("... 'keyauth_credentials' entity with key set to 'K' already
-// declared").
+// uniqueValue finds the value Kong quotes in a uniqueness error of a secret field.
 var uniqueValue = regexp.MustCompile(`('(?:keyauth_credentials|basicauth_credentials|hmacauth_credentials|jwt_secrets|oauth2_credentials|certificates|keys)' entity with (?:key|password|secret|client_secret|key_alt|jwk) set to ')(.*?)(' already declared)`)
 
-// Message removes the secret values Kong quotes in its error messages (a
-// duplicate key-auth key in full), for any Kong error text logged or shown.
+// Message removes the secret values Kong quotes in its error messages.
 func Message(s string) string {
 	if strings.Contains(s, " set to '") {
 		s = uniqueValue.ReplaceAllString(s, "${1}"+Placeholder+"${3}")
@@ -53,17 +48,15 @@ func Message(s string) string {
 	return s
 }
 
-// dbUniqueValue is a secret field in the entity a database-backed Kong
-// quotes in a unique violation (the quotes may come escaped).
+// dbUniqueValue is a secret field a database-backed Kong quotes in a unique violation.
 var dbUniqueValue = regexp.MustCompile(`((?:^|[{,\s])(?:key|password|secret|client_secret|key_alt)=\\?")(.*?)(\\?")`)
 
 // needles: a configuration with none of them is returned unparsed.
 var needles = [][]byte{[]byte("key"), []byte("password"), []byte("secret"), []byte("jwk")}
 
-// Config redacts raw, a configuration or an Admin API error body, in format
-// f (FormatUnknown detects), and says whether anything was redacted. A JSON
-// body that is not an object or array (an HTML page, text) is returned as
-// is. It has the signature of server.Redactor.
+// Config redacts raw, a configuration or an Admin API error body in format f
+// (FormatUnknown: detected), and says whether anything was redacted; JSON
+// that is not an object or array is returned as is. A server.Redactor.
 func Config(raw []byte, f config.Format) ([]byte, bool, error) {
 	if f == config.FormatUnknown {
 		f = config.Detect(raw)
@@ -132,9 +125,7 @@ func walk(n *yaml.Node) bool {
 			}
 			if fields, ok := byCollection[k.Value]; ok && v.Kind == yaml.SequenceNode {
 				for _, e := range v.Content {
-					if e.Kind == yaml.MappingNode && redactEntity(e, fields) {
-						changed = true
-					}
+					changed = e.Kind == yaml.MappingNode && redactEntity(e, fields) || changed
 				}
 			}
 		}
@@ -143,9 +134,7 @@ func walk(n *yaml.Node) bool {
 			changed = true
 		}
 		for i := 1; i < len(n.Content); i += 2 {
-			if walk(n.Content[i]) {
-				changed = true
-			}
+			changed = walk(n.Content[i]) || changed
 		}
 	case yaml.ScalarNode:
 		if m := Message(n.Value); m != n.Value {
@@ -154,9 +143,7 @@ func walk(n *yaml.Node) bool {
 		}
 	case yaml.SequenceNode, yaml.DocumentNode:
 		for _, c := range n.Content {
-			if walk(c) {
-				changed = true
-			}
+			changed = walk(c) || changed
 		}
 	}
 	return changed
@@ -192,8 +179,7 @@ func lookup(n *yaml.Node, path field) *yaml.Node {
 	return n
 }
 
-// writeJSON writes a node tree parsed from JSON back as compact JSON, in
-// its original key order.
+// writeJSON writes a node tree parsed from JSON back as compact JSON, in key order.
 func writeJSON(b *bytes.Buffer, n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -251,15 +237,13 @@ func writeString(b *bytes.Buffer, s string) {
 	b.WriteString(strings.TrimSuffix(sb.String(), "\n"))
 }
 
-// NameIsSecret reports whether an entity's name (its endpoint key) is a
-// secret, never shown: a key-auth credential is named by its key.
+// NameIsSecret reports whether an entity's name is a secret (a key-auth credential's key).
 func NameIsSecret(entityType string) bool {
 	return strings.TrimSuffix(entityType, "s") == "keyauth_credential"
 }
 
-// Entity returns obj, a decoded entity of Kong's entity type typ, redacted
-// by Config as the one entity of its collection (typ+"s"), numbers as
-// json.Number; obj is not modified. nil: Config could not read it.
+// Entity returns a redacted copy of obj, a decoded entity of type typ
+// (numbers as json.Number), or nil when Config could not read it.
 func Entity(typ string, obj map[string]any) map[string]any {
 	coll := typ + "s"
 	raw, err := json.Marshal(map[string][]map[string]any{coll: {obj}})

@@ -23,30 +23,25 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// ErrPlaceholder: a sink spec holds a redacted placeholder where no stored
-// value with that fingerprint exists (or where none may be: the sinks file).
+// ErrPlaceholder: a sink spec holds a placeholder that stands for no stored value.
 var ErrPlaceholder = errors.New("redacted placeholder")
 
 // FingerprintKeyBytes is the size of a fingerprint key.
 const FingerprintKeyBytes = 32
 
-// fingerprintHex is how many hex digits of the HMAC a placeholder shows: 48
-// bits tell two values apart; the key keeps them from being guessed.
+// fingerprintHex is how many hex digits of the HMAC a placeholder shows.
 const fingerprintHex = 12
 
 var placeholderRE = regexp.MustCompile(`^<redacted:([0-9a-f]{12})>$`)
 
-// SinkSecrets hides the secrets of sink specs, the fields marked
-// (confighub.v1.secret) wherever nested, as "<redacted:FP>", FP the first
-// 12 hex digits of HMAC-SHA256(key, value): equal values show equal
-// fingerprints, and without the key no guess can be tested offline. Safe
-// for concurrent use.
+// SinkSecrets hides the fields of sink specs marked (confighub.v1.secret)
+// as "<redacted:FP>", FP the first hex digits of HMAC-SHA256(key, value):
+// without the key no guess can be tested offline. Safe for concurrent use.
 type SinkSecrets struct {
 	key []byte
 }
 
-// NewSinkSecrets returns the redactor keyed with key; a nil key draws a
-// random one (fingerprints then change at every start).
+// NewSinkSecrets returns the redactor keyed with key (nil: a random one).
 func NewSinkSecrets(key []byte) *SinkSecrets {
 	if len(key) == 0 {
 		key = make([]byte, FingerprintKeyBytes)
@@ -61,16 +56,14 @@ func (r *SinkSecrets) placeholder(v *structpb.Value) string {
 	if s, ok := v.GetKind().(*structpb.Value_StringValue); ok {
 		m.Write([]byte(s.StringValue))
 	} else {
-		// A whole object or list under a secret setting name: its JSON
-		// (encoding/json sorts object keys, so equal values hash equal).
+		// An object or list: its JSON, keys sorted.
 		b, _ := json.Marshal(v.AsInterface()) // a structpb.Value always encodes
 		m.Write(b)
 	}
 	return "<redacted:" + hex.EncodeToString(m.Sum(nil))[:fingerprintHex] + ">"
 }
 
-// Redact returns a copy of s with every secret set replaced by its
-// placeholder; empty values stay empty (they show that nothing is set).
+// Redact returns a copy of s with every secret set replaced by its placeholder.
 func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
 	if s == nil {
 		return nil
@@ -84,16 +77,14 @@ func (r *SinkSecrets) Redact(s *confighubv1.Sink) *confighubv1.Sink {
 	return out
 }
 
-// leaves calls visit for every secret value of a copy of s, in a stable
-// order, until it fails; the copy is what visit's sets changed.
+// leaves calls visit for every secret value of a copy of s, in a stable order, until it fails.
 func leaves(s *confighubv1.Sink, visit func(leaf) error) (*confighubv1.Sink, error) {
 	out := proto.Clone(s).(*confighubv1.Sink)
 	return out, secretLeaves(out.ProtoReflect(), "", visit)
 }
 
 // Restore returns a copy of in with each placeholder replaced by the value
-// stored (may be nil) has there, if its fingerprint matches; another is an
-// error wrapping ErrPlaceholder that names the field.
+// stored (may be nil) has there if its fingerprint matches, else ErrPlaceholder.
 func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, error) {
 	if in == nil {
 		return nil, nil
@@ -131,8 +122,7 @@ func (r *SinkSecrets) Restore(in, stored *confighubv1.Sink) (*confighubv1.Sink, 
 	return out, nil
 }
 
-// FindPlaceholder names the first secret field of s that holds a
-// placeholder (the sinks file must hold the values themselves).
+// FindPlaceholder names the first secret field of s that holds a placeholder.
 func FindPlaceholder(s *confighubv1.Sink) (string, bool) {
 	var found string
 	_, _ = leaves(s, func(l leaf) error {
@@ -150,8 +140,7 @@ var errStop = errors.New("stop")
 // IsPlaceholder reports whether v is a fingerprinted placeholder.
 func IsPlaceholder(v string) bool { return placeholderRE.MatchString(v) }
 
-// looksRedacted reports whether v reads as a placeholder of any form (a
-// copied or edited one), never a secret to send.
+// looksRedacted reports whether v reads as a placeholder of any form.
 func looksRedacted(v string) bool {
 	v = strings.TrimSpace(v)
 	return len(v) >= len("<redacted>") && strings.EqualFold(v[:len("<redacted")], "<redacted") && strings.HasSuffix(v, ">")
@@ -179,8 +168,7 @@ func isSet(v *structpb.Value) bool {
 	return true
 }
 
-// leaf is one secret value: its path in the spec (as field names, map keys
-// and setting names), the value, and how to replace it.
+// leaf is one secret value: its path in the spec, the value, and how to replace it.
 type leaf struct {
 	path string
 	val  *structpb.Value
@@ -224,9 +212,8 @@ func isSecret(fd protoreflect.FieldDescriptor) bool {
 	return opts != nil && proto.GetExtension(opts, confighubv1.E_Secret).(bool)
 }
 
-// secretField visits the values of a field marked secret: a string, each
-// value of a map of strings, each string of a list, or the settings of a
-// google.protobuf.Struct whose names mark them as secret.
+// secretField visits the values of a field marked secret: a string, a map
+// or list of strings, or a Struct's settings whose names are secret.
 func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path string, visit func(leaf) error) error {
 	str := func(p, v string, set func(protoreflect.Value)) error {
 		return visit(leaf{path: p, val: structpb.NewStringValue(v), set: func(nv *structpb.Value) { set(protoreflect.ValueOfString(nv.GetStringValue())) }})
@@ -262,8 +249,7 @@ func secretField(m protoreflect.Message, fd protoreflect.FieldDescriptor, path s
 	return nil
 }
 
-// structLeaves visits the values of st under secret names; other values
-// are searched for nested secret names.
+// structLeaves visits the values of st under secret names, searching the others.
 func structLeaves(st *structpb.Struct, path string, visit func(leaf) error) error {
 	for _, k := range slices.Sorted(maps.Keys(st.GetFields())) {
 		v, p := st.Fields[k], join(path, k)
@@ -299,10 +285,8 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// SecretName reports whether a plugin or custom setting's name marks its
-// value as secret: it holds a secret part, or one of its words (split at
-// non-alphanumerics and lower-to-upper changes) is a secret word. Hiding a
-// harmless setting costs less than showing a credential.
+// SecretName reports whether a setting's name marks its value as secret: it holds a secret part, or
+// one of its words (split at non-alphanumerics and lower-to-upper changes) is a secret word.
 func SecretName(name string) bool {
 	lower := strings.ToLower(name)
 	for _, p := range []string{"token", "secret", "passw", "credential", "apikey", "privatekey", "authorization"} {

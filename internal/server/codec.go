@@ -10,16 +10,13 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// marshalled is a message the proto codec already marshalled; codec sends
-// its bytes as they are, and no stream writes them.
+// marshalled is a message already marshalled; codec sends its bytes as they are.
 type marshalled struct{ b []byte }
 
-// codec is grpc's proto codec (the server's one: grpc.ForceServerCodecV2),
-// except that it sends a marshalled message as it is and keeps an upload
-// chunk in the receive buffers (uploadMsg) instead of copying it into a
-// slice that is garbage once the upload copied it: a hub's peak RSS during
-// a 200 MiB upload is 238 MiB with it, 439 MiB with the proto codec alone
-// (make bench, scenario 1; the target is the config + 64 MiB).
+// codec is grpc's proto codec, except that it sends a marshalled message as
+// it is and keeps an upload chunk in the receive buffers (uploadMsg): peak
+// RSS during a 200 MiB upload is 238 MiB with it, 439 MiB without (make
+// bench, scenario 1; the target is the config + 64 MiB).
 type codec struct{ encoding.CodecV2 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -39,11 +36,9 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.CodecV2.Marshal(v)
 }
 
-// uploadMsg is an UploadConfigRequest as UploadConfig receives it. A
-// message that is one chunk and nothing else (what clients send after the
-// header) keeps its bytes where the transport received them: pieces are
-// its parts of the receive buffers, held (Ref) until free. Its chunk field
-// is set but empty, so the validator sees the oneof set.
+// uploadMsg is an UploadConfigRequest as UploadConfig receives it: a chunk
+// alone keeps its bytes in the receive buffers (pieces, held until free),
+// its chunk field set but empty so the validator sees the oneof set.
 type uploadMsg struct {
 	*confighubv1.UploadConfigRequest
 	pieces [][]byte
@@ -53,9 +48,7 @@ type uploadMsg struct {
 // chunkField is UploadConfigRequest.chunk's field number.
 var chunkField = (&confighubv1.UploadConfigRequest{}).ProtoReflect().Descriptor().Fields().ByName("chunk").Number()
 
-// keep takes data as m's pieces when it is one chunk alone, and reports
-// whether it did (grpc frees data after Unmarshal: m takes its own
-// reference).
+// keep takes data as m's pieces, with its own reference, when it is one chunk alone.
 func (m *uploadMsg) keep(data mem.BufferSlice) bool {
 	m.UploadConfigRequest, m.pieces, m.held = &confighubv1.UploadConfigRequest{}, nil, nil
 	off, ok := chunkOnly(data)
@@ -76,8 +69,7 @@ func (m *uploadMsg) keep(data mem.BufferSlice) bool {
 	return true
 }
 
-// chunkOnly reports whether data is one chunk field and nothing else, and
-// where the chunk's bytes start.
+// chunkOnly reports whether data is one chunk field alone, and where its bytes start.
 func chunkOnly(data mem.BufferSlice) (int, bool) {
 	var head [2 * binary.MaxVarintLen64]byte // a tag and a length
 	n := 0

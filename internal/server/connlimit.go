@@ -19,15 +19,12 @@ const (
 	FlagMaxConcurrentStreams    = "--max-concurrent-streams"
 )
 
-// streamHeadroom is how many HTTP/2 streams past the bound a connection
-// may open. A client waits silently for a free HTTP/2 stream; the headroom
-// lets calls past the bound reach connLimit, which refuses them at once
-// naming the flag, while the HTTP/2 limit still bounds the connection.
+// streamHeadroom is how many HTTP/2 streams past the bound a connection may open, so that calls
+// past it reach connLimit, which refuses them by name, instead of waiting silently in the client.
 const streamHeadroom = 16
 
-// connLimit bounds the calls in flight per client connection: a stats
-// handler gives each connection its counter, the interceptors (first in
-// the chains, so a refused call costs nothing else) count the calls.
+// connLimit bounds the calls in flight per connection: a stats handler
+// gives each connection its counter, the first interceptors count calls.
 type connLimit struct {
 	max      int64
 	refusals hub.Refusals
@@ -66,8 +63,7 @@ func (l *connLimit) HandleConn(ctx context.Context, s stats.ConnStats) {
 func (l *connLimit) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (l *connLimit) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// enter counts a call of ctx's connection and returns what ends it, or
-// refuses it past the bound.
+// enter counts a call of ctx's connection and returns what ends it, or refuses it.
 func (l *connLimit) enter(ctx context.Context) (func(), error) {
 	c, _ := ctx.Value(connKey{}).(*connCalls)
 	if c == nil {

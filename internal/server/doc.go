@@ -1,14 +1,8 @@
-// Package server is the gRPC transport edge: it serves
-// confighub.v1.ConfigHubService and confighub.v1.SinkAdminService on a
-// hub.Hub, with the standard health service and server reflection (v1 and
-// v1alpha), and the go-grpc-middleware v2 chain (recovery, slog logging,
-// protovalidate, and whatever the caller adds, such as auth and metrics).
-//
-// It is the one place where errors become gRPC status codes (codeOf): the
-// hub returns errors wrapped around its sentinels, and the transport maps
-// them once. Requests are validated by the rules of the .proto before any
-// handler runs. Each status change is marshalled once for all WatchStatus
-// streams.
+// Package server is the gRPC transport edge: ConfigHubService and
+// SinkAdminService on a hub.Hub, with health, reflection (v1 and v1alpha)
+// and the go-grpc-middleware v2 chain (recovery, slog logging,
+// protovalidate, and the caller's: auth, metrics). It is the one place
+// where hub errors become gRPC codes (codeOf).
 //
 // Guarantees:
 //   - Status messages are bounded to 4 KiB (TestToStatusBoundsTheMessage).

@@ -11,8 +11,7 @@ import (
 	"github.com/confighub/confighub/internal/hub"
 )
 
-// codeOf maps a hub error to its gRPC code; toStatus is the one place
-// errors become statuses.
+// codeOf maps a hub error to its gRPC code; toStatus is the one place errors become statuses.
 func codeOf(err error) codes.Code {
 	switch {
 	case errors.Is(err, hub.ErrInvalid):
@@ -45,6 +44,5 @@ func toStatus(err error) error {
 	return status.Error(codeOf(err), engine.CutText(err.Error(), maxMessageBytes))
 }
 
-// maxMessageBytes bounds the message of an error status, which may quote
-// what a client sent.
+// maxMessageBytes bounds the message of an error status, which may quote what a client sent.
 const maxMessageBytes = 4 << 10

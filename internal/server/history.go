@@ -16,8 +16,7 @@ import (
 // Anonymous is the pusher of a configuration pushed without --auth-tokens.
 const Anonymous = "anonymous"
 
-// originOf is who is calling: the name of the caller's token (never the
-// token), or Anonymous, and the peer's address.
+// originOf is who is calling: the token's name (or Anonymous) and the peer's address.
 func originOf(ctx context.Context) config.Origin {
 	o := config.Origin{Pusher: Anonymous}
 	if p, ok := auth.FromContext(ctx); ok && p.Name != "" {

@@ -34,8 +34,7 @@ import (
 // ends; docs/api.md quotes it (cmd/confighub TestDocsQuoteShutdownMessage).
 const ShutdownMessage = "the hub is shutting down: resume with from_revision set to the last revision seen"
 
-// DefaultMaxMessageBytes is the default largest gRPC message (a unary push);
-// larger configurations go through UploadConfig.
+// DefaultMaxMessageBytes is the default largest gRPC message (larger pushes upload).
 const DefaultMaxMessageBytes = 64 << 20
 
 type options struct {
@@ -60,8 +59,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // WithMaxMessageBytes bounds a received message (and so a unary push).
 func WithMaxMessageBytes(n int) Option { return func(o *options) { o.maxMsg = n } }
 
-// WithInterceptors adds interceptors after recovery and logging and before
-// validation (auth, metrics).
+// WithInterceptors adds interceptors between logging and validation (auth, metrics).
 func WithInterceptors(u []grpc.UnaryServerInterceptor, s []grpc.StreamServerInterceptor) Option {
 	return func(o *options) { o.unary = append(o.unary, u...); o.stream = append(o.stream, s...) }
 }
@@ -71,11 +69,7 @@ func WithServerOptions(so ...grpc.ServerOption) Option {
 	return func(o *options) { o.serverOpts = append(o.serverOpts, so...) }
 }
 
-// WithKeepalive sets the HTTP/2 keepalive policy (default DefaultKeepalive).
-func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive = k } }
-
-// WithMaxConcurrentStreams bounds the calls one client connection may
-// have open at once; one more is ResourceExhausted naming the flag.
+// WithMaxConcurrentStreams bounds the calls one client connection may have open at once.
 func WithMaxConcurrentStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
 
 // WithRefusals counts the refusals of the per-connection bound.
@@ -84,31 +78,24 @@ func WithRefusals(r hub.Refusals) Option { return func(o *options) { o.refusals 
 // WithRedactor sets how GetConfig removes credentials.
 func WithRedactor(r Redactor) Option { return func(o *options) { o.redact = r } }
 
-// WithStatusPageURL makes GetStatus and WatchStatus send url() ("" for
-// none), asked per call, in the hubclient.StatusPageHeader header.
+// WithStatusPageURL makes GetStatus and WatchStatus send url() in hubclient.StatusPageHeader.
 func WithStatusPageURL(url func() string) Option { return func(o *options) { o.pageURL = url } }
 
-// Keepalive is the server's HTTP/2 keepalive policy: a client pinging more
-// often than MinClientPing (with or without streams) is cut with GOAWAY
-// "too_many_pings"; after PingAfterIdle without a frame the server pings,
-// and closes a connection whose ping is not acknowledged within
-// PingTimeout, so a watcher whose peer went away is dropped.
+// Keepalive is the HTTP/2 keepalive policy: a client pinging more often
+// than MinClientPing gets GOAWAY; after PingAfterIdle the server pings and
+// drops a connection whose ping is not acknowledged within PingTimeout.
 type Keepalive struct {
 	MinClientPing, PingAfterIdle, PingTimeout time.Duration
 }
 
-// DefaultKeepalive permits client pings every 5 s or more (controllers
-// ping every 10 s on long WatchStatus streams; the margin absorbs timer
-// jitter) and drops a silent peer about 40 s after its last frame.
+// DefaultKeepalive permits client pings every 5 s (controllers ping every
+// 10 s) and drops a silent peer about 40 s after its last frame.
 func DefaultKeepalive() Keepalive {
 	return Keepalive{MinClientPing: 5 * time.Second, PingAfterIdle: 30 * time.Second, PingTimeout: 10 * time.Second}
 }
 
-// streamWorkers is how many goroutines serve calls and keep their grown
-// stacks between calls (grpc.NumStreamWorkers; past them a call gets a
-// goroutine of its own): growing a fresh goroutine's stack for a push's
-// handler chain cost more CPU than the rest of it (docs/performance.md,
-// scenario 7).
+// streamWorkers serve calls and keep their grown stacks between them: growing a fresh stack for a
+// push cost more CPU than the rest of it (docs/performance.md, scenario 7).
 const streamWorkers = 64
 
 // Server is the hub's gRPC server with its health service.
@@ -163,26 +150,33 @@ func New(h *hub.Hub, opts ...Option) (*Server, error) {
 	confighubv1.RegisterSinkAdminServiceServer(gs, &adminService{hub: h})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
-	// Reflection also lists SinkPluginService, which plugins serve, so a
-	// plugin author can `grpcurl describe` the contract. v1alpha is for
-	// older clients (ghz v0.93.0, grpcurl before v1.8.8).
+	// Reflection also lists SinkPluginService, for plugin authors; v1alpha
+	// is for older clients (ghz v0.93.0, grpcurl before v1.8.8).
 	ropts := reflection.ServerOptions{Services: withPluginContract{gs}}
 	reflectionv1.RegisterServerReflectionServer(gs, reflection.NewServerV1(ropts))
 	reflectionv1alpha.RegisterServerReflectionServer(gs, reflection.NewServer(ropts))
-	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
-		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
-	}
-	return &Server{GRPC: gs, Health: hs, hub: svc, conns: conns}, nil
+	s := &Server{GRPC: gs, Health: hs, hub: svc, conns: conns}
+	s.SetServing(true)
+	return s, nil
 }
 
-// ConnectionUsage is the per-connection bound: the most calls one
-// connection has open, and the bound.
+// SetServing sets the health of the server and of both services.
+func (s *Server) SetServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, svc := range []string{"", confighubv1.ConfigHubService_ServiceDesc.ServiceName, confighubv1.SinkAdminService_ServiceDesc.ServiceName} {
+		s.Health.SetServingStatus(svc, st)
+	}
+}
+
+// ConnectionUsage is the most calls one connection has open, and the bound.
 func (s *Server) ConnectionUsage() hub.Usage {
 	return hub.Usage{Flag: FlagMaxConcurrentStreams, Used: s.conns.busiest(), Limit: s.conns.max}
 }
 
-// Serve serves gRPC on lis until Shutdown, and returns nil once Shutdown
-// stopped it, even a Shutdown that came before Serve began.
+// Serve serves gRPC on lis and returns nil once Shutdown stopped it, even before it began.
 func (s *Server) Serve(lis net.Listener) error {
 	err := s.GRPC.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
@@ -191,8 +185,7 @@ func (s *Server) Serve(lis net.Listener) error {
 	return err
 }
 
-// Shutdown marks the server not serving (so probes and load balancers stop
-// sending), then stops it gracefully.
+// Shutdown marks the server not serving, then stops it gracefully.
 func (s *Server) Shutdown(ctx context.Context) {
 	s.Health.Shutdown()
 	done := make(chan struct{})
@@ -216,17 +209,14 @@ func middlewareLogger(log *slog.Logger) logging.Logger {
 	})
 }
 
-// plumbingServices are the services whose calls are not news to an
-// operator (reflection, health checks): logged at debug unless they fail
-// with a warning or worse.
+// plumbingServices are logged at debug unless they fail.
 var plumbingServices = map[string]bool{
 	healthpb.Health_ServiceDesc.ServiceName:                    true,
 	reflectionv1.ServerReflection_ServiceDesc.ServiceName:      true,
 	reflectionv1alpha.ServerReflection_ServiceDesc.ServiceName: true,
 }
 
-// plumbing reports whether the logging fields (key, value pairs) are of a
-// call to one of the plumbingServices.
+// plumbing reports whether the logging fields are of a call to one of the plumbingServices.
 func plumbing(fields []any) bool {
 	for i := 0; i+1 < len(fields); i += 2 {
 		if k, _ := fields[i].(string); k == logging.ServiceFieldKey {

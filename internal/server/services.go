@@ -20,8 +20,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Redactor removes credentials from a configuration shown for diagnostics.
-// It returns the bytes to show and whether anything was removed.
+// Redactor removes credentials from a configuration shown for diagnostics, saying whether it removed any.
 type Redactor func(raw []byte, f config.Format) ([]byte, bool, error)
 
 type hubService struct {
@@ -158,8 +157,7 @@ func (s *hubService) GetConfig(ctx context.Context, req *confighubv1.GetConfigRe
 			out.ErrorBody, _, _ = s.redact(out.ErrorBody, config.FormatJSON)
 		}
 	}
-	// Above the limit grpc refuses to send the answer with its own words
-	// ("trying to send message larger than max"), which name no flag.
+	// grpc's own refusal would name no flag.
 	if n := proto.Size(out); s.maxMsg > 0 && n > s.maxMsg {
 		return nil, grpcstatus.Errorf(codes.ResourceExhausted, "the configuration of stream %q (generation %d, %d bytes) does not fit in one answer: %d bytes, over the hub's gRPC message limit of %d bytes (--max-message-bytes); raise the limit to read it",
 			cfg.Stream, cfg.Generation, len(out.Config), n, s.maxMsg)

@@ -13,8 +13,7 @@ import (
 
 func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse]) error {
 	ctx := stream.Context()
-	// An unknown stream is NotFound, as for GetStatus; a watcher can wait
-	// for a stream's first push only once a sink of it exists.
+	// An unknown stream is NotFound, as for GetStatus.
 	if _, err := s.hub.Status(req.GetStream()); err != nil {
 		return toStatus(err)
 	}
@@ -24,9 +23,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 	}
 	defer done()
 	s.sendPageURL(ctx)
-	// The header goes out now, not with the first event: a resumed watch
-	// with nothing new gets none for a while, and hubclient takes the
-	// header as the hub's answer that the watch is open (WithWatchState).
+	// The header goes out now: hubclient takes it as the hub's answer that the watch is open.
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
@@ -49,10 +46,7 @@ func (s *hubService) WatchStatus(req *confighubv1.WatchStatusRequest, stream grp
 	}
 }
 
-// send sends ev on stream. A change's marshalled bytes are shared by all
-// WatchStatus streams (watchEnc), so a change watched by 1,000 clients is
-// marshalled once; grpc frames and compresses them per stream as any
-// message. Snapshots are each watcher's own.
+// send sends ev on stream; a change is marshalled once for all streams (watchEnc), a snapshot is each watcher's own.
 func (s *hubService) send(stream grpc.ServerStreamingServer[confighubv1.WatchStatusResponse], ev *confighubv1.WatchStatusResponse) error {
 	if ev.GetSnapshot() != nil {
 		return stream.Send(ev)

@@ -16,11 +16,9 @@ const (
 	structName   = "google.protobuf.Struct"
 )
 
-// convert checks node against the message md, field by field, and returns
-// the value in the JSON shape protojson reads. Every error points at the
-// node in the user's file, with the field path as the user spelled it
-// (path is the parent's, "" at the top of an entry). Go duration strings
-// ("1h", "1m30s", "250ms") are rewritten to protojson's seconds form.
+// convert checks node against md, field by field, and returns the value in
+// protojson's JSON shape (Go durations as seconds); every error points at the
+// node in the user's file, with path, the parent's, as the user spelled it.
 func convert(node *yaml.Node, md protoreflect.MessageDescriptor, path string) (any, *Error) {
 	node = deref(node)
 	if isNull(node) {
@@ -150,8 +148,7 @@ func convertValue(node *yaml.Node, fd protoreflect.FieldDescriptor, path string)
 	return n, nil
 }
 
-// duration reads a Go duration string. A bare number is refused rather than
-// guessed at: 10 could mean seconds or nanoseconds.
+// duration reads a Go duration string; a bare number is refused, never guessed at.
 func duration(node *yaml.Node, path string) (any, *Error) {
 	if node.Kind != yaml.ScalarNode || node.Tag != "!!str" {
 		return nil, errAt(node, path, fmt.Sprintf("%s is not a duration: durations are strings such as \"10s\", \"1m30s\" or \"250ms\"", display(node)))

@@ -15,15 +15,11 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Error is a problem at a place in the user's file: its line and column
-// (1-based), the entry (index, -1 for none, and name if known) and the
-// field path as the user spelled it ("" for the entry itself).
+// Error is a problem at a line and column (1-based) of the user's file, in
+// an entry (index, -1 for none; name), at a field path as the user spelled it.
 type Error struct {
-	Line, Column int
-	Entry        int
-	Name         string
-	Path         string
-	Msg          string
+	Line, Column, Entry int
+	Name, Path, Msg     string
 }
 
 func (e *Error) Error() string {
@@ -61,8 +57,7 @@ func Load(path string) ([]*confighubv1.Sink, error) {
 // Parse reads a YAML or JSON list of sinks.
 func Parse(b []byte) ([]*confighubv1.Sink, error) { return parse(b, false) }
 
-// ParseOneOrMany is Parse that also takes a single sink (a mapping), as
-// `confighubctl sinks put -f` does.
+// ParseOneOrMany is Parse that also takes a single sink (a mapping), as `confighubctl sinks put -f` does.
 func ParseOneOrMany(b []byte) ([]*confighubv1.Sink, error) { return parse(b, true) }
 
 func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {
@@ -99,8 +94,7 @@ func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {
 		}
 		s := &confighubv1.Sink{}
 		if err := protojson.Unmarshal(js, s); err != nil {
-			// What convert does not check (e.g. two kinds in one sink);
-			// protojson's position is in the JSON form, not the file.
+			// What convert does not check; protojson's position is not the file's.
 			return nil, at(&Error{Line: it.Line, Column: it.Column, Msg: jsonPos.ReplaceAllString(err.Error(), "")})
 		}
 		if err := protovalidate.Validate(s); err != nil {
@@ -114,8 +108,7 @@ func parse(b []byte, one bool) ([]*confighubv1.Sink, error) {
 // jsonPos is protojson's "proto: (line 1:33): " prefix.
 var jsonPos = regexp.MustCompile(`^proto:\s*(\(line \d+:\d+\):\s*)?`)
 
-// violation places the first protovalidate violation at its field in the
-// entry.
+// violation places the first protovalidate violation at its field in the entry.
 func violation(entry *yaml.Node, err error) *Error {
 	var ve *protovalidate.ValidationError
 	if !errors.As(err, &ve) || len(ve.Violations) == 0 {
@@ -131,9 +124,8 @@ func violation(entry *yaml.Node, err error) *Error {
 	return &Error{Line: n.Line, Column: n.Column, Path: spelled, Msg: msg}
 }
 
-// lookup finds the node of a protovalidate field path ("kong.address",
-// "headers[\"x\"]") in the entry, as deep as it exists (a missing field is
-// placed at its parent), and the path as the user spelled it.
+// lookup finds the node of a protovalidate field path in the entry, as deep
+// as it exists, and the path as the user spelled it.
 func lookup(entry *yaml.Node, path string) (*yaml.Node, string) {
 	n, spelled := entry, []string{}
 	for _, part := range strings.Split(path, ".") {
@@ -148,8 +140,7 @@ func lookup(entry *yaml.Node, path string) (*yaml.Node, string) {
 	return n, strings.Join(spelled, ".")
 }
 
-// child is the value of a mapping's field given by its proto name, written
-// either as the proto name or as its JSON (lowerCamel) name.
+// child is the value of a mapping's field by its proto or JSON (lowerCamel) name.
 func child(m *yaml.Node, protoName string) (*yaml.Node, string) {
 	if m.Kind != yaml.MappingNode {
 		return nil, ""

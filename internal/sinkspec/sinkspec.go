@@ -1,6 +1,7 @@
 package sinkspec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -15,8 +16,7 @@ import (
 	"github.com/confighub/confighub/sink"
 )
 
-// Engine-wide defaults of sink options; a kind's registered defaults come
-// first.
+// Engine-wide defaults of sink options, after a kind's registered defaults.
 const (
 	DefaultTimeout           = 30 * time.Second
 	DefaultBackoffInitial    = time.Second
@@ -31,12 +31,9 @@ type Checker struct{ reg *sink.Registry }
 // New returns a Checker for the kinds of reg.
 func New(reg *sink.Registry) *Checker { return &Checker{reg: reg} }
 
-// Normalise returns a checked copy of spec and its kind: the kind resolved
-// (its kind field or the kind whose spec is set), the stream defaulted, the
-// kind's defaults filled into unset options, the proto's rules
-// (protovalidate) and the cross-field rules checked, and the kind's own
-// Validate run. Errors wrap sink.ErrInvalidSpec or sink.ErrUnknownKind and
-// name the sink. spec is not changed.
+// Normalise returns a copy of spec, its kind resolved, its stream and the
+// kind's defaults filled in, checked by the proto's, the cross-field and the
+// kind's rules; errors wrap sink.ErrInvalidSpec or sink.ErrUnknownKind.
 func (c *Checker) Normalise(spec *confighubv1.Sink) (*confighubv1.Sink, sink.Kind, error) {
 	if spec == nil {
 		return nil, sink.Kind{}, fmt.Errorf("%w: the sink is missing", sink.ErrInvalidSpec)
@@ -90,8 +87,7 @@ func mergeOptions(o, d *confighubv1.SinkOptions) *confighubv1.SinkOptions {
 	return o
 }
 
-// fill sets every field d sets and o does not, to a copy of d's; within a
-// message both set (backoff) it fills field by field.
+// fill sets every field d sets and o does not to a copy of d's, message fields field by field.
 func fill(o, d protoreflect.Message) {
 	d.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		isMsg := fd.Message() != nil
@@ -107,8 +103,7 @@ func fill(o, d protoreflect.Message) {
 	})
 }
 
-// Options are a sink's options with every default resolved: what the
-// engine runs a sink with.
+// Options are a sink's options with every default resolved.
 type Options struct {
 	Timeout        time.Duration
 	MinInterval    time.Duration
@@ -128,9 +123,7 @@ type Backoff struct {
 	Jitter       float64
 }
 
-// Resolve fills the engine defaults into the options of a spec that the
-// proto's rules accepted, and checks the rules that span fields (which
-// protovalidate's field rules cannot state).
+// Resolve fills the engine defaults into the options of a proto-valid spec and checks the rules that span fields.
 func Resolve(s *confighubv1.Sink) (Options, error) {
 	o := s.GetOptions()
 	b := o.GetBackoff()
@@ -141,23 +134,14 @@ func Resolve(s *confighubv1.Sink) (Options, error) {
 		MaxDelay:       orDefault(o.GetMaxDelay(), 0),
 		Wave:           o.GetWave(),
 		WaveMinApplied: o.GetWaveMinApplied(),
-		Gate:           o.GetGate(),
+		Gate:           cmp.Or(o.GetGate(), confighubv1.Gate_GATE_WAVE),
 		CancelInFlight: o.GetCancelInFlight(),
 		Backoff: Backoff{
 			Initial:    orDefault(b.GetInitial(), DefaultBackoffInitial),
 			Max:        orDefault(b.GetMax(), DefaultBackoffMax),
-			Multiplier: b.GetMultiplier(),
-			Jitter:     b.GetJitter(),
+			Multiplier: cmp.Or(b.GetMultiplier(), DefaultBackoffMultiplier),
+			Jitter:     cmp.Or(b.GetJitter(), DefaultBackoffJitter),
 		},
-	}
-	if r.Gate == confighubv1.Gate_GATE_UNSPECIFIED {
-		r.Gate = confighubv1.Gate_GATE_WAVE
-	}
-	if r.Backoff.Multiplier == 0 {
-		r.Backoff.Multiplier = DefaultBackoffMultiplier
-	}
-	if r.Backoff.Jitter == 0 {
-		r.Backoff.Jitter = DefaultBackoffJitter
 	}
 	switch {
 	case r.MaxDelay > 0 && r.Debounce == 0:
@@ -177,8 +161,7 @@ func orDefault(d *durationpb.Duration, def time.Duration) time.Duration {
 	return d.AsDuration()
 }
 
-// Delay is the wait after the n-th consecutive failure (n >= 1); rnd is
-// uniform in [0,1).
+// Delay is the wait after the n-th consecutive failure (n >= 1); rnd is uniform in [0,1).
 func (b Backoff) Delay(n int, rnd float64) time.Duration {
 	d := float64(b.Initial)
 	for i := 1; i < n && d < float64(b.Max); i++ {

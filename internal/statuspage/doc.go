@@ -1,14 +1,10 @@
-// Package statuspage serves the hub's live status page and the small HTTP
-// API it reads, on the hub's HTTP listener (--metrics-listen, beside
-// /metrics). The page is plain HTML, CSS and JavaScript embedded in the
-// binary (web/): no build step, nothing loaded from elsewhere.
-//
-// API (JSON; with WithAuth every call needs a read-role bearer token):
-// GET /api/v1/streams; GET /api/v1/status?stream=S (GetStatusResponse as
-// protojson); GET /api/v1/diff?stream=S&to=G (DiffConfig's response, G
-// against the generation before it); GET /api/v1/watch?stream=S&from=R (WatchStatus's events as
-// Server-Sent Events, resumable with from or Last-Event-ID). Stream names
-// are checked by the rule GetStatus applies (rules.proto, protovalidate).
+// Package statuspage serves the live status page (embedded HTML, CSS and
+// JavaScript in web/, nothing loaded from elsewhere) and its JSON API on
+// --metrics-listen: GET /api/v1/streams, /api/v1/status?stream=S,
+// /api/v1/diff?stream=S&to=G (against the generation before), and
+// /api/v1/watch?stream=S&from=R (WatchStatus as Server-Sent Events,
+// resumable with from or Last-Event-ID). With WithAuth every call needs a
+// read token.
 //
 // Guarantees:
 //   - The page reads the hub's status view; no secret reaches it (TestNoSecretReachesThePage).

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -27,15 +26,13 @@ import (
 //go:embed web
 var webFS embed.FS
 
-// Source is the status view the page reads: the same snapshots and watch
-// events as GetStatus and WatchStatus (hub.Hub implements it).
+// Source is the status view the page reads, as GetStatus and WatchStatus do (hub.Hub).
 type Source interface {
-	// Streams names every stream that has a sink or a configuration.
+	// Streams names the streams that have a sink, sorted.
 	Streams() []string
 	Status(stream string) (*confighubv1.GetStatusResponse, error)
 	Watch(ctx context.Context, stream string, fromRevision uint64) <-chan *confighubv1.WatchStatusResponse
-	// DiffGenerations compares two generations of a stream (0: the
-	// current one, and the one before it), as DiffConfig does.
+	// DiffGenerations compares two generations of a stream, as DiffConfig does.
 	DiffGenerations(ctx context.Context, stream string, from, to uint64) (hub.Diff, error)
 }
 
@@ -50,25 +47,22 @@ func WithAuth(a *auth.Authenticator) Option { return func(h *Handler) { h.auth =
 // WithLogger sets where denials are logged (never with the token).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
-// keepalive is how often an idle event stream sends a comment line
-// (proxies close quiet connections).
+// keepalive is how often an idle event stream sends a comment (proxies close quiet ones).
 const keepalive = 15 * time.Second
 
 // Handler serves the page at / and its API under /api/v1/.
 type Handler struct {
-	src  Source
-	auth *auth.Authenticator
-	log  *slog.Logger
-	ctx  context.Context
-	mux  *http.ServeMux
-	// events shares each change's event bytes between the pages watching.
-	events *status.Encodings[[]byte]
+	src    Source
+	auth   *auth.Authenticator
+	log    *slog.Logger
+	ctx    context.Context
+	mux    *http.ServeMux
+	events *status.Encodings[[]byte] // each change's bytes, shared by the pages watching
 }
 
 var _ http.Handler = (*Handler)(nil)
 
-// New returns the page's handler. Event streams end when ctx ends (the
-// hub's shutdown), so an HTTP server's Shutdown does not wait for them.
+// New returns the page's handler; event streams end when ctx (the hub's) ends.
 func New(ctx context.Context, src Source, opts ...Option) *Handler {
 	h := &Handler{src: src, log: slog.New(slog.DiscardHandler), ctx: ctx, mux: http.NewServeMux(),
 		events: status.NewEncodings[[]byte](status.DefaultWatchBuffer)}
@@ -104,8 +98,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// apiError is the JSON body of every API error; Auth (on 401) makes the
-// page ask for a token.
+// apiError is the JSON body of every API error; Auth (on 401) makes the page ask for a token.
 type apiError struct {
 	Error string `json:"error"`
 	Auth  bool   `json:"auth,omitempty"`
@@ -119,12 +112,9 @@ func writeError(w http.ResponseWriter, code int, e apiError) {
 
 func (h *Handler) streams(w http.ResponseWriter, _ *http.Request) {
 	s := h.src.Streams()
-	sort.Strings(s)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string][]string{"streams": s})
 }
-
-var jsonOut = protojson.MarshalOptions{}
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	stream := r.URL.Query().Get("stream")
@@ -135,8 +125,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 	writeProto(w, st, err)
 }
 
-// diff answers DiffConfig's response as protojson: generation to of
-// stream (0: the current one) against from (0: the one before it).
+// diff answers DiffConfig's response as protojson.
 func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, ok := number(w, q.Get("from"), "from=%q is not a generation")
@@ -156,12 +145,11 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 	writeProto(w, d.Proto(), nil)
 }
 
-// writeProto answers m as protojson, or err from the source (404 for
-// hub.ErrNotFound).
+// writeProto answers m as protojson, or err (404 for hub.ErrNotFound).
 func writeProto(w http.ResponseWriter, m proto.Message, err error) {
 	var b []byte
 	if err == nil {
-		b, err = jsonOut.Marshal(m)
+		b, err = protojson.Marshal(m)
 	}
 	switch {
 	case errors.Is(err, hub.ErrNotFound):
@@ -174,9 +162,7 @@ func writeProto(w http.ResponseWriter, m proto.Message, err error) {
 	}
 }
 
-// valid checks req, the gRPC request of the same call, against its rules
-// (so both APIs refuse a name with the same message) and answers 400 when
-// it breaks one: a name no stream can have is not an unknown stream.
+// valid checks req, the same call's gRPC request, against its rules, and answers 400 when it breaks one.
 func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
 	err := protovalidate.Validate(req)
 	if err == nil {
@@ -190,10 +176,8 @@ func (h *Handler) valid(w http.ResponseWriter, req proto.Message) bool {
 	return false
 }
 
-// watch streams WatchStatus events as Server-Sent Events: "id:" is the
-// revision, "data:" the event as protojson. A client resumes with ?from=
-// or Last-Event-ID set to the last id it saw, as a gRPC watcher does with
-// from_revision.
+// watch streams WatchStatus events as Server-Sent Events ("id:" the
+// revision, "data:" protojson), resumed with ?from= or Last-Event-ID.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 	stream := r.URL.Query().Get("stream")
 	from, ok := number(w, cmp.Or(r.URL.Query().Get("from"), r.Header.Get("Last-Event-ID")), "from %q: not a revision")
@@ -253,8 +237,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 }
 
 // encode returns ev as an event: a change's bytes are shared by every
-// page watching (the broker hands them the same event), a snapshot (each
-// watcher's own) goes through buf.
+// page, a snapshot (each watcher's own) goes through buf.
 func (h *Handler) encode(buf *[]byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) {
 	if ev.GetSnapshot() != nil {
 		b, err := appendEvent((*buf)[:0], ev)
@@ -268,7 +251,7 @@ func appendEvent(b []byte, ev *confighubv1.WatchStatusResponse) ([]byte, error) 
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, ev.GetRevision(), 10)
 	b = append(b, "\ndata: "...)
-	b, err := jsonOut.MarshalAppend(b, proto.Message(ev))
+	b, err := protojson.MarshalOptions{}.MarshalAppend(b, ev)
 	if err != nil {
 		return b, err
 	}

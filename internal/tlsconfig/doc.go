@@ -1,6 +1,5 @@
-// Package tlsconfig builds the *tls.Config of an outbound connection (a Kong
-// Admin API, Konnect) from a confighubv1.TLS spec, for the sink kinds in
-// clients/.
+// Package tlsconfig builds the *tls.Config of a sink kind's outbound
+// connection (a Kong Admin API, Konnect) from a confighubv1.TLS spec.
 //
 // Guarantees:
 //   - PEM fields take precedence over files, as the proto documents (TestPEMTakesPrecedenceOverFile).

@@ -11,8 +11,7 @@ import (
 	confighubv1 "github.com/confighub/confighub/api/confighub/v1"
 )
 
-// Build returns the TLS settings of spec, or nil when spec is nil (plain
-// defaults: system roots, no client certificate).
+// Build returns the TLS settings of spec, or nil (the defaults) when spec is nil.
 func Build(spec *confighubv1.TLS) (*tls.Config, error) {
 	if spec == nil {
 		return nil, nil
@@ -33,19 +32,14 @@ func Build(spec *confighubv1.TLS) (*tls.Config, error) {
 		}
 		c.RootCAs = pool
 	}
-	cert, err := clientCertificate(spec)
-	if err != nil {
+	if c.Certificates, err = clientCertificates(spec); err != nil {
 		return nil, err
-	}
-	if cert != nil {
-		c.Certificates = []tls.Certificate{*cert}
 	}
 	return c, nil
 }
 
-// clientCertificate returns the client certificate of spec, or nil when it
-// sets none.
-func clientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
+// clientCertificates returns the client certificate of spec, or nil when it sets none.
+func clientCertificates(spec *confighubv1.TLS) ([]tls.Certificate, error) {
 	certPEM, err := pemOrFile("cert", spec.GetCertPem(), spec.GetCertFile())
 	if err != nil {
 		return nil, err
@@ -66,7 +60,7 @@ func clientCertificate(spec *confighubv1.TLS) (*tls.Certificate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: client certificate: %w", err)
 	}
-	return &cert, nil
+	return []tls.Certificate{cert}, nil
 }
 
 func pemOrFile(what, pem, file string) ([]byte, error) {
@@ -83,8 +77,7 @@ func pemOrFile(what, pem, file string) ([]byte, error) {
 	return b, nil
 }
 
-// WarnInsecure logs a warning (at sink creation) when spec turns off the
-// verification of the server's certificate. A nil logger logs nothing.
+// WarnInsecure warns when spec turns off the server's verification (a nil logger logs nothing).
 func WarnInsecure(logger *slog.Logger, spec *confighubv1.TLS, address string) {
 	if logger == nil || !spec.GetInsecureSkipVerify() {
 		return
