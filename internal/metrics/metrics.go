@@ -33,7 +33,7 @@ type Engine struct {
 	entityErrors  *prometheus.GaugeVec
 	excluded      *prometheus.GaugeVec
 	coalesced     *prometheus.CounterVec
-	state         *prometheus.GaugeVec
+	state         *sinkStates
 	generation    *prometheus.GaugeVec
 	convergence   *prometheus.HistogramVec
 	perSink       []interface{ DeletePartialMatch(prometheus.Labels) int } // by sink and kind
@@ -119,11 +119,11 @@ func NewEngine(reg prometheus.Registerer) (*Engine, error) {
 			Name: "confighub_sink_coalesced_total",
 			Help: "Generations replaced in the sink's slot by a newer one before the sink attempted them (latest wins).",
 		}, sinkLabels),
-		state:       gauge(prometheus.GaugeOpts{Name: "confighub_sink_state", Help: "The sink's current state: 1 for the state it is in, 0 for the others."}, "sink", "kind", "state"),
+		state:       newSinkStates(),
 		generation:  gauge(prometheus.GaugeOpts{Name: "confighub_stream_generation", Help: "The stream's current (last acknowledged) generation."}, "stream"),
 		convergence: histogram(prometheus.HistogramOpts{Name: "confighub_stream_convergence_seconds", Help: "Time from a generation's accept (ack) until every sink of its stream applied it."}, "stream"),
 	}
-	m.perSink = append(m.perSink, m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state)
+	m.perSink = append(m.perSink, m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced)
 	for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.configBytes, m.lastSuccess, m.entityErrors, m.excluded, m.coalesced, m.state, m.generation, m.convergence} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register engine metrics: %w", err)
@@ -137,6 +137,7 @@ func (m *Engine) lock(sink, kind string) func() {
 	m.mu.Lock()
 	if prev, ok := m.kinds[sink]; ok && prev != kind {
 		m.deleteSeries(prometheus.Labels{"sink": sink, "kind": prev})
+		m.state.delete(sink)
 		delete(m.reasons, sink)
 	}
 	m.kinds[sink] = kind
@@ -162,13 +163,7 @@ func (m *Engine) ApplyDone(sink, kind string, result engine.Result, reason strin
 // StateChanged sets the sink's state series.
 func (m *Engine) StateChanged(sink, kind string, _, to confighubv1.SinkState) {
 	defer m.lock(sink, kind)()
-	for _, s := range states {
-		v := 0.0
-		if s == to {
-			v = 1
-		}
-		m.state.WithLabelValues(sink, kind, StateLabel(s)).Set(v)
-	}
+	m.state.set(sink, kind, to)
 }
 
 // Coalesced counts a generation replaced in the slot.
@@ -219,6 +214,7 @@ func (m *Engine) SinkRemoved(sink, _ string) {
 	delete(m.kinds, sink)
 	delete(m.reasons, sink)
 	m.deleteSeries(prometheus.Labels{"sink": sink})
+	m.state.delete(sink)
 }
 
 // Set is the hub's whole metric set on one private registry.
