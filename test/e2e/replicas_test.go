@@ -526,6 +526,17 @@ func startProxy(t *testing.T, target string) *pausableProxy {
 	}
 	p := &pausableProxy{l: l, target: strings.TrimPrefix(target, "http://"), open: make(chan struct{})}
 	close(p.open)
+	forward(t, l, func() net.Conn {
+		u, _ := net.Dial("tcp", p.target) // etcd down: the client sees the connection close
+		return u
+	}, p.pipe)
+	t.Cleanup(p.Resume) // before forward's cleanup: a paused pipe ends
+	return p
+}
+
+// forward accepts on l until the test ends and pipes each connection to
+// what connect returns (nil: close it) with pipe, one goroutine a way.
+func forward(t *testing.T, l net.Listener, connect func() net.Conn, pipe func(dst, src net.Conn)) {
 	var wg sync.WaitGroup
 	var conns sync.Map
 	wg.Go(func() {
@@ -536,27 +547,25 @@ func startProxy(t *testing.T, target string) *pausableProxy {
 			}
 			wg.Go(func() {
 				defer c.Close()
-				u, err := net.Dial("tcp", p.target)
-				if err != nil {
-					return // etcd is down: the client sees the connection close
+				u := connect()
+				if u == nil {
+					return
 				}
 				defer u.Close()
 				conns.Store(c, u)
 				defer conns.Delete(c)
 				var pipes sync.WaitGroup
-				pipes.Go(func() { p.pipe(u, c) })
-				pipes.Go(func() { p.pipe(c, u) })
+				pipes.Go(func() { pipe(u, c) })
+				pipes.Go(func() { pipe(c, u) })
 				pipes.Wait()
 			})
 		}
 	})
 	t.Cleanup(func() {
-		p.Resume()
 		_ = l.Close()
 		conns.Range(func(k, v any) bool { _ = k.(net.Conn).Close(); _ = v.(net.Conn).Close(); return true })
 		wg.Wait()
 	})
-	return p
 }
 
 func (p *pausableProxy) url() string { return "http://" + p.l.Addr().String() }
@@ -806,43 +815,17 @@ func startBalancer(t *testing.T, backends ...string) *balancer {
 		t.Fatal(err)
 	}
 	b := &balancer{l: l, backends: backends}
-	var wg sync.WaitGroup
-	var conns sync.Map
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
+	forward(t, l, func() net.Conn {
+		b.mu.Lock()
+		hold, to := b.hold, b.to
+		b.mu.Unlock()
+		for i := 0; !hold && i < len(b.backends); i++ {
+			if u, err := net.DialTimeout("tcp", b.backends[(to+i)%len(b.backends)], time.Second); err == nil {
+				return u
 			}
-			wg.Go(func() {
-				defer c.Close()
-				b.mu.Lock()
-				hold, to := b.hold, b.to
-				b.mu.Unlock()
-				if hold {
-					return
-				}
-				for i := range b.backends {
-					u, err := net.DialTimeout("tcp", b.backends[(to+i)%len(b.backends)], time.Second)
-					if err != nil {
-						continue
-					}
-					conns.Store(c, u)
-					var pipes sync.WaitGroup
-					pipes.Go(func() { _, _ = io.Copy(u, c); _ = u.Close() })
-					pipes.Go(func() { _, _ = io.Copy(c, u); _ = c.Close() })
-					pipes.Wait()
-					conns.Delete(c)
-					return
-				}
-			})
 		}
-	})
-	t.Cleanup(func() {
-		_ = l.Close()
-		conns.Range(func(k, v any) bool { _ = k.(net.Conn).Close(); _ = v.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
+		return nil
+	}, func(dst, src net.Conn) { _, _ = io.Copy(dst, src); _ = dst.Close() })
 	return b
 }
 
