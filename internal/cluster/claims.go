@@ -111,13 +111,16 @@ func (r *Replica) followClaims(ctx context.Context) {
 			r.eng.Reown()
 		},
 		func(evs []*clientv3.Event) {
+			names := make([]string, 0, len(evs))
 			for _, ev := range evs {
 				c := claim{rev: ev.Kv.ModRevision}
 				if ev.Type == clientv3.EventTypePut {
 					c.owner = string(ev.Kv.Value)
 				}
-				r.place.take(strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix()), c)
+				name := strings.TrimPrefix(string(ev.Kv.Key), r.claimsPrefix())
+				r.place.take(name, c)
+				names = append(names, name)
 			}
-			r.eng.Reown() // the listener closes a data plane handed over
+			r.eng.Reown(names...) // the listener closes a data plane handed over
 		})
 }

@@ -81,7 +81,7 @@ func TestDataPlanesOwnedByConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the data plane moved to r2, which claimed it later", owners("r2"))
-	r1.eng.Reown() // as the claim watch does: r1's engine hands it over before the push
+	eventually(t, "r1's claim watch handed it over", func() bool { _, runs := r1.eng.LastApplied(name); return !runs })
 	push(t, r1.hub, 2)
 	eventually(t, "r2 applies generation 2", applied("r1:1", "r2:2"))
 

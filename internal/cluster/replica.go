@@ -36,7 +36,7 @@ type Engine interface {
 	DeleteSink(name string) error
 	ListSinks(stream string) []*confighubv1.Sink
 	Restore(applied []store.Applied)
-	Reown() map[string]error
+	Reown(names ...string) map[string]error
 	ObserveSink(name string, st *confighubv1.SinkStatus)
 	ObserveGeneration(stream string, g *confighubv1.GenerationStatus)
 	LastFailed(sinkName string) (*config.Config, *sink.Error, bool) // copied to etcd

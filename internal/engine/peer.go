@@ -119,19 +119,32 @@ func (e *Engine) ObserveGeneration(stream string, gs *confighubv1.GenerationStat
 	}
 }
 
-// Reown applies a change of Ownership: sinks gained start, sinks lost become
-// peers, convergences of streams now led here count. It returns start errors.
-func (e *Engine) Reown() map[string]error {
+// Reown applies a change of Ownership to the named sinks, or to every sink
+// when none is named: sinks gained start, sinks lost become peers,
+// convergences of streams now led here count. It returns start errors.
+// A data plane's claim names one sink, so a fleet that redials does not
+// re-place every sink at every claim.
+func (e *Engine) Reown(names ...string) map[string]error {
 	e.mu.Lock()
 	var change []*confighubv1.Sink
-	for name, m := range e.sinks {
-		if (m.w != nil) != e.own.OwnsSink(name) {
+	check := func(name string, m *member) {
+		if m != nil && (m.w != nil) != e.own.OwnsSink(name) {
 			change = append(change, m.spec)
 		}
 	}
+	if len(names) == 0 {
+		for name, m := range e.sinks {
+			check(name, m)
+		}
+	}
+	for _, name := range names {
+		check(name, e.sinks[name])
+	}
 	e.mu.Unlock()
 	errs := map[string]error{}
-	defer e.logOwned()
+	if len(change) > 0 {
+		defer e.logOwned()
+	}
 	for _, s := range change {
 		if _, _, err := e.PutSink(s); err != nil {
 			errs[s.GetName()] = err

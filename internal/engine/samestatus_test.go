@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -75,5 +76,52 @@ func TestSameStatusAgreesWithProtoEqual(t *testing.T) {
 	s.EntityErrors = base.EntityErrors
 	if !sameStatus(base, s) {
 		t.Error("an equal status differs")
+	}
+}
+
+// TestSameStatusSeesEveryField: a change to any field of SinkStatus but the
+// sink's identity makes sameStatus false, so a field added to the proto
+// fails here until sameStatus compares it (else its changes are never
+// published).
+func TestSameStatusSeesEveryField(t *testing.T) {
+	base := benchStatus()
+	identity := map[protoreflect.Name]bool{"sink": true, "kind": true, "stream": true}
+	fields := base.ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		if identity[f.Name()] {
+			continue
+		}
+		s := proto.Clone(base).(*confighubv1.SinkStatus)
+		s.EntityErrors = base.EntityErrors
+		m := s.ProtoReflect()
+		switch v := m.Get(f); {
+		case f.IsList() && v.List().Len() > 0, f.Message() != nil && !f.IsList() && m.Has(f):
+			m.Clear(f)
+		case f.IsList():
+			l := m.Mutable(f).List()
+			l.Append(l.NewElement())
+		case f.Message() != nil:
+			m.Set(f, m.NewField(f))
+		case f.Kind() == protoreflect.BoolKind:
+			m.Set(f, protoreflect.ValueOfBool(!v.Bool()))
+		case f.Kind() == protoreflect.EnumKind:
+			m.Set(f, protoreflect.ValueOfEnum(v.Enum()+1))
+		case f.Kind() == protoreflect.StringKind:
+			m.Set(f, protoreflect.ValueOfString(v.String()+"x"))
+		case f.Kind() == protoreflect.Int32Kind:
+			m.Set(f, protoreflect.ValueOfInt32(int32(v.Int())+1))
+		case f.Kind() == protoreflect.Int64Kind:
+			m.Set(f, protoreflect.ValueOfInt64(v.Int()+1))
+		case f.Kind() == protoreflect.Uint32Kind:
+			m.Set(f, protoreflect.ValueOfUint32(uint32(v.Uint())+1))
+		case f.Kind() == protoreflect.Uint64Kind:
+			m.Set(f, protoreflect.ValueOfUint64(v.Uint()+1))
+		default:
+			t.Fatalf("field %s: kind %s not handled by this test", f.Name(), f.Kind())
+		}
+		if sameStatus(base, s) {
+			t.Errorf("field %s changed, and sameStatus still says equal", f.Name())
+		}
 	}
 }

@@ -307,7 +307,7 @@ func (h *Hub) Status(stream string) (*confighubv1.GetStatusResponse, error) {
 	return st, nil
 }
 
-// Watch streams a stream's status changes (see engine.Engine.Watch).
+// Watch streams a stream's status changes (see status.View).
 func (h *Hub) Watch(ctx context.Context, stream string, from uint64) <-chan *confighubv1.WatchStatusResponse {
 	return h.view.Watch(ctx, config.StreamName(stream), from)
 }

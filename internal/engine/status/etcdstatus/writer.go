@@ -34,7 +34,7 @@ type Writer struct {
 	streams     map[string]bool                    // followed (false: once Run starts)
 	sinks       map[string]*confighubv1.SinkStatus // nil: removed
 	gens        map[genKey]*confighubv1.GenerationStatus
-	seen        map[string]uint64 // the newest source revision taken, per stream
+	seen        map[string]uint64 // the newest source revision taken, per stream (tests wait on it: WaitSeen)
 	seenCh      chan struct{}     // closed at each change taken
 	wg          sync.WaitGroup
 	io          sync.Mutex        // serialises flushes and removals; guards the two below
