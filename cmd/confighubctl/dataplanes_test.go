@@ -63,4 +63,12 @@ func TestClusterCertIsKongsShape(t *testing.T) {
 	if code := runContext(context.Background(), []string{"cluster-cert", "--cert", cert, "--key", key}, &out, &errw); code != 1 {
 		t.Fatalf("a second run over the files: exit %d, want 1", code)
 	}
+	// Only the certificate exists: nothing is written, not even the key.
+	newKey := filepath.Join(dir, "new.key")
+	if code := runContext(context.Background(), []string{"cluster-cert", "--cert", cert, "--key", newKey}, &out, &errw); code != 1 {
+		t.Fatalf("over an existing certificate: exit %d, want 1", code)
+	}
+	if _, err := os.Stat(newKey); !os.IsNotExist(err) {
+		t.Fatalf("a key was left beside a certificate it does not match: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -210,24 +211,39 @@ func clusterCert(fs *flag.FlagSet) func(*invocation, []string) error {
 		if err != nil {
 			return err
 		}
-		for _, f := range []struct {
+		files := []struct {
 			path string
 			b    []byte
 			mode os.FileMode
-		}{{*keyFile, keyPEM, 0o600}, {*certFile, certPEM, 0o644}} {
-			fh, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
+		}{{*keyFile, keyPEM, 0o600}, {*certFile, certPEM, 0o644}}
+		for _, f := range files { // both refused before either is written
+			if _, err := os.Lstat(f.path); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s exists or cannot be checked (%v): an existing file is not overwritten", f.path, err)
+			}
+		}
+		for i, f := range files {
+			err := writeNew(f.path, f.b, f.mode)
 			if err != nil {
+				if i > 0 {
+					_ = os.Remove(files[0].path) // no key without its certificate
+				}
 				return fmt.Errorf("%w (an existing file is not overwritten)", err)
-			}
-			_, err = fh.Write(f.b)
-			if cerr := fh.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
 			}
 		}
 		fmt.Fprintf(x.out, "wrote %s and %s: the hub's --cluster-cert/--cluster-cert-key and every data plane's cluster_cert/cluster_cert_key\n", *certFile, *keyFile)
 		return nil
 	}
+}
+
+// writeNew writes b to a file that must not exist yet.
+func writeNew(path string, b []byte, mode os.FileMode) error {
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = fh.Write(b)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

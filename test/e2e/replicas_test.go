@@ -932,9 +932,11 @@ func TestReplicasHybridTakeover(t *testing.T) {
 	if err := dps[0].WaitHash(ctx, h1); err != nil {
 		t.Fatal(err)
 	}
+	var on0, on1 []string // printed as last seen at a timeout
 	harness.Eventually(t, 30*time.Second, func() bool {
-		return slices.Contains(owned(hubs[1]), "dp-0") && !slices.Contains(owned(hubs[0]), "dp-0")
-	}, "dp-0 runs on r1 (r0 owns %v, r1 %v)", owned(hubs[0]), owned(hubs[1]))
+		on0, on1 = owned(hubs[0]), owned(hubs[1])
+		return slices.Contains(on1, "dp-0") && !slices.Contains(on0, "dp-0")
+	}, "dp-0 runs on r1 (r0 owns %v, r1 %v)", &on0, &on1)
 	harness.Eventually(t, 30*time.Second, every(0, runs(h1)), "r0 shows dp-0 connected again")
 
 	// r0 dies with dp-1 and dp-2; the balancer takes no connection until
