@@ -133,13 +133,12 @@ type storeMode struct {
 	store        store.Store
 	log          *slog.Logger
 	engine       []engine.Option
-	ports        func(eng *engine.Engine) hub.Ports
+	ports        func(eng *engine.Engine) (hub.Ports, hybrid.Sinks) // and who takes connected data planes
 	what         string
 	startTimeout time.Duration
 	serving      func(ctx context.Context, srv *server.Server) (stop func())
 	attrs        []any // on the "confighub serving" line
 	close        func()
-	dataPlanes   hybrid.Sinks // who takes connected data planes; nil: the engine
 }
 
 // openStore opens --store bolt or memory: one hub on its own store.
@@ -166,7 +165,7 @@ func openStore(f flags, log *slog.Logger) (*storeMode, error) {
 		what = "start (sinks file " + f.sinks + ")"
 	}
 	return &storeMode{store: st, log: log, what: what, attrs: attrs,
-		ports:   func(eng *engine.Engine) hub.Ports { return hub.PortsOf(eng) },
+		ports:   func(eng *engine.Engine) (hub.Ports, hybrid.Sinks) { return hub.PortsOf(eng), eng },
 		serving: func(context.Context, *server.Server) func() { return func() {} },
 		close:   func() { _ = st.Close() }}, nil
 }
@@ -248,7 +247,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	}, m.engine, o.engineOptions())...)
 	defer eng.Stop()
 	defer cl.close(log) // before the engine stops: Apply waits on the connections
-	ports := m.ports(eng)
+	ports, dataPlanes := m.ports(eng)
 	sctx := ctx
 	if m.startTimeout > 0 {
 		var cancel context.CancelFunc
@@ -281,11 +280,7 @@ func serve(ctx context.Context, f flags, log *slog.Logger) error {
 	}
 	stop := m.serving(ctx, srv)
 	defer stop()
-	dp := m.dataPlanes
-	if dp == nil {
-		dp = eng
-	}
-	cl.serve(dp, log)
+	cl.serve(dataPlanes, log)
 	o.page = h
 	return listenAndServe(ctx, f, log, o, srv, append(m.attrs, "file_sink_root", f.fileSinkRootDir(), "sink_kinds", reg.Kinds())...)
 }

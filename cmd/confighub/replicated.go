@@ -22,6 +22,7 @@ import (
 	"github.com/confighub/confighub/internal/cluster"
 	"github.com/confighub/confighub/internal/engine"
 	"github.com/confighub/confighub/internal/hub"
+	"github.com/confighub/confighub/internal/hybrid"
 	"github.com/confighub/confighub/internal/server"
 	etcdstore "github.com/confighub/confighub/internal/store/etcd"
 )
@@ -131,18 +132,17 @@ func openReplicated(f flags, log *slog.Logger) (*storeMode, error) {
 		attrs: []any{"store", "etcd", "etcd_endpoints", r.endpoints, "etcd_prefix", prefix, "lease_ttl", r.leaseTTL},
 		close: func() { _ = st.Close(); _ = cli.Close() },
 	}
-	m.ports = func(eng *engine.Engine) hub.Ports {
+	m.ports = func(eng *engine.Engine) (hub.Ports, hybrid.Sinks) {
 		rep = cluster.New(eng, place, st, cli, mem, prefix, cluster.Options{Logger: log, OpTimeout: r.opTimeout,
 			Ready: func(ok bool) {
 				if s := health.Load(); s != nil {
 					s.SetServing(ok)
 				}
 			}})
-		m.dataPlanes = rep // a data plane is claimed by the replica it connects to
 		ports := hub.PortsOf(eng)
 		ports.Status = rep.View()
 		ports.Diagnostics = rep.Diagnostics()
-		return ports
+		return ports, rep // a data plane is claimed by the replica it connects to
 	}
 	// On every exit the replica leaves the membership before the engine stops.
 	m.serving = func(ctx context.Context, srv *server.Server) func() {
