@@ -462,8 +462,11 @@ func TestSinkPutBeforeItsDataPlaneConnects(t *testing.T) {
 	if _, _, err := h.eng.PutSink(&confighubv1.Sink{Name: "dp-a", Kind: hybrid.Kind}); err != nil {
 		t.Fatal(err)
 	}
-	st := h.status("dp-a", func(s *confighubv1.SinkStatus) bool { return s.GetDataPlane() != nil })
-	if st.GetDataPlane().GetConnected() || st.GetDataPlane().GetDisconnectedSince() == nil || st.GetLastErrorCode() != string(sink.CodeUnreachable) {
+	// The data plane's fields come with the sink; its worker then finds it unreachable.
+	st := h.status("dp-a", func(s *confighubv1.SinkStatus) bool {
+		return s.GetDataPlane() != nil && s.GetLastErrorCode() == string(sink.CodeUnreachable)
+	})
+	if st.GetDataPlane().GetConnected() || st.GetDataPlane().GetDisconnectedSince() == nil {
 		t.Fatalf("status: %v", st)
 	}
 	d := h.dp(dataplane.Options{NodeID: "dp-a"})
